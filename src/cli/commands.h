@@ -1,0 +1,15 @@
+// The `saturn` subcommands. Each Add*Command registers its flags on the app
+// and a callback that does the work and stores the exit status in *status
+// (0 success, 2 bad input, 1 internal failure). Errors are thrown as
+// InputError (bad input) or any other exception (internal), and turned into
+// messages and exit codes in main.cc only.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace saturn {
+
+void AddPlanCommand(CLI::App& app, int* status);
+void AddValidateCommand(CLI::App& app, int* status);
+
+}  // namespace saturn

@@ -1,0 +1,35 @@
+// saturn: train many models at once, planned to finish as early as possible.
+// See README.md and docs/ for the commands; `saturn --help` lists them.
+#include <cstdio>
+#include <exception>
+
+#include "cli/commands.h"
+#include "common/error.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"Saturn: profile, plan and train many models at once on a GPU cluster"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "saturn 0.1.0");
+  int status = 0;
+  saturn::AddPlanCommand(app, &status);
+  saturn::AddValidateCommand(app, &status);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);
+    return 2;
+  } catch (const saturn::InputError& e) {
+    std::fprintf(stderr, "saturn: error: %s\n", e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "saturn: internal error: %s\n", e.what());
+    return 1;
+  }
+  return status;
+}

@@ -1,0 +1,79 @@
+// saturn plan: profile table + cluster -> plan JSON (and a Gantt chart).
+#include <cstdio>
+#include <iostream>
+#include <memory>
+
+#include "cli/commands.h"
+#include "common/format.h"
+#include "common/fs.h"
+#include "planner/planner.h"
+#include "report/gantt.h"
+#include "spec/cluster.h"
+#include "spec/profile.h"
+
+namespace saturn {
+namespace {
+
+struct PlanOptions {
+  std::string cluster;
+  std::string profile;
+  std::string solver = "auto";
+  double time_limit_s = 10.0;
+  uint64_t seed = 0;
+  int threads = 1;
+  std::string output;
+  std::string gantt;
+};
+
+int RunPlan(const PlanOptions& o) {
+  Cluster cluster = LoadClusterFile(o.cluster);
+  ProfileTable profile = LoadProfileFile(o.profile, cluster);
+  Problem problem = ProblemFromProfile(profile, cluster);
+  PlanRequest request;
+  request.solver = o.solver;
+  request.time_limit_s = o.time_limit_s;
+  request.seed = o.seed;
+  request.threads = o.threads;
+  BuiltinSolvers().Get(o.solver);  // unknown name: exit 2 before any work
+  std::fprintf(stderr, "planning %d tasks on %d GPUs (%zu nodes) with %s, limit %s\n",
+               problem.NumTasks(), cluster.TotalGpus(), cluster.nodes.size(), o.solver.c_str(),
+               FormatDuration(o.time_limit_s).c_str());
+  PlanResult result = RunPlanner(problem, request);
+  const Plan& plan = result.plan;
+  std::string json = PlanToJson(plan).dump(2) + "\n";
+  std::string svg;
+  if (!o.gantt.empty()) svg = RenderGanttSvg(GanttFromPlan(plan, cluster, "Saturn plan"));
+  if (o.output.empty()) {
+    std::cout << json;
+  } else {
+    WriteFileAtomic(o.output, json);
+  }
+  if (!o.gantt.empty()) WriteFileAtomic(o.gantt, svg);
+  double gap =
+      plan.makespan_s > 0 ? 100.0 * (plan.makespan_s - plan.lower_bound_s) / plan.makespan_s : 0;
+  std::fprintf(stderr, "plan: %s, makespan %s, lower bound %s (gap %.1f%%), solved in %.2f s\n",
+               plan.status.c_str(), FormatDuration(plan.makespan_s).c_str(),
+               FormatDuration(plan.lower_bound_s).c_str(), gap, plan.solve_time_s);
+  return 0;
+}
+
+}  // namespace
+
+void AddPlanCommand(CLI::App& app, int* status) {
+  auto o = std::make_shared<PlanOptions>();
+  CLI::App* cmd =
+      app.add_subcommand("plan", "Solve SPASE: choose technique, GPUs and start of every task");
+  cmd->add_option("--cluster", o->cluster, "Cluster file (YAML, Contract 1)")->required();
+  cmd->add_option("--profile", o->profile, "Profile table (CSV, Contract 2)")->required();
+  cmd->add_option("--solver", o->solver,
+                  "auto | milp | saturn-milp | current-practice | max | min | random | optimus");
+  cmd->add_option("--time-limit", o->time_limit_s, "Solver time limit in wall seconds")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--seed", o->seed, "Random seed (solvers are deterministic for a seed)");
+  cmd->add_option("--threads", o->threads, "Solver threads")->check(CLI::Range(1, 256));
+  cmd->add_option("--output", o->output, "Write the plan JSON here (default: stdout)");
+  cmd->add_option("--gantt", o->gantt, "Write a Gantt chart of the plan (SVG)");
+  cmd->callback([o, status] { *status = RunPlan(*o); });
+}
+
+}  // namespace saturn

@@ -1,0 +1,55 @@
+// Injected time: everything that plans, simulates or supervises reads time
+// through a Clock, so tests can drive it by hand and stay deterministic.
+//
+//   SteadyClock wall;                 // real elapsed seconds
+//   ManualClock fake; fake.Advance(5);
+//   Deadline d(wall, 2.0);            // 2 s from now
+//   while (!d.Expired()) work();
+#pragma once
+
+#include <chrono>
+#include <limits>
+
+namespace saturn {
+
+class Clock {
+ public:
+  virtual ~Clock() = default;
+  // Seconds since an arbitrary fixed origin.
+  virtual double Now() const = 0;
+};
+
+class SteadyClock final : public Clock {
+ public:
+  double Now() const override {
+    using namespace std::chrono;
+    return duration<double>(steady_clock::now().time_since_epoch()).count();
+  }
+};
+
+class ManualClock final : public Clock {
+ public:
+  double Now() const override { return now_; }
+  void Advance(double seconds) { now_ += seconds; }
+  void Set(double seconds) { now_ = seconds; }
+
+ private:
+  double now_ = 0.0;
+};
+
+// A point in time on a clock; an infinite budget never expires.
+class Deadline {
+ public:
+  Deadline(const Clock& clock, double budget_s) : clock_(&clock), end_(clock.Now() + budget_s) {}
+  static Deadline Never(const Clock& clock) {
+    return Deadline(clock, std::numeric_limits<double>::infinity());
+  }
+  bool Expired() const { return clock_->Now() >= end_; }
+  double Remaining() const { return end_ - clock_->Now(); }
+
+ private:
+  const Clock* clock_;
+  double end_;
+};
+
+}  // namespace saturn

@@ -1,0 +1,38 @@
+#include "common/error.h"
+
+namespace saturn {
+namespace {
+
+std::string Compose(std::string_view file, int line, std::string_view field,
+                    std::string_view message) {
+  std::string out(file);
+  if (line > 0) out += ":" + std::to_string(line);
+  if (!out.empty()) out += ": ";
+  if (!field.empty()) {
+    out += field;
+    out += ": ";
+  }
+  out += message;
+  return out;
+}
+
+}  // namespace
+
+InputError::InputError(std::string_view file, int line, std::string_view field,
+                       std::string_view message)
+    : std::runtime_error(Compose(file, line, field, message)) {}
+
+std::string Quote(std::string_view value) {
+  constexpr size_t kMax = 60;
+  std::string out = "'";
+  if (value.size() > kMax) {
+    out += value.substr(0, kMax);
+    out += "...";
+  } else {
+    out += value;
+  }
+  out += "'";
+  return out;
+}
+
+}  // namespace saturn

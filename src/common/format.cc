@@ -1,0 +1,39 @@
+#include "common/format.h"
+
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+
+namespace saturn {
+
+std::string FormatDuration(double seconds) {
+  if (!std::isfinite(seconds)) return "?";
+  char buf[64];
+  if (seconds < 0) return "-" + FormatDuration(-seconds);
+  if (seconds < 60) {
+    std::snprintf(buf, sizeof buf, "%.1fs", seconds);
+  } else if (seconds < 3600) {
+    long s = std::lround(seconds);
+    std::snprintf(buf, sizeof buf, "%ldm%02lds", s / 60, s % 60);
+  } else if (seconds < 86400 * 3) {
+    long m = std::lround(seconds / 60);
+    std::snprintf(buf, sizeof buf, "%ldh%02ldm", m / 60, m % 60);
+  } else {
+    std::snprintf(buf, sizeof buf, "%.1fd", seconds / 86400);
+  }
+  return buf;
+}
+
+std::string FormatFixed(double value, int decimals) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, value);
+  return buf;
+}
+
+std::string FormatNumber(double value) {
+  char buf[64];
+  auto result = std::to_chars(buf, buf + sizeof buf, value);
+  return std::string(buf, result.ptr);
+}
+
+}  // namespace saturn

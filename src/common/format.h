@@ -1,0 +1,17 @@
+// Human-readable numbers for progress lines, summaries and charts.
+//
+//   FormatDuration(3725)  -> "1h02m"
+//   FormatDuration(42.5)  -> "42.5s"
+//   FormatFixed(1.23456, 2) -> "1.23"
+#pragma once
+
+#include <string>
+
+namespace saturn {
+
+std::string FormatDuration(double seconds);
+std::string FormatFixed(double value, int decimals);
+// Shortest round-trip text for a double (used in CSV/JSON-adjacent output).
+std::string FormatNumber(double value);
+
+}  // namespace saturn

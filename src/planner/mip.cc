@@ -1,0 +1,130 @@
+#include "planner/mip.h"
+
+#include <CbcModel.hpp>
+#include <CbcSolver.hpp>
+#include <CoinPackedMatrix.hpp>
+#include <OsiClpSolverInterface.hpp>
+#include <cmath>
+#include <mutex>
+#include <string>
+
+namespace saturn {
+namespace {
+
+// CBC's driver keeps global state; one solve at a time in this process.
+std::mutex g_cbc_mutex;
+
+double Finite(double v) {
+  if (v == kMipInf) return COIN_DBL_MAX;
+  if (v == -kMipInf) return -COIN_DBL_MAX;
+  return v;
+}
+
+int NoCallback(CbcModel*, int) {
+  return 0;
+}
+
+}  // namespace
+
+int MipModel::AddVar(double lower, double upper, double objective, bool integer, std::string name) {
+  lower_.push_back(lower);
+  upper_.push_back(upper);
+  objective_.push_back(objective);
+  integer_.push_back(integer);
+  names_.push_back(std::move(name));
+  return NumVars() - 1;
+}
+
+void MipModel::AddRow(const std::vector<std::pair<int, double>>& terms, double lower,
+                      double upper) {
+  rows_.push_back(terms);
+  row_lower_.push_back(lower);
+  row_upper_.push_back(upper);
+}
+
+MipResult MipModel::Solve(const MipOptions& options) const {
+  CoinPackedMatrix matrix(false, 0, 0);
+  matrix.setDimensions(0, NumVars());
+  for (const auto& row : rows_) {
+    std::vector<int> idx;
+    std::vector<double> val;
+    for (const auto& [v, c] : row) {
+      idx.push_back(v);
+      val.push_back(c);
+    }
+    matrix.appendRow(static_cast<int>(idx.size()), idx.data(), val.data());
+  }
+  std::vector<double> col_lo(NumVars()), col_up(NumVars()), row_lo(NumRows()), row_up(NumRows());
+  for (int i = 0; i < NumVars(); ++i) {
+    col_lo[i] = Finite(lower_[i]);
+    col_up[i] = Finite(upper_[i]);
+  }
+  for (int i = 0; i < NumRows(); ++i) {
+    row_lo[i] = Finite(row_lower_[i]);
+    row_up[i] = Finite(row_upper_[i]);
+  }
+  OsiClpSolverInterface solver;
+  solver.messageHandler()->setLogLevel(0);
+  solver.loadProblem(matrix, col_lo.data(), col_up.data(), objective_.data(), row_lo.data(),
+                     row_up.data());
+  for (int i = 0; i < NumVars(); ++i) {
+    if (integer_[i]) solver.setInteger(i);
+    solver.setColName(i, names_[i]);
+  }
+  // Column names are needed for the MIP start; CBC 2.10's presolve crashes on
+  // models with column names but no row names (coin-or/Cbc#515), so name rows too.
+  for (int i = 0; i < NumRows(); ++i)
+    solver.setRowName(i, "r" + std::to_string(i));
+
+  std::lock_guard<std::mutex> lock(g_cbc_mutex);
+  CbcModel model(solver);
+  model.messageHandler()->setLogLevel(options.log ? 1 : 0);
+  if (!start_.empty()) {
+    std::vector<std::pair<std::string, double>> start;
+    for (int i = 0; i < NumVars(); ++i)
+      start.emplace_back(names_[i], start_[i]);
+    model.setMIPStart(start);
+  }
+  CbcSolverUsefulData data;
+  data.noPrinting_ = !options.log;
+  data.useSignalHandler_ = false;
+  CbcMain0(model, data);
+  std::vector<std::string> args = {"saturn",
+                                   "-timeMode",
+                                   "elapsed",
+                                   "-seconds",
+                                   std::to_string(std::max(0.05, options.time_limit_s)),
+                                   "-threads",
+                                   std::to_string(std::max(1, options.threads)),
+                                   "-log",
+                                   options.log ? "1" : "0"};
+  if (options.max_nodes >= 0) {
+    args.insert(args.end(), {"-maxNodes", std::to_string(options.max_nodes)});
+  }
+  if (std::isfinite(options.cutoff)) {
+    args.insert(args.end(), {"-cutoff", std::to_string(options.cutoff)});
+  }
+  args.insert(args.end(), {"-solve", "-quit"});
+  std::vector<const char*> argv;
+  for (const std::string& a : args)
+    argv.push_back(a.c_str());
+  CbcMain1(static_cast<int>(argv.size()), argv.data(), model, NoCallback, data);
+
+  MipResult result;
+  result.nodes = model.getNodeCount();
+  result.proven_optimal = model.isProvenOptimal();
+  result.proven_infeasible = model.isProvenInfeasible();
+  result.hit_limit = model.isSecondsLimitReached() || model.isNodeLimitReached() ||
+                     (!result.proven_optimal && !result.proven_infeasible);
+  result.bound = model.getBestPossibleObjValue();
+  const double* best = model.bestSolution();
+  if (best) {
+    result.has_solution = true;
+    result.values.assign(best, best + NumVars());
+    result.objective = model.getObjValue();
+  }
+  if (result.proven_optimal && result.has_solution) result.bound = result.objective;
+  return result;
+}
+
+}  // namespace saturn

@@ -1,0 +1,55 @@
+#include "planner/planner.h"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+#include "planner/lower_bound.h"
+#include "planner/validate.h"
+
+namespace saturn {
+
+PlanResult RunPlanner(const Problem& problem, const PlanRequest& request,
+                      const SolverRegistry& registry) {
+  const Solver& solver = registry.Get(request.solver);
+  SteadyClock steady;
+  const Clock& clock = request.clock ? *request.clock : steady;
+  double started = clock.Now();
+
+  SolveContext ctx;
+  ctx.time_limit_s = request.time_limit_s;
+  ctx.seed = request.seed;
+  ctx.threads = request.threads;
+  ctx.work_scale = request.work_scale;
+  ctx.clock = &clock;
+  ctx.lower_bound = MakespanLowerBound(problem);
+  ctx.warm_start = request.warm_start;
+  ctx.on_progress = request.on_progress;
+  SolveResult result = solver.Solve(problem, ctx);
+
+  PlanResult out;
+  out.status = result.status;
+  double bound = std::max(ctx.lower_bound, result.lower_bound);
+  if (result.status != SolveStatus::kInfeasible) {
+    std::string problem_found = CheckSchedule(problem, result.schedule);
+    if (!problem_found.empty()) {
+      throw std::logic_error("solver " + std::string(solver.Name()) +
+                             " returned an invalid schedule: " + problem_found);
+    }
+    double makespan = Makespan(problem, result.schedule);
+    bound = std::min(bound, makespan);
+    if (makespan <= bound * (1 + 1e-9)) out.status = SolveStatus::kOptimal;
+    out.schedule = std::move(result.schedule);
+  }
+  out.plan = ScheduleToPlan(problem, out.schedule, std::string(solver.Name()), out.status, bound,
+                            clock.Now() - started);
+  if (!result.note.empty()) out.plan.extra["note"] = result.note;
+  std::vector<std::string> errors = ValidatePlan(problem, out.plan);
+  if (!errors.empty()) {
+    throw std::logic_error("solver " + std::string(solver.Name()) +
+                           " produced an invalid plan: " + errors.front());
+  }
+  return out;
+}
+
+}  // namespace saturn

@@ -1,0 +1,41 @@
+// The planner's front door: one place that runs any solver, times it, gives
+// it the lower bound, checks its schedule, assigns GPU ids and validates the
+// resulting plan (a solver bug becomes a clear internal error, never a bad
+// plan on disk).
+//
+//   PlanRequest req{.solver = "auto", .time_limit_s = 2, .seed = 1};
+//   PlanResult r = RunPlanner(problem, req);
+//   WriteFileAtomic(path, PlanToJson(r.plan).dump(2));
+#pragma once
+
+#include <string>
+
+#include "planner/registry.h"
+#include "planner/solver.h"
+#include "spec/plan.h"
+
+namespace saturn {
+
+struct PlanRequest {
+  std::string solver = "auto";
+  double time_limit_s = 10.0;
+  uint64_t seed = 0;
+  int threads = 1;
+  double work_scale = 1.0;
+  const Clock* clock = nullptr;
+  Schedule warm_start;
+  std::function<void(double, double)> on_progress;
+};
+
+struct PlanResult {
+  Plan plan;
+  SolveStatus status = SolveStatus::kInfeasible;
+  Schedule schedule;
+};
+
+// Throws InputError for an unknown solver name; std::logic_error if a solver
+// returns an invalid schedule.
+PlanResult RunPlanner(const Problem& problem, const PlanRequest& request,
+                      const SolverRegistry& registry = BuiltinSolvers());
+
+}  // namespace saturn

@@ -1,0 +1,71 @@
+#include "planner/timeline.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace saturn {
+
+NodeTimeline::NodeTimeline(int capacity) : capacity_(capacity) {
+  Clear();
+}
+
+void NodeTimeline::Clear() {
+  steps_.clear();
+  steps_.push_back({0.0, 0});
+}
+
+size_t NodeTimeline::StepAt(double t) const {
+  auto it = std::upper_bound(steps_.begin(), steps_.end(), t,
+                             [](double v, const Step& s) { return v < s.time; });
+  return it == steps_.begin() ? 0 : static_cast<size_t>(it - steps_.begin()) - 1;
+}
+
+int NodeTimeline::UsedAt(double t) const {
+  return steps_[StepAt(t)].used;
+}
+
+double NodeTimeline::LastEnd() const {
+  return steps_.size() == 1 ? 0.0 : steps_.back().time;
+}
+
+double NodeTimeline::EarliestStart(double ready, double duration, int gpus) const {
+  if (gpus > capacity_) throw std::logic_error("NodeTimeline: task larger than node");
+  int limit = capacity_ - gpus;
+  double t = std::max(ready, 0.0);
+  size_t i = StepAt(t);
+  while (true) {
+    // Find the first step in [t, t+duration) whose usage is too high.
+    size_t k = i;
+    bool blocked = false;
+    while (k < steps_.size() && (k == i || steps_[k].time < t + duration)) {
+      if (steps_[k].used > limit) {
+        blocked = true;
+        break;
+      }
+      ++k;
+    }
+    if (!blocked) return t;
+    // Restart right after the blocking step.
+    i = k + 1;  // the last step always has used == 0, so i stays in range
+    t = steps_[i].time;
+  }
+}
+
+size_t NodeTimeline::SplitAt(double t) {
+  size_t i = StepAt(t);
+  if (steps_[i].time == t) return i;
+  steps_.insert(steps_.begin() + static_cast<long>(i) + 1, Step{t, steps_[i].used});
+  return i + 1;
+}
+
+void NodeTimeline::Add(double start, double end, int gpus) {
+  if (!(end > start)) return;
+  size_t first = SplitAt(start);
+  size_t last = SplitAt(end);
+  for (size_t k = first; k < last; ++k) {
+    steps_[k].used += gpus;
+    if (steps_[k].used > capacity_) throw std::logic_error("NodeTimeline: capacity exceeded");
+  }
+}
+
+}  // namespace saturn

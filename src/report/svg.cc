@@ -1,0 +1,112 @@
+#include "report/svg.h"
+
+#include <cmath>
+#include <cstdio>
+#include <functional>
+
+namespace saturn {
+namespace {
+
+std::string Num(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f", v);
+  return buf;
+}
+
+}  // namespace
+
+std::string XmlEscape(std::string_view text) {
+  std::string out;
+  for (char c : text) {
+    switch (c) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      default:
+        out += c;
+    }
+  }
+  return out;
+}
+
+std::string ColorFor(std::string_view key) {
+  // FNV-1a, then a golden-ratio hue walk for well-separated colours.
+  uint64_t h = 1469598103934665603ull;
+  for (char c : key) {
+    h ^= static_cast<unsigned char>(c);
+    h *= 1099511628211ull;
+  }
+  double hue = std::fmod(static_cast<double>(h % 1000) * 0.618033988749895 * 360.0, 360.0);
+  int sat = 55 + static_cast<int>((h >> 20) % 20);
+  int light = 62 + static_cast<int>((h >> 30) % 12);
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "hsl(%d,%d%%,%d%%)", static_cast<int>(hue), sat, light);
+  return buf;
+}
+
+double NiceTick(double span, int target) {
+  if (!(span > 0)) return 1.0;
+  static const double kSteps[] = {1,     2,     5,     10,    15,     30,     60,
+                                  120,   300,   600,   900,   1800,   3600,   7200,
+                                  10800, 21600, 43200, 86400, 172800, 432000, 864000};
+  double raw = span / std::max(1, target);
+  for (double s : kSteps) {
+    if (s >= raw) return s;
+  }
+  return std::pow(10.0, std::ceil(std::log10(raw)));
+}
+
+SvgWriter::SvgWriter(double width, double height) : width_(width), height_(height) {}
+
+void SvgWriter::Rect(double x, double y, double w, double h, std::string_view fill,
+                     std::string_view title, std::string_view extra) {
+  body_ += "<rect x=\"" + Num(x) + "\" y=\"" + Num(y) + "\" width=\"" + Num(std::max(w, 0.5)) +
+           "\" height=\"" + Num(h) + "\" fill=\"" + std::string(fill) + "\"";
+  if (!extra.empty()) body_ += " " + std::string(extra);
+  if (title.empty()) {
+    body_ += "/>\n";
+  } else {
+    body_ += "><title>" + XmlEscape(title) + "</title></rect>\n";
+  }
+}
+
+void SvgWriter::Line(double x1, double y1, double x2, double y2, std::string_view stroke,
+                     double width, std::string_view extra) {
+  body_ += "<line x1=\"" + Num(x1) + "\" y1=\"" + Num(y1) + "\" x2=\"" + Num(x2) + "\" y2=\"" +
+           Num(y2) + "\" stroke=\"" + std::string(stroke) + "\" stroke-width=\"" + Num(width) +
+           "\"";
+  if (!extra.empty()) body_ += " " + std::string(extra);
+  body_ += "/>\n";
+}
+
+void SvgWriter::Text(double x, double y, std::string_view text, double size,
+                     std::string_view anchor, std::string_view extra) {
+  body_ += "<text x=\"" + Num(x) + "\" y=\"" + Num(y) + "\" font-size=\"" + Num(size) +
+           "\" text-anchor=\"" + std::string(anchor) + "\"";
+  if (!extra.empty()) body_ += " " + std::string(extra);
+  body_ += ">" + XmlEscape(text) + "</text>\n";
+}
+
+void SvgWriter::Polyline(const std::string& points, std::string_view stroke, double width) {
+  body_ += "<polyline fill=\"none\" stroke=\"" + std::string(stroke) + "\" stroke-width=\"" +
+           Num(width) + "\" points=\"" + points + "\"/>\n";
+}
+
+std::string SvgWriter::Finish() const {
+  return "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + Num(width_) + "\" height=\"" +
+         Num(height_) + "\" viewBox=\"0 0 " + Num(width_) + " " + Num(height_) +
+         "\" font-family=\"Helvetica,Arial,sans-serif\">\n<rect width=\"100%\" height=\"100%\" "
+         "fill=\"white\"/>\n" +
+         body_ + "</svg>\n";
+}
+
+}  // namespace saturn

@@ -1,0 +1,43 @@
+// Contract 1: the cluster file (YAML).
+//
+//   nodes:
+//     - name: node0        # unique
+//       gpus: 8            # device slots, >= 1
+//       gpu_memory_gib: 40 # optional capacity of each device
+//
+//   Cluster c = LoadClusterFile("cluster.yaml");   // InputError on bad input
+//   c.TotalGpus(); c.MaxGpusPerNode(); c.NodeIndex("node0");
+#pragma once
+
+#include <yaml-cpp/yaml.h>
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace saturn {
+
+struct ClusterNode {
+  std::string name;
+  int gpus = 0;
+  std::optional<double> gpu_memory_gib;
+};
+
+struct Cluster {
+  std::vector<ClusterNode> nodes;
+
+  int TotalGpus() const;
+  int MaxGpusPerNode() const;
+  // Index of the node with this name, or -1.
+  int NodeIndex(std::string_view name) const;
+};
+
+// Reads a cluster from a YAML map with a `nodes` list. `source` names the
+// file in errors, `path` the field path of `root` ("" at the top of a file).
+Cluster ParseCluster(const YAML::Node& root, std::string_view source, const std::string& path = "");
+Cluster LoadClusterFile(const std::string& path);
+// A cluster as YAML text (round-trips through LoadClusterFile).
+std::string ClusterToYaml(const Cluster& cluster);
+
+}  // namespace saturn

@@ -1,0 +1,124 @@
+#include "spec/plan.h"
+
+#include <cmath>
+
+#include "common/error.h"
+#include "common/fs.h"
+
+namespace saturn {
+namespace {
+
+using nlohmann::json;
+
+const json& Field(const json& obj, const char* key, std::string_view source,
+                  const std::string& path) {
+  auto it = obj.find(key);
+  if (it == obj.end()) throw InputError(source, 0, path + key, "missing required field");
+  return *it;
+}
+
+std::string GetString(const json& obj, const char* key, std::string_view source,
+                      const std::string& path) {
+  const json& v = Field(obj, key, source, path);
+  if (!v.is_string()) throw InputError(source, 0, path + key, "expected a string");
+  return v.get<std::string>();
+}
+
+double GetNumber(const json& obj, const char* key, std::string_view source,
+                 const std::string& path) {
+  const json& v = Field(obj, key, source, path);
+  if (!v.is_number() || !std::isfinite(v.get<double>())) {
+    throw InputError(source, 0, path + key, "expected a finite number");
+  }
+  return v.get<double>();
+}
+
+int GetInt(const json& v, std::string_view source, const std::string& field) {
+  if (!v.is_number_integer()) throw InputError(source, 0, field, "expected an integer");
+  return v.get<int>();
+}
+
+}  // namespace
+
+json PlanToJson(const Plan& plan) {
+  json out = json::object();
+  out["solver"] = plan.solver;
+  out["status"] = plan.status;
+  out["makespan_s"] = plan.makespan_s;
+  out["lower_bound_s"] = plan.lower_bound_s;
+  out["solve_time_s"] = plan.solve_time_s;
+  json tasks = json::array();
+  for (const PlanTask& t : plan.tasks) {
+    tasks.push_back({{"task", t.task},
+                     {"technique", t.technique},
+                     {"gpus", t.gpus},
+                     {"node", t.node},
+                     {"gpu_ids", t.gpu_ids},
+                     {"start_s", t.start_s},
+                     {"end_s", t.end_s}});
+  }
+  out["tasks"] = std::move(tasks);
+  for (const auto& [key, value] : plan.extra.items()) {
+    if (!out.contains(key)) out[key] = value;
+  }
+  return out;
+}
+
+Plan PlanFromJson(const json& in, std::string_view source) {
+  if (!in.is_object()) throw InputError(source, 0, "", "expected a JSON object");
+  Plan plan;
+  plan.solver = GetString(in, "solver", source, "");
+  plan.status = GetString(in, "status", source, "");
+  if (plan.status != "optimal" && plan.status != "feasible" && plan.status != "time_limit" &&
+      plan.status != "infeasible") {
+    throw InputError(
+        source, 0, "status",
+        "expected optimal, feasible, time_limit or infeasible, got " + Quote(plan.status));
+  }
+  plan.makespan_s = GetNumber(in, "makespan_s", source, "");
+  plan.lower_bound_s = GetNumber(in, "lower_bound_s", source, "");
+  plan.solve_time_s = GetNumber(in, "solve_time_s", source, "");
+  const json& tasks = Field(in, "tasks", source, "");
+  if (!tasks.is_array()) throw InputError(source, 0, "tasks", "expected a list");
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    std::string path = "tasks[" + std::to_string(i) + "].";
+    const json& t = tasks[i];
+    if (!t.is_object())
+      throw InputError(source, 0, path.substr(0, path.size() - 1), "expected an object");
+    PlanTask task;
+    task.task = GetString(t, "task", source, path);
+    task.technique = GetString(t, "technique", source, path);
+    task.gpus = GetInt(Field(t, "gpus", source, path), source, path + "gpus");
+    task.node = GetString(t, "node", source, path);
+    const json& ids = Field(t, "gpu_ids", source, path);
+    if (!ids.is_array()) throw InputError(source, 0, path + "gpu_ids", "expected a list");
+    for (size_t k = 0; k < ids.size(); ++k) {
+      task.gpu_ids.push_back(GetInt(ids[k], source, path + "gpu_ids[" + std::to_string(k) + "]"));
+    }
+    task.start_s = GetNumber(t, "start_s", source, path);
+    task.end_s = GetNumber(t, "end_s", source, path);
+    plan.tasks.push_back(std::move(task));
+  }
+  for (const auto& [key, value] : in.items()) {
+    static const char* kKnown[] = {"solver",        "status",       "makespan_s",
+                                   "lower_bound_s", "solve_time_s", "tasks"};
+    bool known = false;
+    for (const char* k : kKnown)
+      known = known || key == k;
+    if (!known) plan.extra[key] = value;
+  }
+  return plan;
+}
+
+Plan LoadPlanFile(const std::string& path) {
+  std::string text = ReadFile(path);
+  json parsed;
+  try {
+    parsed = json::parse(text);
+  } catch (const json::parse_error& e) {
+    throw InputError(path, 0, "", std::string("invalid JSON: ") + e.what());
+  }
+  return PlanFromJson(parsed, path);
+}
+
+}  // namespace saturn

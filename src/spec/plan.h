@@ -1,0 +1,47 @@
+// Contract 3: the plan (JSON).
+//
+//   {"solver": "auto", "status": "optimal", "makespan_s": 1234.5,
+//    "lower_bound_s": 1200.0, "solve_time_s": 0.8,
+//    "tasks": [{"task": "a", "technique": "fsdp", "gpus": 4, "node": "node0",
+//               "gpu_ids": [0,1,2,3], "start_s": 0.0, "end_s": 600.0}]}
+//
+// Reading checks the shape and types (InputError naming the field); whether a
+// plan is *valid* for a cluster and profile is planner/validate.h's job.
+//
+//   Plan p = LoadPlanFile("plan.json");
+//   WriteFileAtomic("plan.json", PlanToJson(p).dump(2) + "\n");
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace saturn {
+
+struct PlanTask {
+  std::string task;
+  std::string technique;
+  int gpus = 0;
+  std::string node;
+  std::vector<int> gpu_ids;
+  double start_s = 0.0;
+  double end_s = 0.0;
+};
+
+struct Plan {
+  std::string solver;
+  std::string status;  // optimal | feasible | time_limit | infeasible
+  double makespan_s = 0.0;
+  double lower_bound_s = 0.0;
+  double solve_time_s = 0.0;
+  std::vector<PlanTask> tasks;
+  // Fields beyond the contract (solver statistics, ...), written as they are.
+  nlohmann::json extra = nlohmann::json::object();
+};
+
+nlohmann::json PlanToJson(const Plan& plan);
+Plan PlanFromJson(const nlohmann::json& json, std::string_view source);
+Plan LoadPlanFile(const std::string& path);
+
+}  // namespace saturn

@@ -1,0 +1,184 @@
+#include "spec/profile.h"
+
+#include <cmath>
+#include <cstdlib>
+#include <map>
+#include <set>
+#include <tuple>
+
+#include "common/csv.h"
+#include "common/error.h"
+#include "common/format.h"
+#include "common/fs.h"
+
+namespace saturn {
+namespace {
+
+constexpr const char* kRequired[] = {"task", "technique", "gpus", "runtime_s"};
+
+bool MarksInfeasible(const std::string& text) {
+  return text.empty() || text == "inf" || text == "infeasible";
+}
+
+}  // namespace
+
+std::vector<std::string> ProfileTable::TaskNames() const {
+  std::vector<std::string> names;
+  std::set<std::string> seen;
+  for (const ProfileRow& r : rows) {
+    if (seen.insert(r.task).second) names.push_back(r.task);
+  }
+  return names;
+}
+
+int ProfileTable::ExtraColumn(std::string_view name) const {
+  for (size_t i = 0; i < extra_columns.size(); ++i) {
+    if (extra_columns[i] == name) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+std::string ProfileTable::Extra(const ProfileRow& row, std::string_view column) const {
+  int i = ExtraColumn(column);
+  if (i < 0 || static_cast<size_t>(i) >= row.extra.size()) return "";
+  return row.extra[i];
+}
+
+const ProfileRow* ProfileTable::Find(std::string_view task, std::string_view technique,
+                                     int gpus) const {
+  for (const ProfileRow& r : rows) {
+    if (r.feasible && r.task == task && r.technique == technique && r.gpus == gpus) return &r;
+  }
+  return nullptr;
+}
+
+void CheckProfile(const ProfileTable& table, std::string_view source, const Cluster& cluster) {
+  if (table.rows.empty()) {
+    throw InputError(source, 0, "", "the profile has no rows; expected one per configuration");
+  }
+  int max_gpus = cluster.MaxGpusPerNode();
+  std::map<std::tuple<std::string, std::string, int>, int> seen;
+  std::map<std::string, bool> any_feasible;
+  for (const ProfileRow& r : table.rows) {
+    if (r.task.empty()) throw InputError(source, r.line, "task", "expected a task name");
+    if (r.technique.empty()) {
+      throw InputError(source, r.line, "technique", "expected a technique name");
+    }
+    if (r.gpus < 1) throw InputError(source, r.line, "gpus", "expected an integer >= 1");
+    if (r.gpus > max_gpus) {
+      throw InputError(source, r.line, "gpus",
+                       std::to_string(r.gpus) +
+                           " GPUs is more than any node has (the largest has " +
+                           std::to_string(max_gpus) + ")");
+    }
+    if (r.feasible && !(std::isfinite(r.runtime_s) && r.runtime_s > 0)) {
+      throw InputError(source, r.line, "runtime_s",
+                       "expected a positive number of seconds, got " + FormatNumber(r.runtime_s));
+    }
+    auto key = std::make_tuple(r.task, r.technique, r.gpus);
+    auto [it, inserted] = seen.emplace(key, r.line);
+    if (!inserted) {
+      throw InputError(source, r.line, "",
+                       "duplicate row for task " + Quote(r.task) + ", technique " +
+                           Quote(r.technique) + ", " + std::to_string(r.gpus) +
+                           " GPUs (first at line " + std::to_string(it->second) + ")");
+    }
+    any_feasible[r.task] = any_feasible[r.task] || r.feasible;
+  }
+  for (const auto& [task, feasible] : any_feasible) {
+    if (!feasible) {
+      throw InputError(source, 0, "task " + Quote(task),
+                       "has no feasible configuration; expected at least one row with a runtime");
+    }
+  }
+}
+
+ProfileTable ParseProfileCsv(std::string_view text, std::string_view source,
+                             const Cluster& cluster) {
+  CsvTable csv = ParseCsv(text, source);
+  if (csv.records.empty()) {
+    throw InputError(source, 1, "",
+                     "empty file; expected the header task,technique,gpus,runtime_s");
+  }
+  const CsvRecord& header = csv.records[0];
+  std::map<std::string, int> column;
+  for (size_t i = 0; i < header.fields.size(); ++i) {
+    if (!column.emplace(header.fields[i], static_cast<int>(i)).second) {
+      throw InputError(source, header.line, "header",
+                       "duplicate column " + Quote(header.fields[i]));
+    }
+  }
+  for (const char* name : kRequired) {
+    if (!column.count(name)) {
+      throw InputError(source, header.line, "header",
+                       std::string("missing column '") + name +
+                           "'; expected task,technique,gpus,runtime_s then any extra columns");
+    }
+  }
+  ProfileTable table;
+  std::vector<int> extra_index;
+  for (size_t i = 0; i < header.fields.size(); ++i) {
+    bool required = false;
+    for (const char* name : kRequired)
+      required = required || header.fields[i] == name;
+    if (!required) {
+      table.extra_columns.push_back(header.fields[i]);
+      extra_index.push_back(static_cast<int>(i));
+    }
+  }
+  for (size_t r = 1; r < csv.records.size(); ++r) {
+    const CsvRecord& rec = csv.records[r];
+    if (rec.fields.size() != header.fields.size()) {
+      throw InputError(source, rec.line, "",
+                       "expected " + std::to_string(header.fields.size()) + " fields, got " +
+                           std::to_string(rec.fields.size()));
+    }
+    ProfileRow row;
+    row.line = rec.line;
+    row.task = rec.fields[column["task"]];
+    row.technique = rec.fields[column["technique"]];
+    const std::string& gpus = rec.fields[column["gpus"]];
+    char* end = nullptr;
+    long g = std::strtol(gpus.c_str(), &end, 10);
+    if (gpus.empty() || *end != '\0' || g < 1 || g > 1 << 20) {
+      throw InputError(source, rec.line, "gpus", "expected an integer >= 1, got " + Quote(gpus));
+    }
+    row.gpus = static_cast<int>(g);
+    const std::string& runtime = rec.fields[column["runtime_s"]];
+    if (MarksInfeasible(runtime)) {
+      row.feasible = false;
+    } else {
+      row.runtime_s = std::strtod(runtime.c_str(), &end);
+      if (*end != '\0') {
+        throw InputError(source, rec.line, "runtime_s",
+                         "expected a positive number of seconds, got " + Quote(runtime));
+      }
+    }
+    for (int i : extra_index)
+      row.extra.push_back(rec.fields[i]);
+    table.rows.push_back(std::move(row));
+  }
+  CheckProfile(table, source, cluster);
+  return table;
+}
+
+ProfileTable LoadProfileFile(const std::string& path, const Cluster& cluster) {
+  return ParseProfileCsv(ReadFile(path), path, cluster);
+}
+
+std::string ProfileToCsv(const ProfileTable& table) {
+  std::vector<std::string> header = {"task", "technique", "gpus", "runtime_s"};
+  header.insert(header.end(), table.extra_columns.begin(), table.extra_columns.end());
+  std::string out = CsvLine(header);
+  for (const ProfileRow& r : table.rows) {
+    std::vector<std::string> fields = {r.task, r.technique, std::to_string(r.gpus),
+                                       r.feasible ? FormatNumber(r.runtime_s) : "infeasible"};
+    for (size_t i = 0; i < table.extra_columns.size(); ++i) {
+      fields.push_back(i < r.extra.size() ? r.extra[i] : "");
+    }
+    out += CsvLine(fields);
+  }
+  return out;
+}
+
+}  // namespace saturn

@@ -1,0 +1,117 @@
+// The saturn binary as a user runs it: exit codes, messages, files written.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "common/fs.h"
+
+namespace saturn {
+namespace {
+
+using ::testing::HasSubstr;
+
+struct Result {
+  int status;
+  std::string output;  // stdout and stderr
+};
+
+// Runs saturn; output is stdout and stderr, or stdout only if !with_stderr.
+Result Saturn(const std::string& args, bool with_stderr = true) {
+  std::string cmd = std::string(SATURN_BINARY_DIR) + "/src/cli/saturn " + args +
+                    (with_stderr ? " 2>&1" : " 2>/dev/null");
+  FILE* pipe = popen(cmd.c_str(), "r");
+  std::string out;
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0)
+    out.append(buf.data(), n);
+  int status = pclose(pipe);
+  return {WEXITSTATUS(status), out};
+}
+
+class Cli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = ::testing::TempDir() + "/saturn_cli_test";
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+    WriteFileAtomic(dir_ + "/cluster.yaml", "nodes:\n  - {name: n0, gpus: 4}\n");
+    WriteFileAtomic(dir_ + "/profile.csv",
+                    "task,technique,gpus,runtime_s\na,ddp,2,100\na,fsdp,4,70\nb,ddp,2,100\n");
+  }
+  std::string Path(const std::string& name) const { return dir_ + "/" + name; }
+  std::string PlanArgs() const {
+    return "plan --cluster " + Path("cluster.yaml") + " --profile " + Path("profile.csv");
+  }
+  std::string dir_;
+};
+
+TEST_F(Cli, PlanWritesAValidPlanAndGantt) {
+  Result r = Saturn(PlanArgs() + " --output " + Path("plan.json") + " --gantt " + Path("plan.svg"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  nlohmann::json plan = nlohmann::json::parse(ReadFile(Path("plan.json")));
+  EXPECT_EQ(plan["makespan_s"], 100.0);
+  EXPECT_EQ(plan["status"], "optimal");
+  EXPECT_THAT(ReadFile(Path("plan.svg")), HasSubstr("<svg"));
+  Result v = Saturn("validate --cluster " + Path("cluster.yaml") + " --profile " +
+                    Path("profile.csv") + " --plan " + Path("plan.json"));
+  EXPECT_EQ(v.status, 0) << v.output;
+  EXPECT_THAT(v.output, HasSubstr("valid plan"));
+}
+
+TEST_F(Cli, PlanGoesToStdoutWithoutOutput) {
+  Result r = Saturn(PlanArgs() + " --solver max", /*with_stderr=*/false);
+  ASSERT_EQ(r.status, 0);
+  EXPECT_EQ(nlohmann::json::parse(r.output)["solver"], "max");
+}
+
+TEST_F(Cli, ValidateRejectsATamperedPlan) {
+  ASSERT_EQ(Saturn(PlanArgs() + " --output " + Path("plan.json")).status, 0);
+  nlohmann::json plan = nlohmann::json::parse(ReadFile(Path("plan.json")));
+  plan["tasks"][1]["gpu_ids"] = plan["tasks"][0]["gpu_ids"];
+  plan["tasks"][1]["start_s"] = 0.0;
+  plan["tasks"][1]["end_s"] = 100.0;
+  plan["tasks"][0]["start_s"] = 0.0;
+  plan["tasks"][0]["end_s"] = 100.0;
+  WriteFileAtomic(Path("bad.json"), plan.dump());
+  Result v = Saturn("validate --cluster " + Path("cluster.yaml") + " --profile " +
+                    Path("profile.csv") + " --plan " + Path("bad.json"));
+  EXPECT_EQ(v.status, 2);
+  EXPECT_THAT(v.output, HasSubstr("at the same time"));
+}
+
+TEST_F(Cli, BadInputExitsTwoWithOneMessageAndWritesNothing) {
+  WriteFileAtomic(Path("dup.csv"), "task,technique,gpus,runtime_s\na,ddp,2,100\na,ddp,2,90\n");
+  Result r = Saturn("plan --cluster " + Path("cluster.yaml") + " --profile " + Path("dup.csv") +
+                    " --output " + Path("out.json"));
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.output, HasSubstr("dup.csv:3: duplicate row"));
+  EXPECT_FALSE(std::filesystem::exists(Path("out.json")));
+
+  r = Saturn(PlanArgs() + " --solver gurobi --output " + Path("out.json"));
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.output, HasSubstr("unknown solver 'gurobi'; expected one of: auto"));
+  EXPECT_FALSE(std::filesystem::exists(Path("out.json")));
+
+  r = Saturn("plan --cluster " + Path("missing.yaml") + " --profile " + Path("profile.csv"));
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.output, HasSubstr("missing.yaml: cannot read file"));
+
+  WriteFileAtomic(Path("big.csv"), "task,technique,gpus,runtime_s\na,ddp,8,100\n");
+  r = Saturn("plan --cluster " + Path("cluster.yaml") + " --profile " + Path("big.csv"));
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.output, HasSubstr("more than any node has"));
+
+  r = Saturn(PlanArgs() + " --time-limit -3");
+  EXPECT_EQ(r.status, 2);
+  r = Saturn("plan --profile " + Path("profile.csv"));
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.output, HasSubstr("--cluster is required"));
+}
+
+}  // namespace
+}  // namespace saturn

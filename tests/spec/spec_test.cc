@@ -1,0 +1,143 @@
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "common/error.h"
+#include "spec/cluster.h"
+#include "spec/plan.h"
+#include "spec/profile.h"
+#include "spec/yaml_fields.h"
+
+namespace saturn {
+namespace {
+
+using ::testing::HasSubstr;
+
+Cluster ClusterFrom(const std::string& yaml) {
+  return ParseCluster(ParseYamlText(yaml, "c.yaml"), "c.yaml");
+}
+
+// The InputError message of `f`, or "" if it does not throw one.
+template <typename F>
+std::string ErrorOf(F f) {
+  try {
+    f();
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(Cluster, ReadsNodes) {
+  Cluster c =
+      ClusterFrom("nodes:\n  - {name: a, gpus: 8, gpu_memory_gib: 40}\n  - {name: b, gpus: 4}\n");
+  ASSERT_EQ(c.nodes.size(), 2u);
+  EXPECT_EQ(c.TotalGpus(), 12);
+  EXPECT_EQ(c.MaxGpusPerNode(), 8);
+  EXPECT_EQ(*c.nodes[0].gpu_memory_gib, 40);
+  EXPECT_FALSE(c.nodes[1].gpu_memory_gib.has_value());
+  EXPECT_EQ(ClusterFrom(ClusterToYaml(c)).nodes[1].name, "b");
+}
+
+TEST(Cluster, BadInputNamesFileLineAndField) {
+  EXPECT_THAT(ErrorOf([] { ClusterFrom("nodes:\n  - {name: a, gpus: zero}\n"); }),
+              HasSubstr("c.yaml:2: nodes[0].gpus: expected an integer >= 1, got 'zero'"));
+  EXPECT_THAT(ErrorOf([] { ClusterFrom("nodes:\n  - {name: a, gpus: 0}\n"); }),
+              HasSubstr("expected an integer >= 1"));
+  EXPECT_THAT(ErrorOf([] { ClusterFrom("nodes:\n  - {name: a, gpu: 4}\n"); }),
+              HasSubstr("nodes[0].gpu: unknown field"));
+  EXPECT_THAT(
+      ErrorOf([] { ClusterFrom("nodes:\n  - {name: a, gpus: 1}\n  - {name: a, gpus: 1}\n"); }),
+      HasSubstr("duplicate node name"));
+  EXPECT_THAT(ErrorOf([] { ClusterFrom("nodes: []\n"); }), HasSubstr("non-empty list"));
+  EXPECT_THAT(ErrorOf([] { ClusterFrom("nodes: [\n"); }), HasSubstr("invalid YAML"));
+  EXPECT_THAT(ErrorOf([] { ClusterFrom("nodes:\n  - {name: a, gpus: 2, gpu_memory_gib: -1}\n"); }),
+              HasSubstr("gpu_memory_gib: expected a number > 0"));
+  EXPECT_THAT(ErrorOf([] { LoadClusterFile("/no/such/cluster.yaml"); }),
+              HasSubstr("/no/such/cluster.yaml"));
+}
+
+Cluster EightGpus() {
+  return ClusterFrom("nodes:\n  - {name: n, gpus: 8}\n");
+}
+
+ProfileTable ProfileFrom(const std::string& csv) {
+  return ParseProfileCsv(csv, "p.csv", EightGpus());
+}
+
+TEST(Profile, ReadsRowsAndCarriesExtraColumns) {
+  ProfileTable p = ProfileFrom(
+      "task,technique,gpus,runtime_s,knobs\n"
+      "a,fsdp,8,100.5,\"ckpt=on,offload=off\"\n"
+      "a,spill,1,900,\n"
+      "b,ddp,2,inf,oom\n"
+      "b,ddp,4,50,\n");
+  ASSERT_EQ(p.rows.size(), 4u);
+  EXPECT_EQ(p.Extra(p.rows[0], "knobs"), "ckpt=on,offload=off");
+  EXPECT_FALSE(p.rows[2].feasible);
+  EXPECT_EQ(p.TaskNames(), (std::vector<std::string>{"a", "b"}));
+  EXPECT_NE(p.Find("b", "ddp", 4), nullptr);
+  EXPECT_EQ(p.Find("b", "ddp", 2), nullptr);
+  ProfileTable again = ParseProfileCsv(ProfileToCsv(p), "again.csv", EightGpus());
+  EXPECT_EQ(again.rows.size(), 4u);
+  EXPECT_EQ(again.Extra(again.rows[0], "knobs"), "ckpt=on,offload=off");
+}
+
+TEST(Profile, ColumnsMayComeInAnyOrder) {
+  ProfileTable p = ProfileFrom("runtime_s,gpus,task,technique\n10,2,a,ddp\n");
+  EXPECT_EQ(p.rows[0].gpus, 2);
+  EXPECT_EQ(p.rows[0].task, "a");
+}
+
+TEST(Profile, EveryInputErrorIsNamed) {
+  EXPECT_THAT(ErrorOf([] { ProfileFrom("task,technique,gpus\na,ddp,1\n"); }),
+              HasSubstr("p.csv:1: header: missing column 'runtime_s'"));
+  EXPECT_THAT(
+      ErrorOf([] { ProfileFrom("task,technique,gpus,runtime_s\na,ddp,1,10\na,ddp,1,12\n"); }),
+      HasSubstr("p.csv:3: duplicate row for task 'a', technique 'ddp', 1 GPUs (first at line 2)"));
+  EXPECT_THAT(ErrorOf([] { ProfileFrom("task,technique,gpus,runtime_s\na,ddp,1,-5\n"); }),
+              HasSubstr("p.csv:2: runtime_s: expected a positive number"));
+  EXPECT_THAT(ErrorOf([] { ProfileFrom("task,technique,gpus,runtime_s\na,ddp,1,0\n"); }),
+              HasSubstr("runtime_s: expected a positive number"));
+  EXPECT_THAT(ErrorOf([] { ProfileFrom("task,technique,gpus,runtime_s\na,ddp,1,fast\n"); }),
+              HasSubstr("got 'fast'"));
+  EXPECT_THAT(ErrorOf([] { ProfileFrom("task,technique,gpus,runtime_s\na,ddp,16,10\n"); }),
+              HasSubstr("p.csv:2: gpus: 16 GPUs is more than any node has (the largest has 8)"));
+  EXPECT_THAT(ErrorOf([] { ProfileFrom("task,technique,gpus,runtime_s\na,ddp,two,10\n"); }),
+              HasSubstr("gpus: expected an integer >= 1, got 'two'"));
+  EXPECT_THAT(ErrorOf([] { ProfileFrom("task,technique,gpus,runtime_s\na,ddp,1,inf\n"); }),
+              HasSubstr("task 'a': has no feasible configuration"));
+  EXPECT_THAT(ErrorOf([] { ProfileFrom("task,technique,gpus,runtime_s\na,ddp,1\n"); }),
+              HasSubstr("p.csv:2: expected 4 fields, got 3"));
+  EXPECT_THAT(ErrorOf([] { ProfileFrom("task,technique,gpus,runtime_s\n"); }),
+              HasSubstr("no rows"));
+  EXPECT_THAT(ErrorOf([] { ProfileFrom(""); }), HasSubstr("empty file"));
+}
+
+TEST(Plan, JsonRoundTripKeepsExtraFields) {
+  Plan p;
+  p.solver = "auto";
+  p.status = "optimal";
+  p.makespan_s = 10;
+  p.lower_bound_s = 10;
+  p.solve_time_s = 0.5;
+  p.tasks = {{"a", "ddp", 2, "n", {0, 1}, 0, 10}};
+  p.extra["note"] = "hello";
+  Plan q = PlanFromJson(PlanToJson(p), "x");
+  EXPECT_EQ(q.tasks[0].gpu_ids, (std::vector<int>{0, 1}));
+  EXPECT_EQ(q.extra["note"], "hello");
+  EXPECT_EQ(PlanToJson(q), PlanToJson(p));
+}
+
+TEST(Plan, BadJsonNamesTheField) {
+  nlohmann::json j =
+      PlanToJson(Plan{"auto", "optimal", 1, 1, 1, {{"a", "ddp", 1, "n", {0}, 0, 1}}, {}});
+  j["tasks"][0]["gpu_ids"] = "0";
+  EXPECT_THAT(ErrorOf([&] { PlanFromJson(j, "plan.json"); }),
+              HasSubstr("plan.json: tasks[0].gpu_ids: expected a list"));
+  j = PlanToJson(Plan{"auto", "great", 1, 1, 1, {}, {}});
+  EXPECT_THAT(ErrorOf([&] { PlanFromJson(j, "plan.json"); }),
+              HasSubstr("status: expected optimal"));
+}
+
+}  // namespace
+}  // namespace saturn
