@@ -54,10 +54,21 @@ std::vector<Candidate> ConstructiveCandidates(const Problem& problem, double low
       out.push_back(std::move(c));
     }
   };
-  static constexpr double kTargets[] = {1.0, 1.02, 1.05, 1.1, 1.2, 1.35, 1.5, 2.0, 3.0};
-  double base = lower_bound > 0 ? lower_bound : 1.0;
-  for (double f : kTargets)
-    add(AllotmentForTarget(problem, base * f));
+  // Targets: a geometric grid from the smallest runtime every task can reach
+  // up to three times the lower bound. Small targets force wide, fast options
+  // (less fragmentation); large ones lean options (less area).
+  double longest_fastest = 0.0;
+  for (const Task& task : problem.tasks) {
+    double fastest = std::numeric_limits<double>::infinity();
+    for (const Option& o : task.options) {
+      if (problem.FitsSomewhere(o)) fastest = std::min(fastest, o.runtime_s);
+    }
+    longest_fastest = std::max(longest_fastest, fastest);
+  }
+  double top = 3.0 * std::max(lower_bound, longest_fastest);
+  for (double target = longest_fastest; target <= top; target *= 1.08) {
+    add(AllotmentForTarget(problem, target));
+  }
   add(AllotmentForTarget(problem, std::numeric_limits<double>::infinity()));  // least area
   add(AllotmentForTarget(problem, 0.0));                                      // fastest
   std::stable_sort(out.begin(), out.end(),

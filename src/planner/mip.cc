@@ -5,6 +5,7 @@
 #include <CoinPackedMatrix.hpp>
 #include <OsiClpSolverInterface.hpp>
 #include <cmath>
+#include <cstdlib>
 #include <mutex>
 #include <string>
 
@@ -42,18 +43,24 @@ void MipModel::AddRow(const std::vector<std::pair<int, double>>& terms, double l
   row_upper_.push_back(upper);
 }
 
-MipResult MipModel::Solve(const MipOptions& options) const {
-  CoinPackedMatrix matrix(false, 0, 0);
-  matrix.setDimensions(0, NumVars());
+MipResult MipModel::Solve(const MipOptions& requested) const {
+  MipOptions options = requested;
+  // SATURN_CBC_LOG=1 shows CBC's own log on stdout (debugging aid).
+  if (std::getenv("SATURN_CBC_LOG")) options.log = true;
+  // Row-ordered matrix built in one go (appending rows one by one is quadratic).
+  std::vector<int> starts, lengths, indices;
+  std::vector<double> elements;
   for (const auto& row : rows_) {
-    std::vector<int> idx;
-    std::vector<double> val;
+    starts.push_back(static_cast<int>(indices.size()));
+    lengths.push_back(static_cast<int>(row.size()));
     for (const auto& [v, c] : row) {
-      idx.push_back(v);
-      val.push_back(c);
+      indices.push_back(v);
+      elements.push_back(c);
     }
-    matrix.appendRow(static_cast<int>(idx.size()), idx.data(), val.data());
   }
+  starts.push_back(static_cast<int>(indices.size()));
+  CoinPackedMatrix matrix(false, NumVars(), NumRows(), static_cast<CoinBigIndex>(indices.size()),
+                          elements.data(), indices.data(), starts.data(), lengths.data());
   std::vector<double> col_lo(NumVars()), col_up(NumVars()), row_lo(NumRows()), row_up(NumRows());
   for (int i = 0; i < NumVars(); ++i) {
     col_lo[i] = Finite(lower_[i]);

@@ -55,6 +55,8 @@ class LocalSearch {
       for (int o : UsefulOptions(t)) {
         if (problem.FitsSomewhere(t.options[o])) useful.push_back(o);
       }
+      std::stable_sort(useful.begin(), useful.end(),
+                       [&](int a, int b) { return t.options[a].gpus < t.options[b].gpus; });
       useful_.push_back(std::move(useful));
     }
   }
@@ -104,6 +106,13 @@ class LocalSearch {
     }
   }
 
+  // `moves` random moves away from `c` (the kick of iterated local search).
+  Candidate Perturb(Candidate c, int moves) {
+    for (int k = 0; k < moves; ++k)
+      Move(c, {});
+    return c;
+  }
+
   bool Optimal(const Cost& c) const { return c.makespan <= lower_bound_ * (1 + 1e-9); }
   bool stopped_by_time() const { return stopped_by_time_; }
   long evaluations() const { return evaluations_; }
@@ -123,7 +132,22 @@ class LocalSearch {
     int kind = Uniform(3);
     if (kind == 0 && useful_[task].size() > 1) {
       int old = c.option[task];
-      int pick = useful_[task][Uniform(static_cast<int>(useful_[task].size()))];
+      const std::vector<int>& opts = useful_[task];
+      int pick;
+      if (Uniform(2) == 0) {
+        // A neighbouring GPU count (useful options are sorted by GPUs).
+        int at = static_cast<int>(std::find(opts.begin(), opts.end(), old) - opts.begin());
+        int step = Uniform(2) == 0 ? -1 : 1;
+        int next = at + step;
+        if (at >= static_cast<int>(opts.size()) || next < 0 ||
+            next >= static_cast<int>(opts.size())) {
+          next = at - step;
+        }
+        if (next < 0 || next >= static_cast<int>(opts.size())) return {};
+        pick = opts[next];
+      } else {
+        pick = opts[Uniform(static_cast<int>(opts.size()))];
+      }
       if (pick == old) return {};
       c.option[task] = pick;
       return {Undo::kOption, task, old};
@@ -217,16 +241,43 @@ class AutoSolver final : public Solver {
     }
     Report(ctx, best_cost.makespan, ctx.lower_bound);
 
-    // Local search from the best few distinct seeds; effort scales inversely
-    // with the size of one evaluation.
+    // Effort: evaluations scale inversely with the size of one (tasks x nodes),
+    // about 2 s on one core of a 2-core machine for any size.
     const double evaluation_size = static_cast<double>(T) * problem.NumNodes();
     long evaluations =
-        static_cast<long>(ctx.work_scale * std::clamp(3e7 / evaluation_size, 300.0, 300000.0));
-    int restarts = std::min<int>(4, static_cast<int>(seeds.size()));
-    for (int r = 0; r < restarts && !search.Optimal(best_cost); ++r) {
-      search.Run(seeds[r], evaluations / restarts, &best, &best_cost);
-      Report(ctx, best_cost.makespan, ctx.lower_bound);
+        static_cast<long>(ctx.work_scale * std::clamp(4e7 / evaluation_size, 300.0, 4e6));
+    // Short LAHC climbs: first from the best seeds, then iterated local search
+    // (kick the walk's plan a few moves away and climb again), every third
+    // climb from a kicked seed instead, for diversity. Many short climbs beat a
+    // few long ones (measured: a climb stalls within a few thousand evaluations).
+    const long climb = std::min<long>(evaluations, kClimbEvaluations);
+    const long climbs = std::max<long>(1, evaluations / climb);
+    // The walk moves between local optima: a climb's result replaces it when
+    // no more than kWalkSlack worse, so the search can cross small ridges.
+    Candidate walk = best;
+    Cost walk_cost = best_cost;
+    for (long r = 0; r < climbs && !search.Optimal(best_cost) && !deadline.Expired(); ++r) {
+      Candidate start;
+      if (r < static_cast<long>(std::min<size_t>(3, seeds.size()))) {
+        start = seeds[r];
+      } else if (r % 3 == 0) {
+        start = search.Perturb(seeds[r % seeds.size()], 3 + static_cast<int>(r % 5));
+      } else {
+        start = search.Perturb(walk, 2 + static_cast<int>(r % 4));
+      }
+      Candidate found;
+      Cost found_cost;
+      search.Run(std::move(start), climb, &found, &found_cost);
+      if (found_cost.BetterThan(best_cost)) {
+        best = found;
+        best_cost = found_cost;
+      }
+      if (found_cost.makespan <= walk_cost.makespan * (1 + kWalkSlack)) {
+        walk = std::move(found);
+        walk_cost = found_cost;
+      }
     }
+    Report(ctx, best_cost.makespan, ctx.lower_bound);
     SerialDecoder decoder(problem);
     SolveResult result;
     decoder.Decode(best.order, best.option, &result.schedule);
@@ -240,7 +291,9 @@ class AutoSolver final : public Solver {
     result.note = std::to_string(search.evaluations()) + " plans evaluated";
 
     bool proven = Makespan(problem, result.schedule) <= ctx.lower_bound * (1 + 1e-9);
-    bool exact_fits = FlowMilpSize(problem) <= kMaxExactVariables;
+    // The exact model proves optimality of small instances within seconds; on
+    // larger ones CBC rarely improves on the search in the time auto has.
+    bool exact_fits = T <= kMaxExactTasks && FlowMilpSize(problem) <= kMaxExactVariables;
     if (!proven && exact_fits && deadline.Remaining() > 0.1) {
       MipOptions options;
       options.time_limit_s = deadline.Remaining();
@@ -268,6 +321,9 @@ class AutoSolver final : public Solver {
 
  private:
   static constexpr long kMaxExactVariables = 6000;
+  static constexpr int kMaxExactTasks = 8;
+  static constexpr long kClimbEvaluations = 2000;
+  static constexpr double kWalkSlack = 0.002;
   static constexpr const char* kBaselines[] = {"current-practice", "max", "min", "optimus",
                                                "random"};
 
