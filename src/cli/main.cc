@@ -13,6 +13,7 @@ int main(int argc, char** argv) {
   int status = 0;
   saturn::AddPlanCommand(app, &status);
   saturn::AddValidateCommand(app, &status);
+  saturn::AddSimulateCommand(app, &status);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -95,4 +95,11 @@ int SmallestOption(const Problem& problem, const Task& task) {
   return best;
 }
 
+int PinnedOption(const Task& task) {
+  for (int i = 0; i < static_cast<int>(task.options.size()); ++i) {
+    if (task.options[i].starts_now) return i;
+  }
+  return -1;
+}
+
 }  // namespace saturn

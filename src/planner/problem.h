@@ -73,5 +73,8 @@ int FastestOptionWithGpus(const Task& task, int gpus);
 int FastestOptionAtMost(const Task& task, int max_gpus);
 // The option with the fewest GPUs (ties: fastest), or -1 if none fits anywhere.
 int SmallestOption(const Problem& problem, const Task& task);
+// The task's starts_now option (a running task that keeps its devices), or -1.
+// Baseline solvers keep such tasks running.
+int PinnedOption(const Task& task);
 
 }  // namespace saturn

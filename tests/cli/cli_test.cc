@@ -36,7 +36,9 @@ Result Saturn(const std::string& args, bool with_stderr = true) {
 class Cli : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = ::testing::TempDir() + "/saturn_cli_test";
+    // One folder per test: ctest runs tests of this fixture in parallel.
+    dir_ = ::testing::TempDir() + "/saturn_cli_test_" +
+           ::testing::UnitTest::GetInstance()->current_test_info()->name();
     std::filesystem::remove_all(dir_);
     std::filesystem::create_directories(dir_);
     WriteFileAtomic(dir_ + "/cluster.yaml", "nodes:\n  - {name: n0, gpus: 4}\n");
@@ -111,6 +113,34 @@ TEST_F(Cli, BadInputExitsTwoWithOneMessageAndWritesNothing) {
   r = Saturn("plan --profile " + Path("profile.csv"));
   EXPECT_EQ(r.status, 2);
   EXPECT_THAT(r.output, HasSubstr("--cluster is required"));
+}
+
+TEST_F(Cli, SimulateWritesResultTraceAndChart) {
+  std::string args = "simulate --cluster " + Path("cluster.yaml") + " --profile " +
+                     Path("profile.csv") + " --noise 0.2 --seed 3 --interval 50 --output " +
+                     Path("sim.json") + " --events " + Path("events.jsonl") + " --gantt " +
+                     Path("sim.svg");
+  Result r = Saturn(args);
+  ASSERT_EQ(r.status, 0) << r.output;
+  nlohmann::json result = nlohmann::json::parse(ReadFile(Path("sim.json")));
+  EXPECT_GT(result["makespan_s"].get<double>(), 0);
+  EXPECT_EQ(result["tasks"].size(), 2u);
+  EXPECT_FALSE(result["events"].empty());
+  EXPECT_FALSE(result["utilization"].empty());
+  EXPECT_THAT(ReadFile(Path("events.jsonl")), HasSubstr("\"event\":\"task_finished\""));
+  EXPECT_THAT(ReadFile(Path("sim.svg")), HasSubstr("<svg"));
+}
+
+TEST_F(Cli, SimulateRejectsConflictingOrMissingTruth) {
+  WriteFileAtomic(Path("truth.csv"), "task,technique,gpus,runtime_s\na,ddp,2,120\nb,ddp,2,90\n");
+  Result r = Saturn("simulate --cluster " + Path("cluster.yaml") + " --profile " +
+                    Path("profile.csv") + " --truth " + Path("truth.csv"));
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.output, HasSubstr("no row for task 'a', technique 'fsdp', 4 GPUs"));
+  r = Saturn("simulate --cluster " + Path("cluster.yaml") + " --profile " + Path("profile.csv") +
+             " --truth " + Path("truth.csv") + " --noise 0.1");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.output, HasSubstr("either --truth or --noise"));
 }
 
 }  // namespace

@@ -21,6 +21,10 @@ class MinSolver final : public Solver {
     std::vector<int> option(problem.tasks.size());
     for (size_t j = 0; j < option.size(); ++j) {
       const Task& task = problem.tasks[j];
+      if (int pinned = PinnedOption(task); pinned >= 0) {
+        option[j] = pinned;
+        continue;
+      }
       int smallest = SmallestOption(problem, task);
       int target = std::min(std::max(task.options[smallest].gpus, share), problem.MaxNodeGpus());
       int grown = FastestOptionAtMost(task, target);

@@ -32,7 +32,8 @@ class OptimusSolver final : public Solver {
     std::vector<int> option(problem.tasks.size());
     int allocated = 0;
     for (size_t j = 0; j < option.size(); ++j) {
-      option[j] = SmallestOption(problem, problem.tasks[j]);
+      int pinned = PinnedOption(problem.tasks[j]);
+      option[j] = pinned >= 0 ? pinned : SmallestOption(problem, problem.tasks[j]);
       allocated += problem.tasks[j].options[option[j]].gpus;
     }
     int total = problem.TotalGpus();
@@ -42,6 +43,7 @@ class OptimusSolver final : public Solver {
       for (size_t j = 0; j < option.size(); ++j) {
         const Task& task = problem.tasks[j];
         const Option& now = task.options[option[j]];
+        if (now.starts_now) continue;
         int next = NextLarger(problem, task, now.gpus);
         if (next < 0) continue;
         const Option& o = task.options[next];

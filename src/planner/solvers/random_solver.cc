@@ -22,6 +22,10 @@ class RandomSolver final : public Solver {
     for (size_t j = 0; j < option.size(); ++j) {
       std::vector<int> fitting;
       const Task& task = problem.tasks[j];
+      if (int pinned = PinnedOption(task); pinned >= 0) {
+        option[j] = pinned;
+        continue;
+      }
       for (int o = 0; o < static_cast<int>(task.options.size()); ++o) {
         if (problem.FitsSomewhere(task.options[o]) && !task.options[o].starts_now) {
           fitting.push_back(o);

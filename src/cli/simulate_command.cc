@@ -1,0 +1,202 @@
+// saturn simulate: replay plans against "true" runtimes on a simulated
+// cluster, with the executor's introspection (sim/simulator.h).
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+#include <limits>
+#include <map>
+#include <memory>
+
+#include "cli/commands.h"
+#include "common/error.h"
+#include "common/format.h"
+#include "common/fs.h"
+#include "planner/registry.h"
+#include "report/gantt.h"
+#include "sim/simulator.h"
+#include "spec/cluster.h"
+#include "spec/profile.h"
+
+namespace saturn {
+namespace {
+
+struct SimulateOptions {
+  std::string cluster, profile, truth, output, gantt, events;
+  double noise = 0.0;
+  double config_noise = 0.0;
+  std::string solver = "auto";
+  double interval_s = 1000.0;
+  double threshold_s = 500.0;
+  double switch_cost_s = 60.0;
+  bool no_introspection = false;
+  double time_limit_s = 10.0;
+  uint64_t seed = 0;
+};
+
+// arrival_s per task from the profile's optional arrival_s column.
+std::vector<double> Arrivals(const ProfileTable& profile, const Problem& problem,
+                             const std::string& source) {
+  std::vector<double> arrival(problem.NumTasks(), 0.0);
+  if (profile.ExtraColumn("arrival_s") < 0) return arrival;
+  std::map<std::string, int> index;
+  for (int j = 0; j < problem.NumTasks(); ++j)
+    index[problem.tasks[j].name] = j;
+  for (const ProfileRow& r : profile.rows) {
+    std::string text = profile.Extra(r, "arrival_s");
+    if (text.empty()) continue;
+    char* end = nullptr;
+    double v = std::strtod(text.c_str(), &end);
+    if (*end != '\0' || !std::isfinite(v) || v < 0) {
+      throw InputError(source, r.line, "arrival_s",
+                       "expected a number of seconds >= 0, got " + Quote(text));
+    }
+    auto it = index.find(r.task);
+    if (it != index.end()) arrival[it->second] = std::max(arrival[it->second], v);
+  }
+  return arrival;
+}
+
+nlohmann::json ResultJson(const SimResult& r) {
+  nlohmann::json tasks = nlohmann::json::array();
+  for (const SimTaskResult& t : r.tasks) {
+    tasks.push_back({{"task", t.task},
+                     {"arrival_s", t.arrival_s},
+                     {"start_s", t.first_start_s},
+                     {"end_s", t.end_s},
+                     {"busy_s", t.busy_s},
+                     {"restart_s", t.dead_s},
+                     {"starts", t.starts},
+                     {"technique", t.technique},
+                     {"gpus", t.gpus}});
+  }
+  nlohmann::json events = nlohmann::json::array();
+  for (const Event& e : r.events)
+    events.push_back(nlohmann::json::parse(EventToJsonLine(e)));
+  nlohmann::json utilization = nlohmann::json::array();
+  for (const auto& [t, u] : r.utilization)
+    utilization.push_back({t, u});
+  return {{"makespan_s", r.makespan_s},
+          {"planned_makespan_s", r.initial_plan.makespan_s},
+          {"mean_jct_s", r.mean_jct_s},
+          {"p99_jct_s", r.p99_jct_s},
+          {"replans", r.replans},
+          {"plan_switches", r.plan_switches},
+          {"preemptions", r.preemptions},
+          {"planning_wall_s", r.planning_wall_s},
+          {"tasks", tasks},
+          {"utilization", utilization},
+          {"events", events}};
+}
+
+int RunSimulate(const SimulateOptions& o) {
+  Cluster cluster = LoadClusterFile(o.cluster);
+  ProfileTable profile = LoadProfileFile(o.profile, cluster);
+  Problem believed = ProblemFromProfile(profile, cluster);
+  BuiltinSolvers().Get(o.solver);
+  if (!o.truth.empty() && o.noise > 0) {
+    throw InputError("", 0, "--truth", "give either --truth or --noise, not both");
+  }
+  if (o.noise < 0 || o.noise >= 1) {
+    throw InputError("", 0, "--noise", "expected a fraction in [0, 1), e.g. 0.3 for +-30%");
+  }
+  if (o.config_noise < 0 || o.config_noise >= 1) {
+    throw InputError("", 0, "--config-noise", "expected a fraction in [0, 1)");
+  }
+  std::vector<std::vector<double>> truth;
+  if (!o.truth.empty()) {
+    truth = TruthFromProfile(believed, LoadProfileFile(o.truth, cluster), o.truth);
+  } else if (o.noise > 0 || o.config_noise > 0) {
+    truth = TruthWithNoise(believed, o.noise, o.config_noise, o.seed);
+  } else {
+    truth = TruthEqualsBelief(believed);
+  }
+  SimOptions options;
+  options.policy.solver = o.solver;
+  options.policy.time_limit_s = o.time_limit_s;
+  options.policy.seed = o.seed;
+  options.policy.threshold_s = o.threshold_s;
+  options.policy.switch_cost_s = o.switch_cost_s;
+  options.introspection = !o.no_introspection;
+  options.interval_s = o.interval_s;
+  std::fprintf(stderr, "simulating %d tasks on %d GPUs with %s%s\n", believed.NumTasks(),
+               cluster.TotalGpus(), o.solver.c_str(),
+               o.no_introspection
+                   ? ", no introspection"
+                   : (", introspection every " + FormatDuration(o.interval_s)).c_str());
+  SimResult r = Simulate(believed, truth, Arrivals(profile, believed, o.profile), options);
+
+  std::string json = ResultJson(r).dump(2) + "\n";
+  std::string svg;
+  if (!o.gantt.empty()) {
+    GanttChart chart;
+    chart.title = "Saturn simulated run";
+    chart.subtitle = "makespan " + FormatDuration(r.makespan_s) + " (planned " +
+                     FormatDuration(r.initial_plan.makespan_s) + "), " +
+                     std::to_string(r.plan_switches) + " plan switches; dashed: first plan";
+    chart.nodes = cluster.nodes;
+    for (const BusyInterval& b : BusyIntervals(r.events, r.makespan_s)) {
+      chart.bars.push_back({b.node, b.gpu_ids, b.start, b.end, b.task + " · " + b.technique,
+                            b.task + " (" + b.technique + ") " + FormatDuration(b.start) + " → " +
+                                FormatDuration(b.end) + ", " + b.how_it_ended,
+                            b.task, false});
+    }
+    for (GanttBar bar : GanttFromPlan(r.initial_plan, cluster, "").bars) {
+      bar.outline_only = true;
+      chart.bars.push_back(std::move(bar));
+    }
+    svg = RenderGanttSvg(chart);
+  }
+  std::string events;
+  if (!o.events.empty()) {
+    for (const Event& e : r.events)
+      events += EventToJsonLine(e);
+  }
+  if (o.output.empty()) {
+    std::cout << json;
+  } else {
+    WriteFileAtomic(o.output, json);
+  }
+  if (!o.gantt.empty()) WriteFileAtomic(o.gantt, svg);
+  if (!o.events.empty()) WriteFileAtomic(o.events, events);
+  std::fprintf(stderr,
+               "simulated makespan %s (first plan %s), mean JCT %s, p99 JCT %s, %d switches, %d "
+               "pre-emptions\n",
+               FormatDuration(r.makespan_s).c_str(),
+               FormatDuration(r.initial_plan.makespan_s).c_str(),
+               FormatDuration(r.mean_jct_s).c_str(), FormatDuration(r.p99_jct_s).c_str(),
+               r.plan_switches, r.preemptions);
+  return 0;
+}
+
+}  // namespace
+
+void AddSimulateCommand(CLI::App& app, int* status) {
+  auto o = std::make_shared<SimulateOptions>();
+  CLI::App* cmd = app.add_subcommand("simulate", "Simulate a cluster running Saturn's plans");
+  cmd->add_option("--cluster", o->cluster, "Cluster file (YAML)")->required();
+  cmd->add_option("--profile", o->profile,
+                  "What the planner believes (profile CSV; optional arrival_s column)")
+      ->required();
+  cmd->add_option("--truth", o->truth, "What tasks really take (another profile CSV)");
+  cmd->add_option("--noise", o->noise, "Truth = profile x U(1-SIGMA, 1+SIGMA) per task");
+  cmd->add_option("--config-noise", o->config_noise,
+                  "... x U(1-SIGMA, 1+SIGMA) per configuration on top");
+  cmd->add_option("--solver", o->solver, "Solver for planning and re-planning");
+  cmd->add_option("--interval", o->interval_s, "Seconds between introspection checks")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--threshold", o->threshold_s,
+                  "Switch plans only if they finish this much sooner (s)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--switch-cost", o->switch_cost_s, "Seconds to checkpoint and restart a task")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_flag("--no-introspection", o->no_introspection, "Follow the first plan to the end");
+  cmd->add_option("--time-limit", o->time_limit_s, "Solver time limit per (re-)plan, seconds")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--seed", o->seed, "Seed for noise and solvers");
+  cmd->add_option("--output", o->output, "Write the result JSON here (default: stdout)");
+  cmd->add_option("--gantt", o->gantt, "Write a Gantt chart of the simulated run (SVG)");
+  cmd->add_option("--events", o->events, "Write the event trace (JSON lines)");
+  cmd->callback([o, status] { *status = RunSimulate(*o); });
+}
+
+}  // namespace saturn

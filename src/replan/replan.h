@@ -1,0 +1,90 @@
+// Introspection: re-planning the remaining work while a batch runs.
+//
+// One implementation, used by the executor (real runs) and the simulator
+// (replayed runs). At each check the caller reports every task's progress;
+// Replan builds the remaining problem, re-times the current plan under the
+// newest estimates, solves afresh (warm-started from the current plan) and
+// switches only when the new plan finishes sooner by more than the threshold.
+// Unlike the prototype, it
+//  - charges a switch: every option of a running task except "keep running
+//    as is" pays `switch_cost_s` (checkpoint + restart), and a task resumed
+//    from a checkpoint pays it when it starts again;
+//  - pre-empts only the running tasks whose assignment changes (the rest keep
+//    their devices: a pinned starts_now option), never all of them;
+//  - learns from what it sees: a running task's measured speed against its
+//    profile (`slowdown`) scales its remaining runtime in every configuration.
+// New tasks (online arrivals) enter the same way: the current plan is
+// extended with them (appended where they fit first) and compared with a
+// fresh plan.
+//
+//   ReplanDecision d = Replan(base, progress, current_plan, now, policy);
+//   if (d.switch_plan) { preempt(d.preempted); current_plan = d.plan; }
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "planner/problem.h"
+#include "planner/schedule.h"
+#include "spec/plan.h"
+
+namespace saturn {
+
+struct RunningOn {
+  int option = -1;  // index into the base task's options
+  int node = -1;
+  std::vector<int> gpu_ids;
+};
+
+struct TaskProgress {
+  bool arrived = true;
+  bool finished = false;
+  double done = 0.0;            // fraction of the task's work done, 0..1
+  bool has_checkpoint = false;  // resumes (paying switch_cost_s) when started again
+  std::optional<RunningOn> running;
+  double slowdown = 1.0;  // measured runtime / profiled runtime; 1 = as profiled
+};
+
+struct ReplanPolicy {
+  std::string solver = "auto";
+  double time_limit_s = 2.0;
+  double work_scale = 1.0;
+  uint64_t seed = 0;
+  double threshold_s = 500.0;    // switch only if the plan improves by more (the paper: 500 s)
+  double switch_cost_s = 60.0;   // checkpoint + restart of one task
+  bool allow_preemption = true;  // false: running tasks always keep running
+};
+
+// The remaining work as a planning problem. Task k is base task base_index[k];
+// keep_option[k] is the index of its "keep running as is" option, or -1.
+struct RemainingProblem {
+  Problem problem;
+  std::vector<int> base_index;
+  std::vector<int> keep_option;
+};
+
+RemainingProblem BuildRemainingProblem(const Problem& base,
+                                       const std::vector<TaskProgress>& progress,
+                                       const ReplanPolicy& policy);
+
+// The current plan for the remaining tasks under current estimates: planned
+// configurations, nodes and order kept, running tasks kept where they run,
+// everything moved as early as the new estimates allow; remaining tasks the
+// plan does not know (new arrivals) are appended with their least-area option.
+Schedule RetimePlan(const RemainingProblem& remaining, const Plan& current);
+
+struct ReplanDecision {
+  bool switch_plan = false;
+  Plan plan;                           // the plan to follow from now on (absolute times)
+  double current_end_s = 0.0;          // when the current plan would finish, re-estimated
+  double new_end_s = 0.0;              // when the fresh plan would finish
+  std::vector<std::string> preempted;  // running tasks that must stop
+  std::string summary;
+};
+
+// `current` has absolute times; `now` is the time of the check.
+ReplanDecision Replan(const Problem& base, const std::vector<TaskProgress>& progress,
+                      const Plan& current, double now, const ReplanPolicy& policy);
+
+}  // namespace saturn

@@ -1,0 +1,450 @@
+#include "sim/simulator.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <numeric>
+#include <queue>
+#include <random>
+#include <stdexcept>
+
+#include "common/clock.h"
+#include "common/error.h"
+#include "planner/planner.h"
+
+namespace saturn {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+struct TaskState {
+  bool arrived = false;
+  bool finished = false;
+  bool running = false;
+  double done = 0.0;  // fraction done at the start of the current segment
+  int option = -1;
+  int node = -1;
+  std::vector<int> gpu_ids;
+  double segment_start = 0.0;
+  double dead_until = 0.0;
+  double slowdown = 1.0;
+  int version = 0;  // invalidates completion events of earlier segments
+  // The current plan's assignment.
+  bool planned = false;
+  int plan_option = -1;
+  int plan_node = -1;
+  std::vector<int> plan_gpus;
+  double plan_start = 0.0;
+};
+
+struct Completion {
+  double time;
+  int task;
+  int version;
+  bool operator>(const Completion& o) const {
+    return time != o.time ? time > o.time : task > o.task;
+  }
+};
+
+class Simulation {
+ public:
+  Simulation(const Problem& believed, const std::vector<std::vector<double>>& truth,
+             const std::vector<double>& arrival, const SimOptions& options)
+      : p_(believed), truth_(truth), arrival_(arrival), opt_(options), s_(believed.NumTasks()) {
+    if (arrival_.empty()) arrival_.assign(p_.NumTasks(), 0.0);
+    busy_by_.resize(p_.NumNodes());
+    queue_.resize(p_.NumNodes());
+    head_.resize(p_.NumNodes());
+    for (int n = 0; n < p_.NumNodes(); ++n) {
+      busy_by_[n].assign(p_.nodes[n].gpus, -1);
+      queue_[n].resize(p_.nodes[n].gpus);
+      head_[n].assign(p_.nodes[n].gpus, 0);
+    }
+    result_.tasks.resize(p_.NumTasks());
+    for (int j = 0; j < p_.NumTasks(); ++j) {
+      result_.tasks[j].task = p_.tasks[j].name;
+      result_.tasks[j].arrival_s = arrival_[j];
+    }
+  }
+
+  SimResult Run() {
+    std::vector<int> by_arrival(p_.NumTasks());
+    std::iota(by_arrival.begin(), by_arrival.end(), 0);
+    std::stable_sort(by_arrival.begin(), by_arrival.end(),
+                     [&](int a, int b) { return arrival_[a] < arrival_[b]; });
+    size_t next_arrival = 0;
+    double next_tick = opt_.introspection ? opt_.interval_s : kInf;
+    int left = p_.NumTasks();
+    bool have_plan = false;
+    while (left > 0) {
+      double t_arrival =
+          next_arrival < by_arrival.size() ? arrival_[by_arrival[next_arrival]] : kInf;
+      while (!completions_.empty() &&
+             completions_.top().version != s_[completions_.top().task].version) {
+        completions_.pop();
+      }
+      double t_done = completions_.empty() ? kInf : completions_.top().time;
+      if (!have_plan) t_arrival = std::max(t_arrival, 0.0);
+      double t = std::min({t_arrival, t_done, next_tick});
+      if (t == kInf) throw std::logic_error("simulation stalled with tasks left");
+      now_ = std::max(now_, t);
+      if (t == t_done) {
+        Completion c = completions_.top();
+        completions_.pop();
+        Finish(c.task);
+        --left;
+        continue;
+      }
+      if (t == t_arrival) {
+        while (next_arrival < by_arrival.size() && arrival_[by_arrival[next_arrival]] <= now_) {
+          int j = by_arrival[next_arrival++];
+          s_[j].arrived = true;
+          Emit("task_arrived", j);
+        }
+        if (!have_plan) {
+          InitialPlan();
+          have_plan = true;
+        } else {
+          Check(/*tick=*/false);
+        }
+        continue;
+      }
+      // Introspection tick.
+      next_tick += opt_.interval_s;
+      if (HasWaitingOrRunning()) Check(/*tick=*/true);
+    }
+    Finalise();
+    return std::move(result_);
+  }
+
+ private:
+  double DoneAt(int j, double t) const {
+    const TaskState& s = s_[j];
+    if (!s.running) return s.done;
+    double productive = std::max(0.0, t - s.dead_until);
+    return std::min(1.0, s.done + productive / truth_[j][s.option]);
+  }
+
+  bool HasWaitingOrRunning() const {
+    for (const TaskState& s : s_) {
+      if (s.arrived && !s.finished) return true;
+    }
+    return false;
+  }
+
+  void Emit(const std::string& kind, int j, nlohmann::json extra = nlohmann::json::object()) {
+    if (!opt_.record_events) return;
+    Event e;
+    e.t = now_;
+    e.kind = kind;
+    if (j >= 0) {
+      const TaskState& s = s_[j];
+      e.task = p_.tasks[j].name;
+      if (s.option >= 0 && kind != "task_arrived") {
+        e.technique = p_.tasks[j].options[s.option].technique;
+        e.gpus = p_.tasks[j].options[s.option].gpus;
+        e.node = p_.nodes[s.node].name;
+        e.gpu_ids = s.gpu_ids;
+      }
+    }
+    e.extra = std::move(extra);
+    result_.events.push_back(std::move(e));
+  }
+
+  void RecordBusy(int delta) {
+    busy_gpus_ += delta;
+    busy_steps_.push_back({now_, busy_gpus_});
+  }
+
+  void Start(int j) {
+    TaskState& s = s_[j];
+    s.running = true;
+    s.option = s.plan_option;
+    s.node = s.plan_node;
+    s.gpu_ids = s.plan_gpus;
+    s.segment_start = now_;
+    s.dead_until = now_ + (s.done > 0 ? opt_.policy.switch_cost_s : 0.0);
+    ++s.version;
+    for (int g : s.gpu_ids)
+      busy_by_[s.node][g] = j;
+    RecordBusy(static_cast<int>(s.gpu_ids.size()));
+    SimTaskResult& r = result_.tasks[j];
+    if (r.first_start_s < 0) r.first_start_s = now_;
+    ++r.starts;
+    r.technique = p_.tasks[j].options[s.option].technique;
+    r.gpus = p_.tasks[j].options[s.option].gpus;
+    completions_.push({s.dead_until + (1.0 - s.done) * truth_[j][s.option], j, s.version});
+    Emit("task_started", j);
+  }
+
+  // Ends the current segment of a running task; returns the GPUs it held.
+  std::vector<int> EndSegment(int j) {
+    TaskState& s = s_[j];
+    SimTaskResult& r = result_.tasks[j];
+    r.busy_s += now_ - s.segment_start;
+    r.dead_s += std::min(now_, s.dead_until) - s.segment_start;
+    s.done = DoneAt(j, now_);
+    s.running = false;
+    ++s.version;
+    for (int g : s.gpu_ids)
+      busy_by_[s.node][g] = -1;
+    RecordBusy(-static_cast<int>(s.gpu_ids.size()));
+    return s.gpu_ids;
+  }
+
+  void Finish(int j) {
+    int node = s_[j].node;
+    std::vector<int> freed = EndSegment(j);
+    s_[j].done = 1.0;
+    s_[j].finished = true;
+    result_.tasks[j].end_s = now_;
+    result_.tasks[j].work_done = 1.0;
+    Emit("task_finished", j);
+    for (int g : freed) {
+      int next = Head(node, g);
+      if (next >= 0) TryStart(next);
+    }
+  }
+
+  void Preempt(int j) {
+    EndSegment(j);
+    ++result_.preemptions;
+    Emit("task_stopped", j, {{"reason", "preempted"}, {"done", s_[j].done}});
+  }
+
+  // The first unfinished task queued on a GPU, or -1.
+  int Head(int n, int g) {
+    std::vector<int>& q = queue_[n][g];
+    size_t& h = head_[n][g];
+    while (h < q.size() && s_[q[h]].finished)
+      ++h;
+    return h < q.size() ? q[h] : -1;
+  }
+
+  void TryStart(int j) {
+    TaskState& s = s_[j];
+    if (!s.arrived || s.finished || s.running || !s.planned) return;
+    for (int g : s.plan_gpus) {
+      if (busy_by_[s.plan_node][g] >= 0 || Head(s.plan_node, g) != j) return;
+    }
+    Start(j);
+  }
+
+  void Adopt(const Plan& plan) {
+    std::map<std::string, int> task_index, node_index;
+    for (int j = 0; j < p_.NumTasks(); ++j)
+      task_index[p_.tasks[j].name] = j;
+    for (int n = 0; n < p_.NumNodes(); ++n)
+      node_index[p_.nodes[n].name] = n;
+    for (TaskState& s : s_)
+      s.planned = false;
+    std::vector<int> order;
+    for (const PlanTask& t : plan.tasks) {
+      int j = task_index.at(t.task);
+      TaskState& s = s_[j];
+      s.planned = true;
+      s.plan_node = node_index.at(t.node);
+      s.plan_gpus = t.gpu_ids;
+      s.plan_start = t.start_s;
+      s.plan_option = -1;
+      for (int o = 0; o < static_cast<int>(p_.tasks[j].options.size()); ++o) {
+        const Option& c = p_.tasks[j].options[o];
+        if (c.technique == t.technique && c.gpus == t.gpus) {
+          s.plan_option = o;
+          break;
+        }
+      }
+      if (s.plan_option < 0) throw std::logic_error("plan uses an unknown configuration");
+      order.push_back(j);
+    }
+    std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+      if (s_[a].running != s_[b].running) return s_[a].running;
+      return s_[a].plan_start < s_[b].plan_start;
+    });
+    for (int n = 0; n < p_.NumNodes(); ++n) {
+      for (int g = 0; g < p_.nodes[n].gpus; ++g) {
+        queue_[n][g].clear();
+        head_[n][g] = 0;
+      }
+    }
+    for (int j : order) {
+      for (int g : s_[j].plan_gpus)
+        queue_[s_[j].plan_node][g].push_back(j);
+    }
+    current_ = plan;
+    for (int j : order)
+      TryStart(j);
+  }
+
+  std::vector<TaskProgress> Progress() {
+    std::vector<TaskProgress> progress(p_.NumTasks());
+    for (int j = 0; j < p_.NumTasks(); ++j) {
+      TaskState& s = s_[j];
+      TaskProgress& q = progress[j];
+      q.arrived = s.arrived;
+      q.finished = s.finished;
+      q.done = DoneAt(j, now_);
+      q.has_checkpoint = q.done > 0;
+      if (s.running) {
+        q.running = RunningOn{s.option, s.node, s.gpu_ids};
+        if (now_ - s.segment_start >= opt_.observe_after_s) {
+          s.slowdown = truth_[j][s.option] / p_.tasks[j].options[s.option].runtime_s;
+        }
+      }
+      q.slowdown = s.slowdown;
+    }
+    return progress;
+  }
+
+  void InitialPlan() {
+    SteadyClock clock;
+    double t0 = clock.Now();
+    ReplanPolicy policy = opt_.policy;
+    RemainingProblem remaining = BuildRemainingProblem(p_, Progress(), policy);
+    PlanRequest request;
+    request.solver = policy.solver;
+    request.time_limit_s = policy.time_limit_s;
+    request.seed = policy.seed;
+    request.work_scale = policy.work_scale;
+    PlanResult r = RunPlanner(remaining.problem, request);
+    result_.planning_wall_s += clock.Now() - t0;
+    for (PlanTask& t : r.plan.tasks) {
+      t.start_s += now_;
+      t.end_s += now_;
+    }
+    r.plan.makespan_s += now_;
+    result_.initial_plan = r.plan;
+    Emit("plan", -1, {{"makespan_s", r.plan.makespan_s}, {"solver", r.plan.solver}});
+    Adopt(r.plan);
+  }
+
+  void Check(bool tick) {
+    SteadyClock clock;
+    double t0 = clock.Now();
+    ReplanPolicy policy = opt_.policy;
+    policy.allow_preemption = policy.allow_preemption && opt_.introspection;
+    policy.seed = opt_.policy.seed + static_cast<uint64_t>(result_.replans) + 1;
+    ReplanDecision d = Replan(p_, Progress(), current_, now_, policy);
+    result_.planning_wall_s += clock.Now() - t0;
+    ++result_.replans;
+    if (d.switch_plan) {
+      ++result_.plan_switches;
+      std::map<std::string, int> task_index;
+      for (int j = 0; j < p_.NumTasks(); ++j)
+        task_index[p_.tasks[j].name] = j;
+      for (const std::string& name : d.preempted)
+        Preempt(task_index.at(name));
+      Emit("plan_switched", -1,
+           {{"old_end_s", d.current_end_s},
+            {"new_end_s", d.new_end_s},
+            {"preempted", d.preempted},
+            {"reason", tick ? "introspection" : "arrival"}});
+    }
+    Adopt(d.plan);
+  }
+
+  void Finalise() {
+    std::vector<double> jct;
+    for (const SimTaskResult& r : result_.tasks) {
+      result_.makespan_s = std::max(result_.makespan_s, r.end_s);
+      jct.push_back(r.end_s - r.arrival_s);
+    }
+    if (!jct.empty()) {
+      result_.mean_jct_s = std::accumulate(jct.begin(), jct.end(), 0.0) / jct.size();
+      std::sort(jct.begin(), jct.end());
+      size_t rank = static_cast<size_t>(std::ceil(0.99 * jct.size()));
+      result_.p99_jct_s = jct[std::max<size_t>(rank, 1) - 1];
+    }
+    // Utilisation: busy GPU-seconds per bucket over total GPU-seconds.
+    int points = std::max(1, opt_.utilization_points);
+    double span = result_.makespan_s > 0 ? result_.makespan_s : 1.0;
+    double width = span / points;
+    std::vector<double> busy(points, 0.0);
+    for (size_t i = 0; i < busy_steps_.size(); ++i) {
+      double a = busy_steps_[i].first;
+      double b = i + 1 < busy_steps_.size() ? busy_steps_[i + 1].first : span;
+      int level = busy_steps_[i].second;
+      for (int k = std::max(0, static_cast<int>(a / width)); k < points && k * width < b; ++k) {
+        double lo = std::max(a, k * width), hi = std::min(b, (k + 1) * width);
+        if (hi > lo) busy[k] += level * (hi - lo);
+      }
+    }
+    double gpus = p_.TotalGpus();
+    for (int k = 0; k < points; ++k) {
+      result_.utilization.push_back({(k + 0.5) * width, busy[k] / (gpus * width)});
+    }
+  }
+
+  const Problem& p_;
+  const std::vector<std::vector<double>>& truth_;
+  std::vector<double> arrival_;
+  SimOptions opt_;
+  std::vector<TaskState> s_;
+  Plan current_;
+  std::vector<std::vector<int>> busy_by_;
+  std::vector<std::vector<std::vector<int>>> queue_;
+  std::vector<std::vector<size_t>> head_;
+  std::priority_queue<Completion, std::vector<Completion>, std::greater<Completion>> completions_;
+  double now_ = 0.0;
+  int busy_gpus_ = 0;
+  std::vector<std::pair<double, int>> busy_steps_;
+  SimResult result_;
+};
+
+}  // namespace
+
+SimResult Simulate(const Problem& believed, const std::vector<std::vector<double>>& true_runtime,
+                   const std::vector<double>& arrival_s, const SimOptions& options) {
+  if (static_cast<int>(true_runtime.size()) != believed.NumTasks()) {
+    throw std::logic_error("Simulate: truth has the wrong number of tasks");
+  }
+  return Simulation(believed, true_runtime, arrival_s, options).Run();
+}
+
+std::vector<std::vector<double>> TruthEqualsBelief(const Problem& believed) {
+  std::vector<std::vector<double>> truth;
+  for (const Task& t : believed.tasks) {
+    std::vector<double> row;
+    for (const Option& o : t.options)
+      row.push_back(o.runtime_s);
+    truth.push_back(std::move(row));
+  }
+  return truth;
+}
+
+std::vector<std::vector<double>> TruthWithNoise(const Problem& believed, double sigma,
+                                                double config_sigma, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> task_factor(1.0 - sigma, 1.0 + sigma);
+  std::uniform_real_distribution<double> config_factor(1.0 - config_sigma, 1.0 + config_sigma);
+  std::vector<std::vector<double>> truth = TruthEqualsBelief(believed);
+  for (auto& row : truth) {
+    double f = task_factor(rng);
+    for (double& r : row)
+      r *= f * config_factor(rng);
+  }
+  return truth;
+}
+
+std::vector<std::vector<double>> TruthFromProfile(const Problem& believed,
+                                                  const ProfileTable& truth,
+                                                  const std::string& source) {
+  std::vector<std::vector<double>> out;
+  for (const Task& t : believed.tasks) {
+    std::vector<double> row;
+    for (const Option& o : t.options) {
+      const ProfileRow* r = truth.Find(t.name, o.technique, o.gpus);
+      if (!r) {
+        throw InputError(source, 0, "",
+                         "no row for task '" + t.name + "', technique '" + o.technique + "', " +
+                             std::to_string(o.gpus) + " GPUs, which the profile has");
+      }
+      row.push_back(r->runtime_s);
+    }
+    out.push_back(std::move(row));
+  }
+  return out;
+}
+
+}  // namespace saturn

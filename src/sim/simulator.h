@@ -1,0 +1,85 @@
+// A discrete-event simulator of a cluster executing Saturn plans.
+//
+// The profile is what the planner believes; `true_runtime` is what each task
+// really takes in each configuration. Tasks start in plan order per GPU (a
+// task starts once all its GPUs are free and it is next on each of them), so
+// tasks whose predecessors finish early start early, as in the executor.
+// Introspection calls the same Replan as the executor (replan/replan.h) every
+// `interval_s`; a switch pre-empts only the tasks whose assignment changes,
+// and a resumed task first spends `switch_cost_s` producing nothing
+// (checkpoint + restart). Tasks may arrive over time (online mode): each
+// arrival re-plans. Deterministic for a seed.
+//
+//   SimOptions opt; opt.interval_s = 3600;
+//   SimResult r = Simulate(believed, TruthWithNoise(believed, 0.3, seed), arrivals, opt);
+//   r.makespan_s; r.events;  // same event format as the executor
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "planner/problem.h"
+#include "replan/replan.h"
+#include "spec/events.h"
+#include "spec/plan.h"
+#include "spec/profile.h"
+
+namespace saturn {
+
+struct SimOptions {
+  ReplanPolicy policy;
+  bool introspection = true;
+  double interval_s = 1000.0;  // the paper's default
+  // A running task's true speed becomes known after it ran this long.
+  double observe_after_s = 60.0;
+  int utilization_points = 200;
+  bool record_events = true;  // false saves memory on huge runs
+};
+
+struct SimTaskResult {
+  std::string task;
+  double arrival_s = 0.0;
+  double first_start_s = -1.0;
+  double end_s = -1.0;
+  double busy_s = 0.0;     // time holding GPUs
+  double dead_s = 0.0;     // of which restarting from a checkpoint
+  double work_done = 0.0;  // fraction of the task completed (1 when finished)
+  int starts = 0;
+  std::string technique;  // last configuration
+  int gpus = 0;
+};
+
+struct SimResult {
+  double makespan_s = 0.0;
+  double mean_jct_s = 0.0;
+  double p99_jct_s = 0.0;
+  int replans = 0;
+  int plan_switches = 0;
+  int preemptions = 0;
+  double planning_wall_s = 0.0;  // solver time spent, wall clock
+  Plan initial_plan;
+  std::vector<SimTaskResult> tasks;
+  std::vector<Event> events;
+  std::vector<std::pair<double, double>> utilization;  // (time, busy GPU fraction) samples
+};
+
+// true_runtime[j][o]: real runtime of task j with its option o (same indexing
+// as `believed`); arrival_s[j]: when task j arrives (empty: all at 0).
+SimResult Simulate(const Problem& believed, const std::vector<std::vector<double>>& true_runtime,
+                   const std::vector<double>& arrival_s, const SimOptions& options);
+
+// Truth = belief: what the plan expects.
+std::vector<std::vector<double>> TruthEqualsBelief(const Problem& believed);
+// Truth = belief x a factor per task, uniform in [1 - sigma, 1 + sigma] (the
+// profile got the task's speed wrong by up to +-sigma in every
+// configuration), x a factor per (task, option) uniform in
+// [1 - config_sigma, 1 + config_sigma] (errors specific to one configuration).
+std::vector<std::vector<double>> TruthWithNoise(const Problem& believed, double sigma,
+                                                double config_sigma, uint64_t seed);
+// Truth from another profile table (same tasks and configurations); InputError
+// naming the missing row otherwise.
+std::vector<std::vector<double>> TruthFromProfile(const Problem& believed,
+                                                  const ProfileTable& truth,
+                                                  const std::string& source);
+
+}  // namespace saturn

@@ -1,0 +1,91 @@
+#include "spec/events.h"
+
+#include <map>
+
+#include "common/error.h"
+
+namespace saturn {
+
+std::string EventToJsonLine(const Event& e) {
+  nlohmann::json j = {{"t", e.t}, {"event", e.kind}};
+  if (!e.task.empty()) j["task"] = e.task;
+  if (!e.technique.empty()) j["technique"] = e.technique;
+  if (e.gpus > 0) j["gpus"] = e.gpus;
+  if (!e.node.empty()) j["node"] = e.node;
+  if (!e.gpu_ids.empty()) j["gpu_ids"] = e.gpu_ids;
+  for (const auto& [k, v] : e.extra.items())
+    j[k] = v;
+  return j.dump() + "\n";
+}
+
+std::vector<Event> ParseEventLines(std::string_view text, std::string_view source) {
+  std::vector<Event> events;
+  int line_no = 0;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t end = text.find('\n', pos);
+    if (end == std::string_view::npos) end = text.size();
+    std::string_view line = text.substr(pos, end - pos);
+    pos = end + 1;
+    ++line_no;
+    if (line.find_first_not_of(" \t\r") == std::string_view::npos) continue;
+    nlohmann::json j;
+    try {
+      j = nlohmann::json::parse(line);
+    } catch (const nlohmann::json::parse_error&) {
+      // A crash can leave the last line half-written; ignore only that one.
+      if (pos >= text.size()) break;
+      throw InputError(source, line_no, "", "invalid JSON event line");
+    }
+    if (!j.is_object() || !j.contains("t") || !j["t"].is_number() || !j.contains("event") ||
+        !j["event"].is_string()) {
+      throw InputError(source, line_no, "", "expected an object with numeric t and string event");
+    }
+    Event e;
+    for (const auto& [k, v] : j.items()) {
+      if (k == "t") {
+        e.t = v.get<double>();
+      } else if (k == "event") {
+        e.kind = v.get<std::string>();
+      } else if (k == "task" && v.is_string()) {
+        e.task = v.get<std::string>();
+      } else if (k == "technique" && v.is_string()) {
+        e.technique = v.get<std::string>();
+      } else if (k == "gpus" && v.is_number_integer()) {
+        e.gpus = v.get<int>();
+      } else if (k == "node" && v.is_string()) {
+        e.node = v.get<std::string>();
+      } else if (k == "gpu_ids" && v.is_array()) {
+        e.gpu_ids = v.get<std::vector<int>>();
+      } else {
+        e.extra[k] = v;
+      }
+    }
+    events.push_back(std::move(e));
+  }
+  return events;
+}
+
+std::vector<BusyInterval> BusyIntervals(const std::vector<Event>& events, double end_of_trace) {
+  std::vector<BusyInterval> out;
+  std::map<std::string, BusyInterval> open;
+  for (const Event& e : events) {
+    if (e.kind == "task_started") {
+      open[e.task] = {e.task, e.technique, e.node, e.gpu_ids, e.t, e.t, "running"};
+    } else if (e.kind == "task_finished" || e.kind == "task_stopped" || e.kind == "task_failed") {
+      auto it = open.find(e.task);
+      if (it == open.end()) continue;
+      it->second.end = e.t;
+      it->second.how_it_ended = e.kind;
+      out.push_back(std::move(it->second));
+      open.erase(it);
+    }
+  }
+  for (auto& [task, interval] : open) {
+    interval.end = end_of_trace;
+    out.push_back(std::move(interval));
+  }
+  return out;
+}
+
+}  // namespace saturn

@@ -1,0 +1,124 @@
+#include "replan/replan.h"
+
+#include <gtest/gtest.h>
+
+#include "planner/planner.h"
+#include "planner/validate.h"
+#include "tests/planner/test_problems.h"
+
+namespace saturn {
+namespace {
+
+Problem ThreeTasks() {
+  return testing::MakeProblem({4}, {{"a", {{"ddp", 2, 1000}, {"ddp", 4, 600}}},
+                                    {"b", {{"ddp", 2, 1000}, {"ddp", 4, 600}}},
+                                    {"c", {{"ddp", 2, 1000}, {"ddp", 4, 600}}}});
+}
+
+TEST(RemainingProblem, ScalesByWorkLeftAndPinsRunningTasks) {
+  Problem base = ThreeTasks();
+  std::vector<TaskProgress> progress(3);
+  progress[0].finished = true;
+  progress[1].done = 0.5;
+  progress[1].running = RunningOn{0, 0, {2, 3}};
+  progress[1].slowdown = 2.0;
+  ReplanPolicy policy;
+  policy.switch_cost_s = 30;
+  RemainingProblem r = BuildRemainingProblem(base, progress, policy);
+  ASSERT_EQ(r.problem.NumTasks(), 2);
+  EXPECT_EQ(r.base_index, (std::vector<int>{1, 2}));
+  const Task& b = r.problem.tasks[0];
+  ASSERT_GE(r.keep_option[0], 0);
+  const Option& keep = b.options[r.keep_option[0]];
+  EXPECT_TRUE(keep.starts_now);
+  EXPECT_EQ(keep.gpu_ids, (std::vector<int>{2, 3}));
+  EXPECT_DOUBLE_EQ(keep.runtime_s, 0.5 * 2.0 * 1000);  // half left, twice as slow, no switch
+  EXPECT_DOUBLE_EQ(b.options[1].runtime_s, 0.5 * 2.0 * 600 + 30);  // switching costs
+  EXPECT_EQ(r.keep_option[1], -1);
+  EXPECT_DOUBLE_EQ(r.problem.tasks[1].options[0].runtime_s, 1000);  // untouched task
+}
+
+TEST(RemainingProblem, WithoutPreemptionRunningTasksOnlyKeepRunning) {
+  Problem base = ThreeTasks();
+  std::vector<TaskProgress> progress(3);
+  progress[0].running = RunningOn{1, 0, {0, 1, 2, 3}};
+  ReplanPolicy policy;
+  policy.allow_preemption = false;
+  RemainingProblem r = BuildRemainingProblem(base, progress, policy);
+  ASSERT_EQ(r.problem.tasks[0].options.size(), 1u);
+  EXPECT_TRUE(r.problem.tasks[0].options[0].starts_now);
+}
+
+Plan PlanFor(const Problem& p) {
+  PlanRequest req;
+  req.work_scale = 0.1;
+  return RunPlanner(p, req).plan;
+}
+
+TEST(Replan, KeepsAPlanThatStillHolds) {
+  Problem base = ThreeTasks();
+  Plan plan = PlanFor(base);
+  std::vector<TaskProgress> progress(3);
+  ReplanDecision d = Replan(base, progress, plan, 0.0, ReplanPolicy{});
+  EXPECT_FALSE(d.switch_plan);
+  EXPECT_TRUE(d.preempted.empty());
+  EXPECT_NEAR(d.current_end_s, plan.makespan_s, 1e-6);
+  EXPECT_EQ(d.plan.tasks.size(), 3u);
+}
+
+TEST(Replan, SwitchesWhenATaskTurnsOutSlowAndPreemptsOnlyWhatChanges) {
+  // Two nodes of 4 GPUs. a and b run on node0, c waits on node1 behind d.
+  // a turns out 5x slower than profiled: moving it to 4 GPUs on the idle
+  // node (after pre-emption) finishes much earlier; b keeps running.
+  Problem base = testing::MakeProblem(
+      {4, 4}, {{"a", {{"ddp", 2, 1000}, {"ddp", 4, 400}}}, {"b", {{"ddp", 2, 1000}}}});
+  Plan plan;
+  plan.solver = "test";
+  plan.status = "feasible";
+  plan.makespan_s = 1000;
+  plan.tasks = {{"a", "ddp", 2, "node0", {0, 1}, 0, 1000},
+                {"b", "ddp", 2, "node0", {2, 3}, 0, 1000}};
+  std::vector<TaskProgress> progress(2);
+  progress[0].done = 0.1;
+  progress[0].running = RunningOn{0, 0, {0, 1}};
+  progress[0].slowdown = 5.0;
+  progress[1].done = 0.5;
+  progress[1].running = RunningOn{0, 0, {2, 3}};
+  ReplanPolicy policy;
+  policy.threshold_s = 100;
+  policy.switch_cost_s = 50;
+  policy.work_scale = 0.1;
+  ReplanDecision d = Replan(base, progress, plan, 500.0, policy);
+  ASSERT_TRUE(d.switch_plan) << d.summary;
+  EXPECT_EQ(d.preempted, (std::vector<std::string>{"a"}));
+  EXPECT_NEAR(d.current_end_s, 500 + 0.9 * 5 * 1000, 1e-6);
+  EXPECT_NEAR(d.new_end_s, 500 + 0.9 * 5 * 400 + 50, 1e-6);
+  for (const PlanTask& t : d.plan.tasks) {
+    if (t.task == "b") {
+      EXPECT_EQ(t.gpu_ids, (std::vector<int>{2, 3}));
+      EXPECT_DOUBLE_EQ(t.start_s, 500);
+    }
+  }
+}
+
+TEST(Replan, AppendsNewTasksToTheCurrentPlan) {
+  Problem base = ThreeTasks();
+  Problem first = testing::MakeProblem({4}, {{"a", {{"ddp", 2, 1000}, {"ddp", 4, 600}}}});
+  Plan plan = PlanFor(first);
+  std::vector<TaskProgress> progress(3);
+  progress[0].running = RunningOn{1, 0, {0, 1, 2, 3}};
+  progress[0].done = 0.5;
+  ReplanPolicy policy;
+  policy.threshold_s = 1e9;  // never switch: the extended current plan must cover b and c
+  ReplanDecision d = Replan(base, progress, plan, 300.0, policy);
+  EXPECT_FALSE(d.switch_plan);
+  ASSERT_EQ(d.plan.tasks.size(), 3u);
+  for (const PlanTask& t : d.plan.tasks) {
+    if (t.task != "a") {
+      EXPECT_GE(t.start_s, 300 + 300 - 1e-6);  // after the 300 s a has left
+    }
+  }
+}
+
+}  // namespace
+}  // namespace saturn
