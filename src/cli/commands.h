@@ -12,5 +12,6 @@ namespace saturn {
 void AddPlanCommand(CLI::App& app, int* status);
 void AddValidateCommand(CLI::App& app, int* status);
 void AddSimulateCommand(CLI::App& app, int* status);
+void AddProfileCommand(CLI::App& app, int* status);
 
 }  // namespace saturn

@@ -42,7 +42,7 @@ Cluster ParseCluster(const YAML::Node& root, std::string_view source, const std:
   std::set<std::string> names;
   for (size_t i = 0; i < list.size(); ++i) {
     YamlFields f(list[i], std::string(source), list_path + "[" + std::to_string(i) + "]");
-    f.AllowOnly({"name", "gpus", "gpu_memory_gib"});
+    f.AllowOnly({"name", "gpus", "gpu_memory_gib", "device", "threads_per_gpu"});
     ClusterNode node;
     node.name = f.String("name");
     if (!names.insert(node.name).second) {
@@ -52,6 +52,11 @@ Cluster ParseCluster(const YAML::Node& root, std::string_view source, const std:
     if (gpus > 4096) f.Fail("gpus", "expected at most 4096 device slots per node");
     node.gpus = static_cast<int>(gpus);
     node.gpu_memory_gib = f.OptionalDouble("gpu_memory_gib", 0.0);
+    node.device = f.OptionalString("device").value_or("cpu");
+    if (node.device != "cpu" && node.device != "cuda") {
+      f.Fail("device", "expected cpu or cuda, got " + Quote(node.device));
+    }
+    node.threads_per_gpu = static_cast<int>(f.OptionalInt("threads_per_gpu", 1).value_or(1));
     cluster.nodes.push_back(std::move(node));
   }
   return cluster;
@@ -69,6 +74,10 @@ std::string ClusterToYaml(const Cluster& cluster) {
     out << YAML::Key << "gpus" << YAML::Value << n.gpus;
     if (n.gpu_memory_gib) {
       out << YAML::Key << "gpu_memory_gib" << YAML::Value << *n.gpu_memory_gib;
+    }
+    if (n.device != "cpu") out << YAML::Key << "device" << YAML::Value << n.device;
+    if (n.threads_per_gpu != 1) {
+      out << YAML::Key << "threads_per_gpu" << YAML::Value << n.threads_per_gpu;
     }
     out << YAML::EndMap;
   }

@@ -4,6 +4,8 @@
 //     - name: node0        # unique
 //       gpus: 8            # device slots, >= 1
 //       gpu_memory_gib: 40 # optional capacity of each device
+//       device: cpu        # extension: cpu (default) or cuda
+//       threads_per_gpu: 1 # extension: intra-op threads of a CPU device
 //
 //   Cluster c = LoadClusterFile("cluster.yaml");   // InputError on bad input
 //   c.TotalGpus(); c.MaxGpusPerNode(); c.NodeIndex("node0");
@@ -22,6 +24,8 @@ struct ClusterNode {
   std::string name;
   int gpus = 0;
   std::optional<double> gpu_memory_gib;
+  std::string device = "cpu";  // what a device slot is: a CPU device or a CUDA GPU
+  int threads_per_gpu = 1;     // CPU devices: threads each one computes with
 };
 
 struct Cluster {

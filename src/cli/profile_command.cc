@@ -1,0 +1,72 @@
+// saturn profile: workload -> profile table (Contract 2), by running trials
+// in worker processes, with a persistent cache (profiler/profiler.h).
+#include <cstdio>
+#include <iostream>
+#include <memory>
+
+#include "cli/commands.h"
+#include "common/fs.h"
+#include "profiler/cache.h"
+#include "profiler/profiler.h"
+#include "spec/workload.h"
+
+namespace saturn {
+namespace {
+
+struct ProfileOptions {
+  std::string workload;
+  std::string output;
+  std::string cache;
+  bool refresh = false;
+  bool no_cache = false;
+  double trial_timeout_s = 300;
+  int parallel = 1;
+  int warmup = -1;
+  int measure = -1;
+};
+
+int RunProfile(const ProfileOptions& o) {
+  Workload workload = LoadWorkloadFile(o.workload);
+  ProfilerOptions options;
+  options.cache_path = o.cache;
+  options.use_cache = !o.no_cache;
+  options.refresh = o.refresh;
+  options.trial_timeout_s = o.trial_timeout_s;
+  options.parallel = o.parallel;
+  options.warmup = o.warmup;
+  options.measure = o.measure;
+  ProfileRun run = RunProfiler(workload, options);
+  std::string csv = ProfileToCsv(run.table);
+  if (o.output.empty()) {
+    std::cout << csv;
+  } else {
+    WriteFileAtomic(o.output, csv);
+  }
+  std::fputs(ProfileSummary(workload, run).c_str(), stderr);
+  return 0;
+}
+
+}  // namespace
+
+void AddProfileCommand(CLI::App& app, int* status) {
+  auto o = std::make_shared<ProfileOptions>();
+  CLI::App* cmd =
+      app.add_subcommand("profile", "Measure every task under every technique and GPU count");
+  cmd->add_option("workload", o->workload, "Workload file (YAML, Contract 5)")->required();
+  cmd->add_option("--output", o->output, "Write the profile CSV here (default: stdout)");
+  cmd->add_flag("--refresh", o->refresh, "Re-measure every trial, replacing cached results");
+  cmd->add_option("--cache", o->cache,
+                  "Profile cache file (default: " + ProfileCache::DefaultPath() + ")");
+  cmd->add_flag("--no-cache", o->no_cache, "Neither read nor write the profile cache");
+  cmd->add_option("--trial-timeout", o->trial_timeout_s, "Seconds before a trial is killed")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--parallel", o->parallel, "Trials at once (1: exact timings on shared cores)")
+      ->check(CLI::Range(1, 64));
+  cmd->add_option("--warmup", o->warmup, "Steps before timing (default: the worker's)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--measure", o->measure, "Steps timed (default: the worker's)")
+      ->check(CLI::PositiveNumber);
+  cmd->callback([o, status] { *status = RunProfile(*o); });
+}
+
+}  // namespace saturn

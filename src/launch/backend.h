@@ -1,0 +1,46 @@
+// Where workers run: the launch backend. The executor and the profiler hand a
+// WorkerJob (a command line, the node and the devices it may use) to a
+// backend, which turns it into a local process: `local` runs it on this
+// machine with the devices in the environment; `slurm` (slurm_backend.h)
+// wraps it in an `srun` job step on the planned node. Either way the caller
+// gets a Process it can wait for, signal (pre-emption: SIGTERM, then SIGKILL
+// after a grace period) and read progress lines from.
+//
+//   std::unique_ptr<LaunchBackend> b = MakeLocalBackend();
+//   Process p = b->Start(job);
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/process.h"
+
+namespace saturn {
+
+struct WorkerJob {
+  std::vector<std::string> argv;
+  std::map<std::string, std::string> env;
+  std::string cwd;
+  std::string node;          // planned node (cluster name)
+  std::vector<int> gpu_ids;  // planned devices on it
+  std::string device_kind = "cpu";
+  int ranks = 1;            // processes the job needs (one per device for multi-rank)
+  std::string stdout_path;  // empty with pipe_stdout
+  std::string stderr_path;
+  bool pipe_stdout = false;
+};
+
+class LaunchBackend {
+ public:
+  virtual ~LaunchBackend() = default;
+  virtual std::string Name() const = 0;
+  // Throws std::runtime_error if the job cannot be started.
+  virtual Process Start(const WorkerJob& job) = 0;
+};
+
+// This machine. CUDA jobs see their devices as CUDA_VISIBLE_DEVICES.
+std::unique_ptr<LaunchBackend> MakeLocalBackend();
+
+}  // namespace saturn

@@ -1,0 +1,94 @@
+// The orchestrators' side of the worker protocol (docs/worker.md): where the
+// saturn-worker binary is, the command line for a search or an execute, and
+// the results it writes.
+//
+//   WorkerCall call;
+//   call.mode = WorkerCall::kSearch; call.task_path = "t.json"; call.technique = "fsdp";
+//   call.gpus = 2; call.out_path = "r.json";
+//   std::vector<std::string> argv = WorkerArgv(FindWorkerBinary(), call);
+//   SearchResult r = ReadSearchResult("r.json");
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+namespace saturn {
+
+constexpr int kWorkerProtocol = 1;
+
+// Exit codes of the worker (docs/worker.md).
+enum WorkerExit {
+  kWorkerOk = 0,
+  kWorkerInternal = 1,
+  kWorkerBadInput = 2,
+  kWorkerOom = 3,
+  kWorkerPeerFailure = 4
+};
+
+struct WorkerCall {
+  enum Mode { kSearch, kExecute } mode = kSearch;
+  std::string task_path;
+  std::string technique;
+  int gpus = 1;
+  std::string out_path;
+  std::string device_kind = "cpu";
+  std::vector<int> device_ids;  // empty: 0..gpus-1
+  double memory_gib = 0.0;      // 0: no declared capacity
+  int threads = 1;
+  double timeout_s = 120.0;  // collectives and rendezvous
+  std::vector<std::string> plugins;
+  // search
+  int warmup = -1;  // -1: the worker's default
+  int measure = -1;
+  // execute
+  long from_step = 0;
+  long to_step = 0;
+  std::string checkpoint_dir;
+  std::string knobs_json;  // from the search, "" for defaults
+  long checkpoint_every = 0;
+  std::string save_model;
+};
+
+// SATURN_WORKER if set, else saturn-worker next to this executable, else the
+// build tree's src/worker/saturn-worker beside src/cli/. Throws
+// std::runtime_error naming the places looked at if none exists.
+std::string FindWorkerBinary();
+
+std::vector<std::string> WorkerArgv(const std::string& worker, const WorkerCall& call);
+
+struct SearchResult {
+  bool feasible = false;
+  std::string reason;
+  double step_s = 0.0;
+  std::vector<double> step_samples_s;
+  std::vector<double> peak_memory_bytes;
+  nlohmann::json knobs = nlohmann::json::object();
+};
+
+struct ExecuteResult {
+  long completed_steps = 0;
+  double final_loss = 0.0;
+  bool preempted = false;
+  std::string checkpoint;
+  std::vector<double> peak_memory_bytes;
+};
+
+// Throw std::runtime_error (the worker broke the protocol) on a missing file,
+// bad JSON or a foreign protocol version.
+SearchResult ReadSearchResult(const std::string& path);
+ExecuteResult ReadExecuteResult(const std::string& path);
+nlohmann::json SearchResultToJson(const SearchResult& r);
+SearchResult SearchResultFromJson(const nlohmann::json& j);
+
+// A progress line "saturn: step=N loss=X step_s=Y [peak_mem_gib=Z]"; false if
+// the line is not one.
+struct StepReport {
+  long step = -1;
+  double loss = 0.0;
+  double step_s = 0.0;
+  double peak_mem_gib = -1.0;
+};
+bool ParseStepLine(const std::string& line, StepReport* report);
+
+}  // namespace saturn

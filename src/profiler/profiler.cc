@@ -1,0 +1,350 @@
+#include "profiler/profiler.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <sstream>
+
+#include <unistd.h>
+
+#include "common/error.h"
+#include "common/format.h"
+#include "common/fs.h"
+#include "common/process.h"
+#include "common/progress.h"
+#include "profiler/cache.h"
+
+namespace saturn {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+// Identifies the worker build, so a rebuilt engine never reuses old timings.
+std::string WorkerBuild(const std::string& worker) {
+  std::error_code ec;
+  auto size = fs::file_size(worker, ec);
+  auto time = fs::last_write_time(worker, ec).time_since_epoch().count();
+  return std::to_string(size) + "@" + std::to_string(time);
+}
+
+std::string Hash(const std::string& text) {
+  return std::to_string(std::hash<std::string>{}(text));
+}
+
+// Device settings of a trial on `gpus` devices: the tightest node that has
+// that many (smallest memory), so a configuration is only called feasible if
+// it fits wherever the planner may put it.
+void DeviceFor(const Cluster& cluster, int gpus, Trial* t) {
+  bool found = false;
+  for (const ClusterNode& n : cluster.nodes) {
+    if (n.gpus < gpus) continue;
+    double memory = n.gpu_memory_gib.value_or(0.0);
+    if (!found || (memory > 0 && (t->memory_gib == 0 || memory < t->memory_gib))) {
+      t->memory_gib = memory;
+      t->device_kind = n.device;
+      t->threads = n.threads_per_gpu;
+    }
+    found = true;
+  }
+}
+
+std::string CacheKey(const Trial& t, const ProfilerOptions& o, const std::string& build) {
+  json key = {{"trial", json::parse(t.trial_key)},
+              {"technique", t.technique},
+              {"gpus", t.gpus},
+              {"device", t.device_kind},
+              {"memory_gib", t.memory_gib},
+              {"threads", t.threads},
+              {"warmup", o.warmup},
+              {"measure", o.measure},
+              {"worker", build}};
+  return key.dump();
+}
+
+class TrialRunner {
+ public:
+  TrialRunner(const ProfilerOptions& o, LaunchBackend& backend, std::string worker, std::string dir)
+      : o_(o), backend_(backend), worker_(std::move(worker)), dir_(std::move(dir)) {}
+
+  struct Running {
+    int trial;
+    Process process;
+    std::string result_path, log_path;
+    std::chrono::steady_clock::time_point started;
+  };
+
+  Running Start(int index, const Trial& t, const json& task_spec) {
+    std::string stem = Hash(t.trial_key) + "-" + t.technique + "-" + std::to_string(t.gpus);
+    std::string task_path = dir_ + "/" + Hash(t.trial_key) + ".task.json";
+    if (!fs::exists(task_path)) WriteFileAtomic(task_path, task_spec.dump(2) + "\n");
+    std::string result_path = dir_ + "/" + stem + ".result.json";
+    std::string log_path = dir_ + "/" + stem + ".log";
+    std::error_code ec;
+    fs::remove(result_path, ec);
+    WorkerCall call;
+    call.mode = WorkerCall::kSearch;
+    call.task_path = task_path;
+    call.technique = t.technique;
+    call.gpus = t.gpus;
+    call.out_path = result_path;
+    call.device_kind = t.device_kind;
+    call.memory_gib = t.memory_gib;
+    call.threads = t.threads;
+    call.timeout_s = std::max(10.0, o_.trial_timeout_s / 2);
+    call.warmup = o_.warmup;
+    call.measure = o_.measure;
+    WorkerJob job;
+    job.argv = WorkerArgv(worker_, call);
+    job.stdout_path = log_path;
+    job.stderr_path = log_path;
+    job.device_kind = t.device_kind;
+    job.ranks = t.gpus;
+    for (int g = 0; g < t.gpus; ++g)
+      job.gpu_ids.push_back(g);
+    return Running{index, backend_.Start(job), result_path, log_path,
+                   std::chrono::steady_clock::now()};
+  }
+
+  // Fills the trial's outcome once its process has ended (or timed out).
+  void Finish(Running& r, Trial& t, bool timed_out) {
+    t.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - r.started).count();
+    std::string tail = LastLines(r.log_path, 5);
+    if (timed_out) {
+      t.result = {};
+      t.result.reason =
+          "timed out after " + FormatDuration(o_.trial_timeout_s) + " (the trial was killed)";
+      t.transient = true;
+      return;
+    }
+    int status = *r.process.status();
+    if (ExitedCleanly(status)) {
+      try {
+        t.result = ReadSearchResult(r.result_path);
+        return;
+      } catch (const std::exception& e) {
+        t.result = {};
+        t.result.reason = std::string("worker broke the protocol: ") + e.what();
+        t.transient = true;
+        return;
+      }
+    }
+    t.result = {};
+    int code = ExitCode(status);
+    t.result.reason = std::string(code == kWorkerBadInput ? "rejected by the worker"
+                                  : code == kWorkerOom    ? "out of memory"
+                                                          : "worker failed") +
+                      " (" + DescribeExit(status) + ")" + (tail.empty() ? "" : ": " + tail);
+    // A bad-input or out-of-memory exit is a property of the configuration.
+    t.transient = code != kWorkerBadInput && code != kWorkerOom;
+  }
+
+ private:
+  const ProfilerOptions& o_;
+  LaunchBackend& backend_;
+  std::string worker_;
+  std::string dir_;
+};
+
+std::string KnobsText(const json& knobs) {
+  return knobs.empty() ? "" : knobs.dump();
+}
+
+}  // namespace
+
+std::vector<int> TechniqueGpuCounts(const std::string& technique, int lo, int hi) {
+  std::vector<int> counts;
+  for (int g = std::max(1, lo); g <= hi; ++g) {
+    bool one_device = technique == "single" || technique == "spill";
+    bool multi_device = technique == "ddp" || technique == "fsdp" || technique == "pipeline";
+    if ((one_device && g != 1) || (multi_device && g < 2)) continue;
+    counts.push_back(g);
+  }
+  return counts;
+}
+
+ProfileRun RunProfiler(const Workload& workload, const ProfilerOptions& options) {
+  auto started = std::chrono::steady_clock::now();
+  ProfileRun run;
+  std::string worker = options.worker.empty() ? FindWorkerBinary() : options.worker;
+  std::unique_ptr<LaunchBackend> local;
+  LaunchBackend* backend = options.backend;
+  if (!backend) {
+    local = MakeLocalBackend();
+    backend = local.get();
+  }
+  std::string dir = options.work_dir;
+  if (dir.empty()) {
+    dir = (fs::temp_directory_path() / ("saturn-profile-" + std::to_string(::getpid()))).string();
+  }
+  MakeDirectories(dir);
+
+  // Distinct trials and the tasks that use them.
+  std::map<std::string, int> trial_index;
+  std::map<std::string, json> trial_task;  // trial key -> a task spec to run it with
+  const int max_gpus = workload.cluster.MaxGpusPerNode();
+  for (const WorkloadTask& task : workload.tasks) {
+    std::vector<int> mine;
+    for (const std::string& technique : TaskTechniques(task, BuiltinTechniqueNames())) {
+      for (int g : TechniqueGpuCounts(technique, task.gpu_min, std::min(task.gpu_max, max_gpus))) {
+        std::string id = task.trial_key + "|" + technique + "|" + std::to_string(g);
+        auto [it, fresh] = trial_index.emplace(id, static_cast<int>(run.trials.size()));
+        if (fresh) {
+          Trial t;
+          t.trial_key = task.trial_key;
+          t.technique = technique;
+          t.gpus = g;
+          t.example_task = task.name;
+          DeviceFor(workload.cluster, g, &t);
+          run.trials.push_back(std::move(t));
+          trial_task.emplace(task.trial_key, task.spec);
+        }
+        mine.push_back(it->second);
+      }
+    }
+    run.task_trials.push_back(std::move(mine));
+  }
+
+  std::optional<ProfileCache> cache;
+  if (options.use_cache) {
+    cache = ProfileCache::Open(options.cache_path.empty() ? ProfileCache::DefaultPath()
+                                                          : options.cache_path);
+  }
+  std::string build = WorkerBuild(worker);
+  std::vector<int> todo;
+  for (int i = 0; i < static_cast<int>(run.trials.size()); ++i) {
+    Trial& t = run.trials[i];
+    if (cache && !options.refresh) {
+      if (auto hit = cache->Get(CacheKey(t, options, build))) {
+        t.result = SearchResultFromJson(*hit);
+        t.cached = true;
+        ++run.cache_hits;
+        continue;
+      }
+    }
+    todo.push_back(i);
+  }
+
+  Progress progress("profiling", static_cast<long>(todo.size()));
+  if (!options.progress) Progress::SetQuiet(true);
+  TrialRunner runner(options, *backend, worker, dir);
+  std::vector<TrialRunner::Running> active;
+  size_t next = 0;
+  long done = 0;
+  auto describe = [&](const Trial& t) {
+    return t.example_task + " " + t.technique + " x" + std::to_string(t.gpus);
+  };
+  while (next < todo.size() || !active.empty()) {
+    while (next < todo.size() && static_cast<int>(active.size()) < std::max(1, options.parallel)) {
+      int i = todo[next++];
+      progress.Update(done, "running " + describe(run.trials[i]));
+      active.push_back(runner.Start(i, run.trials[i], trial_task.at(run.trials[i].trial_key)));
+    }
+    for (size_t a = 0; a < active.size();) {
+      TrialRunner::Running& r = active[a];
+      double age =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - r.started).count();
+      bool ended = r.process.WaitFor(0.02).has_value();
+      bool timed_out = !ended && age > options.trial_timeout_s;
+      if (!ended && !timed_out) {
+        ++a;
+        continue;
+      }
+      if (timed_out) {
+        r.process.KillGroup();
+        r.process.Wait();
+      }
+      Trial& t = run.trials[r.trial];
+      runner.Finish(r, t, timed_out);
+      ++run.trials_run;
+      ++done;
+      if (cache && !t.transient)
+        cache->Put(CacheKey(t, options, build), SearchResultToJson(t.result));
+      progress.Update(done, describe(t) + (t.result.feasible
+                                               ? ": " + FormatFixed(t.result.step_s, 3) + " s/step"
+                                               : ": infeasible"));
+      active.erase(active.begin() + static_cast<long>(a));
+    }
+  }
+  progress.Finish(std::to_string(run.trials_run) + " trials run, " +
+                  std::to_string(run.cache_hits) + " from the cache");
+  if (!options.progress) Progress::SetQuiet(false);
+
+  // The table: one row per feasible (task, technique, GPUs).
+  run.table.extra_columns = {"step_s", "steps", "peak_memory_gib", "knobs"};
+  for (size_t k = 0; k < workload.tasks.size(); ++k) {
+    const WorkloadTask& task = workload.tasks[k];
+    std::string reasons;
+    for (int i : run.task_trials[k]) {
+      const Trial& t = run.trials[i];
+      if (!t.result.feasible) {
+        reasons += "\n  " + t.technique + " x" + std::to_string(t.gpus) + ": " + t.result.reason;
+        continue;
+      }
+      double peak = 0;
+      for (double b : t.result.peak_memory_bytes)
+        peak = std::max(peak, b);
+      ProfileRow row;
+      row.task = task.name;
+      row.technique = t.technique;
+      row.gpus = t.gpus;
+      row.runtime_s = t.result.step_s * static_cast<double>(task.steps);
+      row.extra = {FormatNumber(t.result.step_s), std::to_string(task.steps),
+                   FormatFixed(peak / (1 << 30), 3), KnobsText(t.result.knobs)};
+      run.table.rows.push_back(std::move(row));
+    }
+    bool any = std::any_of(run.task_trials[k].begin(), run.task_trials[k].end(),
+                           [&](int i) { return run.trials[i].result.feasible; });
+    if (!any) {
+      throw InputError(
+          workload.source, task.line, "task " + Quote(task.name),
+          "cannot run on this cluster: no configuration is feasible" +
+              (reasons.empty() ? std::string(" (no configuration to try)") : ":" + reasons));
+    }
+  }
+  run.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  if (options.work_dir.empty()) {
+    std::error_code ec;
+    fs::remove_all(dir, ec);
+  }
+  return run;
+}
+
+std::string ProfileSummary(const Workload& workload, const ProfileRun& run) {
+  std::ostringstream out;
+  out << "profile: " << workload.tasks.size() << " tasks, " << run.trials.size()
+      << " distinct trials (" << run.trials_run << " run, " << run.cache_hits
+      << " from the cache) in " << FormatDuration(run.wall_s) << "\n";
+  for (size_t k = 0; k < workload.tasks.size(); ++k) {
+    const WorkloadTask& task = workload.tasks[k];
+    out << "  " << task.name << " (" << task.steps << " steps)\n";
+    std::map<int, const Trial*> best;
+    std::map<std::string, std::vector<std::string>> failures;  // reason -> configurations
+    for (int i : run.task_trials[k]) {
+      const Trial& t = run.trials[i];
+      if (t.result.feasible) {
+        const Trial*& b = best[t.gpus];
+        if (!b || t.result.step_s < b->result.step_s) b = &t;
+      } else {
+        failures[t.result.reason].push_back(t.technique + " x" + std::to_string(t.gpus));
+      }
+    }
+    for (const auto& [gpus, t] : best) {
+      out << "    " << gpus << " GPU" << (gpus > 1 ? "s" : " ") << ": best " << t->technique << " "
+          << FormatDuration(t->result.step_s * static_cast<double>(task.steps)) << " ("
+          << FormatFixed(t->result.step_s, 4) << " s/step)\n";
+    }
+    for (const auto& [reason, configs] : failures) {
+      std::string list;
+      for (const std::string& c : configs)
+        list += (list.empty() ? "" : ", ") + c;
+      out << "    infeasible " << list << ": " << reason << "\n";
+    }
+  }
+  return out.str();
+}
+
+}  // namespace saturn

@@ -1,0 +1,82 @@
+// The trial runner: from a workload to the planner's profile table.
+//
+// For every distinct trial — tasks that differ only in learning rate or seed
+// share one — x technique x GPU count, the profiler runs the technique's
+// search in a worker process (docs/worker.md) with a timeout, unless the
+// profile cache already holds its result. A crash, an out-of-memory or a
+// timeout marks that configuration infeasible with its reason; it never stops
+// the profiler. A task's runtime in a configuration is the measured step time
+// (a median over several steps after warm-up) times its total steps.
+//
+// Trials run one at a time by default: on CPU devices every trial shares the
+// same cores, and measured step times inflate when trials overlap
+// (bench/profiler measures by how much).
+//
+//   ProfilerOptions opt; opt.cache_path = "profiles.sqlite";
+//   ProfileRun run = RunProfiler(workload, opt);
+//   WriteFileAtomic("profile.csv", ProfileToCsv(run.table));
+//   std::fputs(ProfileSummary(workload, run).c_str(), stderr);
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "launch/backend.h"
+#include "launch/worker.h"
+#include "spec/profile.h"
+#include "spec/workload.h"
+
+namespace saturn {
+
+struct ProfilerOptions {
+  std::string worker;      // saturn-worker; "" = FindWorkerBinary()
+  std::string cache_path;  // "" = ProfileCache::DefaultPath()
+  bool use_cache = true;
+  bool refresh = false;              // re-measure and overwrite cached trials
+  double trial_timeout_s = 300.0;    // wall seconds per trial
+  int warmup = -1;                   // steps before measuring (-1: worker default)
+  int measure = -1;                  // steps measured (-1: worker default)
+  int parallel = 1;                  // trials at once
+  std::string work_dir;              // trial files; "" = a fresh temporary folder
+  LaunchBackend* backend = nullptr;  // "" = local
+  bool progress = true;
+};
+
+// The GPU counts a technique is tried at within [lo, hi]: single and spill
+// run on one device; ddp, fsdp and pipeline need two or more; other
+// (plug-in or command) techniques are tried at every count.
+std::vector<int> TechniqueGpuCounts(const std::string& technique, int lo, int hi);
+
+struct Trial {
+  std::string trial_key;
+  std::string technique;
+  int gpus = 1;
+  std::string device_kind;
+  double memory_gib = 0.0;
+  int threads = 1;
+  std::string example_task;  // a task that uses this trial (for messages)
+  // Outcome.
+  SearchResult result;
+  bool cached = false;
+  bool transient = false;  // crash or timeout: not cached, tried again next time
+  double wall_s = 0.0;
+};
+
+struct ProfileRun {
+  ProfileTable table;
+  std::vector<Trial> trials;
+  // For each workload task, the indices of its trials.
+  std::vector<std::vector<int>> task_trials;
+  int cache_hits = 0;
+  int trials_run = 0;
+  double wall_s = 0.0;
+};
+
+// Throws InputError if a task has no feasible configuration at all (naming
+// the task and each configuration's reason), nothing is written then.
+ProfileRun RunProfiler(const Workload& workload, const ProfilerOptions& options);
+
+// Per task: the best technique at each GPU count and why the others failed.
+std::string ProfileSummary(const Workload& workload, const ProfileRun& run);
+
+}  // namespace saturn

@@ -1,0 +1,497 @@
+#include "spec/workload.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <map>
+#include <regex>
+#include <set>
+
+#include "common/error.h"
+#include "common/fs.h"
+#include "spec/yaml_fields.h"
+
+namespace saturn {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+const std::set<std::string> kCommandPlaceholders = {"gpus",       "gpu_ids",        "steps",
+                                                    "start_step", "checkpoint_dir", "node"};
+
+// A YAML scalar as the JSON value it reads as (integer, number, bool or string).
+json ScalarToJson(const YAML::Node& node) {
+  const std::string& s = node.Scalar();
+  if (node.Tag() == "!") return s;  // quoted: keep as string
+  char* end = nullptr;
+  errno = 0;
+  long long i = std::strtoll(s.c_str(), &end, 10);
+  if (!s.empty() && *end == '\0' && errno == 0) return i;
+  double d = std::strtod(s.c_str(), &end);
+  if (!s.empty() && *end == '\0' && std::isfinite(d)) return d;
+  if (s == "true") return true;
+  if (s == "false") return false;
+  return s;
+}
+
+json ToJson(const YAML::Node& node) {
+  if (node.IsMap()) {
+    json out = json::object();
+    for (const auto& kv : node)
+      out[kv.first.as<std::string>()] = ToJson(kv.second);
+    return out;
+  }
+  if (node.IsSequence()) {
+    json out = json::array();
+    for (const auto& item : node)
+      out.push_back(ToJson(item));
+    return out;
+  }
+  if (node.IsScalar()) return ScalarToJson(node);
+  return nullptr;
+}
+
+class TaskReader {
+ public:
+  TaskReader(const Workload& workload, const YAML::Node& node, std::string path)
+      : w_(workload), f_(node, workload.source, std::move(path)) {}
+
+  // The task as defined, before sweep expansion.
+  WorkloadTask Read() {
+    WorkloadTask t;
+    t.line = YamlLine(f_.node());
+    t.name = f_.String("name");
+    static const std::regex kName("[A-Za-z0-9][A-Za-z0-9._+-]*");
+    if (!std::regex_match(t.name, kName)) {
+      f_.Fail("name",
+              "expected letters, digits and . _ + - (it names files), got " + Quote(t.name));
+    }
+    std::string type = f_.OptionalString("type").value_or("train");
+    if (type == "command") {
+      t.is_command = true;
+      f_.AllowOnly({"name", "type", "steps", "commands", "sweep", "gpu_range", "seed", "env"});
+      ReadCommand(&t);
+    } else if (type == "train") {
+      f_.AllowOnly({"name", "type", "model", "data", "batch_size", "optimizer", "steps", "epochs",
+                    "seed", "sweep", "techniques", "gpu_range"});
+      t.spec = json::object();
+      t.spec["name"] = t.name;
+      t.spec["model"] = ReadModel();
+      t.spec["data"] = ReadData();
+      t.spec["batch_size"] = f_.Int("batch_size", 1);
+      t.spec["optimizer"] = ReadOptimizer();
+      t.spec["seed"] = f_.OptionalInt("seed", 0).value_or(0);
+      ReadTechniques(&t);
+    } else {
+      f_.Fail("type", "expected train (the default) or command, got " + Quote(type));
+    }
+    ReadGpuRange(&t);
+    if (!t.is_command) CheckBatchSplits(t);
+    return t;
+  }
+
+  const YamlFields& fields() const { return f_; }
+
+ private:
+  std::string Path(std::string_view key, const YamlFields& f) {
+    std::string p = f.String(key);
+    fs::path full = fs::path(p).is_absolute() ? fs::path(p) : fs::path(w_.base_dir) / p;
+    std::error_code ec;
+    if (!fs::is_regular_file(full, ec)) {
+      f.Fail(key, "no such file: " + full.string());
+    }
+    return fs::absolute(full).lexically_normal().string();
+  }
+
+  json ReadModel() {
+    YamlFields m(f_.Required("model"), w_.source, f_.FieldPath("model"));
+    std::string type = m.String("type");
+    json out = {{"type", type}};
+    auto ints = [&](std::initializer_list<const char*> keys) {
+      for (const char* k : keys)
+        out[k] = m.Int(k, 1);
+    };
+    if (type == "gpt") {
+      m.AllowOnly({"type", "layers", "d_model", "heads", "seq_len"});
+      ints({"layers", "d_model", "heads", "seq_len"});
+      if (out["d_model"].get<long>() % out["heads"].get<long>() != 0) {
+        m.Fail("heads", "must divide d_model (" + std::to_string(out["d_model"].get<long>()) + ")");
+      }
+    } else if (type == "vit") {
+      m.AllowOnly({"type", "layers", "d_model", "heads", "image_size", "patch"});
+      ints({"layers", "d_model", "heads", "image_size", "patch"});
+      if (out["d_model"].get<long>() % out["heads"].get<long>() != 0) {
+        m.Fail("heads", "must divide d_model (" + std::to_string(out["d_model"].get<long>()) + ")");
+      }
+      if (out["image_size"].get<long>() % out["patch"].get<long>() != 0) {
+        m.Fail("patch",
+               "must divide image_size (" + std::to_string(out["image_size"].get<long>()) + ")");
+      }
+    } else if (type == "resnet") {
+      m.AllowOnly({"type", "blocks", "width", "image_size"});
+      ints({"blocks", "width", "image_size"});
+    } else if (type == "mlp") {
+      m.AllowOnly({"type", "layers", "width"});
+      ints({"layers", "width"});
+    } else if (type == "torchscript") {
+      m.AllowOnly({"type", "path", "loss"});
+      out["path"] = Path("path", m);
+      std::string loss = m.String("loss");
+      if (loss != "cross_entropy" && loss != "mse") {
+        m.Fail("loss", "expected cross_entropy or mse, got " + Quote(loss));
+      }
+      out["loss"] = loss;
+    } else {
+      m.Fail("type", "unknown model type " + Quote(type) +
+                         "; expected gpt, vit, resnet, mlp or torchscript");
+    }
+    model_type_ = type;
+    return out;
+  }
+
+  json ReadData() {
+    YamlFields d(f_.Required("data"), w_.source, f_.FieldPath("data"));
+    std::string type = d.String("type");
+    json out = {{"type", type}};
+    if (type == "text") {
+      d.AllowOnly({"type", "path"});
+      out["path"] = Path("path", d);
+      if (model_type_ != "gpt" && model_type_ != "torchscript") {
+        d.Fail("type", "text data feeds language models (gpt); use synthetic for " + model_type_);
+      }
+    } else if (type == "synthetic") {
+      d.AllowOnly({"type", "seed", "size"});
+      if (auto seed = d.OptionalInt("seed", 0)) out["seed"] = *seed;
+      if (auto size = d.OptionalInt("size", 1)) out["size"] = *size;
+    } else if (type == "tokens") {
+      d.AllowOnly({"type", "path", "seq_len", "vocab"});
+      out["path"] = Path("path", d);
+      out["seq_len"] = d.Int("seq_len", 1);
+      long vocab = d.Int("vocab", 2);
+      if (vocab > 65536) d.Fail("vocab", "uint16 token ids allow at most 65536");
+      out["vocab"] = vocab;
+    } else if (type == "tensors") {
+      d.AllowOnly({"type", "path"});
+      out["path"] = Path("path", d);
+    } else {
+      d.Fail("type",
+             "unknown data type " + Quote(type) + "; expected text, synthetic, tokens or tensors");
+    }
+    return out;
+  }
+
+  json ReadOptimizer() {
+    YamlFields o(f_.Required("optimizer"), w_.source, f_.FieldPath("optimizer"));
+    std::string type = o.String("type");
+    json out = {{"type", type}, {"lr", o.Double("lr", 0.0)}};
+    if (type == "sgd") {
+      o.AllowOnly({"type", "lr", "momentum"});
+      if (o.Has("momentum")) out["momentum"] = NonNegative(o, "momentum");
+    } else if (type == "adam") {
+      o.AllowOnly({"type", "lr"});
+    } else if (type == "adamw") {
+      o.AllowOnly({"type", "lr", "weight_decay"});
+      if (o.Has("weight_decay")) out["weight_decay"] = NonNegative(o, "weight_decay");
+    } else {
+      o.Fail("type", "unknown optimizer " + Quote(type) + "; expected sgd, adam or adamw");
+    }
+    return out;
+  }
+
+  static double NonNegative(const YamlFields& f, std::string_view key) {
+    double v = YamlToDouble(f.Required(key), f.source(), f.FieldPath(key),
+                            -std::numeric_limits<double>::infinity());
+    if (v < 0) f.Fail(key, "expected a number >= 0");
+    return v;
+  }
+
+  void ReadTechniques(WorkloadTask* t) {
+    if (!f_.Has("techniques")) return;
+    YAML::Node list = f_.Required("techniques");
+    if (!list.IsSequence() || list.size() == 0) {
+      f_.Fail("techniques", "expected a non-empty list of technique names");
+    }
+    for (size_t i = 0; i < list.size(); ++i) {
+      std::string field = f_.FieldPath("techniques") + "[" + std::to_string(i) + "]";
+      std::string name = YamlToString(list[i], w_.source, field);
+      const auto& builtin = BuiltinTechniqueNames();
+      if (w_.plugins.empty() && std::find(builtin.begin(), builtin.end(), name) == builtin.end()) {
+        std::string known;
+        for (const std::string& b : builtin)
+          known += (known.empty() ? "" : ", ") + b;
+        throw InputError(w_.source, YamlLine(list[i]), field,
+                         "unknown technique " + Quote(name) + "; expected one of: " + known +
+                             " (or one from a plug-in listed under plugins)");
+      }
+      t->techniques.push_back(name);
+    }
+  }
+
+  void ReadGpuRange(WorkloadTask* t) {
+    if (!f_.Has("gpu_range")) return;
+    YAML::Node range = f_.Required("gpu_range");
+    std::string field = f_.FieldPath("gpu_range");
+    if (!range.IsSequence() || range.size() != 2) {
+      f_.Fail("gpu_range", "expected [min, max], e.g. [1, 8]");
+    }
+    t->gpu_min = static_cast<int>(YamlToInt(range[0], w_.source, field + "[0]", 1));
+    t->gpu_max = static_cast<int>(YamlToInt(range[1], w_.source, field + "[1]", 1));
+    if (t->gpu_max < t->gpu_min) f_.Fail("gpu_range", "expected min <= max");
+    if (t->gpu_min > w_.cluster.MaxGpusPerNode()) {
+      f_.Fail("gpu_range", "asks for at least " + std::to_string(t->gpu_min) +
+                               " GPUs but the largest node has " +
+                               std::to_string(w_.cluster.MaxGpusPerNode()));
+    }
+  }
+
+  // Data-parallel techniques split each batch across the GPUs; a task that
+  // allows nothing else must leave every GPU at least one sample.
+  void CheckBatchSplits(const WorkloadTask& t) {
+    if (t.techniques.empty()) return;
+    for (const std::string& technique : t.techniques) {
+      if (technique != "ddp" && technique != "fsdp") return;
+    }
+    long batch = t.spec["batch_size"].get<long>();
+    if (batch < t.gpu_min) {
+      f_.Fail("batch_size", "batch_size " + std::to_string(batch) + " cannot be split across the " +
+                                std::to_string(t.gpu_min) +
+                                "+ GPUs gpu_range asks for with data-parallel techniques only");
+    }
+  }
+
+  void ReadCommand(WorkloadTask* t) {
+    YAML::Node commands = f_.Required("commands");
+    std::string field = f_.FieldPath("commands");
+    if (!commands.IsMap() || commands.size() == 0) {
+      f_.Fail("commands", "expected a map from technique name to command template");
+    }
+    json cmds = json::object();
+    static const std::regex kPlaceholder("\\{([^{}]*)\\}");
+    for (const auto& kv : commands) {
+      std::string technique = kv.first.as<std::string>();
+      std::string f = field + "." + technique;
+      std::string tmpl = YamlToString(kv.second, w_.source, f);
+      for (auto it = std::sregex_iterator(tmpl.begin(), tmpl.end(), kPlaceholder);
+           it != std::sregex_iterator(); ++it) {
+        std::string name = (*it)[1];
+        if (!kCommandPlaceholders.count(name)) {
+          throw InputError(w_.source, YamlLine(kv.second), f,
+                           "unknown placeholder {" + name +
+                               "}; expected {gpus}, {gpu_ids}, {steps}, {start_step}, "
+                               "{checkpoint_dir} or {node}");
+        }
+      }
+      cmds[technique] = tmpl;
+      t->techniques.push_back(technique);
+    }
+    t->spec = {{"name", t->name},
+               {"type", "command"},
+               {"commands", cmds},
+               {"working_dir", w_.base_dir},
+               {"seed", f_.OptionalInt("seed", 0).value_or(0)}};
+    if (f_.Has("env")) {
+      YAML::Node env = f_.Required("env");
+      if (!env.IsMap()) f_.Fail("env", "expected a map of environment variables");
+      for (const auto& kv : env) {
+        t->spec["env"][kv.first.as<std::string>()] = YamlToString(
+            kv.second, w_.source, f_.FieldPath("env") + "." + kv.first.as<std::string>());
+      }
+    }
+  }
+
+  const Workload& w_;
+  YamlFields f_;
+  std::string model_type_;
+};
+
+// Samples in one epoch of a task's data, or 0 if unknown.
+long SamplesPerEpoch(const json& spec) {
+  const json& data = spec["data"];
+  std::string type = data["type"];
+  if (type == "synthetic") return data.value("size", 0L);
+  std::error_code ec;
+  if (type == "text") {
+    long bytes = static_cast<long>(fs::file_size(data["path"].get<std::string>(), ec));
+    long seq = spec["model"].value("seq_len", 0L);
+    return seq > 0 ? std::max(0L, (bytes - 1) / seq) : 0;
+  }
+  if (type == "tokens") {
+    long tokens = static_cast<long>(fs::file_size(data["path"].get<std::string>(), ec)) / 2;
+    return std::max(0L, (tokens - 1) / data["seq_len"].get<long>());
+  }
+  return 0;
+}
+
+// "optimizer.lr" -> "lr", "batch_size" -> "bs", others: the last component.
+std::string ShortKey(const std::string& path) {
+  std::string last = path.substr(path.rfind('.') + 1);
+  if (last == "batch_size") return "bs";
+  return last;
+}
+
+std::string NameValue(const YAML::Node& v) {
+  std::string s = v.IsScalar() ? v.Scalar() : "x";
+  for (char& c : s) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '-' && c != '+') c = '_';
+  }
+  return s;
+}
+
+// Sets a dotted field (e.g. "optimizer.lr") of a task's YAML map.
+void SetPath(YAML::Node node, const std::string& path, const YAML::Node& value) {
+  size_t dot = path.find('.');
+  if (dot == std::string::npos) {
+    node[path] = value;
+    return;
+  }
+  YAML::Node child = node[path.substr(0, dot)];
+  SetPath(child, path.substr(dot + 1), value);
+}
+
+std::string TrialKey(const WorkloadTask& t) {
+  json key = t.spec;
+  key.erase("name");
+  key.erase("seed");
+  if (key.contains("optimizer")) key["optimizer"].erase("lr");
+  if (key.contains("data")) key["data"].erase("seed");
+  return key.dump();  // nlohmann sorts object keys: canonical
+}
+
+}  // namespace
+
+const std::vector<std::string>& BuiltinTechniqueNames() {
+  static const std::vector<std::string> names = {"single", "ddp", "fsdp", "pipeline", "spill"};
+  return names;
+}
+
+std::vector<std::string> TaskTechniques(const WorkloadTask& task,
+                                        const std::vector<std::string>& available) {
+  return task.techniques.empty() ? available : task.techniques;
+}
+
+Workload ParseWorkload(const std::string& text, const std::string& source,
+                       const std::string& base_dir) {
+  Workload w;
+  w.source = source;
+  w.base_dir = base_dir;
+  YamlFields top(ParseYamlText(text, source), source, "");
+  top.AllowOnly({"cluster", "tasks", "plugins"});
+  YAML::Node cluster = top.Required("cluster");
+  if (cluster.IsScalar()) {
+    fs::path p = fs::path(base_dir) / cluster.Scalar();
+    w.cluster = LoadClusterFile(p.lexically_normal().string());
+  } else {
+    w.cluster = ParseCluster(cluster, source, "cluster");
+  }
+  if (top.Has("plugins")) {
+    YAML::Node list = top.Required("plugins");
+    if (!list.IsSequence()) top.Fail("plugins", "expected a list of shared library paths");
+    for (size_t i = 0; i < list.size(); ++i) {
+      std::string field = "plugins[" + std::to_string(i) + "]";
+      fs::path p = fs::path(base_dir) / YamlToString(list[i], source, field);
+      std::error_code ec;
+      if (!fs::is_regular_file(p, ec)) {
+        throw InputError(source, YamlLine(list[i]), field, "no such file: " + p.string());
+      }
+      w.plugins.push_back(fs::absolute(p).lexically_normal().string());
+    }
+  }
+  YAML::Node tasks = top.Required("tasks");
+  if (!tasks.IsSequence() || tasks.size() == 0) {
+    top.Fail("tasks", "expected a non-empty list of tasks");
+  }
+  std::map<std::string, int> names;
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    std::string path = "tasks[" + std::to_string(i) + "]";
+    TaskReader base(w, tasks[i], path);
+    // Validate the task as written, then once per sweep combination.
+    WorkloadTask written = base.Read();
+    std::vector<std::pair<std::string, YAML::Node>> axes;
+    if (base.fields().Has("sweep")) {
+      YAML::Node sweep = base.fields().Required("sweep");
+      if (!sweep.IsMap())
+        base.fields().Fail("sweep", "expected a map from field to list of values");
+      for (const auto& kv : sweep) {
+        std::string key = kv.first.as<std::string>();
+        std::string field = path + ".sweep." + key;
+        if (!kv.second.IsSequence() || kv.second.size() == 0) {
+          throw InputError(source, YamlLine(kv.second), field,
+                           "expected a non-empty list of values");
+        }
+        if (key == "name" || key == "sweep" || key == "type") {
+          throw InputError(source, YamlLine(kv.second), field, "cannot sweep over " + key);
+        }
+        axes.push_back({key, kv.second});
+      }
+    }
+    std::vector<std::vector<size_t>> combos = {{}};
+    for (const auto& [key, values] : axes) {
+      std::vector<std::vector<size_t>> next;
+      for (const auto& c : combos) {
+        for (size_t v = 0; v < values.size(); ++v) {
+          auto d = c;
+          d.push_back(v);
+          next.push_back(std::move(d));
+        }
+      }
+      combos = std::move(next);
+    }
+    for (const auto& combo : combos) {
+      WorkloadTask task = written;
+      YAML::Node effective = tasks[i];
+      if (!axes.empty()) {
+        YAML::Node variant = YAML::Clone(tasks[i]);
+        variant.remove("sweep");
+        std::string name = written.name;
+        for (size_t a = 0; a < axes.size(); ++a) {
+          SetPath(variant, axes[a].first, axes[a].second[combo[a]]);
+          name += "-" + ShortKey(axes[a].first) + NameValue(axes[a].second[combo[a]]);
+        }
+        variant["name"] = name;
+        task = TaskReader(w, variant, path + " (sweep " + name + ")").Read();
+        effective = variant;
+      }
+      // Steps: given, or epochs x batches per epoch.
+      YamlFields f(effective, source, path);
+      const YAML::Node& src = effective;
+      bool has_steps = src["steps"].IsDefined(), has_epochs = src["epochs"].IsDefined();
+      if (task.is_command) {
+        if (!has_steps) f.Fail("steps", "missing required field");
+        task.steps = f.Int("steps", 1);
+      } else if (has_steps == has_epochs) {
+        f.Fail(has_steps ? "epochs" : "steps",
+               has_steps ? "give steps or epochs, not both" : "missing: give steps or epochs");
+      } else if (has_steps) {
+        task.steps = f.Int("steps", 1);
+      } else {
+        long epochs = f.Int("epochs", 1);
+        long samples = SamplesPerEpoch(task.spec);
+        if (samples <= 0) {
+          f.Fail("epochs",
+                 "cannot count the samples of this data; give steps, or data.size "
+                 "for synthetic data");
+        }
+        long batch = task.spec["batch_size"].get<long>();
+        task.steps = epochs * ((samples + batch - 1) / batch);
+      }
+      task.spec["steps"] = task.steps;
+      task.trial_key = TrialKey(task);
+      auto [it, inserted] = names.emplace(task.name, task.line);
+      if (!inserted) {
+        throw InputError(source, task.line, path + ".name",
+                         "duplicate task name " + Quote(task.name) + " (also at line " +
+                             std::to_string(it->second) + ")");
+      }
+      w.tasks.push_back(std::move(task));
+    }
+  }
+  return w;
+}
+
+Workload LoadWorkloadFile(const std::string& path) {
+  std::string dir = fs::absolute(fs::path(path)).parent_path().string();
+  return ParseWorkload(ReadFile(path), path, dir);
+}
+
+}  // namespace saturn

@@ -1,0 +1,65 @@
+// Contract 5: the workload file (YAML) — what to train, and on what cluster.
+//
+//   cluster: cluster.yaml            # or an inline cluster (Contract 1)
+//   tasks:
+//     - name: gpt-small
+//       model: {type: gpt, layers: 4, d_model: 256, heads: 4, seq_len: 128}
+//       data: {type: text, path: data/corpus.txt}
+//       batch_size: 16
+//       optimizer: {type: adamw, lr: 1.0e-4}
+//       steps: 400                    # or epochs: N
+//       sweep: {optimizer.lr: [1.0e-5, 1.0e-4], batch_size: [16, 32]}
+//       techniques: [ddp, fsdp]       # optional restriction
+//       gpu_range: [1, 8]             # optional
+//
+// Loading validates every field (one InputError naming file, line and field),
+// resolves paths against the workload's folder, expands sweeps into one task
+// per combination (named by the values: gpt-small-lr1.0e-5-bs16) and computes
+// each task's total steps. Each task carries its JSON for the worker
+// (docs/worker.md) and a trial key: everything that can change its speed or
+// memory, so tasks that differ only in learning rate or seed share trials.
+//
+//   Workload w = LoadWorkloadFile("workload.yaml");
+//   for (const WorkloadTask& t : w.tasks) worker_json(t.spec), t.steps, t.trial_key;
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "spec/cluster.h"
+
+namespace saturn {
+
+// Techniques built into the engine; plug-ins may add more.
+const std::vector<std::string>& BuiltinTechniqueNames();
+
+struct WorkloadTask {
+  std::string name;
+  bool is_command = false;              // type: command (the user's own program)
+  nlohmann::json spec;                  // the worker's task JSON (Contract 5 names)
+  long steps = 0;                       // total training steps
+  std::vector<std::string> techniques;  // allowed; empty = every technique
+  int gpu_min = 1;
+  int gpu_max = 1 << 20;
+  std::string trial_key;  // canonical JSON of what determines speed and memory
+  int line = 0;           // where the task is defined
+};
+
+struct Workload {
+  std::string source;    // the workload file
+  std::string base_dir;  // its folder; relative paths are resolved against it
+  Cluster cluster;
+  std::vector<WorkloadTask> tasks;
+  std::vector<std::string> plugins;  // technique plug-ins (shared libraries), absolute paths
+};
+
+Workload LoadWorkloadFile(const std::string& path);
+Workload ParseWorkload(const std::string& text, const std::string& source,
+                       const std::string& base_dir);
+
+// Techniques a task may use: its own list, or `available`.
+std::vector<std::string> TaskTechniques(const WorkloadTask& task,
+                                        const std::vector<std::string>& available);
+
+}  // namespace saturn

@@ -1,0 +1,156 @@
+// The profiler against a fake worker (tests/profiler/fake_worker.sh) that
+// speaks the protocol without training: trial sharing, the cache, and crashes
+// and hangs. Real trials on the engine are in tests/e2e.
+#include "profiler/profiler.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "common/error.h"
+#include "common/fs.h"
+#include "profiler/cache.h"
+
+namespace saturn {
+namespace {
+
+using ::testing::HasSubstr;
+namespace fs = std::filesystem;
+
+class Profiler : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = ::testing::TempDir() + "/saturn_profiler_" +
+           ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    WriteFileAtomic(dir_ + "/corpus.txt", std::string(5000, 'x'));
+    setenv("FAKE_WORKER_LOG", (dir_ + "/calls.log").c_str(), 1);
+    setenv("FAKE_WORKER_RULES", (dir_ + "/rules.txt").c_str(), 1);
+    options_.worker = SATURN_SOURCE_DIR "/tests/profiler/fake_worker.sh";
+    options_.cache_path = dir_ + "/cache.sqlite";
+    options_.work_dir = dir_ + "/trials";
+    options_.progress = false;
+  }
+
+  Workload Load(const std::string& tasks, int gpus = 4) {
+    std::string text = "cluster: {nodes: [{name: n0, gpus: " + std::to_string(gpus) +
+                       ", gpu_memory_gib: 1}]}\ntasks:\n" + tasks;
+    return ParseWorkload(text, dir_ + "/workload.yaml", dir_);
+  }
+
+  int Calls() {
+    std::ifstream in(dir_ + "/calls.log");
+    int n = 0;
+    std::string line;
+    while (std::getline(in, line))
+      ++n;
+    return n;
+  }
+
+  void Rules(const std::string& text) { WriteFileAtomic(dir_ + "/rules.txt", text); }
+
+  std::string dir_;
+  ProfilerOptions options_;
+};
+
+const char* kGptGrid =
+    "  - name: gpt\n"
+    "    model: {type: gpt, layers: 2, d_model: 32, heads: 2, seq_len: 16}\n"
+    "    data: {type: text, path: corpus.txt}\n"
+    "    batch_size: 8\n"
+    "    optimizer: {type: adamw, lr: 1.0e-4}\n"
+    "    steps: 100\n"
+    "    sweep: {optimizer.lr: [1.0e-5, 1.0e-4, 3.0e-3]}\n";
+
+TEST_F(Profiler, LearningRateVariantsShareTrials) {
+  Workload w = Load(kGptGrid);
+  ASSERT_EQ(w.tasks.size(), 3u);
+  ProfileRun run = RunProfiler(w, options_);
+  // single x1, spill x1, and ddp/fsdp/pipeline at 2..4 GPUs: 11 trials for all three tasks.
+  EXPECT_EQ(run.trials.size(), 11u);
+  EXPECT_EQ(run.trials_run, 11);
+  EXPECT_EQ(Calls(), 11);
+  EXPECT_EQ(run.table.rows.size(), 33u);
+  const ProfileRow* row = run.table.Find("gpt-lr1.0e-5", "fsdp", 4);
+  ASSERT_NE(row, nullptr);
+  EXPECT_DOUBLE_EQ(row->runtime_s, 0.25 * 100);  // step time x steps
+  EXPECT_EQ(run.table.Extra(*row, "knobs"), "{\"fake\":true}");
+}
+
+TEST_F(Profiler, SecondRunHitsTheCacheAndABatchChangeMissesIt) {
+  RunProfiler(Load(kGptGrid), options_);
+  ProfileRun again = RunProfiler(Load(kGptGrid), options_);
+  EXPECT_EQ(again.trials_run, 0);
+  EXPECT_EQ(again.cache_hits, 11);
+  EXPECT_EQ(Calls(), 11);
+  std::string bigger = kGptGrid;
+  bigger.replace(bigger.find("batch_size: 8"), 13, "batch_size: 16");
+  ProfileRun changed = RunProfiler(Load(bigger), options_);
+  EXPECT_EQ(changed.trials_run, 11);
+  options_.refresh = true;
+  ProfileRun refreshed = RunProfiler(Load(kGptGrid), options_);
+  EXPECT_EQ(refreshed.trials_run, 11);
+}
+
+TEST_F(Profiler, CrashesHangsAndOutOfMemoryAreIsolatedAndReported) {
+  Rules(
+      "ddp 2 crash\nfsdp 3 hang\npipeline 4 oom\nsingle 1 infeasible out of memory: rank 0 needs "
+      "3.0 GiB of 1.0 GiB\n");
+  options_.trial_timeout_s = 2;
+  ProfileRun run = RunProfiler(Load(kGptGrid), options_);
+  EXPECT_EQ(run.trials_run, 11);
+  std::string summary = ProfileSummary(Load(kGptGrid), run);
+  EXPECT_THAT(summary,
+              HasSubstr("ddp x2: worker failed (exit 1): fake worker: segmentation fault"));
+  EXPECT_THAT(summary, HasSubstr("fsdp x3: timed out after 2.0s"));
+  EXPECT_THAT(summary, HasSubstr("pipeline x4: out of memory (exit 3)"));
+  EXPECT_THAT(summary, HasSubstr("single x1: out of memory: rank 0 needs 3.0 GiB"));
+  EXPECT_EQ(run.table.Find("gpt-lr1.0e-4", "ddp", 2), nullptr);
+  EXPECT_NE(run.table.Find("gpt-lr1.0e-4", "ddp", 3), nullptr);
+  // Crashes and timeouts are retried next time; definite answers are cached.
+  ProfileRun again = RunProfiler(Load(kGptGrid), options_);
+  EXPECT_EQ(again.trials_run, 2);
+}
+
+TEST_F(Profiler, ATaskWithNoFeasibleConfigurationIsAnError) {
+  Rules("single 1 infeasible too big\nspill 1 infeasible too big\n");
+  std::string only_one_gpu = std::string(kGptGrid) + "    gpu_range: [1, 1]\n";
+  try {
+    RunProfiler(Load(only_one_gpu), options_);
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("cannot run on this cluster"));
+    EXPECT_THAT(e.what(), HasSubstr("spill x1: too big"));
+  }
+}
+
+TEST_F(Profiler, TechniquesAndGpuRangeRestrictTrials) {
+  std::string restricted =
+      std::string(kGptGrid) + "    techniques: [fsdp]\n    gpu_range: [3, 8]\n";
+  ProfileRun run = RunProfiler(Load(restricted), options_);
+  EXPECT_EQ(run.trials.size(), 2u);  // fsdp x3, x4 (the node has 4)
+}
+
+TEST_F(Profiler, ForeignOrCorruptCacheIsReportedNotTrusted) {
+  WriteFileAtomic(options_.cache_path, "this is not a database at all, just text............");
+  try {
+    RunProfiler(Load(kGptGrid), options_);
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("not a Saturn profile cache"));
+  }
+  fs::remove(options_.cache_path);
+  {
+    ProfileCache cache = ProfileCache::Open(options_.cache_path);
+    cache.Put("k", {{"x", 1}});
+    EXPECT_EQ((*cache.Get("k"))["x"], 1);
+    EXPECT_EQ(cache.Size(), 1);
+  }
+  EXPECT_NO_THROW(ProfileCache::Open(options_.cache_path));
+}
+
+}  // namespace
+}  // namespace saturn

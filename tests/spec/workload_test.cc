@@ -1,0 +1,136 @@
+#include "spec/workload.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "common/error.h"
+#include "common/fs.h"
+
+namespace saturn {
+namespace {
+
+using ::testing::HasSubstr;
+namespace fs = std::filesystem;
+
+class WorkloadTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = ::testing::TempDir() + "/saturn_workload_test";
+    fs::create_directories(dir_ + "/data");
+    WriteFileAtomic(dir_ + "/data/corpus.txt", std::string(1601, 'a'));
+    WriteFileAtomic(dir_ + "/cluster.yaml", "nodes:\n  - {name: n0, gpus: 4}\n");
+  }
+  Workload Parse(const std::string& tasks, const std::string& cluster = "cluster.yaml") {
+    return ParseWorkload("cluster: " + cluster + "\ntasks:\n" + tasks, "w.yaml", dir_);
+  }
+  std::string ErrorOf(const std::string& tasks) {
+    try {
+      Parse(tasks);
+    } catch (const InputError& e) {
+      return e.what();
+    }
+    return "";
+  }
+  std::string dir_;
+};
+
+const std::string kTask =
+    "  - name: gpt\n"
+    "    model: {type: gpt, layers: 2, d_model: 32, heads: 2, seq_len: 16}\n"
+    "    data: {type: text, path: data/corpus.txt}\n"
+    "    batch_size: 8\n"
+    "    optimizer: {type: adamw, lr: 1.0e-4}\n";
+
+TEST_F(WorkloadTest, ReadsATaskAndItsWorkerSpec) {
+  Workload w = Parse(kTask + "    steps: 50\n");
+  ASSERT_EQ(w.tasks.size(), 1u);
+  const WorkloadTask& t = w.tasks[0];
+  EXPECT_EQ(t.steps, 50);
+  EXPECT_EQ(t.spec["model"]["layers"], 2);
+  EXPECT_EQ(t.spec["optimizer"]["lr"], 1.0e-4);
+  EXPECT_EQ(t.spec["seed"], 0);
+  EXPECT_TRUE(fs::path(t.spec["data"]["path"].get<std::string>()).is_absolute());
+  EXPECT_EQ(w.cluster.TotalGpus(), 4);
+}
+
+TEST_F(WorkloadTest, EpochsBecomeSteps) {
+  // 1601 bytes -> (1601 - 1) / 16 = 100 samples; batch 8 -> 13 batches per epoch.
+  Workload w = Parse(kTask + "    epochs: 3\n");
+  EXPECT_EQ(w.tasks[0].steps, 39);
+}
+
+TEST_F(WorkloadTest, SweepsExpandWithReadableNamesAndShareTrialKeys) {
+  Workload w = Parse(
+      kTask + "    steps: 10\n    sweep: {optimizer.lr: [1.0e-5, 3.0e-3], batch_size: [8, 16]}\n");
+  ASSERT_EQ(w.tasks.size(), 4u);
+  EXPECT_EQ(w.tasks[0].name, "gpt-lr1.0e-5-bs8");
+  EXPECT_EQ(w.tasks[3].name, "gpt-lr3.0e-3-bs16");
+  EXPECT_EQ(w.tasks[3].spec["batch_size"], 16);
+  EXPECT_EQ(w.tasks[3].spec["optimizer"]["lr"], 3.0e-3);
+  EXPECT_EQ(w.tasks[0].trial_key, w.tasks[2].trial_key);  // lr only
+  EXPECT_NE(w.tasks[0].trial_key, w.tasks[1].trial_key);  // batch size differs
+}
+
+TEST_F(WorkloadTest, InlineClusterAndCommandTasks) {
+  Workload w = ParseWorkload(
+      "cluster: {nodes: [{name: a, gpus: 2}]}\ntasks:\n"
+      "  - name: mine\n    type: command\n    steps: 100\n"
+      "    commands: {ddp: \"run --gpus={gpus} --from={start_step} --to={steps} "
+      "--ckpt={checkpoint_dir}\"}\n",
+      "w.yaml", dir_);
+  EXPECT_TRUE(w.tasks[0].is_command);
+  EXPECT_EQ(w.tasks[0].techniques, (std::vector<std::string>{"ddp"}));
+  EXPECT_EQ(w.tasks[0].steps, 100);
+}
+
+TEST_F(WorkloadTest, EveryBadFieldGetsOneClearMessage) {
+  EXPECT_THAT(ErrorOf("  - name: x\n    model: {type: transformer}\n"),
+              HasSubstr("w.yaml:4: tasks[0].model.type: unknown model type 'transformer'"));
+  EXPECT_THAT(ErrorOf(kTask + "    steps: 10\n" + "    gpu_range: [2, 1]\n"),
+              HasSubstr("tasks[0].gpu_range: expected min <= max"));
+  std::string missing = kTask;
+  missing.replace(missing.find("data/corpus.txt"), 15, "data/none.txt");
+  EXPECT_THAT(ErrorOf(missing + "    steps: 10\n"), HasSubstr("tasks[0].data.path: no such file"));
+  std::string zero_lr = kTask;
+  zero_lr.replace(zero_lr.find("lr: 1.0e-4"), 10, "lr: 0");
+  EXPECT_THAT(ErrorOf(zero_lr + "    steps: 10\n"),
+              HasSubstr("tasks[0].optimizer.lr: expected a number > 0, got '0'"));
+  EXPECT_THAT(ErrorOf(kTask + "    steps: 10\n    techniques: [ddp]\n    gpu_range: [16, 16]\n"),
+              HasSubstr("gpu_range: asks for at least 16 GPUs but the largest node has 4"));
+  EXPECT_THAT(
+      ErrorOf(kTask + "    steps: 10\n    techniques: [ddp, fsdp]\n    gpu_range: [4, 4]\n" +
+              "    sweep: {batch_size: [2]}\n"),
+      HasSubstr("batch_size 2 cannot be split across the 4+ GPUs"));
+  EXPECT_THAT(ErrorOf(kTask + "    steps: 10\n    techniques: [zero3]\n"),
+              HasSubstr("techniques[0]: unknown technique 'zero3'"));
+  EXPECT_THAT(ErrorOf(kTask + "    steps: 10\n    epochs: 2\n"),
+              HasSubstr("give steps or epochs, not both"));
+  EXPECT_THAT(ErrorOf(kTask), HasSubstr("missing: give steps or epochs"));
+  EXPECT_THAT(ErrorOf(kTask + "    steps: 10\n    batchsize: 4\n"),
+              HasSubstr("tasks[0].batchsize: unknown field"));
+  EXPECT_THAT(ErrorOf(kTask + "    steps: 10\n" + kTask + "    steps: 10\n"),
+              HasSubstr("duplicate task name 'gpt'"));
+  EXPECT_THAT(
+      ErrorOf("  - name: c\n    type: command\n    steps: 5\n    commands: {ddp: \"x {gpu}\"}\n"),
+      HasSubstr("unknown placeholder {gpu}"));
+  EXPECT_THAT(ErrorOf("  - name: bad/name\n"), HasSubstr("it names files"));
+  std::string heads = kTask;
+  heads.replace(heads.find("heads: 2"), 8, "heads: 5");
+  EXPECT_THAT(ErrorOf(heads + "    steps: 10\n"),
+              HasSubstr("model.heads: must divide d_model (32)"));
+  EXPECT_THAT(ErrorOf("  - name: s\n    model: {type: mlp, layers: 2, width: 8}\n"
+                      "    data: {type: synthetic}\n    batch_size: 4\n"
+                      "    optimizer: {type: sgd, lr: 0.1}\n    epochs: 2\n"),
+              HasSubstr("cannot count the samples of this data; give steps, or data.size"));
+  try {
+    Parse(kTask + "    steps: 10\n", "missing-cluster.yaml");
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("missing-cluster.yaml: cannot read file"));
+  }
+}
+
+}  // namespace
+}  // namespace saturn
