@@ -1,6 +1,7 @@
 #include "sim/simulator.h"
 
 #include <algorithm>
+#include <functional>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -12,6 +13,7 @@
 #include "common/clock.h"
 #include "common/error.h"
 #include "planner/planner.h"
+#include "replan/dispatch.h"
 
 namespace saturn {
 namespace {
@@ -30,12 +32,6 @@ struct TaskState {
   double dead_until = 0.0;
   double slowdown = 1.0;
   int version = 0;  // invalidates completion events of earlier segments
-  // The current plan's assignment.
-  bool planned = false;
-  int plan_option = -1;
-  int plan_node = -1;
-  std::vector<int> plan_gpus;
-  double plan_start = 0.0;
 };
 
 struct Completion {
@@ -54,13 +50,7 @@ class Simulation {
       : p_(believed), truth_(truth), arrival_(arrival), opt_(options), s_(believed.NumTasks()) {
     if (arrival_.empty()) arrival_.assign(p_.NumTasks(), 0.0);
     busy_by_.resize(p_.NumNodes());
-    queue_.resize(p_.NumNodes());
-    head_.resize(p_.NumNodes());
-    for (int n = 0; n < p_.NumNodes(); ++n) {
-      busy_by_[n].assign(p_.nodes[n].gpus, -1);
-      queue_[n].resize(p_.nodes[n].gpus);
-      head_[n].assign(p_.nodes[n].gpus, 0);
-    }
+    for (int n = 0; n < p_.NumNodes(); ++n) busy_by_[n].assign(p_.nodes[n].gpus, -1);
     result_.tasks.resize(p_.NumTasks());
     for (int j = 0; j < p_.NumTasks(); ++j) {
       result_.tasks[j].task = p_.tasks[j].name;
@@ -157,12 +147,12 @@ class Simulation {
     busy_steps_.push_back({now_, busy_gpus_});
   }
 
-  void Start(int j) {
+  void Start(int j, const Assignment& a) {
     TaskState& s = s_[j];
     s.running = true;
-    s.option = s.plan_option;
-    s.node = s.plan_node;
-    s.gpu_ids = s.plan_gpus;
+    s.option = a.option;
+    s.node = a.node;
+    s.gpu_ids = a.gpu_ids;
     s.segment_start = now_;
     s.dead_until = now_ + (s.done > 0 ? opt_.policy.switch_cost_s : 0.0);
     ++s.version;
@@ -202,7 +192,7 @@ class Simulation {
     result_.tasks[j].work_done = 1.0;
     Emit("task_finished", j);
     for (int g : freed) {
-      int next = Head(node, g);
+      int next = queues_.Next(node, g, finished_);
       if (next >= 0) TryStart(next);
     }
   }
@@ -213,68 +203,17 @@ class Simulation {
     Emit("task_stopped", j, {{"reason", "preempted"}, {"done", s_[j].done}});
   }
 
-  // The first unfinished task queued on a GPU, or -1.
-  int Head(int n, int g) {
-    std::vector<int>& q = queue_[n][g];
-    size_t& h = head_[n][g];
-    while (h < q.size() && s_[q[h]].finished)
-      ++h;
-    return h < q.size() ? q[h] : -1;
-  }
-
   void TryStart(int j) {
-    TaskState& s = s_[j];
-    if (!s.arrived || s.finished || s.running || !s.planned) return;
-    for (int g : s.plan_gpus) {
-      if (busy_by_[s.plan_node][g] >= 0 || Head(s.plan_node, g) != j) return;
-    }
-    Start(j);
+    const TaskState& s = s_[j];
+    if (!s.arrived || s.finished || s.running) return;
+    if (!queues_.CanStart(j, gpu_free_, finished_)) return;
+    Start(j, *queues_.Get(j));
   }
 
   void Adopt(const Plan& plan) {
-    std::map<std::string, int> task_index, node_index;
-    for (int j = 0; j < p_.NumTasks(); ++j)
-      task_index[p_.tasks[j].name] = j;
-    for (int n = 0; n < p_.NumNodes(); ++n)
-      node_index[p_.nodes[n].name] = n;
-    for (TaskState& s : s_)
-      s.planned = false;
-    std::vector<int> order;
-    for (const PlanTask& t : plan.tasks) {
-      int j = task_index.at(t.task);
-      TaskState& s = s_[j];
-      s.planned = true;
-      s.plan_node = node_index.at(t.node);
-      s.plan_gpus = t.gpu_ids;
-      s.plan_start = t.start_s;
-      s.plan_option = -1;
-      for (int o = 0; o < static_cast<int>(p_.tasks[j].options.size()); ++o) {
-        const Option& c = p_.tasks[j].options[o];
-        if (c.technique == t.technique && c.gpus == t.gpus) {
-          s.plan_option = o;
-          break;
-        }
-      }
-      if (s.plan_option < 0) throw std::logic_error("plan uses an unknown configuration");
-      order.push_back(j);
-    }
-    std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
-      if (s_[a].running != s_[b].running) return s_[a].running;
-      return s_[a].plan_start < s_[b].plan_start;
-    });
-    for (int n = 0; n < p_.NumNodes(); ++n) {
-      for (int g = 0; g < p_.nodes[n].gpus; ++g) {
-        queue_[n][g].clear();
-        head_[n][g] = 0;
-      }
-    }
-    for (int j : order) {
-      for (int g : s_[j].plan_gpus)
-        queue_[s_[j].plan_node][g].push_back(j);
-    }
+    queues_.Adopt(p_, plan, [&](int j) { return s_[j].running; });
     current_ = plan;
-    for (int j : order)
-      TryStart(j);
+    for (int j : queues_.Order()) TryStart(j);
   }
 
   std::vector<TaskProgress> Progress() {
@@ -383,8 +322,9 @@ class Simulation {
   std::vector<TaskState> s_;
   Plan current_;
   std::vector<std::vector<int>> busy_by_;
-  std::vector<std::vector<std::vector<int>>> queue_;
-  std::vector<std::vector<size_t>> head_;
+  PlanQueues queues_;
+  std::function<bool(int)> finished_ = [this](int j) { return s_[j].finished; };
+  std::function<bool(int, int)> gpu_free_ = [this](int n, int g) { return busy_by_[n][g] < 0; };
   std::priority_queue<Completion, std::vector<Completion>, std::greater<Completion>> completions_;
   double now_ = 0.0;
   int busy_gpus_ = 0;
