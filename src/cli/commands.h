@@ -13,5 +13,6 @@ void AddPlanCommand(CLI::App& app, int* status);
 void AddValidateCommand(CLI::App& app, int* status);
 void AddSimulateCommand(CLI::App& app, int* status);
 void AddProfileCommand(CLI::App& app, int* status);
+void AddRunCommand(CLI::App& app, int* status);
 
 }  // namespace saturn

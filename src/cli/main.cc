@@ -11,6 +11,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", "saturn 0.1.0");
   int status = 0;
+  saturn::AddRunCommand(app, &status);
   saturn::AddProfileCommand(app, &status);
   saturn::AddPlanCommand(app, &status);
   saturn::AddValidateCommand(app, &status);

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -46,10 +47,15 @@ Process Process::Spawn(const ProcessSpec& spec) {
     argv.push_back(a.data());
   argv.push_back(nullptr);
 
+  pid_t parent = ::getpid();
   pid_t pid = ::fork();
   if (pid < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
   if (pid == 0) {
     ::setpgid(0, 0);
+    if (spec.die_with_parent) {
+      ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+      if (::getppid() != parent) ::_exit(143);  // the parent died before prctl
+    }
     auto fail = [&](const char* what) {
       std::string msg = std::string(what) + ": " + std::strerror(errno);
       ssize_t ignored = ::write(err_pipe[1], msg.data(), msg.size());
@@ -178,10 +184,12 @@ std::optional<std::string> Process::ReadLine(double timeout_s) {
     }
     double left =
         std::chrono::duration<double>(deadline - std::chrono::steady_clock::now()).count();
-    if (left <= 0) return std::nullopt;
     pollfd pfd{stdout_fd_, POLLIN, 0};
-    int r = ::poll(&pfd, 1, static_cast<int>(left * 1000) + 1);
-    if (r <= 0) continue;
+    int r = ::poll(&pfd, 1, left > 0 ? static_cast<int>(left * 1000) + 1 : 0);
+    if (r <= 0) {
+      if (left <= 0) return std::nullopt;
+      continue;
+    }
     char buf[4096];
     ssize_t n = ::read(stdout_fd_, buf, sizeof buf);
     if (n > 0) {

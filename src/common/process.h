@@ -28,6 +28,9 @@ struct ProcessSpec {
   std::string stdout_path;  // empty: inherit (or pipe, see pipe_stdout)
   std::string stderr_path;  // empty: inherit
   bool pipe_stdout = false;
+  // The child gets SIGTERM when this process dies (a crashed orchestrator
+  // leaves no orphans; workers checkpoint on SIGTERM).
+  bool die_with_parent = false;
 };
 
 class Process {

@@ -30,6 +30,7 @@ struct WorkerJob {
   std::string stdout_path;  // empty with pipe_stdout
   std::string stderr_path;
   bool pipe_stdout = false;
+  bool die_with_parent = true;
 };
 
 class LaunchBackend {

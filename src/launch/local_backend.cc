@@ -15,6 +15,7 @@ class LocalBackend final : public LaunchBackend {
     spec.stdout_path = job.stdout_path;
     spec.stderr_path = job.stderr_path;
     spec.pipe_stdout = job.pipe_stdout;
+    spec.die_with_parent = job.die_with_parent;
     if (job.device_kind == "cuda") {
       std::string ids;
       for (int g : job.gpu_ids)

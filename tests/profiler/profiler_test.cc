@@ -1,4 +1,4 @@
-// The profiler against a fake worker (tests/profiler/fake_worker.sh) that
+// The profiler against a fake worker (tests/testing/fake_worker.sh) that
 // speaks the protocol without training: trial sharing, the cache, and crashes
 // and hangs. Real trials on the engine are in tests/e2e.
 #include "profiler/profiler.h"
@@ -29,7 +29,7 @@ class Profiler : public ::testing::Test {
     WriteFileAtomic(dir_ + "/corpus.txt", std::string(5000, 'x'));
     setenv("FAKE_WORKER_LOG", (dir_ + "/calls.log").c_str(), 1);
     setenv("FAKE_WORKER_RULES", (dir_ + "/rules.txt").c_str(), 1);
-    options_.worker = SATURN_SOURCE_DIR "/tests/profiler/fake_worker.sh";
+    options_.worker = SATURN_SOURCE_DIR "/tests/testing/fake_worker.sh";
     options_.cache_path = dir_ + "/cache.sqlite";
     options_.work_dir = dir_ + "/trials";
     options_.progress = false;

@@ -1,0 +1,63 @@
+// `saturn run`: profile (through the cache), plan, train every task on its
+// planned devices in plan order, re-plan while training, and leave trained
+// models and a report in the run directory.
+//
+// Workers start as soon as all their planned devices are free and they are
+// next on each (plan_dispatch); no device ever runs two tasks. Every
+// `interval_s` the executor re-solves for the remaining work in a background
+// thread while training goes on (replan/replan.h) and switches when the new
+// plan finishes sooner by more than the threshold: only the tasks whose
+// assignment changes are pre-empted (SIGTERM: the worker checkpoints model,
+// optimizer state and data cursor, then exits) and resumed under their new
+// technique and GPU count. A worker that fails is retried from its last
+// checkpoint up to `max_retries` times, then marked failed; the others go on.
+// All state is in the run directory (run_state.h), so `--resume` continues a
+// run whose orchestrator was killed.
+//
+//   RunOptions o; o.workload_path = "examples/quickstart/workload.yaml";
+//   RunSummary s = RunWorkload(o);   // InputError on bad input
+#pragma once
+
+#include <string>
+
+#include "profiler/profiler.h"
+
+namespace saturn {
+
+struct RunOptions {
+  std::string workload_path;
+  std::string run_dir;  // "" = saturn-runs/<workload file name>
+  bool resume = false;
+  std::string solver = "auto";
+  double time_limit_s = 10.0;  // per plan and re-plan
+  uint64_t seed = 0;
+  bool introspection = true;
+  double interval_s = 0.0;      // 0: a tenth of the planned makespan, in [10 s, 1000 s]
+  double threshold_s = -1.0;    // < 0: 2% of the planned makespan, at least 2 switch costs
+  double switch_cost_s = 10.0;  // estimated cost of checkpoint + restart
+  int max_retries = 2;
+  long checkpoint_every = 0;   // steps; 0: a tenth of the task's steps
+  double stop_grace_s = 60.0;  // SIGTERM, then SIGKILL after this long
+  std::string profile_path;    // use this profile instead of profiling
+  ProfilerOptions profiler;
+  std::string backend = "local";
+  bool progress = true;
+};
+
+struct RunSummary {
+  std::string run_dir;
+  int finished = 0;
+  int failed = 0;
+  double makespan_s = 0.0;          // wall seconds of training (run clock)
+  double planned_makespan_s = 0.0;  // the first plan's
+  int plan_switches = 0;
+  double profiling_s = 0.0;
+  double planning_s = 0.0;
+};
+
+RunSummary RunWorkload(const RunOptions& options);
+
+// The run directory `saturn run` uses for a workload by default.
+std::string DefaultRunDir(const std::string& workload_path);
+
+}  // namespace saturn

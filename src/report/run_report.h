@@ -1,0 +1,53 @@
+// The report of a run, written into its run directory when it ends:
+// report.json (per task: configuration, start, end, steps, final loss,
+// attempts and any error; makespan planned vs actual; plan switches) and
+// report.html (Gantt of the planned timeline under the actual one, each
+// task's loss curve, and the task table).
+//
+//   RunReportInput in; ... (from the run's state and event log)
+//   nlohmann::json report = WriteRunReport(in);
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "spec/cluster.h"
+#include "spec/events.h"
+#include "spec/plan.h"
+
+namespace saturn {
+
+struct RunReportTask {
+  std::string name;
+  std::string status;
+  std::string technique;
+  int gpus = 0;
+  std::string node;
+  double start_s = -1.0;
+  double end_s = -1.0;
+  long steps = 0;
+  long steps_done = 0;
+  double final_loss = 0.0;
+  int attempts = 0;
+  std::string error;
+  std::vector<std::pair<long, double>> losses;  // (step, loss)
+};
+
+struct RunReportInput {
+  std::string workload;
+  std::string run_dir;
+  Cluster cluster;
+  Plan first_plan;
+  double makespan_s = 0.0;
+  double profiling_s = 0.0;
+  double planning_s = 0.0;
+  std::vector<RunReportTask> tasks;
+  std::vector<Event> events;
+};
+
+// Writes report.json and report.html into in.run_dir; returns the JSON.
+nlohmann::json WriteRunReport(const RunReportInput& in);
+
+}  // namespace saturn

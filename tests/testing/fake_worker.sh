@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# A stand-in for saturn-worker that speaks the worker protocol (docs/worker.md)
+# without training anything, for testing the orchestrators: results, progress
+# lines, checkpoints, SIGTERM pre-emption, crashes and hangs.
+# Behaviour per (technique, gpus) comes from the file named by
+# FAKE_WORKER_RULES, lines of "technique gpus action [arg]" or, for one task
+# only, "task/technique gpus action [arg]" (task rules win):
+#   ok STEP_S | infeasible REASON | crash | hang | oom | crash_at STEP
+# (default: ok with step_s = FAKE_STEP_S/gpus, FAKE_STEP_S defaulting to 1).
+# `execute` sleeps the step time per step, prints "saturn: step=N loss=X
+# step_s=Y", writes checkpoint-N/meta.json every --checkpoint-every steps and
+# at the end, and on SIGTERM checkpoints and exits 0 with "preempted". The
+# loss is a deterministic function of the step, as a real task's would be.
+# Each call is logged to FAKE_WORKER_LOG.
+set -u
+mode=$1; shift
+technique=""; gpus=1; out=""; from=0; to=0; ckdir=""; every=0; model=""; task=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --task) task=$2; shift 2 ;;
+    --technique) technique=$2; shift 2 ;;
+    --gpus) gpus=$2; shift 2 ;;
+    --out) out=$2; shift 2 ;;
+    --from-step) from=$2; shift 2 ;;
+    --to-step) to=$2; shift 2 ;;
+    --checkpoint-dir) ckdir=$2; shift 2 ;;
+    --checkpoint-every) every=$2; shift 2 ;;
+    --save-model) model=$2; shift 2 ;;
+    *) shift ;;
+  esac
+done
+[ -n "${FAKE_WORKER_LOG:-}" ] && echo "$mode $technique $gpus $from $to" >> "$FAKE_WORKER_LOG"
+action=ok; arg=""
+if [ -n "${FAKE_WORKER_RULES:-}" ] && [ -f "$FAKE_WORKER_RULES" ]; then
+  name=$(sed -n 's/.*"name": *"\([^"]*\)".*/\1/p' "$task" 2>/dev/null | head -1)
+  rule=$(awk -v t="$name/$technique" -v g="$gpus" '$1 == t && $2 == g { $1 = ""; $2 = ""; print; exit }' "$FAKE_WORKER_RULES")
+  [ -z "$rule" ] && rule=$(awk -v t="$technique" -v g="$gpus" '$1 == t && $2 == g { $1 = ""; $2 = ""; print; exit }' "$FAKE_WORKER_RULES")
+  if [ -n "$rule" ]; then
+    action=$(echo $rule | cut -d' ' -f1)
+    arg=$(echo $rule | cut -s -d' ' -f2-)
+  fi
+fi
+step_s=$(awk -v g="$gpus" -v b="${FAKE_STEP_S:-1}" 'BEGIN { print b / g }')
+[ "$action" = ok ] && [ -n "$arg" ] && step_s=$arg
+case "$action" in
+  infeasible)
+    printf '{"protocol": 1, "feasible": false, "technique": "%s", "gpus": %s, "reason": "%s"}\n' \
+      "$technique" "$gpus" "$arg" > "$out.tmp" && mv "$out.tmp" "$out"; exit 0 ;;
+  crash) echo "fake worker: segmentation fault in the model" >&2; exit 1 ;;
+  oom) echo "fake worker: rank 0 out of memory" >&2; exit 3 ;;
+  hang) sleep 1000; exit 0 ;;
+esac
+if [ "$mode" = search ]; then
+  printf '{"protocol": 1, "feasible": true, "technique": "%s", "gpus": %s, "step_s": %s, "step_samples_s": [%s], "peak_memory_bytes": [1073741824], "knobs": {"fake": true}, "reason": ""}\n' \
+    "$technique" "$gpus" "$step_s" "$step_s" > "$out.tmp" && mv "$out.tmp" "$out"
+  exit 0
+fi
+# execute
+# 50 / (10 + step), with bash arithmetic only (no process per step).
+loss() { local m=$((50000000 / (10 + $1))); printf '%d.%06d' $((m / 1000000)) $((m % 1000000)); }
+checkpoint() {
+  mkdir -p "$ckdir/checkpoint-$1.partial"
+  echo "{\"step\": $1}" > "$ckdir/checkpoint-$1.partial/meta.json"
+  rm -rf "$ckdir/checkpoint-$1" && mv "$ckdir/checkpoint-$1.partial" "$ckdir/checkpoint-$1"
+}
+result() {
+  printf '{"protocol": 1, "completed_steps": %s, "final_loss": %s, "preempted": %s, "checkpoint": "%s/checkpoint-%s"}\n' \
+    "$1" "$(loss $1)" "$2" "$ckdir" "$1" > "$out.tmp" && mv "$out.tmp" "$out"
+}
+stop=0
+trap 'stop=1' TERM
+step=$from
+while [ "$step" -lt "$to" ]; do
+  if [ "$action" = crash_at ] && [ "$step" -ge "$arg" ]; then
+    echo "fake worker: crashed at step $step" >&2; exit 1
+  fi
+  sleep "$step_s"
+  echo "saturn: step=$step loss=$(loss $step) step_s=$step_s"
+  step=$((step + 1))
+  if [ "$every" -gt 0 ] && [ $((step % every)) -eq 0 ]; then checkpoint $step; fi
+  if [ "$stop" = 1 ]; then checkpoint $step; result $step true; exit 0; fi
+done
+checkpoint $step
+[ -n "$model" ] && echo "model" > "$model"
+result $step false
+exit 0
