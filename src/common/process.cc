@@ -62,7 +62,6 @@ Process Process::Spawn(const ProcessSpec& spec) {
       (void)ignored;
       ::_exit(127);
     };
-    if (!spec.cwd.empty() && ::chdir(spec.cwd.c_str()) != 0) fail("chdir");
     auto redirect = [&](const std::string& path, int fd) {
       int f = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
       if (f < 0 || ::dup2(f, fd) < 0) fail(path.c_str());
@@ -74,6 +73,8 @@ Process Process::Spawn(const ProcessSpec& spec) {
       redirect(spec.stdout_path, STDOUT_FILENO);
     }
     if (!spec.stderr_path.empty()) redirect(spec.stderr_path, STDERR_FILENO);
+    // After the redirections, so relative output paths mean the parent's folder.
+    if (!spec.cwd.empty() && ::chdir(spec.cwd.c_str()) != 0) fail("chdir");
     ::execvpe(argv[0], argv.data(), envp.data());
     fail(argv[0]);
   }

@@ -20,6 +20,7 @@
 #include "common/process.h"
 #include "executor/run_state.h"
 #include "launch/backend.h"
+#include "launch/command_task.h"
 #include "launch/worker.h"
 #include "planner/planner.h"
 #include "replan/dispatch.h"
@@ -83,7 +84,9 @@ class Executor {
 
   // ---- set-up -------------------------------------------------------------
   void Prepare() {
-    run_dir_ = o_.run_dir.empty() ? DefaultRunDir(o_.workload_path) : o_.run_dir;
+    run_dir_ = fs::absolute(o_.run_dir.empty() ? DefaultRunDir(o_.workload_path) : o_.run_dir)
+                   .lexically_normal()
+                   .string();
     std::string workload_text = ReadFile(o_.workload_path);
     workload_ = LoadWorkloadFile(o_.workload_path);
     std::error_code ec;
@@ -98,7 +101,10 @@ class Executor {
     }
     state_.emplace(RunState::Open(run_dir_, !o_.resume));
     backend_ = MakeLocalBackend();
-    worker_ = o_.profiler.worker.empty() ? FindWorkerBinary() : o_.profiler.worker;
+    worker_ = o_.profiler.worker;
+    bool engine_tasks = std::any_of(workload_.tasks.begin(), workload_.tasks.end(),
+                                    [](const WorkloadTask& t) { return !t.is_command; });
+    if (worker_.empty() && engine_tasks) worker_ = FindWorkerBinary();
     if (o_.resume) {
       if (state_->Get("workload") != workload_text) {
         throw InputError(o_.workload_path, 0, "",
@@ -236,7 +242,9 @@ class Executor {
         if (l.record.worker_pgid > 0) ::kill(-l.record.worker_pgid, SIGKILL);
         l.record.status = "waiting";
         l.record.worker_pgid = 0;
-        l.record.checkpoint_step = LatestCheckpoint(TaskDir(workload_index_[j]) + "/checkpoints");
+        if (!workload_.tasks[workload_index_[j]].is_command) {
+          l.record.checkpoint_step = LatestCheckpoint(TaskDir(workload_index_[j]) + "/checkpoints");
+        }
         l.status = Live::kWaiting;
       }
       l.step = l.record.checkpoint_step;
@@ -309,7 +317,20 @@ class Executor {
     std::error_code ec;
     fs::remove(call.out_path, ec);
     WorkerJob job;
-    job.argv = WorkerArgv(worker_, call);
+    if (task.is_command) {
+      CommandCall c;
+      c.technique = option.technique;
+      c.gpus = option.gpus;
+      c.gpu_ids = a.gpu_ids;
+      c.node = node.name;
+      c.start_step = l.record.checkpoint_step;
+      c.steps = task.steps;
+      c.checkpoint_dir = call.checkpoint_dir;
+      c.device_kind = node.device;
+      job = CommandJob(task.spec, c);
+    } else {
+      job.argv = WorkerArgv(worker_, call);
+    }
     job.node = node.name;
     job.gpu_ids = a.gpu_ids;
     job.device_kind = node.device;
@@ -375,7 +396,14 @@ class Executor {
     l.stopping = false;
     l.process.reset();
     std::optional<ExecuteResult> result;
-    if (ExitedCleanly(status)) {
+    if (ExitedCleanly(status) && workload_.tasks[workload_index_[j]].is_command) {
+      // A user's program: a clean exit after SIGTERM is a checkpoint at the
+      // last step it reported; otherwise it ran to the end.
+      result = ExecuteResult{};
+      result->completed_steps = was_stopping ? l.step : Steps(j);
+      result->final_loss = l.last_loss;
+      result->preempted = was_stopping;
+    } else if (ExitedCleanly(status)) {
       try {
         result = ReadExecuteResult(dir + "/result.json");
       } catch (const std::exception& e) {
@@ -397,9 +425,14 @@ class Executor {
     }
     l.status = Live::kWaiting;
     l.record.status = "waiting";
+    // A user's program keeps checkpoints in its own format: Saturn only knows
+    // the steps it reported at pre-emptions.
+    bool own_checkpoints = workload_.tasks[workload_index_[j]].is_command;
+    auto latest = [&] {
+      return own_checkpoints ? l.record.checkpoint_step : LatestCheckpoint(dir + "/checkpoints");
+    };
     if (result || was_stopping) {
-      l.record.checkpoint_step =
-          result ? result->completed_steps : LatestCheckpoint(dir + "/checkpoints");
+      l.record.checkpoint_step = result ? result->completed_steps : latest();
       state_->SaveTask(l.record);
       Emit(TaskEvent("task_stopped", j,
                      {{"reason", "preempted"}, {"step", l.record.checkpoint_step}}));
@@ -408,7 +441,7 @@ class Executor {
     ++l.record.attempts;
     std::string tail = LastLines(dir + "/worker.log", 8);
     l.record.error = DescribeExit(status) + (tail.empty() ? "" : ": " + tail);
-    l.record.checkpoint_step = LatestCheckpoint(dir + "/checkpoints");
+    l.record.checkpoint_step = latest();
     bool give_up = l.record.attempts > o_.max_retries;
     if (give_up) {
       l.status = Live::kFailed;

@@ -15,6 +15,7 @@
 #include "common/fs.h"
 #include "common/process.h"
 #include "common/progress.h"
+#include "launch/command_task.h"
 #include "profiler/cache.h"
 
 namespace saturn {
@@ -85,6 +86,23 @@ class TrialRunner {
     std::string log_path = dir_ + "/" + stem + ".log";
     std::error_code ec;
     fs::remove(result_path, ec);
+    fs::remove(log_path, ec);
+    if (task_spec.value("type", "") == "command") {
+      // The user's program, run for a few steps.
+      CommandCall c;
+      c.technique = t.technique;
+      c.gpus = t.gpus;
+      for (int g = 0; g < t.gpus; ++g)
+        c.gpu_ids.push_back(g);
+      c.node = "profiling";
+      c.steps = CommandSteps();
+      c.checkpoint_dir = dir_ + "/" + stem + ".checkpoints";
+      c.device_kind = t.device_kind;
+      WorkerJob job = CommandJob(task_spec, c);
+      job.stdout_path = log_path;
+      job.stderr_path = log_path;
+      return Running{index, backend_.Start(job), "", log_path, std::chrono::steady_clock::now()};
+    }
     WorkerCall call;
     call.mode = WorkerCall::kSearch;
     call.task_path = task_path;
@@ -121,6 +139,10 @@ class TrialRunner {
       return;
     }
     int status = *r.process.status();
+    if (r.result_path.empty()) {  // a user's program
+      t.result = CommandSearchResult(r.log_path, status, t.wall_s, CommandSteps(), Warmup());
+      return;
+    }
     if (ExitedCleanly(status)) {
       try {
         t.result = ReadSearchResult(r.result_path);
@@ -143,6 +165,9 @@ class TrialRunner {
   }
 
  private:
+  int Warmup() const { return o_.warmup >= 0 ? o_.warmup : 2; }
+  long CommandSteps() const { return Warmup() + (o_.measure > 0 ? o_.measure : 5); }
+
   const ProfilerOptions& o_;
   LaunchBackend& backend_;
   std::string worker_;
@@ -169,7 +194,10 @@ std::vector<int> TechniqueGpuCounts(const std::string& technique, int lo, int hi
 ProfileRun RunProfiler(const Workload& workload, const ProfilerOptions& options) {
   auto started = std::chrono::steady_clock::now();
   ProfileRun run;
-  std::string worker = options.worker.empty() ? FindWorkerBinary() : options.worker;
+  bool engine_tasks = std::any_of(workload.tasks.begin(), workload.tasks.end(),
+                                  [](const WorkloadTask& t) { return !t.is_command; });
+  std::string worker = options.worker;
+  if (worker.empty() && engine_tasks) worker = FindWorkerBinary();
   std::unique_ptr<LaunchBackend> local;
   LaunchBackend* backend = options.backend;
   if (!backend) {
@@ -180,6 +208,7 @@ ProfileRun RunProfiler(const Workload& workload, const ProfilerOptions& options)
   if (dir.empty()) {
     dir = (fs::temp_directory_path() / ("saturn-profile-" + std::to_string(::getpid()))).string();
   }
+  dir = fs::absolute(dir).lexically_normal().string();
   MakeDirectories(dir);
 
   // Distinct trials and the tasks that use them.
@@ -189,7 +218,11 @@ ProfileRun RunProfiler(const Workload& workload, const ProfilerOptions& options)
   for (const WorkloadTask& task : workload.tasks) {
     std::vector<int> mine;
     for (const std::string& technique : TaskTechniques(task, BuiltinTechniqueNames())) {
-      for (int g : TechniqueGpuCounts(technique, task.gpu_min, std::min(task.gpu_max, max_gpus))) {
+      int hi = std::min(task.gpu_max, max_gpus);
+      // A user's program says itself what it can run on: try every count.
+      std::vector<int> counts = task.is_command ? TechniqueGpuCounts("", task.gpu_min, hi)
+                                                : TechniqueGpuCounts(technique, task.gpu_min, hi);
+      for (int g : counts) {
         std::string id = task.trial_key + "|" + technique + "|" + std::to_string(g);
         auto [it, fresh] = trial_index.emplace(id, static_cast<int>(run.trials.size()));
         if (fresh) {
@@ -213,7 +246,7 @@ ProfileRun RunProfiler(const Workload& workload, const ProfilerOptions& options)
     cache = ProfileCache::Open(options.cache_path.empty() ? ProfileCache::DefaultPath()
                                                           : options.cache_path);
   }
-  std::string build = WorkerBuild(worker);
+  std::string build = worker.empty() ? "" : WorkerBuild(worker);
   std::vector<int> todo;
   for (int i = 0; i < static_cast<int>(run.trials.size()); ++i) {
     Trial& t = run.trials[i];

@@ -214,5 +214,33 @@ TEST_F(Run, IntrospectionRecoversFromAWrongProfile) {
   ExpectNoSharing();
 }
 
+TEST_F(Run, UsersOwnProgramsAreProfiledPlannedAndRun) {
+  // examples/byo/command: a shell program speaking the command contract.
+  ProcessSpec spec;
+  spec.argv = {SATURN_BINARY_DIR "/src/cli/saturn",
+               "run",
+               SATURN_SOURCE_DIR "/examples/byo/command/workload.yaml",
+               "--run-dir",
+               dir_ + "/run",
+               "--cache",
+               dir_ + "/cache.sqlite",
+               "--no-introspection"};
+  spec.env = {{"WORK", "0.02"}};
+  spec.stdout_path = dir_ + "/out.log";
+  spec.stderr_path = dir_ + "/out.log";
+  ASSERT_EQ(ExitCode(Process::Spawn(spec).Wait()), 0) << ReadFile(dir_ + "/out.log");
+  json report = Report();
+  ASSERT_EQ(report["tasks"].size(), 3u);
+  for (const json& t : report["tasks"]) {
+    EXPECT_EQ(t["status"], "finished");
+    std::string task = t["task"];
+    EXPECT_EQ(ReadFile(dir_ + "/run/tasks/" + task + "/checkpoints/latest"), "40\n");
+  }
+  std::string profile = ReadFile(dir_ + "/run/profile.csv");
+  EXPECT_THAT(profile, HasSubstr("my-script-seed1,ddp,1,"));
+  EXPECT_THAT(profile, HasSubstr("my-script-seed1,ddp,2,"));
+  ExpectNoSharing();
+}
+
 }  // namespace
 }  // namespace saturn

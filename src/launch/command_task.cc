@@ -1,0 +1,101 @@
+#include "launch/command_task.h"
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+
+#include "common/process.h"
+
+namespace saturn {
+
+std::string ExpandCommand(const std::string& templ, const CommandCall& c) {
+  std::string ids;
+  for (int g : c.gpu_ids)
+    ids += (ids.empty() ? "" : ",") + std::to_string(g);
+  const std::vector<std::pair<std::string, std::string>> values = {
+      {"{gpus}", std::to_string(c.gpus)},     {"{gpu_ids}", ids},
+      {"{steps}", std::to_string(c.steps)},   {"{start_step}", std::to_string(c.start_step)},
+      {"{checkpoint_dir}", c.checkpoint_dir}, {"{node}", c.node}};
+  std::string out;
+  for (size_t i = 0; i < templ.size();) {
+    bool replaced = false;
+    for (const auto& [key, value] : values) {
+      if (templ.compare(i, key.size(), key) == 0) {
+        out += value;
+        i += key.size();
+        replaced = true;
+        break;
+      }
+    }
+    if (!replaced) out += templ[i++];
+  }
+  return out;
+}
+
+WorkerJob CommandJob(const nlohmann::json& spec, const CommandCall& c) {
+  WorkerJob job;
+  std::string templ = spec.at("commands").at(c.technique).get<std::string>();
+  job.argv = {"/bin/sh", "-c", ExpandCommand(templ, c)};
+  job.cwd = spec.value("working_dir", "");
+  std::string ids;
+  for (int g : c.gpu_ids)
+    ids += (ids.empty() ? "" : ",") + std::to_string(g);
+  job.env = {{"SATURN_GPUS", std::to_string(c.gpus)},
+             {"SATURN_GPU_IDS", ids},
+             {"SATURN_STEPS", std::to_string(c.steps)},
+             {"SATURN_START_STEP", std::to_string(c.start_step)},
+             {"SATURN_CHECKPOINT_DIR", c.checkpoint_dir},
+             {"SATURN_NODE", c.node},
+             {"SATURN_TECHNIQUE", c.technique}};
+  if (spec.contains("env")) {
+    for (const auto& [k, v] : spec["env"].items())
+      job.env[k] = v.get<std::string>();
+  }
+  job.node = c.node;
+  job.gpu_ids = c.gpu_ids;
+  job.device_kind = c.device_kind;
+  job.ranks = 1;
+  return job;
+}
+
+SearchResult CommandSearchResult(const std::string& log, int exit_status, double wall_s, long steps,
+                                 int warmup) {
+  SearchResult r;
+  if (!ExitedCleanly(exit_status)) {
+    std::string tail = LastLines(log, 5);
+    r.reason = "the program failed (" + DescribeExit(exit_status) + ")" +
+               (tail.empty() ? "" : ": " + tail);
+    return r;
+  }
+  std::ifstream in(log);
+  std::string line;
+  std::vector<double> timed;
+  double peak = -1;
+  bool any = false;
+  while (std::getline(in, line)) {
+    StepReport s;
+    if (!ParseStepLine(line, &s)) continue;
+    any = true;
+    if (s.step >= warmup && s.step_s > 0) timed.push_back(s.step_s);
+    peak = std::max(peak, s.peak_mem_gib);
+  }
+  if (any && timed.empty()) {
+    r.reason = "the program reported steps but no step_s after " + std::to_string(warmup) +
+               " warm-up steps: " + LastLines(log, 3);
+    return r;
+  }
+  r.feasible = true;
+  if (!timed.empty()) {
+    r.step_samples_s = timed;
+    std::sort(timed.begin(), timed.end());
+    r.step_s = timed[timed.size() / 2];
+  } else {
+    // Nothing parseable: time the whole run from outside (start-up included).
+    r.step_s = wall_s / std::max(1L, steps);
+    r.knobs = {{"timed", "externally"}};
+  }
+  if (peak >= 0) r.peak_memory_bytes = {peak * (1 << 30)};
+  return r;
+}
+
+}  // namespace saturn

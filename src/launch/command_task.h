@@ -1,0 +1,52 @@
+// Tasks that are the user's own programs (`type: command` in the workload):
+// any training program, one command template per technique it supports.
+//
+// Saturn fills the placeholders {gpus}, {gpu_ids} (comma list), {steps} (the
+// step to stop at), {start_step} (the step to resume from), {checkpoint_dir}
+// and {node}, and also passes them as SATURN_GPUS, SATURN_GPU_IDS,
+// SATURN_STEPS, SATURN_START_STEP, SATURN_CHECKPOINT_DIR, SATURN_NODE and
+// SATURN_TECHNIQUE; on GPUs the devices come as CUDA_VISIBLE_DEVICES. The
+// program runs under /bin/sh -c in the workload's folder.
+//
+// The program's side of the contract (docs/byo.md): print a line
+// "saturn: step=N loss=X step_s=Y [peak_mem_gib=Z]" after each step (or
+// nothing, and Saturn times the whole run from outside); exit 0 when it
+// reaches {steps}; on SIGTERM, save a checkpoint in {checkpoint_dir} and exit
+// 0 (it is then restarted with {start_step} = the last step it reported).
+//
+//   CommandCall c{.technique = "ddp", .gpus = 2, .gpu_ids = {0, 1}, .steps = 100};
+//   WorkerJob job = CommandJob(task.spec, c);
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "launch/backend.h"
+#include "launch/worker.h"
+
+namespace saturn {
+
+struct CommandCall {
+  std::string technique;
+  int gpus = 1;
+  std::vector<int> gpu_ids;
+  std::string node;
+  long start_step = 0;
+  long steps = 0;
+  std::string checkpoint_dir;
+  std::string device_kind = "cpu";
+};
+
+// The template for `technique` with its placeholders filled in.
+std::string ExpandCommand(const std::string& templ, const CommandCall& call);
+
+// A job running the task's program (spec: the task's JSON, type command).
+WorkerJob CommandJob(const nlohmann::json& spec, const CommandCall& call);
+
+// The outcome of a profiling run of a program that ran `steps` steps
+// (`warmup` of them untimed) in `wall_s` seconds with output in `log`.
+SearchResult CommandSearchResult(const std::string& log, int exit_status, double wall_s, long steps,
+                                 int warmup);
+
+}  // namespace saturn
