@@ -52,6 +52,7 @@ void AddRunCommand(CLI::App& app, int* status) {
                   "Steps between checkpoints (default: auto)")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--profile", o->profile_path, "Use this profile table instead of profiling");
+  cmd->add_option("--backend", o->backend, "Where workers run: local (this machine) or slurm");
   cmd->add_option("--cache", o->profiler.cache_path, "Profile cache file");
   cmd->add_option("--trial-timeout", o->profiler.trial_timeout_s,
                   "Seconds before a trial is killed")

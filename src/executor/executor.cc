@@ -100,7 +100,9 @@ class Executor {
       throw InputError(run_dir_, 0, "--resume", "no run to resume here (no state.sqlite)");
     }
     state_.emplace(RunState::Open(run_dir_, !o_.resume));
-    backend_ = MakeLocalBackend();
+    backend_ = MakeBackend(o_.backend);
+    backend_->CheckCluster(workload_.cluster);
+    backend_->CheckSharedDir(run_dir_, workload_.cluster);
     worker_ = o_.profiler.worker;
     bool engine_tasks = std::any_of(workload_.tasks.begin(), workload_.tasks.end(),
                                     [](const WorkloadTask& t) { return !t.is_command; });
@@ -151,6 +153,7 @@ class Executor {
       ProfilerOptions p = o_.profiler;
       p.worker = worker_;
       p.progress = o_.progress;
+      p.backend = backend_.get();
       if (p.work_dir.empty()) p.work_dir = run_dir_ + "/trials";
       ProfileRun run = RunProfiler(workload_, p);
       profile_ = run.table;
@@ -310,6 +313,10 @@ class Executor {
     call.checkpoint_every =
         o_.checkpoint_every > 0 ? o_.checkpoint_every : std::max(1L, task.steps / 10);
     call.save_model = dir + "/model.pt";
+    if (backend_->LaunchesRanks() && option.gpus > 1) {
+      call.rank_from_env = true;
+      call.rendezvous = dir + "/rendezvous-" + std::to_string(++launches_);
+    }
     call.plugins = workload_.plugins;
     if (const ProfileRow* row = profile_.Find(task.name, option.technique, option.gpus)) {
       call.knobs_json = profile_.Extra(*row, "knobs");
@@ -470,7 +477,7 @@ class Executor {
         HandleExit(j, *status);
         continue;
       }
-      if (l.stopping && Now() - l.stop_requested > o_.stop_grace_s) l.process->KillGroup();
+      if (l.stopping && Now() - l.stop_requested > o_.stop_grace_s) backend_->Kill(*l.process);
     }
   }
 
@@ -488,7 +495,7 @@ class Executor {
     if (l.status != Live::kRunning || l.stopping) return;
     l.stopping = true;
     l.stop_requested = Now();
-    l.process->SignalGroup(SIGTERM);
+    backend_->Stop(*l.process);
   }
 
   // ---- introspection ------------------------------------------------------
@@ -687,6 +694,7 @@ class Executor {
   double planning_s_ = 0.0;
   int switches_ = 0;
   int replans_ = 0;
+  int launches_ = 0;
   std::future<ReplanDecision> pending_;
 };
 

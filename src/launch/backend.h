@@ -15,7 +15,10 @@
 #include <string>
 #include <vector>
 
+#include <signal.h>
+
 #include "common/process.h"
+#include "spec/cluster.h"
 
 namespace saturn {
 
@@ -39,9 +42,28 @@ class LaunchBackend {
   virtual std::string Name() const = 0;
   // Throws std::runtime_error if the job cannot be started.
   virtual Process Start(const WorkerJob& job) = 0;
+  // Asks a job to checkpoint and stop (pre-emption), then, after the grace
+  // period, forces it.
+  virtual void Stop(Process& process) { process.SignalGroup(SIGTERM); }
+  virtual void Kill(Process& process) { process.KillGroup(); }
+  // True if the backend starts one process per rank itself (e.g. srun
+  // --ntasks); then workers are told --rank-from-env and a rendezvous folder.
+  virtual bool LaunchesRanks() const { return false; }
+  // Checks that the cluster a run plans for is what the backend can run on
+  // (e.g. the nodes and GPUs of a Slurm allocation); InputError if not.
+  virtual void CheckCluster(const Cluster& cluster) { (void)cluster; }
+  // Checks that `dir` (run state, checkpoints) is visible from every node of
+  // `cluster`; InputError naming the node that cannot see it.
+  virtual void CheckSharedDir(const std::string& dir, const Cluster& cluster) {
+    (void)dir;
+    (void)cluster;
+  }
 };
 
 // This machine. CUDA jobs see their devices as CUDA_VISIBLE_DEVICES.
 std::unique_ptr<LaunchBackend> MakeLocalBackend();
+
+// A backend by name: "local" or "slurm". InputError for an unknown name.
+std::unique_ptr<LaunchBackend> MakeBackend(const std::string& name);
 
 }  // namespace saturn

@@ -88,6 +88,7 @@ std::vector<std::string> WorkerArgv(const std::string& worker, const WorkerCall&
   }
   for (const std::string& p : c.plugins)
     a.insert(a.end(), {"--plugin", p});
+  if (c.rank_from_env) a.insert(a.end(), {"--rank-from-env", "--rendezvous", c.rendezvous});
   if (c.mode == WorkerCall::kSearch) {
     if (c.warmup >= 0) a.insert(a.end(), {"--warmup", std::to_string(c.warmup)});
     if (c.measure >= 0) a.insert(a.end(), {"--measure", std::to_string(c.measure)});

@@ -38,6 +38,10 @@ struct WorkerCall {
   int threads = 1;
   double timeout_s = 120.0;  // collectives and rendezvous
   std::vector<std::string> plugins;
+  // Ranks started by the launch backend (srun --ntasks): each reads its rank
+  // from the environment and meets the others in `rendezvous`.
+  bool rank_from_env = false;
+  std::string rendezvous;
   // search
   int warmup = -1;  // -1: the worker's default
   int measure = -1;
