@@ -14,6 +14,13 @@ namespace {
 int RunRun(const RunOptions& o) {
   BuiltinSolvers().Get(o.solver);
   RunSummary s = RunWorkload(o);
+  if (s.interrupted) {
+    std::fprintf(
+        stderr,
+        "run interrupted; every task checkpointed. Continue with: saturn run %s --resume%s\n",
+        o.workload_path.c_str(), o.run_dir.empty() ? "" : (" --run-dir " + o.run_dir).c_str());
+    return 130;
+  }
   std::fprintf(stderr,
                "run %s: %d finished, %d failed; makespan %s (first plan %s, ratio %.2f), %d plan "
                "switches; report: %s/report.html\n",
@@ -53,6 +60,9 @@ void AddRunCommand(CLI::App& app, int* status) {
       ->check(CLI::PositiveNumber);
   cmd->add_option("--profile", o->profile_path, "Use this profile table instead of profiling");
   cmd->add_option("--backend", o->backend, "Where workers run: local (this machine) or slurm");
+  cmd->add_option("--stop-grace", o->stop_grace_s,
+                  "Seconds a pre-empted worker may take to checkpoint before it is killed")
+      ->check(CLI::PositiveNumber);
   cmd->add_option("--cache", o->profiler.cache_path, "Profile cache file");
   cmd->add_option("--trial-timeout", o->profiler.trial_timeout_s,
                   "Seconds before a trial is killed")

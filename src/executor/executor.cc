@@ -3,6 +3,7 @@
 #include <signal.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -33,6 +34,13 @@ namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
+
+// Set by SIGTERM/SIGINT: stop the run gracefully (workers checkpoint).
+std::atomic<bool> g_interrupted{false};
+
+void OnInterrupt(int) {
+  g_interrupted = true;
+}
 
 // The newest complete checkpoint-<step> in a folder, or 0.
 long LatestCheckpoint(const std::string& dir) {
@@ -99,14 +107,16 @@ class Executor {
     if (!exists && o_.resume) {
       throw InputError(run_dir_, 0, "--resume", "no run to resume here (no state.sqlite)");
     }
-    state_.emplace(RunState::Open(run_dir_, !o_.resume));
+    // Checks that can refuse the run come before anything is written.
     backend_ = MakeBackend(o_.backend);
     backend_->CheckCluster(workload_.cluster);
+    MakeDirectories(run_dir_);
     backend_->CheckSharedDir(run_dir_, workload_.cluster);
     worker_ = o_.profiler.worker;
     bool engine_tasks = std::any_of(workload_.tasks.begin(), workload_.tasks.end(),
                                     [](const WorkloadTask& t) { return !t.is_command; });
     if (worker_.empty() && engine_tasks) worker_ = FindWorkerBinary();
+    state_.emplace(RunState::Open(run_dir_, !o_.resume));
     if (o_.resume) {
       if (state_->Get("workload") != workload_text) {
         throw InputError(o_.workload_path, 0, "",
@@ -582,12 +592,20 @@ class Executor {
   // ---- the loop -----------------------------------------------------------
   void Loop() {
     double last_save = -1e9, last_print = -1e9;
+    struct sigaction action {};
+    action.sa_handler = OnInterrupt;
+    sigaction(SIGTERM, &action, nullptr);
+    sigaction(SIGINT, &action, nullptr);
     while (true) {
       Poll();
       bool all_done = true;
       for (int j = 0; j < problem_.NumTasks(); ++j)
         all_done = all_done && Done(j);
       if (all_done) break;
+      if (g_interrupted) {
+        Interrupt();
+        break;
+      }
       MaybeReplan();
       Dispatch();
       double now = Now();
@@ -603,6 +621,24 @@ class Executor {
     }
     if (pending_.valid()) pending_.wait();
     state_->Set("clock_s", FormatNumber(Now()));
+  }
+
+  // Stops every worker the way a plan switch does (they checkpoint), records
+  // where each task is, and leaves the run resumable.
+  void Interrupt() {
+    interrupted_ = true;
+    if (o_.progress) std::fprintf(stderr, "interrupted: stopping workers (they checkpoint)...\n");
+    for (int j = 0; j < problem_.NumTasks(); ++j)
+      Preempt(j);
+    while (true) {
+      Poll();
+      bool any = false;
+      for (const Live& l : live_)
+        any = any || l.status == Live::kRunning;
+      if (!any) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    Emit(Event{Now(), "run_interrupted", "", "", 0, "", {}, {}});
   }
 
   void PrintProgress() {
@@ -632,6 +668,7 @@ class Executor {
   RunSummary Finish() {
     RunSummary s;
     s.run_dir = run_dir_;
+    s.interrupted = interrupted_;
     for (int j = 0; j < problem_.NumTasks(); ++j) {
       s.finished += live_[j].status == Live::kFinished;
       s.failed += live_[j].status == Live::kFailed;
@@ -641,6 +678,7 @@ class Executor {
     s.plan_switches = switches_;
     s.profiling_s = profiling_s_;
     s.planning_s = planning_s_;
+    if (s.interrupted) return s;
     Emit(Event{Now(),
                "run_finished",
                "",
@@ -695,6 +733,7 @@ class Executor {
   int switches_ = 0;
   int replans_ = 0;
   int launches_ = 0;
+  bool interrupted_ = false;
   std::future<ReplanDecision> pending_;
 };
 

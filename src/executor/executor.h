@@ -12,7 +12,8 @@
 // technique and GPU count. A worker that fails is retried from its last
 // checkpoint up to `max_retries` times, then marked failed; the others go on.
 // All state is in the run directory (run_state.h), so `--resume` continues a
-// run whose orchestrator was killed.
+// run whose orchestrator was killed. SIGTERM or Ctrl-C stops it gracefully:
+// every worker checkpoints first.
 //
 //   RunOptions o; o.workload_path = "examples/quickstart/workload.yaml";
 //   RunSummary s = RunWorkload(o);   // InputError on bad input
@@ -53,6 +54,7 @@ struct RunSummary {
   int plan_switches = 0;
   double profiling_s = 0.0;
   double planning_s = 0.0;
+  bool interrupted = false;  // stopped by SIGTERM/SIGINT; resumable
 };
 
 RunSummary RunWorkload(const RunOptions& options);

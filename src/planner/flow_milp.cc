@@ -29,6 +29,15 @@ FlowMilpOutcome SolveFlowMilp(const Problem& problem, const Schedule& incumbent,
   const int T = problem.NumTasks();
   const int N = problem.NumNodes();
   const double UB = Makespan(problem, incumbent);
+  if (UB <= lower_bound * (1 + 1e-9)) {
+    // The incumbent meets the bound: nothing to improve or prove.
+    FlowMilpOutcome done;
+    done.has_solution = true;
+    done.schedule = incumbent;
+    done.bound = UB;
+    done.optimal = true;
+    return done;
+  }
 
   // The incumbent's options must be in the model even if dominated.
   std::vector<std::vector<Choice>> choices(T);

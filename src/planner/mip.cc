@@ -111,7 +111,10 @@ MipResult MipModel::Solve(const MipOptions& requested) const {
   if (std::isfinite(options.cutoff)) {
     args.insert(args.end(), {"-cutoff", std::to_string(options.cutoff)});
   }
-  args.insert(args.end(), {"-solve", "-quit"});
+  // CBC 2.10's preprocessing crashes in CglPreProcess::postProcess on some of
+  // our models (seen on the flow MILP with a MIP start) and is not bounded by
+  // the time limit; our models are small and already tight where it matters.
+  args.insert(args.end(), {"-preprocess", "off", "-solve", "-quit"});
   std::vector<const char*> argv;
   for (const std::string& a : args)
     argv.push_back(a.c_str());

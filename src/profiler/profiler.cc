@@ -120,7 +120,7 @@ class TrialRunner {
     job.stdout_path = log_path;
     job.stderr_path = log_path;
     job.device_kind = t.device_kind;
-    job.ranks = t.gpus;
+    job.ranks = 1;  // the worker starts its own ranks
     for (int g = 0; g < t.gpus; ++g)
       job.gpu_ids.push_back(g);
     return Running{index, backend_.Start(job), result_path, log_path,
