@@ -1,0 +1,141 @@
+#include "engine/blocks.h"
+
+#include <ATen/core/grad_mode.h>
+
+#include "common/error.h"
+
+namespace saturn::engine {
+
+int64_t ModelStateBytes(const TrainContext& ctx) {
+  int64_t params = 0;
+  for (int64_t count : ctx.model.BlockParamCounts())
+    params += count;
+  return params * static_cast<int64_t>(sizeof(float)) *
+         (2 + static_cast<int64_t>(ctx.optimizer.Slots().size()));
+}
+
+void BlockToDevice(Block& block, const Device& device) {
+  for (const ParamSlot& slot : block.Params()) {
+    *slot.tensor = device.ToDevice(*slot.tensor).requires_grad_(true);
+  }
+}
+
+BlockSet::BlockSet(const TrainContext& ctx, int begin, int end, Placement placement)
+    : ctx_(ctx), begin_(begin), end_(end) {
+  for (int i = begin; i < end; ++i) {
+    std::unique_ptr<Block> block = ctx.model.BuildBlock(i, /*materialize=*/true);
+    BlockState state;
+    if (placement == Placement::kDevice) {
+      BlockToDevice(*block, ctx.device);
+      for (const ParamSlot& slot : block->Params()) {
+        state.push_back(ctx.optimizer.NewState(*slot.tensor));
+      }
+    } else {
+      HostMemoryScope host;
+      for (const ParamSlot& slot : block->Params()) {
+        state.push_back(ctx.optimizer.NewState(*slot.tensor));
+      }
+    }
+    blocks_.push_back(std::move(block));
+    state_.push_back(std::move(state));
+  }
+}
+
+at::Tensor BlockSet::Forward(at::Tensor x) {
+  for (auto& block : blocks_)
+    x = block->Forward(x);
+  return x;
+}
+
+void BlockSet::Update(int64_t optimizer_step) {
+  for (size_t b = 0; b < blocks_.size(); ++b) {
+    const std::vector<ParamSlot>& params = blocks_[b]->Params();
+    for (size_t p = 0; p < params.size(); ++p) {
+      at::Tensor& param = *params[p].tensor;
+      if (!param.grad().defined()) continue;
+      ctx_.optimizer.Update(param, param.grad(), state_[b][p], optimizer_step);
+      param.mutable_grad().zero_();
+    }
+  }
+}
+
+void BlockSet::Save(CheckpointWriter& out) const {
+  std::vector<std::string> slots = ctx_.optimizer.Slots();
+  for (int i = begin_; i < end_; ++i) {
+    out.WriteBlock(i, BlockTensors(*blocks_[i - begin_], state_[i - begin_], slots));
+  }
+}
+
+void BlockSet::Load(const CheckpointReader& in) {
+  std::vector<std::string> slots = ctx_.optimizer.Slots();
+  for (int i = begin_; i < end_; ++i) {
+    AssignBlockTensors(*blocks_[i - begin_], state_[i - begin_], slots, in.ReadBlock(i),
+                       "block " + std::to_string(i));
+  }
+}
+
+NamedTensors BlockTensors(const Block& block, const BlockState& state,
+                          const std::vector<std::string>& slots) {
+  NamedTensors tensors;
+  const std::vector<ParamSlot>& params = block.Params();
+  for (size_t p = 0; p < params.size(); ++p) {
+    tensors.emplace_back("param/" + params[p].name, *params[p].tensor);
+    for (size_t s = 0; s < slots.size(); ++s) {
+      tensors.emplace_back(slots[s] + "/" + params[p].name, state[p][s]);
+    }
+  }
+  return tensors;
+}
+
+void AssignBlockTensors(Block& block, BlockState& state, const std::vector<std::string>& slots,
+                        const NamedTensors& tensors, const std::string& where) {
+  at::NoGradGuard no_grad;
+  const std::vector<ParamSlot>& params = block.Params();
+  for (size_t p = 0; p < params.size(); ++p) {
+    const at::Tensor& value = Lookup(tensors, "param/" + params[p].name, where);
+    if (value.sizes() != params[p].tensor->sizes()) {
+      throw InputError(where, 0, params[p].name, "checkpoint shape does not match the model");
+    }
+    params[p].tensor->copy_(value);
+    for (size_t s = 0; s < slots.size(); ++s) {
+      state[p][s].copy_(Lookup(tensors, slots[s] + "/" + params[p].name, where));
+    }
+  }
+}
+
+int64_t KnobInt(const Knobs& knobs, const std::string& name, int64_t fallback, int64_t min) {
+  if (!knobs.contains(name)) return fallback;
+  const Knobs& value = knobs[name];
+  if (!value.is_number_integer() || value.get<int64_t>() < min) {
+    throw InputError(
+        "", 0, "--knobs",
+        name + ": expected an integer >= " + std::to_string(min) + ", got " + Quote(value.dump()));
+  }
+  return value.get<int64_t>();
+}
+
+double KnobNumber(const Knobs& knobs, const std::string& name, double fallback) {
+  if (!knobs.contains(name)) return fallback;
+  const Knobs& value = knobs[name];
+  if (!value.is_number() || !(value.get<double>() > 0)) {
+    throw InputError("", 0, "--knobs",
+                     name + ": expected a number > 0, got " + Quote(value.dump()));
+  }
+  return value.get<double>();
+}
+
+bool KnobBool(const Knobs& knobs, const std::string& name, bool fallback) {
+  if (!knobs.contains(name)) return fallback;
+  const Knobs& value = knobs[name];
+  if (!value.is_boolean()) {
+    throw InputError("", 0, "--knobs",
+                     name + ": expected true or false, got " + Quote(value.dump()));
+  }
+  return value.get<bool>();
+}
+
+std::pair<int64_t, int64_t> SliceOf(int64_t total, int part, int parts) {
+  return {total * part / parts, total * (part + 1) / parts};
+}
+
+}  // namespace saturn::engine

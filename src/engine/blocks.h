@@ -1,0 +1,75 @@
+// What techniques share for holding whole blocks: a BlockSet is a run of
+// model blocks [begin, end) with their optimizer state, on the device or in
+// host memory, that can run forward, apply the optimizer and read or write
+// its part of a checkpoint. Single and ddp hold every block, a pipeline stage
+// holds its slice, spill holds all of them in host memory.
+//
+//   BlockSet blocks(ctx, 0, ctx.model.NumBlocks(), Placement::kDevice);
+//   at::Tensor logits = blocks.Forward(batch.inputs);
+//   (ctx.model.LossSum(logits, batch.targets) / ctx.LossItems()).backward();
+//   blocks.Update(step + 1);   // optimizer, then gradients are zeroed
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "engine/technique.h"
+
+namespace saturn::engine {
+
+enum class Placement { kDevice, kHost };
+
+// Per parameter of a block, its optimizer state slots.
+using BlockState = std::vector<std::vector<at::Tensor>>;
+
+class BlockSet {
+ public:
+  BlockSet(const TrainContext& ctx, int begin, int end, Placement placement);
+
+  int Begin() const { return begin_; }
+  int End() const { return end_; }
+  Block& At(int index) { return *blocks_[index - begin_]; }
+  BlockState& StateOf(int index) { return state_[index - begin_]; }
+
+  at::Tensor Forward(at::Tensor x);
+  // Applies the optimizer to every parameter that has a gradient, then zeroes
+  // the gradients.
+  void Update(int64_t optimizer_step);
+  void Save(CheckpointWriter& out) const;
+  void Load(const CheckpointReader& in);
+
+ private:
+  const TrainContext& ctx_;
+  int begin_, end_;
+  std::vector<std::unique_ptr<Block>> blocks_;
+  std::vector<BlockState> state_;
+};
+
+// Bytes of parameters, gradients and optimizer state of the whole model.
+int64_t ModelStateBytes(const TrainContext& ctx);
+
+// Moves a block's parameters to the device as leaves that require gradients.
+void BlockToDevice(Block& block, const Device& device);
+
+// The checkpoint tensors of one block: "param/<name>" and "<slot>/<name>".
+NamedTensors BlockTensors(const Block& block, const BlockState& state,
+                          const std::vector<std::string>& slots);
+// Copies checkpoint tensors into a block's parameters and state, in place.
+void AssignBlockTensors(Block& block, BlockState& state, const std::vector<std::string>& slots,
+                        const NamedTensors& tensors, const std::string& where);
+
+// Knob readers: the fallback when absent, InputError naming the knob when
+// malformed.
+int64_t KnobInt(const Knobs& knobs, const std::string& name, int64_t fallback, int64_t min);
+double KnobNumber(const Knobs& knobs, const std::string& name, double fallback);
+bool KnobBool(const Knobs& knobs, const std::string& name, bool fallback);
+
+// [begin, end) of part `part` when `total` items split into `parts` nearly
+// equal contiguous parts (sizes differ by at most one).
+std::pair<int64_t, int64_t> SliceOf(int64_t total, int part, int parts);
+
+}  // namespace saturn::engine

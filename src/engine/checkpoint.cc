@@ -1,0 +1,158 @@
+#include "engine/checkpoint.h"
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <torch/csrc/jit/serialization/pickle.h>
+
+#include <cstdio>
+#include <filesystem>
+
+#include "common/error.h"
+#include "common/fs.h"
+#include "engine/device.h"
+
+namespace saturn::engine {
+namespace fs = std::filesystem;
+namespace {
+
+std::string BlockFile(const std::string& dir, int index) {
+  char name[32];
+  std::snprintf(name, sizeof name, "/block-%05d.pt", index);
+  return dir + name;
+}
+
+void SaveTensors(const std::string& path, const NamedTensors& tensors) {
+  c10::Dict<std::string, at::Tensor> dict;
+  {
+    HostMemoryScope host;
+    for (const auto& [name, tensor] : tensors)
+      dict.insert(name, tensor.detach().cpu().contiguous());
+  }
+  std::vector<char> bytes = torch::jit::pickle_save(c10::IValue(dict));
+  WriteFileAtomic(path, std::string(bytes.begin(), bytes.end()));
+}
+
+NamedTensors LoadTensors(const std::string& path) {
+  std::string bytes = ReadFile(path);
+  HostMemoryScope host;
+  c10::IValue value;
+  try {
+    value = torch::jit::pickle_load(std::vector<char>(bytes.begin(), bytes.end()));
+  } catch (const std::exception& e) {
+    throw InputError(path, 0, "", "not a readable checkpoint file: " + ErrorText(e));
+  }
+  if (!value.isGenericDict()) throw InputError(path, 0, "", "expected a dict of tensors");
+  NamedTensors tensors;
+  for (const auto& entry : value.toGenericDict()) {
+    if (!entry.key().isString() || !entry.value().isTensor()) {
+      throw InputError(path, 0, "", "expected a dict of tensors");
+    }
+    tensors.emplace_back(entry.key().toStringRef(), entry.value().toTensor());
+  }
+  return tensors;
+}
+
+nlohmann::json MetaJson(const CheckpointMeta& meta) {
+  return {{"format", 1},
+          {"step", meta.step},
+          {"data_cursor", meta.data_cursor},
+          {"batch_size", meta.batch_size},
+          {"seed", meta.seed},
+          {"model", meta.model},
+          {"optimizer", meta.optimizer},
+          {"blocks", meta.blocks},
+          {"loss", meta.loss},
+          {"technique", meta.technique},
+          {"gpus", meta.gpus}};
+}
+
+}  // namespace
+
+std::string CheckpointPath(const std::string& dir, int64_t step) {
+  return dir + "/checkpoint-" + std::to_string(step);
+}
+
+CheckpointWriter::CheckpointWriter(std::string dir, int64_t step, Communicator& comm)
+    : final_(CheckpointPath(dir, step)), partial_(final_ + ".partial"), comm_(comm) {
+  if (comm_.Rank() == 0) {
+    fs::remove_all(partial_);
+    MakeDirectories(partial_);
+  }
+  comm_.Barrier();
+}
+
+void CheckpointWriter::WriteBlock(int index, const NamedTensors& tensors) {
+  SaveTensors(BlockFile(partial_, index), tensors);
+}
+
+std::string CheckpointWriter::Commit(const CheckpointMeta& meta) {
+  comm_.Barrier();
+  if (comm_.Rank() == 0) {
+    SaveTensors(partial_ + "/state.pt",
+                {{"cpu_rng", at::detail::getDefaultCPUGenerator().get_state()}});
+    WriteFileAtomic(partial_ + "/meta.json", MetaJson(meta).dump(2) + "\n");
+    std::string old = final_ + ".old";
+    fs::remove_all(old);
+    if (fs::exists(final_)) fs::rename(final_, old);
+    fs::rename(partial_, final_);
+    fs::remove_all(old);
+  }
+  comm_.Barrier();
+  return final_;
+}
+
+CheckpointReader::CheckpointReader(std::string path) : path_(std::move(path)) {
+  std::string meta_path = path_ + "/meta.json";
+  if (!fs::exists(meta_path)) {
+    throw InputError(path_, 0, "", "no checkpoint here (meta.json is missing)");
+  }
+  nlohmann::json json = nlohmann::json::parse(ReadFile(meta_path), nullptr, false);
+  if (json.is_discarded() || !json.is_object())
+    throw InputError(meta_path, 0, "", "not valid JSON");
+  try {
+    meta_.step = json.at("step").get<int64_t>();
+    meta_.data_cursor = json.at("data_cursor").get<int64_t>();
+    meta_.batch_size = json.at("batch_size").get<int64_t>();
+    meta_.seed = json.at("seed").get<uint64_t>();
+    meta_.model = json.at("model");
+    meta_.optimizer = json.at("optimizer").get<std::string>();
+    meta_.blocks = json.at("blocks").get<int>();
+    meta_.loss = json.at("loss").get<double>();
+    meta_.technique = json.value("technique", "");
+    meta_.gpus = json.value("gpus", 0);
+  } catch (const nlohmann::json::exception& e) {
+    throw InputError(meta_path, 0, "", std::string("malformed checkpoint metadata: ") + e.what());
+  }
+}
+
+NamedTensors CheckpointReader::ReadBlock(int index) const {
+  return LoadTensors(BlockFile(path_, index));
+}
+
+void CheckpointReader::RestoreRng() const {
+  NamedTensors state = LoadTensors(path_ + "/state.pt");
+  at::Generator generator = at::detail::getDefaultCPUGenerator();
+  generator.set_state(Lookup(state, "cpu_rng", path_ + "/state.pt"));
+}
+
+const at::Tensor& Lookup(const NamedTensors& tensors, const std::string& name,
+                         const std::string& where) {
+  for (const auto& [key, tensor] : tensors) {
+    if (key == name) return tensor;
+  }
+  throw InputError(where, 0, "", "checkpoint lacks " + Quote(name));
+}
+
+void ExportModel(const std::string& checkpoint, const std::string& path) {
+  CheckpointReader reader(checkpoint);
+  NamedTensors model;
+  for (int i = 0; i < reader.Meta().blocks; ++i) {
+    for (auto& [name, tensor] : reader.ReadBlock(i)) {
+      if (name.rfind("param/", 0) == 0) {
+        model.emplace_back(std::to_string(i) + "." + name.substr(6), tensor);
+      }
+    }
+  }
+  SaveTensors(path, model);
+}
+
+}  // namespace saturn::engine

@@ -1,0 +1,87 @@
+// Checkpoints that any technique on any device count can resume.
+//
+// A checkpoint is a directory `checkpoint-<step>/` holding
+//   meta.json        step, data cursor, task fingerprint, last loss, writer
+//   state.pt         the CPU generator state
+//   block-00007.pt   one file per model block: its parameters ("param/<name>")
+//                    and optimizer state ("<slot>/<name>", e.g.
+//                    "exp_avg/attn.qkv.weight"), unsharded, on the CPU
+// Tensor files are torch pickles (torch.load reads them in Python). Whatever
+// a technique holds (shards, stages, host copies), it writes and reads whole
+// blocks, so the format does not depend on how the model was laid out.
+//
+// Writing is collective and atomic: ranks write their blocks into
+// `checkpoint-<step>.partial/`, then rank 0 adds meta.json and renames the
+// directory; a reader never sees half a checkpoint.
+//
+//   CheckpointWriter out(dir, step, comm);
+//   out.WriteBlock(i, tensors);                    // by the rank owning block i
+//   std::string path = out.Commit(meta);           // every rank
+//   CheckpointReader in(dir + "/checkpoint-400");  // InputError if missing or bad
+//   NamedTensors block = in.ReadBlock(i);
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "engine/comm.h"
+
+namespace saturn::engine {
+
+using NamedTensors = std::vector<std::pair<std::string, at::Tensor>>;
+
+struct CheckpointMeta {
+  int64_t step = 0;
+  int64_t data_cursor = 0;  // index of the next sample
+  int64_t batch_size = 0;
+  uint64_t seed = 0;
+  nlohmann::json model;
+  std::string optimizer;
+  int blocks = 0;
+  double loss = 0.0;
+  std::string technique;  // informational: who wrote it
+  int gpus = 0;
+};
+
+std::string CheckpointPath(const std::string& dir, int64_t step);
+
+class CheckpointWriter {
+ public:
+  // Collective.
+  CheckpointWriter(std::string dir, int64_t step, Communicator& comm);
+  void WriteBlock(int index, const NamedTensors& tensors);
+  // Collective; returns the published directory.
+  std::string Commit(const CheckpointMeta& meta);
+
+ private:
+  std::string final_, partial_;
+  Communicator& comm_;
+};
+
+class CheckpointReader {
+ public:
+  explicit CheckpointReader(std::string path);
+  const CheckpointMeta& Meta() const { return meta_; }
+  NamedTensors ReadBlock(int index) const;
+  // Restores the generator state saved with the checkpoint.
+  void RestoreRng() const;
+
+ private:
+  std::string path_;
+  CheckpointMeta meta_;
+};
+
+// Finds `name` in `tensors`; InputError naming the checkpoint if absent.
+const at::Tensor& Lookup(const NamedTensors& tensors, const std::string& name,
+                         const std::string& where);
+
+// Writes the parameters of every block of a checkpoint as one torch pickle
+// (a dict "<block>.<name>" -> tensor), for users.
+void ExportModel(const std::string& checkpoint, const std::string& path);
+
+}  // namespace saturn::engine

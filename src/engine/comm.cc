@@ -1,0 +1,245 @@
+#include "engine/comm.h"
+
+#include <torch/csrc/distributed/c10d/FileStore.hpp>
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#include <torch/csrc/distributed/c10d/Work.hpp>
+
+#include <chrono>
+#include <functional>
+#include <utility>
+
+#include "engine/errors.h"
+
+#ifdef USE_C10D_NCCL
+#include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
+#endif
+
+namespace saturn::engine {
+namespace {
+
+std::chrono::milliseconds Millis(double seconds) {
+  return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000.0));
+}
+
+}  // namespace
+
+Work::Work(c10::intrusive_ptr<c10d::Work> work, std::string what, double timeout_s,
+           std::vector<at::Tensor> keep_alive)
+    : work_(std::move(work)),
+      what_(std::move(what)),
+      timeout_s_(timeout_s),
+      keep_alive_(std::move(keep_alive)) {}
+Work::Work() = default;
+Work::Work(Work&&) noexcept = default;
+Work& Work::operator=(Work&&) noexcept = default;
+Work::~Work() = default;
+
+void Work::Then(std::function<void()> then) {
+  if (!then_) {
+    then_ = std::move(then);
+    return;
+  }
+  then_ = [first = std::move(then_), second = std::move(then)] {
+    first();
+    second();
+  };
+}
+
+void Work::Wait() {
+  if (work_) {
+    c10::intrusive_ptr<c10d::Work> work = std::move(work_);
+    try {
+      work->wait(Millis(timeout_s_));
+    } catch (const std::exception& e) {
+      throw PeerFailure(what_ + " failed (a peer rank died or did not answer within " +
+                        std::to_string(static_cast<int64_t>(timeout_s_)) + " s): " + ErrorText(e));
+    }
+    keep_alive_.clear();
+  }
+  if (then_) std::exchange(then_, nullptr)();
+}
+
+double Communicator::SumOf(double value) {
+  at::Tensor t = at::full({1}, value, ScalarOptions().dtype(at::kDouble));
+  AllReduceSum(t);
+  return t.item<double>();
+}
+
+double Communicator::MaxOf(double value) {
+  at::Tensor t = at::full({1}, value, ScalarOptions().dtype(at::kDouble));
+  AllReduceMax(t);
+  return t.item<double>();
+}
+
+std::vector<int64_t> Communicator::Gather(int64_t value) {
+  at::Tensor mine = at::full({1}, value, ScalarOptions().dtype(at::kLong));
+  at::Tensor all = at::empty({Size()}, ScalarOptions().dtype(at::kLong));
+  AllGather(mine, all).Wait();
+  all = all.cpu();
+  return std::vector<int64_t>(all.data_ptr<int64_t>(), all.data_ptr<int64_t>() + Size());
+}
+
+namespace {
+
+class SoloCommunicator final : public Communicator {
+ public:
+  int Rank() const override { return 0; }
+  int Size() const override { return 1; }
+  Work AllReduceSumAsync(at::Tensor&) override { return Work(); }
+  void AllReduceMax(at::Tensor&) override {}
+  Work AllGather(const at::Tensor& shard, const at::Tensor& full) override {
+    full.copy_(shard.reshape_as(full));
+    return Work();
+  }
+  Work ReduceScatter(at::Tensor& full, const at::Tensor& shard) override {
+    shard.copy_(full.reshape_as(shard));
+    return Work();
+  }
+  void Broadcast(at::Tensor&, int) override {}
+  Work Send(const at::Tensor&, int, int) override {
+    throw std::logic_error("send in a group of one");
+  }
+  void Recv(at::Tensor&, int, int) override { throw std::logic_error("recv in a group of one"); }
+  void Barrier() override {}
+};
+
+// Gloo or NCCL; both expose the same collective calls.
+template <typename Group>
+class C10dCommunicator final : public Communicator {
+ public:
+  C10dCommunicator(c10::intrusive_ptr<Group> group, int rank, int size, double timeout_s,
+                   at::Device device, bool native_reduce_scatter)
+      : group_(std::move(group)),
+        rank_(rank),
+        size_(size),
+        timeout_s_(timeout_s),
+        device_(device),
+        native_reduce_scatter_(native_reduce_scatter) {}
+
+  at::TensorOptions ScalarOptions() const override { return at::TensorOptions().device(device_); }
+
+  int Rank() const override { return rank_; }
+  int Size() const override { return size_; }
+
+  Work AllReduceSumAsync(at::Tensor& tensor) override {
+    std::vector<at::Tensor> tensors{tensor};
+    return Guard("allreduce", [&] { return group_->allreduce(tensors); }, {tensor});
+  }
+
+  void AllReduceMax(at::Tensor& tensor) override {
+    std::vector<at::Tensor> tensors{tensor};
+    c10d::AllreduceOptions options;
+    options.reduceOp = c10d::ReduceOp::MAX;
+    Guard("allreduce(max)", [&] { return group_->allreduce(tensors, options); }, {tensor}).Wait();
+  }
+
+  Work AllGather(const at::Tensor& shard, const at::Tensor& full) override {
+    // Writing through .data() keeps autograd's view of `full` (fsdp's
+    // parameters) from counting the gather as an in-place modification.
+    std::vector<at::Tensor> inputs{shard};
+    std::vector<std::vector<at::Tensor>> outputs{full.data().reshape({-1}).chunk(size_)};
+    return Guard("allgather", [&] { return group_->allgather(outputs, inputs); }, {shard, full});
+  }
+
+  Work ReduceScatter(at::Tensor& full, const at::Tensor& shard) override {
+    if (native_reduce_scatter_) {
+      std::vector<at::Tensor> outputs{shard};
+      std::vector<std::vector<at::Tensor>> inputs{full.reshape({-1}).chunk(size_)};
+      return Guard("reduce_scatter", [&] { return group_->reduce_scatter(outputs, inputs); },
+                   {full, shard});
+    }
+    // Gloo has no reduce_scatter: the sum of the whole buffer, then our slice
+    // once it has arrived.
+    std::vector<at::Tensor> tensors{full};
+    at::Tensor slice = full.reshape({-1}).chunk(size_)[rank_];
+    Work work = Guard("allreduce (for reduce_scatter)", [&] { return group_->allreduce(tensors); },
+                      {full, shard});
+    work.Then([slice, shard]() mutable { shard.copy_(slice); });
+    return work;
+  }
+
+  void Broadcast(at::Tensor& tensor, int root) override {
+    std::vector<at::Tensor> tensors{tensor};
+    c10d::BroadcastOptions options;
+    options.rootRank = root;
+    Guard("broadcast", [&] { return group_->broadcast(tensors, options); }, {tensor}).Wait();
+  }
+
+  Work Send(const at::Tensor& tensor, int to, int tag) override {
+    std::vector<at::Tensor> tensors{tensor};
+    return Guard("send to rank " + std::to_string(to),
+                 [&] { return group_->send(tensors, to, tag); }, {tensor});
+  }
+
+  void Recv(at::Tensor& tensor, int from, int tag) override {
+    std::vector<at::Tensor> tensors{tensor};
+    Guard("recv from rank " + std::to_string(from),
+          [&] { return group_->recv(tensors, from, tag); }, {tensor})
+        .Wait();
+  }
+
+  void Barrier() override {
+    Guard("barrier", [&] { return group_->barrier(); }, {}).Wait();
+  }
+
+ private:
+  Work Guard(const std::string& what, const std::function<c10::intrusive_ptr<c10d::Work>()>& start,
+             std::vector<at::Tensor> keep_alive) {
+    try {
+      return Work(start(), what, timeout_s_, std::move(keep_alive));
+    } catch (const std::exception& e) {
+      throw PeerFailure(what + " failed: " + ErrorText(e));
+    }
+  }
+
+  c10::intrusive_ptr<Group> group_;
+  int rank_, size_;
+  double timeout_s_;
+  at::Device device_;
+  bool native_reduce_scatter_;
+};
+
+}  // namespace
+
+std::unique_ptr<Communicator> Communicator::Solo() {
+  return std::make_unique<SoloCommunicator>();
+}
+
+std::unique_ptr<Communicator> Communicator::Create(const CommOptions& options,
+                                                   const Device& device) {
+  if (options.size == 1) return Solo();
+  try {
+    auto store =
+        c10::make_intrusive<c10d::FileStore>(options.rendezvous_dir + "/store", options.size);
+    store->setTimeout(Millis(options.timeout_s));
+    if (device.IsCuda()) {
+#ifdef USE_C10D_NCCL
+      auto nccl_options = c10d::ProcessGroupNCCL::Options::create();
+      nccl_options->timeout = Millis(options.timeout_s);
+      auto group = c10::make_intrusive<c10d::ProcessGroupNCCL>(store, options.rank, options.size,
+                                                               nccl_options);
+      return std::make_unique<C10dCommunicator<c10d::ProcessGroupNCCL>>(
+          group, options.rank, options.size, options.timeout_s, device.TorchDevice(),
+          /*native_reduce_scatter=*/true);
+#else
+      throw std::runtime_error("this LibTorch has no NCCL; cuda ranks cannot communicate");
+#endif
+    }
+    auto gloo_options = c10d::ProcessGroupGloo::Options::create(Millis(options.timeout_s));
+    gloo_options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
+    auto group = c10::make_intrusive<c10d::ProcessGroupGloo>(store, options.rank, options.size,
+                                                             gloo_options);
+    return std::make_unique<C10dCommunicator<c10d::ProcessGroupGloo>>(
+        group, options.rank, options.size, options.timeout_s, at::Device(at::kCPU),
+        /*native_reduce_scatter=*/false);
+  } catch (const PeerFailure&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw PeerFailure("rendezvous of " + std::to_string(options.size) + " ranks in " +
+                      options.rendezvous_dir + " failed (a rank did not arrive within " +
+                      std::to_string(static_cast<int64_t>(options.timeout_s)) +
+                      " s): " + ErrorText(e));
+  }
+}
+
+}  // namespace saturn::engine

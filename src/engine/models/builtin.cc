@@ -1,0 +1,20 @@
+// The one place where built-in model families are registered. To add one:
+// write models/<name>.cc defining Make<Name>Family(), declare it here and
+// register it below.
+#include "engine/model.h"
+
+namespace saturn::engine {
+
+std::unique_ptr<ModelFamily> MakeGptFamily();
+std::unique_ptr<ModelFamily> MakeVitFamily();
+std::unique_ptr<ModelFamily> MakeResnetFamily();
+std::unique_ptr<ModelFamily> MakeMlpFamily();
+
+void RegisterBuiltinModels(ModelRegistry& registry) {
+  registry.Register(MakeGptFamily());
+  registry.Register(MakeVitFamily());
+  registry.Register(MakeResnetFamily());
+  registry.Register(MakeMlpFamily());
+}
+
+}  // namespace saturn::engine

@@ -1,0 +1,101 @@
+// GPT-style decoder over bytes: embedding, `layers` causal transformer
+// layers, and a head predicting the next byte (vocabulary 256).
+#include <memory>
+
+#include "engine/models/layers.h"
+
+namespace saturn::engine {
+namespace {
+
+constexpr int64_t kVocab = 256;
+
+struct GptConfig {
+  int64_t layers, width, heads, seq_len;
+};
+
+class Embedding final : public Block {
+ public:
+  Embedding(ParamFactory& f, const GptConfig& c)
+      : tokens_(f.Normal({kVocab, c.width}, 0.02)),
+        positions_(f.Normal({c.seq_len, c.width}, 0.02)) {
+    Register("tokens", &tokens_);
+    Register("positions", &positions_);
+  }
+  at::Tensor Forward(const at::Tensor& x) override {
+    return at::embedding(tokens_, x) + positions_.narrow(0, 0, x.size(1));
+  }
+
+ private:
+  at::Tensor tokens_, positions_;
+};
+
+class Layer final : public Block {
+ public:
+  Layer(ParamFactory& f, const GptConfig& c)
+      : layer_(*this, f, c.width, c.heads, /*causal=*/true) {}
+  at::Tensor Forward(const at::Tensor& x) override { return layer_(x); }
+
+ private:
+  TransformerLayer layer_;
+};
+
+class Head final : public Block {
+ public:
+  Head(ParamFactory& f, const GptConfig& c)
+      : norm_(*this, f, "ln", c.width), out_(*this, f, "out", c.width, kVocab) {}
+  at::Tensor Forward(const at::Tensor& x) override { return out_(norm_(x)); }
+
+ private:
+  LayerNorm norm_;
+  Linear out_;
+};
+
+class Gpt final : public Model {
+ public:
+  Gpt(const GptConfig& config, uint64_t seed) : config_(config), seed_(seed) {}
+  int NumBlocks() const override { return static_cast<int>(config_.layers) + 2; }
+  std::unique_ptr<Block> BuildBlock(int index, bool materialize) const override {
+    ParamFactory factory(seed_, index, materialize);
+    if (index == 0) return std::make_unique<Embedding>(factory, config_);
+    if (index == NumBlocks() - 1) return std::make_unique<Head>(factory, config_);
+    return std::make_unique<Layer>(factory, config_);
+  }
+  InputShape Input() const override {
+    InputShape input;
+    input.kind = InputShape::Kind::kTokens;
+    input.seq_len = config_.seq_len;
+    input.classes = kVocab;
+    return input;
+  }
+  double ForwardFlopsPerSample() const override {
+    double layers = static_cast<double>(config_.layers);
+    return layers * TransformerLayer::Flops(config_.width, config_.seq_len) +
+           2.0 * static_cast<double>(config_.seq_len * config_.width * kVocab);
+  }
+
+ private:
+  GptConfig config_;
+  uint64_t seed_;
+};
+
+class GptFamily final : public ModelFamily {
+ public:
+  std::string_view Name() const override { return "gpt"; }
+  std::unique_ptr<Model> Build(const TaskSpec& task) const override {
+    JsonFields fields(task.model, task.source, "model");
+    GptConfig config{fields.Int("layers", 1), fields.Int("d_model", 1), fields.Int("heads", 1),
+                     fields.Int("seq_len", 1)};
+    if (config.width % config.heads != 0) {
+      fields.Fail("d_model", "must be a multiple of heads (" + std::to_string(config.heads) + ")");
+    }
+    return std::make_unique<Gpt>(config, task.seed);
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<ModelFamily> MakeGptFamily() {
+  return std::make_unique<GptFamily>();
+}
+
+}  // namespace saturn::engine

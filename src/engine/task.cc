@@ -1,0 +1,138 @@
+#include "engine/task.h"
+
+#include <cmath>
+
+#include "common/error.h"
+#include "common/fs.h"
+
+namespace saturn::engine {
+namespace {
+
+std::string Shown(const nlohmann::json& value) {
+  return Quote(value.dump());
+}
+
+}  // namespace
+
+JsonFields::JsonFields(const nlohmann::json& object, std::string source, std::string path)
+    : object_(object), source_(std::move(source)), path_(std::move(path)) {
+  if (!object_.is_object()) {
+    throw InputError(source_, 0, path_.empty() ? "task" : path_,
+                     "expected an object, got " + Shown(object_));
+  }
+}
+
+std::string JsonFields::Field(std::string_view key) const {
+  return path_.empty() ? std::string(key) : path_ + "." + std::string(key);
+}
+
+void JsonFields::Fail(std::string_view key, std::string_view message) const {
+  throw InputError(source_, 0, Field(key), message);
+}
+
+bool JsonFields::Has(std::string_view key) const {
+  auto it = object_.find(key);
+  return it != object_.end() && !it->is_null();
+}
+
+const nlohmann::json& JsonFields::Get(std::string_view key) const {
+  if (!Has(key)) Fail(key, "missing (required)");
+  return *object_.find(key);
+}
+
+int64_t JsonFields::Int(std::string_view key, int64_t min) const {
+  const nlohmann::json& value = Get(key);
+  bool integral =
+      value.is_number_integer() || (value.is_number_float() && std::isfinite(value.get<double>()) &&
+                                    std::floor(value.get<double>()) == value.get<double>() &&
+                                    std::fabs(value.get<double>()) < 9e15);
+  if (!integral)
+    Fail(key, "expected an integer >= " + std::to_string(min) + ", got " + Shown(value));
+  int64_t n =
+      value.is_number_integer() ? value.get<int64_t>() : static_cast<int64_t>(value.get<double>());
+  if (value.is_number_unsigned() && value.get<uint64_t>() > uint64_t{INT64_MAX}) {
+    Fail(key, "integer too large: " + Shown(value));
+  }
+  if (n < min) Fail(key, "expected an integer >= " + std::to_string(min) + ", got " + Shown(value));
+  return n;
+}
+
+int64_t JsonFields::IntOr(std::string_view key, int64_t fallback, int64_t min) const {
+  return Has(key) ? Int(key, min) : fallback;
+}
+
+double JsonFields::Number(std::string_view key, bool positive) const {
+  const nlohmann::json& value = Get(key);
+  const char* expected = positive ? "expected a number > 0, got " : "expected a number >= 0, got ";
+  if (!value.is_number()) Fail(key, expected + Shown(value));
+  double x = value.get<double>();
+  if (!std::isfinite(x) || x < 0 || (positive && x == 0)) Fail(key, expected + Shown(value));
+  return x;
+}
+
+double JsonFields::NumberOr(std::string_view key, double fallback, bool positive) const {
+  return Has(key) ? Number(key, positive) : fallback;
+}
+
+std::string JsonFields::String(std::string_view key) const {
+  const nlohmann::json& value = Get(key);
+  if (!value.is_string() || value.get<std::string>().empty()) {
+    Fail(key, "expected a non-empty string, got " + Shown(value));
+  }
+  return value.get<std::string>();
+}
+
+std::string JsonFields::StringOr(std::string_view key, std::string fallback) const {
+  return Has(key) ? String(key) : fallback;
+}
+
+const nlohmann::json& JsonFields::Object(std::string_view key) const {
+  const nlohmann::json& value = Get(key);
+  if (!value.is_object()) Fail(key, "expected an object, got " + Shown(value));
+  return value;
+}
+
+TaskSpec ParseTask(const nlohmann::json& json, const std::string& source) {
+  JsonFields task(json, source, "");
+  TaskSpec spec;
+  spec.source = source;
+  spec.name = task.StringOr("name", "task");
+  JsonFields model(task.Object("model"), source, "model");
+  spec.model = task.Object("model");
+  spec.model_type = model.String("type");
+  spec.batch_size = task.Int("batch_size", 1);
+  spec.steps = task.IntOr("steps", 0, 1);
+  spec.seed = static_cast<uint64_t>(task.IntOr("seed", 0, 0));
+
+  JsonFields data(task.Object("data"), source, "data");
+  spec.data.type = data.String("type");
+  if (spec.data.type == "text") {
+    spec.data.path = data.String("path");
+  } else if (spec.data.type == "synthetic") {
+    spec.data.seed = static_cast<uint64_t>(data.IntOr("seed", static_cast<int64_t>(spec.seed), 0));
+  } else {
+    data.Fail("type", "expected text or synthetic, got " + Quote(spec.data.type));
+  }
+
+  JsonFields optimizer(task.Object("optimizer"), source, "optimizer");
+  spec.optimizer.type = optimizer.String("type");
+  if (spec.optimizer.type != "sgd" && spec.optimizer.type != "adam" &&
+      spec.optimizer.type != "adamw") {
+    optimizer.Fail("type", "expected one of sgd, adam, adamw, got " + Quote(spec.optimizer.type));
+  }
+  spec.optimizer.lr = optimizer.Number("lr", true);
+  spec.optimizer.momentum = optimizer.NumberOr("momentum", spec.optimizer.momentum, false);
+  if (spec.optimizer.momentum >= 1.0) optimizer.Fail("momentum", "expected a number in [0, 1)");
+  spec.optimizer.weight_decay =
+      optimizer.NumberOr("weight_decay", spec.optimizer.weight_decay, false);
+  return spec;
+}
+
+TaskSpec LoadTask(const std::string& path) {
+  std::string text = ReadFile(path);
+  nlohmann::json json = nlohmann::json::parse(text, nullptr, false);
+  if (json.is_discarded()) throw InputError(path, 0, "", "not valid JSON");
+  return ParseTask(json, path);
+}
+
+}  // namespace saturn::engine

@@ -1,0 +1,78 @@
+// One training task as the worker receives it (Contract 5 field names), read
+// from JSON defensively: every problem is an InputError naming the file and
+// the field ("task.json: model.layers: expected an integer >= 1, got '0'").
+// Torch-free, so the orchestrators and fast tests can use it.
+//
+//   TaskSpec task = LoadTask("/runs/x/task.json");
+//   if (task.model_type == "gpt") ...;
+//   JsonFields model(task.model, task.source, "model");
+//   int64_t layers = model.Int("layers", 1);   // InputError if missing or < 1
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+
+namespace saturn::engine {
+
+struct OptimizerSpec {
+  std::string type;  // sgd | adam | adamw
+  double lr = 0.0;
+  double momentum = 0.0;       // sgd; PyTorch's default
+  double weight_decay = 0.01;  // adamw; PyTorch's default
+  double beta1 = 0.9;          // adam, adamw
+  double beta2 = 0.999;
+  double eps = 1e-8;
+};
+
+struct DataSpec {
+  std::string type;   // text | synthetic
+  std::string path;   // text: any file, read as bytes
+  uint64_t seed = 0;  // synthetic: defaults to the task's seed
+};
+
+struct TaskSpec {
+  std::string source;  // where the task came from, for error messages
+  std::string name;
+  std::string model_type;
+  nlohmann::json model;  // the whole model object; families read their own fields
+  DataSpec data;
+  OptimizerSpec optimizer;
+  int64_t batch_size = 0;
+  int64_t steps = 0;  // 0 when the task does not say
+  uint64_t seed = 0;
+};
+
+// Typed, checked access to the fields of one JSON object. `path` prefixes
+// field names in errors ("model" -> "model.layers").
+class JsonFields {
+ public:
+  JsonFields(const nlohmann::json& object, std::string source, std::string path);
+
+  bool Has(std::string_view key) const;
+  int64_t Int(std::string_view key, int64_t min) const;
+  int64_t IntOr(std::string_view key, int64_t fallback, int64_t min) const;
+  // A finite number; `positive` requires > 0, otherwise >= 0.
+  double Number(std::string_view key, bool positive) const;
+  double NumberOr(std::string_view key, double fallback, bool positive) const;
+  std::string String(std::string_view key) const;
+  std::string StringOr(std::string_view key, std::string fallback) const;
+  const nlohmann::json& Object(std::string_view key) const;
+  // An InputError for `key` of this object.
+  [[noreturn]] void Fail(std::string_view key, std::string_view message) const;
+
+ private:
+  const nlohmann::json& Get(std::string_view key) const;
+  std::string Field(std::string_view key) const;
+
+  const nlohmann::json& object_;
+  std::string source_;
+  std::string path_;
+};
+
+TaskSpec ParseTask(const nlohmann::json& json, const std::string& source);
+// Reads and parses a task file; InputError if unreadable or not valid JSON.
+TaskSpec LoadTask(const std::string& path);
+
+}  // namespace saturn::engine

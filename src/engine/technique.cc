@@ -1,0 +1,250 @@
+// The default search and execute of the template, and the registry.
+#include "engine/technique.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+
+#include "common/error.h"
+#include "engine/errors.h"
+
+namespace saturn::engine {
+namespace {
+
+double Now() {
+  using namespace std::chrono;
+  return duration<double>(steady_clock::now().time_since_epoch()).count();
+}
+
+double Median(std::vector<double> values) {
+  if (values.empty()) return 0.0;
+  std::sort(values.begin(), values.end());
+  size_t mid = values.size() / 2;
+  return values.size() % 2 == 1 ? values[mid] : 0.5 * (values[mid - 1] + values[mid]);
+}
+
+// "out of memory: rank 1 peaked at 3.10 GiB of 2.00 GiB"
+std::string OverCapacityReason(const std::vector<int64_t>& peaks, int64_t capacity) {
+  size_t worst = std::max_element(peaks.begin(), peaks.end()) - peaks.begin();
+  return "out of memory: rank " + std::to_string(worst) + " peaked at " +
+         FormatBytes(peaks[worst]) + " of " + FormatBytes(capacity);
+}
+
+// One small collective per step: did any rank ask to stop, is any rank over
+// its capacity? Every rank gets the same answer, so all leave together.
+struct StepVerdict {
+  bool stop = false;
+  bool over_capacity = false;
+};
+
+StepVerdict AgreeAfterStep(TrainContext& ctx, bool stop_requested) {
+  at::Tensor flags = at::tensor({stop_requested ? 1.0 : 0.0, ctx.device.OverCapacity() ? 1.0 : 0.0},
+                                ctx.comm.ScalarOptions().dtype(at::kDouble));
+  ctx.comm.AllReduceMax(flags);
+  flags = flags.cpu();
+  return {flags[0].item<double>() > 0, flags[1].item<double>() > 0};
+}
+
+double TimedStep(TrainContext& ctx, Trainer& trainer, int64_t step, double* loss) {
+  double start = Now();
+  *loss = trainer.Step(step);
+  ctx.device.Synchronize();
+  return Now() - start;
+}
+
+}  // namespace
+
+Batch TrainContext::StepSamples(int64_t step, int64_t offset, int64_t count) const {
+  Batch batch = data.Samples(step * task.batch_size + offset, count);
+  return {device.Place(batch.inputs), device.Place(batch.targets)};
+}
+
+std::string Technique::Unsupported(const TaskSpec& task, const Model&, int gpus) const {
+  if (ProcessLayout() == Layout::kOneProcess && gpus != 1) {
+    return std::string(Name()) + " runs on exactly 1 device, not " + std::to_string(gpus);
+  }
+  if (task.batch_size < gpus && ProcessLayout() == Layout::kRankPerDevice) {
+    return "batch_size " + std::to_string(task.batch_size) + " is smaller than the " +
+           std::to_string(gpus) + " devices";
+  }
+  return "";
+}
+
+std::vector<Knobs> Technique::SearchSpace(TrainContext&) const {
+  return {Knobs::object()};
+}
+
+std::optional<int64_t> Technique::StaticBytesPerDevice(const TrainContext&, const Knobs&) const {
+  return std::nullopt;
+}
+
+SearchResult Technique::Search(TrainContext& ctx, const SearchOptions& options) const {
+  SearchResult result;
+  result.reason = Unsupported(ctx.task, ctx.model, ctx.gpus);
+  if (!result.reason.empty()) return result;
+  int64_t capacity = ctx.device.CapacityBytes();
+  std::string closest_reason;
+  int64_t closest_peak = INT64_MAX;
+  for (const Knobs& knobs : SearchSpace(ctx)) {
+    std::optional<int64_t> needed = StaticBytesPerDevice(ctx, knobs);
+    if (capacity > 0 && needed && *needed > capacity) {
+      std::string reason = "out of memory: parameters, gradients and optimizer state need " +
+                           FormatBytes(*needed) + " per device of " + FormatBytes(capacity);
+      result.candidates.push_back({{"knobs", knobs}, {"reason", reason}});
+      if (*needed < closest_peak) closest_peak = *needed, closest_reason = reason;
+      continue;
+    }
+    ctx.device.ResetPeak();
+    std::unique_ptr<Trainer> trainer;
+    std::vector<double> samples;
+    bool over = false;
+    std::string hard_limit_error;
+    try {
+      trainer = MakeTrainer(ctx, knobs);
+      for (int i = 0; i < options.warmup + options.measure && !over; ++i) {
+        double loss = 0.0;
+        double seconds = TimedStep(ctx, *trainer, i, &loss);
+        over = AgreeAfterStep(ctx, false).over_capacity;
+        if (i >= options.warmup) samples.push_back(seconds);
+      }
+    } catch (const std::exception& e) {
+      // Past the hard limit. Alone, we can go on with the next setting; in a
+      // group the others are stuck in a collective, so the rank must fail.
+      if (!IsOutOfMemory(e) || ctx.comm.Size() > 1) throw;
+      trainer.reset();
+      over = true;
+      hard_limit_error = ErrorText(e);
+    }
+    std::vector<int64_t> peaks = ctx.comm.Gather(ctx.device.PeakBytes());
+    std::vector<int64_t> resident = ctx.comm.Gather(ctx.device.LiveBytes());
+    nlohmann::json stats = trainer->Stats();
+    trainer.reset();
+    if (over) {
+      std::string reason =
+          hard_limit_error.empty() ? OverCapacityReason(peaks, capacity) : hard_limit_error;
+      result.candidates.push_back({{"knobs", knobs}, {"reason", reason}});
+      int64_t peak = *std::max_element(peaks.begin(), peaks.end());
+      if (peak < closest_peak) closest_peak = peak, closest_reason = reason;
+      continue;
+    }
+    double step_s = Median(samples);
+    result.candidates.push_back({{"knobs", knobs}, {"step_s", step_s}, {"stats", stats}});
+    if (!result.feasible || step_s < result.step_s) {
+      result.feasible = true;
+      result.knobs = knobs;
+      result.step_s = step_s;
+      result.step_samples_s = samples;
+      result.peak_memory_bytes = peaks;
+      result.resident_bytes = resident;
+      result.stats = stats;
+    }
+  }
+  if (!result.feasible) result.reason = closest_reason;
+  return result;
+}
+
+ExecuteResult Technique::Execute(TrainContext& ctx, const Knobs& knobs,
+                                 const ExecuteOptions& options) const {
+  std::string unsupported = Unsupported(ctx.task, ctx.model, ctx.gpus);
+  if (!unsupported.empty()) throw InputError("", 0, "--technique", unsupported);
+  std::unique_ptr<Trainer> trainer = MakeTrainer(ctx, knobs);
+  ExecuteResult result;
+  result.completed_steps = options.from_step;
+  if (options.from_step > 0) {
+    CheckpointReader in(CheckpointPath(options.checkpoint_dir, options.from_step));
+    const CheckpointMeta& meta = in.Meta();
+    auto mismatch = [&](const std::string& what) {
+      throw InputError(CheckpointPath(options.checkpoint_dir, options.from_step), 0, what,
+                       "the checkpoint was written for a different task");
+    };
+    if (meta.model != ctx.task.model) mismatch("model");
+    if (meta.optimizer != ctx.task.optimizer.type) mismatch("optimizer");
+    if (meta.batch_size != ctx.task.batch_size) mismatch("batch_size");
+    if (meta.step != options.from_step || meta.blocks != ctx.model.NumBlocks()) mismatch("step");
+    trainer->Load(in);
+    in.RestoreRng();
+    result.final_loss = meta.loss;
+  }
+  auto save = [&](int64_t step) {
+    CheckpointWriter out(options.checkpoint_dir, step, ctx.comm);
+    trainer->Save(out);
+    CheckpointMeta meta;
+    meta.step = step;
+    meta.data_cursor = step * ctx.task.batch_size;
+    meta.batch_size = ctx.task.batch_size;
+    meta.seed = ctx.task.seed;
+    meta.model = ctx.task.model;
+    meta.optimizer = ctx.task.optimizer.type;
+    meta.blocks = ctx.model.NumBlocks();
+    meta.loss = result.final_loss;
+    meta.technique = std::string(Name());
+    meta.gpus = ctx.gpus;
+    return out.Commit(meta);
+  };
+  ctx.device.ResetPeak();
+  for (int64_t step = options.from_step; step < options.to_step; ++step) {
+    double loss = 0.0;
+    double seconds = TimedStep(ctx, *trainer, step, &loss);
+    bool stop_requested = options.stop != nullptr && options.stop->load();
+    StepVerdict verdict = AgreeAfterStep(ctx, stop_requested);
+    if (verdict.over_capacity) {
+      std::vector<int64_t> peaks = ctx.comm.Gather(ctx.device.PeakBytes());
+      throw OutOfMemoryError(OverCapacityReason(peaks, ctx.device.CapacityBytes()) + " at step " +
+                             std::to_string(step));
+    }
+    result.completed_steps = step + 1;
+    result.final_loss = loss;
+    if (options.on_step) options.on_step(step, loss, seconds);
+    if (verdict.stop) {
+      result.preempted = true;
+      break;
+    }
+    if (options.checkpoint_every > 0 && result.completed_steps % options.checkpoint_every == 0 &&
+        result.completed_steps < options.to_step) {
+      save(result.completed_steps);
+    }
+  }
+  result.resident_bytes = ctx.comm.Gather(ctx.device.LiveBytes());
+  result.checkpoint = save(result.completed_steps);
+  result.peak_memory_bytes = ctx.comm.Gather(ctx.device.PeakBytes());
+  result.stats = trainer->Stats();
+  return result;
+}
+
+void TechniqueRegistry::Register(std::unique_ptr<Technique> technique) {
+  techniques_.push_back(std::move(technique));
+}
+
+const Technique* TechniqueRegistry::Find(std::string_view name) const {
+  for (const auto& technique : techniques_) {
+    if (technique->Name() == name) return technique.get();
+  }
+  return nullptr;
+}
+
+const Technique& TechniqueRegistry::Get(std::string_view name) const {
+  if (const Technique* technique = Find(name)) return *technique;
+  std::string known;
+  for (const std::string& n : Names())
+    known += (known.empty() ? "" : ", ") + n;
+  throw InputError("", 0, "--technique",
+                   "unknown technique " + Quote(name) + " (known: " + known + ")");
+}
+
+std::vector<std::string> TechniqueRegistry::Names() const {
+  std::vector<std::string> names;
+  for (const auto& technique : techniques_)
+    names.emplace_back(technique->Name());
+  return names;
+}
+
+const TechniqueRegistry& BuiltinTechniques() {
+  static const TechniqueRegistry* registry = [] {
+    auto* r = new TechniqueRegistry;
+    RegisterBuiltinTechniques(*r);
+    return r;
+  }();
+  return *registry;
+}
+
+}  // namespace saturn::engine

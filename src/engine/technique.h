@@ -1,0 +1,187 @@
+// Parallelism techniques: the "search + execute" template.
+//
+// A technique is one way to train a task on a number of devices (one
+// device, data parallelism, sharding, pipelining, spilling). Saturn treats
+// techniques as black boxes with two entry points:
+//   Search   measures the technique on the task and devices: the best knob
+//            settings (micro-batches, checkpointing, ...), the step time and
+//            the peak memory of every device, or "infeasible: why";
+//   Execute  trains a range of steps with chosen knobs, resuming from and
+//            writing technique-independent checkpoints.
+// Both have default implementations here, written in terms of what a
+// technique must provide: the knob settings worth trying (SearchSpace) and a
+// Trainer that runs one step. A technique overrides Search or Execute only
+// when it needs something else (an analytic model instead of measuring, say).
+//
+// Processes. A kRankPerDevice technique runs one process per device (a
+// "rank"); the worker starts them and joins them into `ctx.comm`. A
+// kOneProcess technique runs on one device in one process (ctx.comm has size
+// 1). Every rank runs the same calls in the same order: Search, Execute,
+// SearchSpace, MakeTrainer and the Trainer's methods are collective.
+//
+// Rules every technique follows, so that Saturn can swap techniques
+// mid-training:
+//   - Step s trains on the samples [s*B, (s+1)*B) of ctx.data (B the task's
+//     batch size) and returns the mean loss over them (on every rank). The
+//     gradient is the gradient of that mean, however the batch is split.
+//   - Parameters start from ctx.model.BuildBlock (same values everywhere)
+//     and are updated by ctx.optimizer with step number s + 1.
+//   - Save/Load use the checkpoint's per-block format (checkpoint.h).
+//   - Memory a technique keeps "off the device" is allocated inside a
+//     HostMemoryScope (device.h), so that peak device memory means the same
+//     on CPU devices as on GPUs.
+//
+// Adding a technique: write techniques/<name>.cc with a Technique subclass
+// and a Make<Name>Technique() function, and register it in
+// RegisterBuiltinTechniques (techniques/builtin.cc).
+//
+//   class Single final : public Technique {
+//    public:
+//     std::string_view Name() const override { return "single"; }
+//     std::string_view Description() const override { return "one device"; }
+//     Layout ProcessLayout() const override { return Layout::kOneProcess; }
+//     std::unique_ptr<Trainer> MakeTrainer(TrainContext& ctx, const Knobs&) const override {
+//       return std::make_unique<SingleTrainer>(ctx);
+//     }
+//   };
+//
+//   const Technique& t = BuiltinTechniques().Get("fsdp");
+//   SearchResult found = t.Search(ctx, SearchOptions{.warmup = 1, .measure = 3});
+//   if (found.feasible) t.Execute(ctx, found.knobs, ExecuteOptions{.to_step = 100, ...});
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "engine/checkpoint.h"
+#include "engine/comm.h"
+#include "engine/data.h"
+#include "engine/device.h"
+#include "engine/model.h"
+#include "engine/optimizer.h"
+#include "engine/task.h"
+
+namespace saturn::engine {
+
+// A technique's tunable settings, as a JSON object ({"micro_batches": 4}).
+using Knobs = nlohmann::json;
+
+// Everything a technique trains with, on one rank.
+struct TrainContext {
+  const TaskSpec& task;
+  const Model& model;
+  const Dataset& data;
+  const Optimizer& optimizer;
+  const Device& device;
+  Communicator& comm;
+  int gpus = 1;  // devices the technique runs on
+
+  int64_t BatchSize() const { return task.batch_size; }
+  // Loss terms in one global batch: the mean loss is the summed loss over this.
+  int64_t LossItems() const { return task.batch_size * model.LossItemsPerSample(); }
+  // `count` samples of step `step`, starting at sample `offset` of its batch,
+  // placed on the device.
+  Batch StepSamples(int64_t step, int64_t offset, int64_t count) const;
+};
+
+class Trainer {
+ public:
+  virtual ~Trainer() = default;
+  // Trains step `step` (see the rules above); returns its mean loss.
+  virtual double Step(int64_t step) = 0;
+  // Write / read this rank's blocks of a checkpoint.
+  virtual void Save(CheckpointWriter& out) = 0;
+  virtual void Load(const CheckpointReader& in) = 0;
+  // Technique-specific measurements (e.g. pipeline bubble), for reports.
+  virtual nlohmann::json Stats() const { return nlohmann::json::object(); }
+};
+
+struct SearchOptions {
+  int warmup = 2;   // steps run before measuring
+  int measure = 5;  // steps measured
+};
+
+struct SearchResult {
+  bool feasible = false;
+  std::string reason;  // why not, when infeasible
+  Knobs knobs = Knobs::object();
+  double step_s = 0.0;  // median of the measured steps
+  std::vector<double> step_samples_s;
+  std::vector<int64_t> peak_memory_bytes;  // per device (rank order)
+  std::vector<int64_t> resident_bytes;     // per device, between steps
+  nlohmann::json stats = nlohmann::json::object();
+  // Every setting tried: {"knobs", "step_s", "stats"} or {"knobs", "reason"}.
+  nlohmann::json candidates = nlohmann::json::array();
+};
+
+struct ExecuteOptions {
+  int64_t from_step = 0;  // > 0: resume from the checkpoint of that step
+  int64_t to_step = 0;
+  std::string checkpoint_dir;
+  int64_t checkpoint_every = 0;  // 0: only at the end
+  // Set (e.g. by SIGTERM) to stop after the current step with a checkpoint.
+  const std::atomic<bool>* stop = nullptr;
+  // Called on every rank after each step.
+  std::function<void(int64_t step, double loss, double step_s)> on_step;
+};
+
+struct ExecuteResult {
+  int64_t completed_steps = 0;
+  double final_loss = 0.0;
+  bool preempted = false;
+  std::string checkpoint;
+  std::vector<int64_t> peak_memory_bytes;
+  std::vector<int64_t> resident_bytes;
+  nlohmann::json stats = nlohmann::json::object();
+};
+
+class Technique {
+ public:
+  enum class Layout { kOneProcess, kRankPerDevice };
+
+  virtual ~Technique() = default;
+  virtual std::string_view Name() const = 0;
+  virtual std::string_view Description() const = 0;
+  virtual Layout ProcessLayout() const = 0;
+
+  // Why the technique cannot train `task` on `gpus` devices at all ("needs at
+  // least 2 devices"), or "" when it can. Called before any process starts.
+  virtual std::string Unsupported(const TaskSpec& task, const Model& model, int gpus) const;
+  // The knob settings Search measures; the fastest that fits wins.
+  virtual std::vector<Knobs> SearchSpace(TrainContext& ctx) const;
+  // Bytes each device needs whatever happens (parameters, gradients,
+  // optimizer state), when cheap to know: Search skips settings that cannot
+  // fit without building anything.
+  virtual std::optional<int64_t> StaticBytesPerDevice(const TrainContext& ctx,
+                                                      const Knobs& knobs) const;
+  virtual std::unique_ptr<Trainer> MakeTrainer(TrainContext& ctx, const Knobs& knobs) const = 0;
+
+  virtual SearchResult Search(TrainContext& ctx, const SearchOptions& options) const;
+  // Throws OutOfMemoryError when a device goes over its capacity.
+  virtual ExecuteResult Execute(TrainContext& ctx, const Knobs& knobs,
+                                const ExecuteOptions& options) const;
+};
+
+class TechniqueRegistry {
+ public:
+  void Register(std::unique_ptr<Technique> technique);
+  const Technique* Find(std::string_view name) const;
+  // Like Find; an unknown name is an InputError listing the known ones.
+  const Technique& Get(std::string_view name) const;
+  std::vector<std::string> Names() const;
+
+ private:
+  std::vector<std::unique_ptr<Technique>> techniques_;
+};
+
+void RegisterBuiltinTechniques(TechniqueRegistry& registry);
+const TechniqueRegistry& BuiltinTechniques();
+
+}  // namespace saturn::engine

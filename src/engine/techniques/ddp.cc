@@ -1,0 +1,139 @@
+// ddp: data parallelism. Every rank holds the whole model and trains on its
+// slice of the batch; gradients are summed across ranks by all-reduce in
+// buckets. A bucket is launched as soon as autograd has accumulated all of
+// its gradients (a post-hook on each parameter's gradient accumulator), in
+// bucket order on every rank, so communication overlaps the rest of the
+// backward pass. Knob: bucket_mb (default 25, PyTorch's).
+#include <torch/csrc/autograd/function.h>
+#include <torch/csrc/autograd/utils/lambda_post_hook.h>
+#include <torch/csrc/autograd/variable.h>
+
+#include "engine/blocks.h"
+
+namespace saturn::engine {
+namespace {
+
+constexpr double kDefaultBucketMb = 25.0;
+
+class DdpTrainer final : public Trainer {
+ public:
+  DdpTrainer(TrainContext& ctx, double bucket_mb)
+      : ctx_(ctx), blocks_(ctx, 0, ctx.model.NumBlocks(), Placement::kDevice) {
+    BuildBuckets(static_cast<int64_t>(bucket_mb * 1024 * 1024));
+  }
+
+  double Step(int64_t step) override {
+    auto [begin, end] = SliceOf(ctx_.BatchSize(), ctx_.comm.Rank(), ctx_.comm.Size());
+    Batch batch = ctx_.StepSamples(step, begin, end - begin);
+    for (Bucket& bucket : buckets_)
+      bucket.pending = static_cast<int>(bucket.params.size());
+    next_launch_ = 0;
+    at::Tensor loss = ctx_.model.LossSum(blocks_.Forward(batch.inputs), batch.targets) /
+                      static_cast<double>(ctx_.LossItems());
+    loss.backward();
+    LaunchReady(/*all=*/true);
+    for (Work& work : in_flight_)
+      work.Wait();
+    in_flight_.clear();
+    blocks_.Update(step + 1);
+    return ctx_.comm.SumOf(loss.item<double>());
+  }
+
+  void Save(CheckpointWriter& out) override {
+    if (ctx_.comm.Rank() == 0) blocks_.Save(out);
+  }
+  void Load(const CheckpointReader& in) override { blocks_.Load(in); }
+
+ private:
+  struct Bucket {
+    at::Tensor flat;
+    std::vector<at::Tensor*> params;
+    int pending = 0;
+  };
+
+  // Buckets fill in reverse parameter order, roughly the order in which
+  // backward produces gradients. Each parameter's gradient is a view of its
+  // bucket, so autograd accumulates straight into the buffer we reduce.
+  void BuildBuckets(int64_t bucket_bytes) {
+    std::vector<at::Tensor*> order;
+    for (int b = ctx_.model.NumBlocks() - 1; b >= 0; --b) {
+      const std::vector<ParamSlot>& params = blocks_.At(b).Params();
+      for (auto it = params.rbegin(); it != params.rend(); ++it)
+        order.push_back(it->tensor);
+    }
+    std::vector<std::vector<at::Tensor*>> groups(1);
+    int64_t bytes = 0;
+    for (at::Tensor* param : order) {
+      int64_t size = param->numel() * param->element_size();
+      if (!groups.back().empty() && bytes + size > bucket_bytes) {
+        groups.emplace_back();
+        bytes = 0;
+      }
+      groups.back().push_back(param);
+      bytes += size;
+    }
+    buckets_.resize(groups.size());
+    for (size_t b = 0; b < groups.size(); ++b) {
+      Bucket& bucket = buckets_[b];
+      bucket.params = groups[b];
+      int64_t numel = 0;
+      for (at::Tensor* param : bucket.params)
+        numel += param->numel();
+      bucket.flat = at::zeros({numel}, ctx_.device.Options());
+      int64_t offset = 0;
+      for (at::Tensor* param : bucket.params) {
+        param->mutable_grad() = bucket.flat.narrow(0, offset, param->numel()).view(param->sizes());
+        offset += param->numel();
+        std::shared_ptr<torch::autograd::Node> accumulator =
+            torch::autograd::impl::grad_accumulator(*param);
+        accumulator->add_post_hook(std::make_unique<torch::autograd::utils::LambdaPostHook>(
+            [this, b](const torch::autograd::variable_list& outputs,
+                      const torch::autograd::variable_list&) {
+              if (--buckets_[b].pending == 0) LaunchReady(/*all=*/false);
+              return outputs;
+            }));
+        accumulators_.push_back(std::move(accumulator));
+      }
+    }
+  }
+
+  // Launches ready buckets strictly in order: collectives must be issued in
+  // the same order on every rank.
+  void LaunchReady(bool all) {
+    while (next_launch_ < buckets_.size() && (all || buckets_[next_launch_].pending == 0)) {
+      in_flight_.push_back(ctx_.comm.AllReduceSumAsync(buckets_[next_launch_].flat));
+      ++next_launch_;
+    }
+  }
+
+  TrainContext& ctx_;
+  BlockSet blocks_;
+  std::vector<Bucket> buckets_;
+  std::vector<std::shared_ptr<torch::autograd::Node>> accumulators_;
+  std::vector<Work> in_flight_;
+  size_t next_launch_ = 0;
+};
+
+class Ddp final : public Technique {
+ public:
+  std::string_view Name() const override { return "ddp"; }
+  std::string_view Description() const override {
+    return "data parallel: a replica per device, bucketed gradient all-reduce overlapping backward";
+  }
+  Layout ProcessLayout() const override { return Layout::kRankPerDevice; }
+  std::optional<int64_t> StaticBytesPerDevice(const TrainContext& ctx,
+                                              const Knobs&) const override {
+    return ModelStateBytes(ctx);
+  }
+  std::unique_ptr<Trainer> MakeTrainer(TrainContext& ctx, const Knobs& knobs) const override {
+    return std::make_unique<DdpTrainer>(ctx, KnobNumber(knobs, "bucket_mb", kDefaultBucketMb));
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Technique> MakeDdpTechnique() {
+  return std::make_unique<Ddp>();
+}
+
+}  // namespace saturn::engine

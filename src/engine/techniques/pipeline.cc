@@ -1,0 +1,277 @@
+// pipeline: GPipe. The blocks are cut into one contiguous stage per device,
+// balanced by measured per-block time; the batch is split into micro-batches
+// that flow forward through the stages, then backward in reverse, and the
+// step ends with a flush (every stage applies its optimizer). Activations go
+// forward and their gradients backward by point-to-point send/recv.
+//
+// Knobs: micro_batches (tuned by search), partition (the stage boundaries
+// [0, b1, ..., blocks], measured once per search).
+#include <torch/csrc/autograd/autograd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <limits>
+
+#include "common/error.h"
+#include "engine/blocks.h"
+
+namespace saturn::engine {
+namespace {
+
+constexpr int64_t kMaxDims = 8;
+
+double Now() {
+  using namespace std::chrono;
+  return duration<double>(steady_clock::now().time_since_epoch()).count();
+}
+
+// Contiguous split of per-block times into `parts` non-empty stages that
+// minimises the slowest stage (dynamic programming over prefix sums).
+std::vector<int64_t> BalancedPartition(const std::vector<double>& times, int parts) {
+  int n = static_cast<int>(times.size());
+  std::vector<double> prefix(n + 1, 0.0);
+  for (int i = 0; i < n; ++i)
+    prefix[i + 1] = prefix[i] + times[i];
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  // best[p][i]: slowest stage when the first i blocks form p stages.
+  std::vector<std::vector<double>> best(parts + 1, std::vector<double>(n + 1, kInf));
+  std::vector<std::vector<int>> cut(parts + 1, std::vector<int>(n + 1, 0));
+  best[0][0] = 0.0;
+  for (int p = 1; p <= parts; ++p) {
+    for (int i = p; i <= n; ++i) {
+      for (int j = p - 1; j < i; ++j) {
+        double slowest = std::max(best[p - 1][j], prefix[i] - prefix[j]);
+        if (slowest < best[p][i]) best[p][i] = slowest, cut[p][i] = j;
+      }
+    }
+  }
+  std::vector<int64_t> bounds(parts + 1);
+  bounds[parts] = n;
+  for (int p = parts, i = n; p > 0; --p)
+    i = cut[p][i], bounds[p - 1] = i;
+  return bounds;
+}
+
+// Forward plus backward time of each block on one micro-batch, each block
+// built alone (memory: one block). Every rank measures and the times are
+// averaged, so all ranks agree on the partition.
+std::vector<double> MeasureBlockTimes(TrainContext& ctx, int64_t micro_batch) {
+  Batch batch = ctx.StepSamples(0, 0, micro_batch);
+  at::Tensor x = batch.inputs;
+  int n = ctx.model.NumBlocks();
+  at::Tensor times = at::zeros({n}, at::kDouble);
+  for (int i = 0; i < n; ++i) {
+    std::unique_ptr<Block> block = ctx.model.BuildBlock(i, true);
+    BlockToDevice(*block, ctx.device);
+    at::Tensor input = i == 0 ? x : x.detach().requires_grad_(true);
+    at::Tensor output;
+    double best = std::numeric_limits<double>::infinity();
+    // The first runs of the first layer still pay one-time costs (fresh
+    // memory, kernel selection): keep the fastest of three.
+    for (int repeat = 0; repeat < 3; ++repeat) {
+      double start = Now();
+      output = block->Forward(input);
+      output.backward(at::ones_like(output));
+      ctx.device.Synchronize();
+      best = std::min(best, Now() - start);
+    }
+    times[i] = best;
+    x = output.detach();
+  }
+  times = times.to(ctx.comm.ScalarOptions().device());
+  ctx.comm.AllReduceSum(times);
+  times = times.cpu() / ctx.comm.Size();
+  return std::vector<double>(times.data_ptr<double>(), times.data_ptr<double>() + n);
+}
+
+std::vector<int64_t> PartitionKnob(const Knobs& knobs, int blocks, int stages) {
+  std::vector<int64_t> bounds;
+  if (knobs.contains("partition")) {
+    const Knobs& value = knobs["partition"];
+    bool ok = value.is_array() && static_cast<int>(value.size()) == stages + 1;
+    for (size_t i = 0; ok && i < value.size(); ++i) {
+      ok = value[i].is_number_integer();
+      if (ok) bounds.push_back(value[i].get<int64_t>());
+      ok = ok && (i == 0 ? bounds[i] == 0 : bounds[i] > bounds[i - 1]);
+    }
+    if (!ok || bounds.back() != blocks) {
+      throw InputError("", 0, "--knobs",
+                       "partition: expected " + std::to_string(stages + 1) +
+                           " increasing block indices from 0 to " + std::to_string(blocks));
+    }
+  }
+  return bounds;
+}
+
+class PipelineTrainer final : public Trainer {
+ public:
+  PipelineTrainer(TrainContext& ctx, int64_t micro_batches, const std::vector<int64_t>& bounds)
+      : ctx_(ctx),
+        stage_(ctx.comm.Rank()),
+        stages_(ctx.comm.Size()),
+        micro_batches_(micro_batches),
+        blocks_(ctx, static_cast<int>(bounds[stage_]), static_cast<int>(bounds[stage_ + 1]),
+                Placement::kDevice) {}
+
+  double Step(int64_t step) override {
+    bool first = stage_ == 0, last = stage_ == stages_ - 1;
+    double start = Now(), idle = 0.0, loss_sum = 0.0;
+    std::vector<at::Tensor> inputs(micro_batches_), outputs(micro_batches_);
+    std::vector<Work> sends;
+    for (int64_t j = 0; j < micro_batches_; ++j) {
+      auto [begin, end] =
+          SliceOf(ctx_.BatchSize(), static_cast<int>(j), static_cast<int>(micro_batches_));
+      Batch batch;
+      if (first || last) batch = ctx_.StepSamples(step, begin, end - begin);
+      if (first) {
+        inputs[j] = batch.inputs;
+      } else {
+        double wait = Now();
+        inputs[j] = ReceiveActivation(Tag(j, 0)).requires_grad_(true);
+        idle += Now() - wait;
+      }
+      at::Tensor y = blocks_.Forward(inputs[j]);
+      if (last) {
+        outputs[j] = ctx_.model.LossSum(y, batch.targets) / static_cast<double>(ctx_.LossItems());
+        loss_sum += outputs[j].item<double>();
+      } else {
+        outputs[j] = y;
+        SendActivation(y.detach(), Tag(j, 0), sends);
+      }
+    }
+    for (int64_t j = micro_batches_ - 1; j >= 0; --j) {
+      if (last) {
+        outputs[j].backward();
+      } else {
+        at::Tensor grad = at::empty_like(outputs[j]);
+        double wait = Now();
+        ctx_.comm.Recv(grad, stage_ + 1, Tag(j, 2));
+        idle += Now() - wait;
+        torch::autograd::backward({outputs[j]}, {grad});
+      }
+      if (!first) sends.push_back(ctx_.comm.Send(inputs[j].grad(), stage_ - 1, Tag(j, 2)));
+      inputs[j].reset();
+      outputs[j].reset();
+    }
+    for (Work& send : sends)
+      send.Wait();
+    idle_s_ += idle;
+    busy_s_ += Now() - start;
+    blocks_.Update(step + 1);
+    return ctx_.comm.SumOf(last ? loss_sum : 0.0);
+  }
+
+  void Save(CheckpointWriter& out) override { blocks_.Save(out); }
+  void Load(const CheckpointReader& in) override { blocks_.Load(in); }
+
+  nlohmann::json Stats() const override {
+    double bubble = ctx_.comm.SumOf(busy_s_ > 0 ? idle_s_ / busy_s_ : 0.0) / stages_;
+    double m = static_cast<double>(micro_batches_), p = static_cast<double>(stages_);
+    return {{"bubble", bubble},
+            {"gpipe_bubble", (p - 1) / (m + p - 1)},
+            {"stages", stages_},
+            {"micro_batches", micro_batches_}};
+  }
+
+ private:
+  static int Tag(int64_t micro_batch, int kind) { return static_cast<int>(micro_batch * 4 + kind); }
+
+  // Shapes travel ahead of the data: micro-batches may differ in size.
+  void SendActivation(const at::Tensor& y, int tag, std::vector<Work>& sends) {
+    at::Tensor header = at::zeros({kMaxDims + 1}, at::kLong);
+    header[0] = y.dim();
+    for (int64_t d = 0; d < y.dim(); ++d)
+      header[d + 1] = y.size(d);
+    sends.push_back(ctx_.comm.Send(ctx_.device.Place(header), stage_ + 1, tag));
+    sends.push_back(ctx_.comm.Send(y.contiguous(), stage_ + 1, tag + 1));
+  }
+
+  at::Tensor ReceiveActivation(int tag) {
+    at::Tensor header = ctx_.device.Place(at::zeros({kMaxDims + 1}, at::kLong));
+    ctx_.comm.Recv(header, stage_ - 1, tag);
+    header = header.cpu();
+    std::vector<int64_t> shape;
+    for (int64_t d = 0; d < header[0].item<int64_t>(); ++d)
+      shape.push_back(header[d + 1].item<int64_t>());
+    at::Tensor x = at::empty(shape, ctx_.device.Options());
+    ctx_.comm.Recv(x, stage_ - 1, tag + 1);
+    return x;
+  }
+
+  TrainContext& ctx_;
+  int stage_, stages_;
+  int64_t micro_batches_;
+  BlockSet blocks_;
+  double idle_s_ = 0.0, busy_s_ = 0.0;
+};
+
+class Pipeline final : public Technique {
+ public:
+  std::string_view Name() const override { return "pipeline"; }
+  std::string_view Description() const override {
+    return "GPipe: time-balanced stages, micro-batches, synchronous flush";
+  }
+  Layout ProcessLayout() const override { return Layout::kRankPerDevice; }
+
+  std::string Unsupported(const TaskSpec& task, const Model& model, int gpus) const override {
+    if (model.NumBlocks() < gpus) {
+      return "pipeline needs at least one block per device (" + std::to_string(model.NumBlocks()) +
+             " blocks, " + std::to_string(gpus) + " devices)";
+    }
+    return Technique::Unsupported(task, model, gpus);
+  }
+
+  std::vector<Knobs> SearchSpace(TrainContext& ctx) const override {
+    std::vector<int64_t> bounds = MeasuredPartition(ctx, MicroBatchSize(ctx, 1));
+    std::vector<Knobs> space;
+    for (int64_t m = 1; m <= ctx.BatchSize() && m <= 32; m *= 2) {
+      space.push_back({{"micro_batches", m}, {"partition", bounds}});
+    }
+    return space;
+  }
+
+  std::optional<int64_t> StaticBytesPerDevice(const TrainContext& ctx,
+                                              const Knobs& knobs) const override {
+    std::vector<int64_t> bounds = PartitionKnob(knobs, ctx.model.NumBlocks(), ctx.gpus);
+    if (bounds.empty()) return std::nullopt;
+    std::vector<int64_t> counts = ctx.model.BlockParamCounts();
+    int64_t largest = 0;
+    for (size_t s = 0; s + 1 < bounds.size(); ++s) {
+      int64_t params = 0;
+      for (int64_t i = bounds[s]; i < bounds[s + 1]; ++i)
+        params += counts[i];
+      largest = std::max(largest, params);
+    }
+    return largest * static_cast<int64_t>(sizeof(float)) *
+           (2 + static_cast<int64_t>(ctx.optimizer.Slots().size()));
+  }
+
+  std::unique_ptr<Trainer> MakeTrainer(TrainContext& ctx, const Knobs& knobs) const override {
+    int64_t micro_batches =
+        KnobInt(knobs, "micro_batches", std::min<int64_t>(4, ctx.BatchSize()), 1);
+    if (micro_batches > ctx.BatchSize()) {
+      throw InputError(
+          "", 0, "--knobs",
+          "micro_batches: at most batch_size (" + std::to_string(ctx.BatchSize()) + ")");
+    }
+    std::vector<int64_t> bounds = PartitionKnob(knobs, ctx.model.NumBlocks(), ctx.comm.Size());
+    if (bounds.empty()) bounds = MeasuredPartition(ctx, MicroBatchSize(ctx, micro_batches));
+    return std::make_unique<PipelineTrainer>(ctx, micro_batches, bounds);
+  }
+
+ private:
+  static int64_t MicroBatchSize(const TrainContext& ctx, int64_t micro_batches) {
+    return std::max<int64_t>(1, ctx.BatchSize() / micro_batches);
+  }
+  static std::vector<int64_t> MeasuredPartition(TrainContext& ctx, int64_t micro_batch) {
+    return BalancedPartition(MeasureBlockTimes(ctx, micro_batch), ctx.comm.Size());
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Technique> MakePipelineTechnique() {
+  return std::make_unique<Pipeline>();
+}
+
+}  // namespace saturn::engine

@@ -1,0 +1,179 @@
+// spill: Hydra-style model spilling on one device. Parameters and optimizer
+// state live in host memory; the model runs as a sequence of shards of
+// consecutive blocks, each paged onto the device only while it computes,
+// with the next shard's copy made in the background meanwhile. The forward
+// pass keeps only each shard's input; the backward pass pages shards in
+// again in reverse, recomputes each one's forward and back-propagates
+// through it, and the optimizer updates that shard in host memory. A model
+// many times larger than the device trains as long as two shards fit.
+//
+// Knob: blocks_per_shard (tuned by search).
+#include <torch/csrc/autograd/autograd.h>
+
+#include <algorithm>
+#include <future>
+
+#include "common/error.h"
+#include "engine/blocks.h"
+
+namespace saturn::engine {
+namespace {
+
+class SpillTrainer final : public Trainer {
+ public:
+  SpillTrainer(TrainContext& ctx, int blocks_per_shard)
+      : ctx_(ctx), host_(ctx, 0, ctx.model.NumBlocks(), Placement::kHost) {
+    for (int begin = 0; begin < ctx.model.NumBlocks(); begin += blocks_per_shard) {
+      shards_.push_back({begin, std::min(begin + blocks_per_shard, ctx.model.NumBlocks())});
+    }
+  }
+
+  double Step(int64_t step) override {
+    int count = static_cast<int>(shards_.size());
+    Batch batch = ctx_.StepSamples(step, 0, ctx_.BatchSize());
+    std::vector<at::Tensor> inputs(count);
+    std::future<Paged> next = PageIn(0);
+    Paged current;
+    at::Tensor x = batch.inputs;
+    for (int s = 0; s < count; ++s) {
+      current = next.get();
+      if (s + 1 < count) next = PageIn(s + 1);
+      inputs[s] = x;
+      at::NoGradGuard no_grad;
+      x = Forward(s, current, x);
+    }
+    // The last shard is still on the device; its backward comes first.
+    double loss_value = 0.0;
+    at::Tensor upstream;
+    for (int s = count - 1; s >= 0; --s) {
+      if (s < count - 1) current = next.get();
+      if (s > 0) next = PageIn(s - 1);
+      for (at::Tensor& param : current.params)
+        param.requires_grad_(true);
+      at::Tensor input = s == 0 ? inputs[s] : inputs[s].detach().requires_grad_(true);
+      at::Tensor output = Forward(s, current, input);
+      if (s == count - 1) {
+        at::Tensor loss =
+            ctx_.model.LossSum(output, batch.targets) / static_cast<double>(ctx_.LossItems());
+        loss_value = loss.item<double>();
+        loss.backward();
+      } else {
+        torch::autograd::backward({output}, {upstream});
+      }
+      if (s > 0) upstream = input.grad();
+      inputs[s].reset();
+      UpdateOnHost(s, current, step + 1);
+      current = Paged();
+    }
+    return loss_value;
+  }
+
+  void Save(CheckpointWriter& out) override { host_.Save(out); }
+  void Load(const CheckpointReader& in) override { host_.Load(in); }
+
+ private:
+  struct Paged {
+    std::vector<at::Tensor> params;  // device copies, in the shard's block order
+  };
+
+  // Copies shard s's parameters to the device on another thread.
+  std::future<Paged> PageIn(int s) {
+    std::vector<at::Tensor> sources;
+    for (int b = shards_[s].first; b < shards_[s].second; ++b) {
+      for (const ParamSlot& slot : host_.At(b).Params())
+        sources.push_back(*slot.tensor);
+    }
+    const Device& device = ctx_.device;
+    return std::async(std::launch::async, [sources = std::move(sources), &device] {
+      Paged paged;
+      for (const at::Tensor& source : sources)
+        paged.params.push_back(device.ToDevice(source));
+      return paged;
+    });
+  }
+
+  // Runs shard s with its blocks pointed at the device copies, then points
+  // them back at host memory.
+  at::Tensor Forward(int s, const Paged& paged, at::Tensor x) {
+    std::vector<at::Tensor> host_params;
+    size_t next = 0;
+    for (int b = shards_[s].first; b < shards_[s].second; ++b) {
+      for (const ParamSlot& slot : host_.At(b).Params()) {
+        host_params.push_back(*slot.tensor);
+        *slot.tensor = paged.params[next++];
+      }
+    }
+    for (int b = shards_[s].first; b < shards_[s].second; ++b)
+      x = host_.At(b).Forward(x);
+    next = 0;
+    for (int b = shards_[s].first; b < shards_[s].second; ++b) {
+      for (const ParamSlot& slot : host_.At(b).Params())
+        *slot.tensor = host_params[next++];
+    }
+    return x;
+  }
+
+  void UpdateOnHost(int s, const Paged& paged, int64_t optimizer_step) {
+    HostMemoryScope host;
+    size_t next = 0;
+    for (int b = shards_[s].first; b < shards_[s].second; ++b) {
+      const std::vector<ParamSlot>& params = host_.At(b).Params();
+      BlockState& state = host_.StateOf(b);
+      for (size_t p = 0; p < params.size(); ++p) {
+        at::Tensor grad = ctx_.device.ToHost(paged.params[next++].grad());
+        ctx_.optimizer.Update(*params[p].tensor, grad, state[p], optimizer_step);
+      }
+    }
+  }
+
+  TrainContext& ctx_;
+  BlockSet host_;
+  std::vector<std::pair<int, int>> shards_;  // [first block, end block)
+};
+
+class Spill final : public Technique {
+ public:
+  std::string_view Name() const override { return "spill"; }
+  std::string_view Description() const override {
+    return "Hydra-style spilling: parameters and optimizer state in host memory, "
+           "shards of blocks paged onto one device";
+  }
+  Layout ProcessLayout() const override { return Layout::kOneProcess; }
+
+  std::vector<Knobs> SearchSpace(TrainContext& ctx) const override {
+    std::vector<Knobs> space;
+    int blocks = ctx.model.NumBlocks();
+    for (int k = 1; k < blocks; k *= 2)
+      space.push_back({{"blocks_per_shard", k}});
+    space.push_back({{"blocks_per_shard", blocks}});
+    return space;
+  }
+
+  std::optional<int64_t> StaticBytesPerDevice(const TrainContext& ctx,
+                                              const Knobs& knobs) const override {
+    int64_t per_shard = KnobInt(knobs, "blocks_per_shard", 1, 1);
+    std::vector<int64_t> counts = ctx.model.BlockParamCounts();
+    int64_t largest = 0;
+    for (size_t b = 0; b < counts.size(); b += per_shard) {
+      int64_t params = 0;
+      for (size_t i = b; i < std::min(counts.size(), b + per_shard); ++i)
+        params += counts[i];
+      largest = std::max(largest, params);
+    }
+    // The shard computing, its gradients, and the next shard arriving.
+    return 3 * largest * static_cast<int64_t>(sizeof(float));
+  }
+
+  std::unique_ptr<Trainer> MakeTrainer(TrainContext& ctx, const Knobs& knobs) const override {
+    return std::make_unique<SpillTrainer>(
+        ctx, static_cast<int>(KnobInt(knobs, "blocks_per_shard", 1, 1)));
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Technique> MakeSpillTechnique() {
+  return std::make_unique<Spill>();
+}
+
+}  // namespace saturn::engine

@@ -1,0 +1,17 @@
+// saturn-worker: runs one task's search or execute on given devices for the
+// profiler and the executor. Internal; the protocol is docs/worker.md.
+#include <cstdio>
+
+#include "common/error.h"
+#include "worker/worker.h"
+
+int main(int argc, char** argv) {
+  saturn::worker::WorkerOptions options;
+  try {
+    options = saturn::worker::ParseWorkerOptions(argc, argv);
+  } catch (const saturn::InputError& e) {
+    std::fprintf(stderr, "saturn-worker: error: %s\n", e.what());
+    return 2;
+  }
+  return saturn::worker::RunWorker(options);
+}

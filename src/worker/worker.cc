@@ -1,0 +1,211 @@
+#include "worker/worker.h"
+
+#include <signal.h>
+
+#include <atomic>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+
+#include "common/error.h"
+#include "common/fs.h"
+#include "engine/errors.h"
+#include "engine/technique.h"
+#include "worker/launcher.h"
+
+namespace saturn::worker {
+namespace {
+
+using engine::Knobs;
+using engine::Technique;
+
+std::atomic<bool> g_stop{false};
+
+void OnTerminate(int) {
+  g_stop.store(true);
+}
+
+Knobs ParseKnobs(const std::string& text) {
+  if (text.empty()) return Knobs::object();
+  std::string json = text.front() == '{' ? text : ReadFile(text);
+  Knobs knobs = Knobs::parse(json, nullptr, false);
+  if (knobs.is_discarded() || !knobs.is_object()) {
+    throw InputError("", 0, "--knobs", "expected a JSON object, got " + Quote(json));
+  }
+  return knobs;
+}
+
+void WriteResult(const std::string& path, nlohmann::json result) {
+  result["protocol"] = kProtocolVersion;
+  WriteFileAtomic(path, result.dump(2) + "\n");
+}
+
+// An infeasible search result; a feasible one fills in the measurements.
+nlohmann::json SearchResultJson(const WorkerOptions& o, const std::string& reason) {
+  return {{"feasible", false},
+          {"technique", o.technique},
+          {"gpus", o.gpus},
+          {"reason", reason},
+          {"step_s", nullptr},
+          {"step_samples_s", nlohmann::json::array()},
+          {"peak_memory_bytes", nlohmann::json::array()},
+          {"knobs", Knobs::object()}};
+}
+
+struct Job {
+  engine::TaskSpec task;
+  const Technique* technique = nullptr;
+  std::unique_ptr<engine::Model> model;
+};
+
+int RunRank(const WorkerOptions& o, const Job& job, int rank, int world_size) {
+  if (o.mode == Mode::kExecute) {
+    // Pre-emption: finish the step, checkpoint, exit 0 (docs/worker.md).
+    struct sigaction action {};
+    action.sa_handler = OnTerminate;
+    sigemptyset(&action.sa_mask);
+    sigaction(SIGTERM, &action, nullptr);
+  }
+  // The launcher starts ranks with SIGTERM blocked, so that one sent while
+  // a rank was still starting is handled now rather than killing it.
+  sigset_t terminate;
+  sigemptyset(&terminate);
+  sigaddset(&terminate, SIGTERM);
+  sigprocmask(SIG_UNBLOCK, &terminate, nullptr);
+  engine::DeviceSpec spec;
+  spec.kind = engine::ParseDeviceKind(o.device_kind);
+  spec.index = o.DeviceId(rank);
+  spec.threads = o.threads;
+  spec.capacity_bytes = o.CapacityBytes();
+  engine::Device device(spec);
+  engine::CommOptions comm_options;
+  comm_options.rank = rank;
+  comm_options.size = world_size;
+  comm_options.rendezvous_dir = o.rendezvous;
+  comm_options.timeout_s = o.timeout_s;
+  std::unique_ptr<engine::Communicator> comm = engine::Communicator::Create(comm_options, device);
+  std::unique_ptr<engine::Dataset> data = engine::MakeDataset(job.task, *job.model);
+  std::unique_ptr<engine::Optimizer> optimizer = engine::MakeOptimizer(job.task.optimizer);
+  engine::TrainContext ctx{job.task, *job.model, *data, *optimizer, device, *comm, o.gpus};
+  double flops_per_step =
+      3.0 * job.model->ForwardFlopsPerSample() * static_cast<double>(job.task.batch_size);
+
+  if (o.mode == Mode::kSearch) {
+    engine::SearchResult found =
+        job.technique->Search(ctx, engine::SearchOptions{o.warmup, o.measure});
+    if (rank != 0) return 0;
+    nlohmann::json result = SearchResultJson(o, found.reason);
+    if (found.feasible) {
+      result["feasible"] = true;
+      result["step_s"] = found.step_s;
+      result["step_samples_s"] = found.step_samples_s;
+      result["peak_memory_bytes"] = found.peak_memory_bytes;
+      result["resident_bytes"] = found.resident_bytes;
+      result["knobs"] = found.knobs;
+      result["stats"] = found.stats;
+    }
+    result["candidates"] = found.candidates;
+    result["capacity_bytes"] = device.CapacityBytes();
+    result["model_flops_per_step"] = flops_per_step;
+    WriteResult(o.out, result);
+    return 0;
+  }
+
+  engine::ExecuteOptions run;
+  run.from_step = o.from_step;
+  run.to_step = o.to_step;
+  run.checkpoint_dir = o.checkpoint_dir;
+  run.checkpoint_every = o.checkpoint_every;
+  run.stop = &g_stop;
+  std::vector<double> losses;
+  run.on_step = [&](int64_t step, double loss, double step_s) {
+    losses.push_back(loss);
+    if (rank != 0) return;
+    std::printf("saturn: step=%lld loss=%.9g step_s=%.6f\n", static_cast<long long>(step), loss,
+                step_s);
+    std::fflush(stdout);
+  };
+  Knobs knobs = ParseKnobs(o.knobs);
+  engine::ExecuteResult done = job.technique->Execute(ctx, knobs, run);
+  if (rank != 0) return 0;
+  if (!o.save_model.empty()) engine::ExportModel(done.checkpoint, o.save_model);
+  WriteResult(o.out, {{"completed_steps", done.completed_steps},
+                      {"final_loss", done.final_loss},
+                      {"preempted", done.preempted},
+                      {"checkpoint", done.checkpoint},
+                      {"peak_memory_bytes", done.peak_memory_bytes},
+                      {"resident_bytes", done.resident_bytes},
+                      {"losses", losses},
+                      {"knobs", knobs},
+                      {"stats", done.stats}});
+  return 0;
+}
+
+int Launch(const WorkerOptions& o) {
+  bool own_dir = o.rendezvous.empty();
+  std::string dir = own_dir ? MakeRendezvousDir() : o.rendezvous;
+  std::vector<std::string> args = o.args;
+  if (!own_dir) {
+    // The ranks get the rendezvous flag from the launcher.
+    for (size_t i = 0; i + 1 < args.size(); ++i) {
+      if (args[i] == "--rendezvous") args.erase(args.begin() + i, args.begin() + i + 2);
+    }
+  }
+  LaunchResult launched = LaunchRanks(args, o.gpus, dir);
+  int status = launched.status;
+  if (status == 3 && o.mode == Mode::kSearch) {
+    WriteResult(o.out, SearchResultJson(o, launched.message));
+    status = 0;
+  } else if (status != 0) {
+    std::fprintf(stderr, "saturn-worker: rank %d failed: %s\n", launched.failed_rank,
+                 launched.message.c_str());
+  }
+  if (own_dir) std::filesystem::remove_all(dir);
+  return status;
+}
+
+int Fail(const WorkerOptions& o, int status, const std::string& kind, const std::string& message) {
+  std::string who = o.IsRank() ? "rank " + std::to_string(o.rank) + ": " : "";
+  std::string line = kind.empty() ? message : kind + ": " + message;
+  std::fprintf(stderr, "saturn-worker: %s%s\n", who.c_str(), line.c_str());
+  if (o.IsRank() && !o.rendezvous.empty()) {
+    try {
+      WriteFileAtomic(FailureNotePath(o.rendezvous, o.rank), line + "\n");
+    } catch (const std::exception&) {
+      // The message is on stderr already; the launcher falls back to the status.
+    }
+  }
+  return status;
+}
+
+}  // namespace
+
+int RunWorker(const WorkerOptions& o) {
+  try {
+    Job job;
+    job.task = engine::LoadTask(o.task_path);
+    job.technique = &engine::BuiltinTechniques().Get(o.technique);
+    job.model = engine::BuildModel(job.task);
+    if (o.IsRank()) return RunRank(o, job, o.rank, o.world_size);
+    std::string unsupported = job.technique->Unsupported(job.task, *job.model, o.gpus);
+    if (!unsupported.empty()) {
+      if (o.mode == Mode::kExecute) throw InputError("", 0, "--technique", unsupported);
+      WriteResult(o.out, SearchResultJson(o, unsupported));
+      return 0;
+    }
+    if (job.technique->ProcessLayout() == Technique::Layout::kRankPerDevice && o.gpus > 1) {
+      return Launch(o);
+    }
+    return RunRank(o, job, 0, 1);
+  } catch (const InputError& e) {
+    return Fail(o, 2, "error", e.what());
+  } catch (const engine::PeerFailure& e) {
+    return Fail(o, 4, "peer failure", e.what());
+  } catch (const std::exception& e) {
+    // Out-of-memory messages say so themselves.
+    if (engine::IsOutOfMemory(e)) return Fail(o, 3, "", engine::ErrorText(e));
+    return Fail(o, 1, "internal error", engine::ErrorText(e));
+  }
+}
+
+}  // namespace saturn::worker

@@ -1,0 +1,143 @@
+// Memory: fsdp really shards, spill trains a model several times larger than
+// the device, and a model too big for `single` is reported infeasible by
+// search (and is an out-of-memory exit for execute), never a crash.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <numeric>
+
+#include "engine/model.h"
+#include "tests/engine/worker_process.h"
+
+namespace saturn::testing {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr int64_t kMiB = 1 << 20;
+
+std::string Gib(int64_t bytes) {
+  return std::to_string(static_cast<double>(bytes) / (1 << 30));
+}
+
+std::vector<int64_t> BlockParams(const nlohmann::json& task) {
+  return engine::BuildModel(engine::ParseTask(task, "task"))->BlockParamCounts();
+}
+
+WorkerRun Execute(const TestDir& dir, const std::string& task, const std::string& technique,
+                  int gpus, const std::string& name, const std::vector<std::string>& extra = {}) {
+  std::vector<std::string> args{"execute",
+                                "--task",
+                                task,
+                                "--technique",
+                                technique,
+                                "--gpus",
+                                std::to_string(gpus),
+                                "--out",
+                                dir.Path(name + ".json"),
+                                "--from-step",
+                                "0",
+                                "--to-step",
+                                "3",
+                                "--checkpoint-dir",
+                                dir.Path(name)};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return RunWorker(args, dir.Path(name));
+}
+
+TEST(Memory, FsdpKeepsAShardOfParametersGradientsAndOptimizerState) {
+  TestDir dir("memory_fsdp");
+  nlohmann::json json = TinyTask("gpt");
+  json["model"] = {{"type", "gpt"}, {"layers", 6}, {"d_model", 64}, {"heads", 4}, {"seq_len", 16}};
+  std::string task = dir.Write("task.json", json.dump());
+  std::vector<int64_t> blocks = BlockParams(json);
+  // Parameters, gradients and AdamW's two moments, 4 bytes each.
+  int64_t per_param = 4 * 4;
+  int64_t unsharded = per_param * std::accumulate(blocks.begin(), blocks.end(), int64_t{0});
+  int64_t one_block = per_param * *std::max_element(blocks.begin(), blocks.end());
+
+  WorkerRun ddp = Execute(dir, task, "ddp", 2, "ddp");
+  ASSERT_EQ(ddp.status, 0) << ddp.err;
+  nlohmann::json ddp_result = ReadJson(dir.Path("ddp.json"));
+  for (int64_t resident : ddp_result["resident_bytes"]) {
+    EXPECT_GE(resident, unsharded) << "ddp keeps a whole replica";
+  }
+  for (int gpus : {2, 4}) {
+    std::string name = "fsdp" + std::to_string(gpus);
+    WorkerRun fsdp = Execute(dir, task, "fsdp", gpus, name);
+    ASSERT_EQ(fsdp.status, 0) << fsdp.err;
+    nlohmann::json result = ReadJson(dir.Path(name + ".json"));
+    ASSERT_EQ(result["resident_bytes"].size(), static_cast<size_t>(gpus));
+    for (int64_t resident : result["resident_bytes"]) {
+      EXPECT_GT(resident, 0);
+      EXPECT_LE(resident, unsharded / gpus + one_block) << gpus << " ranks";
+    }
+  }
+}
+
+TEST(Memory, SpillTrainsAModelFourTimesTheDeviceThatSingleCannot) {
+  TestDir dir("memory_spill");
+  nlohmann::json json = TinyTask("mlp");
+  json["model"] = {{"type", "mlp"}, {"layers", 8}, {"width", 512}};
+  json["optimizer"] = {{"type", "adam"}, {"lr", 1e-3}};
+  std::string task = dir.Write("task.json", json.dump());
+  std::vector<int64_t> blocks = BlockParams(json);
+  int64_t capacity = 6 * kMiB;
+  int64_t params_and_state = 3 * 4 * std::accumulate(blocks.begin(), blocks.end(), int64_t{0});
+  ASSERT_GE(params_and_state, 4 * capacity);
+  std::vector<std::string> device{"--memory-gib", Gib(capacity)};
+
+  WorkerRun spill = Execute(dir, task, "spill", 1, "spill", device);
+  ASSERT_EQ(spill.status, 0) << spill.err;
+  nlohmann::json result = ReadJson(dir.Path("spill.json"));
+  EXPECT_EQ(result["completed_steps"], 3);
+  EXPECT_LT(result["peak_memory_bytes"][0].get<int64_t>(), capacity);
+  EXPECT_GT(result["peak_memory_bytes"][0].get<int64_t>(), 0);
+
+  std::vector<std::string> search{"search", "--task",       task,         "--gpus",
+                                  "1",      "--warmup",     "1",          "--measure",
+                                  "1",      "--memory-gib", Gib(capacity)};
+  auto with = [&](std::vector<std::string> args, const std::string& technique) {
+    args.insert(args.end(),
+                {"--technique", technique, "--out", dir.Path(technique + "-search.json")});
+    return args;
+  };
+  WorkerRun found = RunWorker(with(search, "spill"), dir.Path("spill-search"));
+  ASSERT_EQ(found.status, 0) << found.err;
+  nlohmann::json spill_search = ReadJson(dir.Path("spill-search.json"));
+  EXPECT_TRUE(spill_search["feasible"]);
+  EXPECT_LT(spill_search["peak_memory_bytes"][0].get<int64_t>(), capacity);
+
+  WorkerRun single = RunWorker(with(search, "single"), dir.Path("single-search"));
+  ASSERT_EQ(single.status, 0) << single.err;
+  nlohmann::json single_search = ReadJson(dir.Path("single-search.json"));
+  EXPECT_FALSE(single_search["feasible"]);
+  EXPECT_THAT(single_search["reason"].get<std::string>(), HasSubstr("out of memory"));
+
+  WorkerRun single_run = Execute(dir, task, "single", 1, "single", device);
+  EXPECT_EQ(single_run.status, 3);
+  EXPECT_THAT(single_run.err, HasSubstr("out of memory"));
+}
+
+TEST(Memory, SearchMeasuresEveryFsdpSettingAndKeepsTheFastestThatFits) {
+  TestDir dir("memory_fsdp_search");
+  nlohmann::json json = TinyTask("gpt");
+  std::string task = dir.Write("task.json", json.dump());
+  WorkerRun run = RunWorker({"search", "--task", task, "--technique", "fsdp", "--gpus", "2",
+                             "--out", dir.Path("s.json"), "--warmup", "1", "--measure", "2"},
+                            dir.Path("s"));
+  ASSERT_EQ(run.status, 0) << run.err;
+  nlohmann::json result = ReadJson(dir.Path("s.json"));
+  ASSERT_TRUE(result["feasible"]);
+  ASSERT_EQ(result["candidates"].size(), 4u);
+  double fastest = 1e300;
+  for (const nlohmann::json& candidate : result["candidates"]) {
+    fastest = std::min(fastest, candidate["step_s"].get<double>());
+  }
+  EXPECT_EQ(result["step_s"].get<double>(), fastest);
+  EXPECT_EQ(result["peak_memory_bytes"].size(), 2u);
+}
+
+}  // namespace
+}  // namespace saturn::testing

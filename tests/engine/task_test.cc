@@ -1,0 +1,129 @@
+// The task reader: Contract 5 fields, defaults, and one clear error per
+// problem naming the field.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "common/error.h"
+#include "engine/task.h"
+
+namespace saturn::engine {
+namespace {
+
+using ::testing::HasSubstr;
+
+nlohmann::json Valid() {
+  return nlohmann::json::parse(R"({
+    "name": "gpt-small",
+    "model": {"type": "gpt", "layers": 4, "d_model": 256, "heads": 4, "seq_len": 128},
+    "data": {"type": "text", "path": "/data/corpus.txt"},
+    "batch_size": 16,
+    "optimizer": {"type": "adamw", "lr": 1.0e-4},
+    "steps": 400
+  })");
+}
+
+std::string ErrorOf(const nlohmann::json& task) {
+  try {
+    ParseTask(task, "task.json");
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+TEST(Task, ReadsContractFieldsWithDefaults) {
+  TaskSpec task = ParseTask(Valid(), "task.json");
+  EXPECT_EQ(task.name, "gpt-small");
+  EXPECT_EQ(task.model_type, "gpt");
+  EXPECT_EQ(task.model["d_model"], 256);
+  EXPECT_EQ(task.data.type, "text");
+  EXPECT_EQ(task.data.path, "/data/corpus.txt");
+  EXPECT_EQ(task.batch_size, 16);
+  EXPECT_EQ(task.steps, 400);
+  EXPECT_EQ(task.seed, 0u);
+  EXPECT_EQ(task.optimizer.type, "adamw");
+  EXPECT_DOUBLE_EQ(task.optimizer.lr, 1e-4);
+  EXPECT_DOUBLE_EQ(task.optimizer.weight_decay, 0.01);
+  EXPECT_DOUBLE_EQ(task.optimizer.momentum, 0.0);
+}
+
+TEST(Task, SyntheticSeedDefaultsToTheTaskSeed) {
+  nlohmann::json json = Valid();
+  json["seed"] = 9;
+  json["data"] = {{"type", "synthetic"}};
+  EXPECT_EQ(ParseTask(json, "t").data.seed, 9u);
+  json["data"]["seed"] = 3;
+  EXPECT_EQ(ParseTask(json, "t").data.seed, 3u);
+}
+
+TEST(Task, OptimizerFields) {
+  nlohmann::json json = Valid();
+  json["optimizer"] = {{"type", "sgd"}, {"lr", 0.1}, {"momentum", 0.9}};
+  TaskSpec task = ParseTask(json, "t");
+  EXPECT_EQ(task.optimizer.type, "sgd");
+  EXPECT_DOUBLE_EQ(task.optimizer.momentum, 0.9);
+  json["optimizer"] = {{"type", "adamw"}, {"lr", 0.1}, {"weight_decay", 0.2}};
+  EXPECT_DOUBLE_EQ(ParseTask(json, "t").optimizer.weight_decay, 0.2);
+}
+
+TEST(Task, ErrorsNameTheFileAndField) {
+  nlohmann::json json = Valid();
+  json["batch_size"] = 0;
+  EXPECT_EQ(ErrorOf(json), "task.json: batch_size: expected an integer >= 1, got '0'");
+
+  json = Valid();
+  json["optimizer"]["type"] = "lamb";
+  EXPECT_THAT(ErrorOf(json), HasSubstr("optimizer.type: expected one of sgd, adam, adamw"));
+
+  json = Valid();
+  json["optimizer"].erase("lr");
+  EXPECT_EQ(ErrorOf(json), "task.json: optimizer.lr: missing (required)");
+
+  json = Valid();
+  json["optimizer"]["lr"] = -1;
+  EXPECT_THAT(ErrorOf(json), HasSubstr("optimizer.lr: expected a number > 0"));
+
+  json = Valid();
+  json["data"] = {{"type", "text"}};
+  EXPECT_EQ(ErrorOf(json), "task.json: data.path: missing (required)");
+
+  json = Valid();
+  json["data"]["type"] = "images";
+  EXPECT_THAT(ErrorOf(json), HasSubstr("data.type: expected text or synthetic"));
+
+  json = Valid();
+  json["model"] = "gpt";
+  EXPECT_THAT(ErrorOf(json), HasSubstr("model: expected an object"));
+
+  json = Valid();
+  json["seed"] = 1.5;
+  EXPECT_THAT(ErrorOf(json), HasSubstr("seed: expected an integer >= 0"));
+
+  EXPECT_THAT(ErrorOf(nlohmann::json::array()), HasSubstr("expected an object"));
+}
+
+TEST(Task, JsonFieldsChecksModelFields) {
+  nlohmann::json model = {{"layers", 2}, {"width", "wide"}};
+  JsonFields fields(model, "task.json", "model");
+  EXPECT_EQ(fields.Int("layers", 1), 2);
+  EXPECT_THROW(fields.Int("width", 1), InputError);
+  EXPECT_THROW(fields.Int("heads", 1), InputError);
+  EXPECT_EQ(fields.IntOr("heads", 4, 1), 4);
+  try {
+    fields.Int("width", 1);
+  } catch (const InputError& e) {
+    EXPECT_STREQ(e.what(), "task.json: model.width: expected an integer >= 1, got '\"wide\"'");
+  }
+}
+
+TEST(Task, LoadTaskRejectsBrokenJson) {
+  std::string path = ::testing::TempDir() + "saturn_broken_task.json";
+  FILE* f = std::fopen(path.c_str(), "w");
+  std::fputs("{\"model\": ", f);
+  std::fclose(f);
+  EXPECT_THROW(LoadTask(path), InputError);
+  EXPECT_THROW(LoadTask(path + ".missing"), InputError);
+}
+
+}  // namespace
+}  // namespace saturn::engine
