@@ -12,9 +12,14 @@
 # at the end, and on SIGTERM checkpoints and exits 0 with "preempted". The
 # loss is a deterministic function of the step, as a real task's would be.
 # Each call is logged to FAKE_WORKER_LOG.
+# With --rank-from-env (ranks launched by Slurm) only rank SLURM_PROCID=0
+# prints, checkpoints and writes results; the others just keep step.
+# FAKE_WORKER_STEP_LOG gets one "start ..." and one "end ..." line of
+# key=value fields per process (task, node, Slurm step, the step's GPUs,
+# rank, time), for checking where and on what Slurm ran each worker.
 set -u
 mode=$1; shift
-technique=""; gpus=1; out=""; from=0; to=0; ckdir=""; every=0; model=""; task=""
+technique=""; gpus=1; out=""; from=0; to=0; ckdir=""; every=0; model=""; task=""; from_env=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --task) task=$2; shift 2 ;;
@@ -26,13 +31,27 @@ while [ $# -gt 0 ]; do
     --checkpoint-dir) ckdir=$2; shift 2 ;;
     --checkpoint-every) every=$2; shift 2 ;;
     --save-model) model=$2; shift 2 ;;
+    --rank-from-env) from_env=1; shift ;;
     *) shift ;;
   esac
 done
-[ -n "${FAKE_WORKER_LOG:-}" ] && echo "$mode $technique $gpus $from $to" >> "$FAKE_WORKER_LOG"
+rank=0
+[ "$from_env" = 1 ] && rank=${SLURM_PROCID:-0}
+[ -n "${FAKE_WORKER_LOG:-}" ] && [ "$rank" = 0 ] && echo "$mode $technique $gpus $from $to" >> "$FAKE_WORKER_LOG"
+name=""
+if [ -n "${FAKE_WORKER_STEP_LOG:-}" ] || [ -n "${FAKE_WORKER_RULES:-}" ]; then
+  name=$(sed -n 's/.*"name": *"\([^"]*\)".*/\1/p' "$task" 2>/dev/null | head -1)
+fi
+steplog() {
+  [ -n "${FAKE_WORKER_STEP_LOG:-}" ] || return 0
+  echo "$1 mode=$mode task=$name technique=$technique gpus=$gpus from=$from" \
+    "node=${SLURMD_NODENAME:-} step=${SLURM_JOB_ID:-}.${SLURM_STEP_ID:-}" \
+    "step_gpus=${SLURM_STEP_GPUS:-} cuda=${CUDA_VISIBLE_DEVICES:-}" \
+    "rank=$rank ntasks=${SLURM_NTASKS:-1} t=$EPOCHREALTIME${2:+ how=$2}" >> "$FAKE_WORKER_STEP_LOG"
+}
+steplog start
 action=ok; arg=""
 if [ -n "${FAKE_WORKER_RULES:-}" ] && [ -f "$FAKE_WORKER_RULES" ]; then
-  name=$(sed -n 's/.*"name": *"\([^"]*\)".*/\1/p' "$task" 2>/dev/null | head -1)
   rule=$(awk -v t="$name/$technique" -v g="$gpus" '$1 == t && $2 == g { $1 = ""; $2 = ""; print; exit }' "$FAKE_WORKER_RULES")
   [ -z "$rule" ] && rule=$(awk -v t="$technique" -v g="$gpus" '$1 == t && $2 == g { $1 = ""; $2 = ""; print; exit }' "$FAKE_WORKER_RULES")
   if [ -n "$rule" ]; then
@@ -46,24 +65,27 @@ case "$action" in
   infeasible)
     printf '{"protocol": 1, "feasible": false, "technique": "%s", "gpus": %s, "reason": "%s"}\n' \
       "$technique" "$gpus" "$arg" > "$out.tmp" && mv "$out.tmp" "$out"; exit 0 ;;
-  crash) echo "fake worker: segmentation fault in the model" >&2; exit 1 ;;
-  oom) echo "fake worker: rank 0 out of memory" >&2; exit 3 ;;
+  crash) steplog end crashed; echo "fake worker: segmentation fault in the model" >&2; exit 1 ;;
+  oom) steplog end oom; echo "fake worker: rank 0 out of memory" >&2; exit 3 ;;
   hang) sleep 1000; exit 0 ;;
 esac
 if [ "$mode" = search ]; then
   printf '{"protocol": 1, "feasible": true, "technique": "%s", "gpus": %s, "step_s": %s, "step_samples_s": [%s], "peak_memory_bytes": [1073741824], "knobs": {"fake": true}, "reason": ""}\n' \
     "$technique" "$gpus" "$step_s" "$step_s" > "$out.tmp" && mv "$out.tmp" "$out"
+  steplog end searched
   exit 0
 fi
 # execute
 # 50 / (10 + step), with bash arithmetic only (no process per step).
 loss() { local m=$((50000000 / (10 + $1))); printf '%d.%06d' $((m / 1000000)) $((m % 1000000)); }
 checkpoint() {
+  [ "$rank" = 0 ] || return 0
   mkdir -p "$ckdir/checkpoint-$1.partial"
   echo "{\"step\": $1}" > "$ckdir/checkpoint-$1.partial/meta.json"
   rm -rf "$ckdir/checkpoint-$1" && mv "$ckdir/checkpoint-$1.partial" "$ckdir/checkpoint-$1"
 }
 result() {
+  [ "$rank" = 0 ] || return 0
   printf '{"protocol": 1, "completed_steps": %s, "final_loss": %s, "preempted": %s, "checkpoint": "%s/checkpoint-%s"}\n' \
     "$1" "$(loss $1)" "$2" "$ckdir" "$1" > "$out.tmp" && mv "$out.tmp" "$out"
 }
@@ -72,15 +94,16 @@ trap 'stop=1' TERM
 step=$from
 while [ "$step" -lt "$to" ]; do
   if [ "$action" = crash_at ] && [ "$step" -ge "$arg" ]; then
-    echo "fake worker: crashed at step $step" >&2; exit 1
+    steplog end crashed; echo "fake worker: crashed at step $step" >&2; exit 1
   fi
   sleep "$step_s"
-  echo "saturn: step=$step loss=$(loss $step) step_s=$step_s"
+  [ "$rank" = 0 ] && echo "saturn: step=$step loss=$(loss $step) step_s=$step_s"
   step=$((step + 1))
   if [ "$every" -gt 0 ] && [ $((step % every)) -eq 0 ]; then checkpoint $step; fi
-  if [ "$stop" = 1 ]; then checkpoint $step; result $step true; exit 0; fi
+  if [ "$stop" = 1 ]; then checkpoint $step; result $step true; steplog end preempted; exit 0; fi
 done
 checkpoint $step
-[ -n "$model" ] && echo "model" > "$model"
+[ -n "$model" ] && [ "$rank" = 0 ] && echo "model" > "$model"
 result $step false
+steplog end finished
 exit 0
