@@ -1,0 +1,185 @@
+// bench/profiler: how good and how cheap are Saturn's runtime estimates?
+//
+//  1. Estimation accuracy: every (task, technique, GPUs) of a small workload
+//     is profiled, then trained in full with that configuration; the
+//     predicted runtime (step time x steps) is compared with the measured
+//     training time (sum of the step times the worker reports) and with the
+//     worker's whole wall time (start-up included).
+//  2. Cost: profiling wall time against the planned makespan of the same
+//     workload at realistic lengths (steps x10, x100, x1000), and repeat
+//     profiling through the cache.
+//  3. Packing: trials two at a time (--parallel 2) against one at a time: on
+//     CPU devices both trials share the machine's cores.
+//
+//   profiler_bench [--workload bench/profiler/workload.yaml] [--worker PATH]
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <map>
+
+#include "bench/common/instances.h"
+#include "common/format.h"
+#include "common/fs.h"
+#include "common/process.h"
+#include "launch/worker.h"
+#include "planner/planner.h"
+#include "profiler/profiler.h"
+#include "spec/workload.h"
+
+namespace saturn::bench {
+namespace {
+
+namespace fs = std::filesystem;
+
+double Seconds(std::chrono::steady_clock::time_point a) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - a).count();
+}
+
+ProfileRun Profile(const saturn::Workload& w, const std::string& worker, const std::string& cache,
+                   int parallel, bool use_cache, double* wall) {
+  ProfilerOptions o;
+  o.worker = worker;
+  o.cache_path = cache;
+  o.use_cache = use_cache;
+  o.parallel = parallel;
+  o.progress = false;
+  auto t0 = std::chrono::steady_clock::now();
+  ProfileRun run = RunProfiler(w, o);
+  *wall = Seconds(t0);
+  return run;
+}
+
+struct Measured {
+  double train_s = 0;  // sum of reported step times
+  double wall_s = 0;   // the worker process, start-up included
+  bool ok = false;
+};
+
+Measured TrainFully(const WorkloadTask& task, const ProfileRow& row, const ProfileTable& table,
+                    const Cluster& cluster, const std::string& worker, const std::string& dir) {
+  std::string tdir = dir + "/" + task.name + "-" + row.technique + "-" + std::to_string(row.gpus);
+  fs::remove_all(tdir);
+  MakeDirectories(tdir);
+  WriteFileAtomic(tdir + "/task.json", task.spec.dump(2));
+  WorkerCall c;
+  c.mode = WorkerCall::kExecute;
+  c.task_path = tdir + "/task.json";
+  c.technique = row.technique;
+  c.gpus = row.gpus;
+  c.out_path = tdir + "/result.json";
+  c.memory_gib = cluster.nodes[0].gpu_memory_gib.value_or(0.0);
+  c.threads = cluster.nodes[0].threads_per_gpu;
+  c.from_step = 0;
+  c.to_step = task.steps;
+  c.checkpoint_dir = tdir + "/ck";
+  c.checkpoint_every = task.steps;  // only the final one
+  c.knobs_json = table.Extra(row, "knobs");
+  ProcessSpec spec;
+  spec.argv = WorkerArgv(worker, c);
+  spec.pipe_stdout = true;
+  spec.stderr_path = tdir + "/worker.log";
+  auto t0 = std::chrono::steady_clock::now();
+  Process p = Process::Spawn(spec);
+  Measured m;
+  while (auto line = p.ReadLine(600)) {
+    StepReport r;
+    if (ParseStepLine(*line, &r)) m.train_s += r.step_s;
+  }
+  m.ok = ExitedCleanly(p.Wait());
+  m.wall_s = Seconds(t0);
+  return m;
+}
+
+int Main(int argc, char** argv) {
+  std::string workload_path = SourceDir() + "/bench/profiler/workload.yaml";
+  std::string worker;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    if (!std::strcmp(argv[i], "--workload")) workload_path = argv[i + 1];
+    if (!std::strcmp(argv[i], "--worker")) worker = argv[i + 1];
+  }
+  if (worker.empty()) worker = FindWorkerBinary();
+  saturn::Workload w = LoadWorkloadFile(workload_path);
+  std::string dir = fs::temp_directory_path() / "saturn-profiler-bench";
+  fs::remove_all(dir);
+  MakeDirectories(dir);
+  std::string cache = dir + "/cache.sqlite";
+
+  double cold = 0, warm = 0, packed = 0;
+  ProfileRun run = Profile(w, worker, cache, 1, true, &cold);
+  Profile(w, worker, cache, 1, true, &warm);
+  ProfileRun packed_run = Profile(w, worker, "", 2, false, &packed);
+  std::printf("profiling: %zu trials in %.1f s; again through the cache %.2f s (%.4fx)\n",
+              run.trials.size(), cold, warm, warm / cold);
+
+  // Packing skew: step time with two trials at once over one at a time.
+  std::vector<double> skew;
+  for (size_t i = 0; i < run.trials.size(); ++i) {
+    const Trial& a = run.trials[i];
+    const Trial& b = packed_run.trials[i];
+    if (a.result.feasible && b.result.feasible) skew.push_back(b.result.step_s / a.result.step_s);
+  }
+  std::sort(skew.begin(), skew.end());
+  if (!skew.empty()) {
+    std::printf("packing 2 trials at once: step time x%.2f median (x%.2f..x%.2f), wall %.1f s vs "
+                "%.1f s\n",
+                skew[skew.size() / 2], skew.front(), skew.back(), packed, cold);
+  }
+
+  // Accuracy: one task per distinct trial, every feasible configuration.
+  std::printf("\n%-12s %-9s %4s %10s %10s %8s %10s %8s\n", "task", "technique", "gpus",
+              "predicted", "trained", "error", "wall", "error");
+  std::vector<double> errors, wall_errors;
+  std::map<std::string, bool> seen;
+  for (const WorkloadTask& task : w.tasks) {
+    if (seen[task.trial_key]) continue;
+    seen[task.trial_key] = true;
+    for (const ProfileRow& row : run.table.rows) {
+      if (row.task != task.name) continue;
+      Measured m = TrainFully(task, row, run.table, w.cluster, worker, dir);
+      if (!m.ok) {
+        std::printf("%-12s %-9s %4d  training failed\n", task.name.c_str(), row.technique.c_str(),
+                    row.gpus);
+        continue;
+      }
+      double e = (row.runtime_s - m.train_s) / m.train_s;
+      double ew = (row.runtime_s - m.wall_s) / m.wall_s;
+      errors.push_back(std::abs(e));
+      wall_errors.push_back(std::abs(ew));
+      std::printf("%-12s %-9s %4d %9.2fs %9.2fs %+7.1f%% %9.2fs %+7.1f%%\n", task.name.c_str(),
+                  row.technique.c_str(), row.gpus, row.runtime_s, m.train_s, 100 * e, m.wall_s,
+                  100 * ew);
+      std::fflush(stdout);
+    }
+  }
+  std::sort(errors.begin(), errors.end());
+  std::sort(wall_errors.begin(), wall_errors.end());
+  if (!errors.empty()) {
+    std::printf("\nestimation error vs training time: median %.1f%%, worst %.1f%% (targets 10%%, "
+                "25%%)\n",
+                100 * errors[errors.size() / 2], 100 * errors.back());
+    std::printf("estimation error vs worker wall time (start-up included): median %.1f%%, worst "
+                "%.1f%%\n",
+                100 * wall_errors[wall_errors.size() / 2], 100 * wall_errors.back());
+  }
+
+  // Cost at realistic lengths: the same tasks trained 10x, 100x, 1000x longer.
+  Problem problem = ProblemFromProfile(run.table, w.cluster);
+  PlanRequest req;
+  req.time_limit_s = 5;
+  double makespan = RunPlanner(problem, req).plan.makespan_s;
+  std::printf("\nplanned makespan of this workload: %.1f s; profiling took %.1f s\n", makespan,
+              cold);
+  for (double k : {1.0, 10.0, 100.0, 1000.0}) {
+    std::printf("  steps x%-5g: makespan %s, profiling = %.2f%% of it (target <= 3%%)\n", k,
+                FormatDuration(k * makespan).c_str(), 100 * cold / (k * makespan));
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace saturn::bench
+
+int main(int argc, char** argv) { return saturn::bench::Main(argc, argv); }
