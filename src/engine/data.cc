@@ -1,5 +1,9 @@
 #include "engine/data.h"
 
+#include <torch/csrc/jit/serialization/pickle.h>
+
+#include <algorithm>
+#include <utility>
 #include <vector>
 
 #include "common/error.h"
@@ -105,21 +109,208 @@ class SyntheticClasses final : public Dataset {
   at::Tensor prototypes_;
 };
 
+// Token ids from a file of little-endian uint16: windows of seq_len+1 ids at
+// seeded positions (inputs: ids, targets: the next ids).
+class TokensDataset final : public Dataset {
+ public:
+  TokensDataset(std::vector<int64_t> ids, int64_t seq_len, uint64_t seed)
+      : ids_(std::move(ids)), seq_len_(seq_len), seed_(seed) {}
+
+  Batch Samples(int64_t first, int64_t count) const override {
+    at::Tensor window = at::empty({count, seq_len_ + 1}, at::kLong);
+    int64_t* out = window.data_ptr<int64_t>();
+    uint64_t starts = ids_.size() - static_cast<uint64_t>(seq_len_);
+    for (int64_t i = 0; i < count; ++i) {
+      uint64_t start = SampleKey(seed_, first + i) % starts;
+      std::copy_n(ids_.begin() + static_cast<int64_t>(start), seq_len_ + 1,
+                  out + i * (seq_len_ + 1));
+    }
+    return {window.narrow(1, 0, seq_len_).contiguous(), window.narrow(1, 1, seq_len_).contiguous()};
+  }
+
+ private:
+  std::vector<int64_t> ids_;
+  int64_t seq_len_;
+  uint64_t seed_;
+};
+
+// Rows of two tensors saved from Python: sample i is row i mod N.
+class TensorsDataset final : public Dataset {
+ public:
+  TensorsDataset(at::Tensor inputs, at::Tensor targets)
+      : inputs_(std::move(inputs)), targets_(std::move(targets)) {}
+
+  Batch Samples(int64_t first, int64_t count) const override {
+    at::Tensor rows = at::arange(first, first + count, at::kLong).remainder_(inputs_.size(0));
+    return {inputs_.index_select(0, rows), targets_.index_select(0, rows)};
+  }
+
+ private:
+  at::Tensor inputs_, targets_;
+};
+
+std::vector<int64_t> ReadTokens(const TaskSpec& task) {
+  std::string bytes = ReadFile(task.data.path);
+  if (bytes.size() % 2 != 0) {
+    throw InputError(task.data.path, 0, "",
+                     "has " + std::to_string(bytes.size()) +
+                         " bytes, not a whole number of uint16 token ids (data.type tokens)");
+  }
+  std::vector<int64_t> ids(bytes.size() / 2);
+  for (size_t i = 0; i < ids.size(); ++i) {
+    ids[i] = static_cast<unsigned char>(bytes[2 * i]) |
+             static_cast<int64_t>(static_cast<unsigned char>(bytes[2 * i + 1])) << 8;
+    if (ids[i] >= task.data.vocab) {
+      throw InputError(task.data.path, 0, "",
+                       "token id " + std::to_string(ids[i]) + " at position " + std::to_string(i) +
+                           " is not below data.vocab " + std::to_string(task.data.vocab));
+    }
+  }
+  int64_t seq_len = task.data.seq_len;
+  if (static_cast<int64_t>(ids.size()) < seq_len + 2) {
+    throw InputError(task.data.path, 0, "",
+                     "has " + std::to_string(ids.size()) + " token ids; data.seq_len " +
+                         std::to_string(seq_len) + " needs at least " +
+                         std::to_string(seq_len + 2));
+  }
+  return ids;
+}
+
+// float32 for floating tensors, int64 for integer ones.
+at::Tensor Normalized(const at::Tensor& t) {
+  if (at::isFloatingType(t.scalar_type())) return t.to(at::kFloat).contiguous();
+  if (at::isIntegralType(t.scalar_type(), /*includeBool=*/false))
+    return t.to(at::kLong).contiguous();
+  return t;
+}
+
+std::string ShapeOf(const at::Tensor& t) {
+  std::string text = "[";
+  for (int64_t d = 0; d < t.dim(); ++d)
+    text += (d ? ", " : "") + std::to_string(t.size(d));
+  return text + "] " + std::string(c10::toString(t.scalar_type()));
+}
+
+std::pair<at::Tensor, at::Tensor> ReadTensors(const std::string& path) {
+  std::string bytes = ReadFile(path);
+  c10::IValue value;
+  try {
+    value = torch::jit::pickle_load(std::vector<char>(bytes.begin(), bytes.end()));
+  } catch (const std::exception& e) {
+    throw InputError(path, 0, "",
+                     "not a file written by torch.save([inputs, targets], path): " + ErrorText(e));
+  }
+  std::vector<c10::IValue> items;
+  if (value.isList()) {
+    for (const c10::IValue& item : value.toListRef())
+      items.push_back(item);
+  } else if (value.isTuple()) {
+    for (const c10::IValue& item : value.toTupleRef().elements())
+      items.push_back(item);
+  }
+  if (items.size() != 2 || !items[0].isTensor() || !items[1].isTensor()) {
+    throw InputError(
+        path, 0, "",
+        "expected torch.save([inputs, targets], path) with two tensors, got " + value.tagKind());
+  }
+  at::Tensor inputs = Normalized(items[0].toTensor()), targets = Normalized(items[1].toTensor());
+  if (inputs.dim() < 1 || targets.dim() < 1 || inputs.size(0) != targets.size(0) ||
+      inputs.size(0) == 0) {
+    throw InputError(path, 0, "",
+                     "inputs " + ShapeOf(inputs) + " and targets " + ShapeOf(targets) +
+                         " need the same number of rows (dimension 0), at least one");
+  }
+  return {inputs, targets};
+}
+
+// Checks two samples against a zoo model's input shape (torchscript models
+// check themselves, Model::CheckData).
+void CheckZooShapes(const Batch& b, const InputShape& input, const std::string& where) {
+  std::vector<int64_t> inputs{2}, targets{2};
+  at::ScalarType input_type = at::kFloat;
+  if (input.kind == InputShape::Kind::kTokens) {
+    inputs.push_back(input.seq_len), targets.push_back(input.seq_len);
+    input_type = at::kLong;
+  } else if (input.kind == InputShape::Kind::kImage) {
+    inputs.insert(inputs.end(), {input.channels, input.image_size, input.image_size});
+  } else {
+    inputs.push_back(input.width);
+  }
+  if (b.inputs.sizes() != at::IntArrayRef(inputs) || b.inputs.scalar_type() != input_type ||
+      b.targets.sizes() != at::IntArrayRef(targets) || b.targets.scalar_type() != at::kLong) {
+    at::Tensor want_in = at::empty(inputs, input_type), want_out = at::empty(targets, at::kLong);
+    throw InputError(where, 0, "",
+                     "samples (inputs " + ShapeOf(b.inputs) + ", targets " + ShapeOf(b.targets) +
+                         " for 2 samples) do not fit the model, which takes inputs " +
+                         ShapeOf(want_in) + " and targets " + ShapeOf(want_out));
+  }
+  int64_t classes = input.kind == InputShape::Kind::kTokens ? 256 : input.classes;
+  if (b.targets.min().item<int64_t>() < 0 || b.targets.max().item<int64_t>() >= classes) {
+    throw InputError(where, 0, "",
+                     "targets must be class ids in [0, " + std::to_string(classes) + ")");
+  }
+}
+
 }  // namespace
 
 std::unique_ptr<Dataset> MakeDataset(const TaskSpec& task, const Model& model) {
   InputShape input = model.Input();
   bool tokens = input.kind == InputShape::Kind::kTokens;
+  bool any = input.kind == InputShape::Kind::kAny;
+  const std::string& path = task.data.path;
+  if (task.data.type == "tokens" || task.data.type == "tensors") {
+    HostMemoryScope host;
+    std::unique_ptr<Dataset> data;
+    if (task.data.type == "tokens") {
+      if (!tokens && !any) {
+        throw InputError(
+            task.source, 0, "data.type",
+            "tokens data feeds language models (gpt, torchscript), not " + task.model_type);
+      }
+      if (tokens && (task.data.seq_len != input.seq_len || task.data.vocab > 256)) {
+        throw InputError(task.source, 0, "data",
+                         "the gpt model takes seq_len " + std::to_string(input.seq_len) +
+                             " and byte ids (vocab <= 256); got seq_len " +
+                             std::to_string(task.data.seq_len) + ", vocab " +
+                             std::to_string(task.data.vocab));
+      }
+      data = std::make_unique<TokensDataset>(ReadTokens(task), task.data.seq_len, task.seed);
+    } else {
+      auto [inputs, targets] = ReadTensors(path);
+      if (!any && input.kind != InputShape::Kind::kTokens) {
+        int64_t low = targets.min().item<int64_t>(), high = targets.max().item<int64_t>();
+        if (targets.scalar_type() == at::kLong && (low < 0 || high >= input.classes)) {
+          throw InputError(path, 0, "",
+                           "targets must be class ids in [0, " + std::to_string(input.classes) +
+                               "), got " + std::to_string(low) + " .. " + std::to_string(high));
+        }
+      }
+      data = std::make_unique<TensorsDataset>(std::move(inputs), std::move(targets));
+    }
+    Batch sample = data->Samples(0, 2);
+    if (any) {
+      model.CheckData(sample.inputs, sample.targets, path);
+    } else {
+      CheckZooShapes(sample, input, path);
+    }
+    return data;
+  }
+  if (any) {
+    throw InputError(task.source, 0, "data.type",
+                     task.data.type + " data cannot feed a " + task.model_type +
+                         " model, whose input shape comes from its data: use tokens (uint16 ids) "
+                         "or tensors (torch.save([inputs, targets]))");
+  }
   if (task.data.type == "text") {
     if (!tokens) {
       throw InputError(task.source, 0, "data.type",
                        "text data needs a gpt model; use synthetic data for " + task.model_type);
     }
-    std::string bytes = ReadFile(task.data.path);
+    std::string bytes = ReadFile(path);
     if (static_cast<int64_t>(bytes.size()) < input.seq_len + 2) {
       throw InputError(task.source, 0, "data.path",
-                       task.data.path + " has " + std::to_string(bytes.size()) +
-                           " bytes; seq_len " + std::to_string(input.seq_len) + " needs at least " +
+                       path + " has " + std::to_string(bytes.size()) + " bytes; seq_len " +
+                           std::to_string(input.seq_len) + " needs at least " +
                            std::to_string(input.seq_len + 2));
     }
     return std::make_unique<TextDataset>(std::move(bytes), input.seq_len, task.seed);

@@ -10,6 +10,15 @@
 //   synthetic  shaped to the model: byte sequences following seeded
 //              arithmetic rules (gpt), images or vectors drawn around one
 //              seeded prototype per class, with their class as label
+//   tokens     a flat file of little-endian uint16 token ids (all < vocab):
+//              windows of seq_len+1 ids at seeded positions, like text
+//   tensors    a file written by torch.save([inputs, targets], path):
+//              sample i is row i mod N of both (float tensors become
+//              float32, integer ones int64)
+//
+// Models whose input shape is only known from the data (torchscript) take
+// tokens or tensors; MakeDataset runs Model::CheckData on two samples so that
+// a mismatch is an InputError before training starts.
 //
 //   std::unique_ptr<Dataset> data = MakeDataset(task, *model);
 //   Batch b = data->Samples(step * task.batch_size, task.batch_size);
@@ -39,7 +48,8 @@ class Dataset {
 };
 
 // The task's data, shaped for its model; InputError when they do not match
-// (text data for an image model) or the text file is unusable.
+// (text data for an image model, a tensors file with the wrong width) or the
+// file is unusable (too short, a token id >= vocab, not a torch.save list).
 std::unique_ptr<Dataset> MakeDataset(const TaskSpec& task, const Model& model);
 
 }  // namespace saturn::engine

@@ -62,9 +62,45 @@ at::Tensor ParamFactory::Ones(at::IntArrayRef shape) {
   return t;
 }
 
-at::Tensor Model::LossSum(const at::Tensor& logits, const at::Tensor& targets) const {
-  at::Tensor flat_logits = logits.reshape({-1, logits.size(-1)});
-  return at::cross_entropy_loss(flat_logits, targets.reshape({-1}), {}, at::Reduction::Sum);
+void Model::CheckData(const at::Tensor&, const at::Tensor&, const std::string&) const {}
+
+namespace {
+
+std::string ShapeText(const at::Tensor& t) {
+  std::string text = "[";
+  for (int64_t d = 0; d < t.dim(); ++d)
+    text += (d ? ", " : "") + std::to_string(t.size(d));
+  return text + "] " + std::string(c10::toString(t.scalar_type()));
+}
+
+}  // namespace
+
+at::Tensor Model::LossSum(const at::Tensor& outputs, const at::Tensor& targets) const {
+  at::Tensor sum;
+  if (Loss() == LossKind::kMse) {
+    if (outputs.sizes() != targets.sizes() || !at::isFloatingType(targets.scalar_type())) {
+      throw InputError("", 0, "model.loss",
+                       "mse needs float targets shaped like the model's outputs " +
+                           ShapeText(outputs) + ", got targets " + ShapeText(targets));
+    }
+    sum = at::mse_loss(outputs, targets, at::Reduction::Sum);
+  } else {
+    bool fits = outputs.dim() == targets.dim() + 1 && targets.scalar_type() == at::kLong &&
+                outputs.sizes().slice(0, targets.dim()) == targets.sizes();
+    if (!fits) {
+      throw InputError("", 0, "model.loss",
+                       "cross_entropy needs logits [..., classes] and int64 targets [...], got "
+                       "logits " +
+                           ShapeText(outputs) + " and targets " + ShapeText(targets));
+    }
+    sum = at::cross_entropy_loss(outputs.reshape({-1, outputs.size(-1)}), targets.reshape({-1}), {},
+                                 at::Reduction::Sum);
+  }
+  if (targets.dim() == 0 || targets.size(0) == 0) return sum;
+  int64_t terms = targets.numel() / targets.size(0);
+  int64_t items = LossItemsPerSample();
+  if (terms == items) return sum;
+  return sum * (static_cast<double>(items) / static_cast<double>(terms));
 }
 
 int64_t Model::LossItemsPerSample() const {

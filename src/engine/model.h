@@ -4,12 +4,18 @@
 // device, pipeline partitions them across devices, fsdp shards each block's
 // parameters and gathers one block at a time, spill pages blocks in and out.
 // A block maps one tensor to one tensor; the first block takes the model's
-// input (tokens, images, vectors), the last gives logits, and Model::LossSum
-// turns logits and targets into the summed cross-entropy.
+// input (tokens, images, vectors), the last gives logits (or, for an mse
+// loss, predictions), and Model::LossSum turns them and the targets into the
+// summed loss.
 //
 // Initial values are a pure function of (task seed, block index), so any
 // rank can build any block, alone, and get the same numbers: that is what
 // makes every technique and device count train the same weights.
+//
+// User models (models/torchscript.cc) are TorchScript files: their initial
+// values come from the file, and a module that is not a sequence of blocks is
+// one block that only techniques keeping whole models (single, ddp) train
+// (WhyNotSplittable).
 //
 // Adding a model family: write models/<name>.cc with a ModelFamily subclass,
 // and register it in RegisterBuiltinModels (models/builtin.cc).
@@ -72,13 +78,19 @@ class ParamFactory {
 
 // What the data must look like for a model.
 struct InputShape {
-  enum class Kind { kTokens, kImage, kVector } kind = Kind::kTokens;
+  // kAny: the model takes whatever its data gives (torchscript models; only
+  // data with its own shape, tokens or tensors, can feed them).
+  enum class Kind { kTokens, kImage, kVector, kAny } kind = Kind::kTokens;
   int64_t seq_len = 0;   // tokens: inputs [B, T] int64, targets [B, T] (next byte)
   int64_t channels = 0;  // image: inputs [B, C, S, S] float, targets [B] int64
   int64_t image_size = 0;
   int64_t width = 0;    // vector: inputs [B, width] float, targets [B] int64
   int64_t classes = 0;  // image and vector
 };
+
+// cross_entropy: logits [..., C] against int64 targets [...];
+// mse: predictions against float targets of the same shape.
+enum class LossKind { kCrossEntropy, kMse };
 
 class Model {
  public:
@@ -89,9 +101,26 @@ class Model {
   // Multiply-add FLOPs (x2) of one sample's forward pass, for utilisation.
   virtual double ForwardFlopsPerSample() const = 0;
 
-  // Summed cross-entropy of logits [..., classes] against int64 targets [...].
-  at::Tensor LossSum(const at::Tensor& logits, const at::Tensor& targets) const;
-  // Loss terms per sample: tokens per sequence, or 1.
+  virtual LossKind Loss() const { return LossKind::kCrossEntropy; }
+  // Why the model cannot be cut into several blocks, or "" when it can be (or
+  // is). Techniques that split a model (pipeline, fsdp, spill) are
+  // unsupported when this is not empty.
+  virtual std::string WhyNotSplittable() const { return ""; }
+  // Checks that data samples fit the model (runs one forward on them, for
+  // models whose input shape is only known from the data); InputError naming
+  // `where` (the data file) otherwise.
+  virtual void CheckData(const at::Tensor& inputs, const at::Tensor& targets,
+                         const std::string& where) const;
+
+  // The loss (Loss()) of outputs against targets, summed over the samples
+  // (dimension 0) with LossItemsPerSample() terms per sample: when a
+  // sample's targets have another number of terms (a torchscript model on
+  // sequences), each sample's loss is rescaled to that count, so that the
+  // sum divided by (samples x LossItemsPerSample()) is always the mean loss.
+  // InputError when the shapes do not fit the loss.
+  at::Tensor LossSum(const at::Tensor& outputs, const at::Tensor& targets) const;
+  // Loss terms per sample: tokens per sequence for the zoo's language model,
+  // otherwise 1.
   int64_t LossItemsPerSample() const;
   // Parameter count of every block, from shape-only blocks (cheap).
   std::vector<int64_t> BlockParamCounts() const;

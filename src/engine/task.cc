@@ -110,8 +110,15 @@ TaskSpec ParseTask(const nlohmann::json& json, const std::string& source) {
     spec.data.path = data.String("path");
   } else if (spec.data.type == "synthetic") {
     spec.data.seed = static_cast<uint64_t>(data.IntOr("seed", static_cast<int64_t>(spec.seed), 0));
+  } else if (spec.data.type == "tokens") {
+    spec.data.path = data.String("path");
+    spec.data.seq_len = data.Int("seq_len", 1);
+    spec.data.vocab = data.Int("vocab", 2);
+    if (spec.data.vocab > 65536) data.Fail("vocab", "uint16 token ids allow at most 65536");
+  } else if (spec.data.type == "tensors") {
+    spec.data.path = data.String("path");
   } else {
-    data.Fail("type", "expected text or synthetic, got " + Quote(spec.data.type));
+    data.Fail("type", "expected text, synthetic, tokens or tensors, got " + Quote(spec.data.type));
   }
 
   JsonFields optimizer(task.Object("optimizer"), source, "optimizer");

@@ -27,9 +27,11 @@ struct OptimizerSpec {
 };
 
 struct DataSpec {
-  std::string type;   // text | synthetic
-  std::string path;   // text: any file, read as bytes
-  uint64_t seed = 0;  // synthetic: defaults to the task's seed
+  std::string type;     // text | synthetic | tokens | tensors
+  std::string path;     // text: any file, read as bytes; tokens: uint16 ids; tensors: torch.save
+  uint64_t seed = 0;    // synthetic: defaults to the task's seed
+  int64_t seq_len = 0;  // tokens
+  int64_t vocab = 0;    // tokens: every id must be < vocab
 };
 
 struct TaskSpec {

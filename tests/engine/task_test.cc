@@ -89,7 +89,18 @@ TEST(Task, ErrorsNameTheFileAndField) {
 
   json = Valid();
   json["data"]["type"] = "images";
-  EXPECT_THAT(ErrorOf(json), HasSubstr("data.type: expected text or synthetic"));
+  EXPECT_THAT(ErrorOf(json), HasSubstr("data.type: expected text, synthetic, tokens or tensors"));
+
+  json = Valid();
+  json["data"] = {{"type", "tokens"}, {"path", "t.bin"}, {"seq_len", 8}};
+  EXPECT_EQ(ErrorOf(json), "task.json: data.vocab: missing (required)");
+
+  json["data"]["vocab"] = 70000;
+  EXPECT_THAT(ErrorOf(json), HasSubstr("data.vocab: uint16 token ids allow at most 65536"));
+
+  json = Valid();
+  json["data"] = {{"type", "tensors"}};
+  EXPECT_EQ(ErrorOf(json), "task.json: data.path: missing (required)");
 
   json = Valid();
   json["model"] = "gpt";

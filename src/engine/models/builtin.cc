@@ -9,12 +9,14 @@ std::unique_ptr<ModelFamily> MakeGptFamily();
 std::unique_ptr<ModelFamily> MakeVitFamily();
 std::unique_ptr<ModelFamily> MakeResnetFamily();
 std::unique_ptr<ModelFamily> MakeMlpFamily();
+std::unique_ptr<ModelFamily> MakeTorchScriptFamily();
 
 void RegisterBuiltinModels(ModelRegistry& registry) {
   registry.Register(MakeGptFamily());
   registry.Register(MakeVitFamily());
   registry.Register(MakeResnetFamily());
   registry.Register(MakeMlpFamily());
+  registry.Register(MakeTorchScriptFamily());
 }
 
 }  // namespace saturn::engine

@@ -285,6 +285,11 @@ class Fsdp final : public Technique {
   }
   Layout ProcessLayout() const override { return Layout::kRankPerDevice; }
 
+  std::string Unsupported(const TaskSpec& task, const Model& model, int gpus) const override {
+    if (std::string why = model.WhyNotSplittable(); !why.empty()) return why;
+    return Technique::Unsupported(task, model, gpus);
+  }
+
   std::vector<Knobs> SearchSpace(TrainContext&) const override {
     std::vector<Knobs> space;
     for (bool offload : {false, true}) {

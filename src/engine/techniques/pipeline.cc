@@ -214,6 +214,7 @@ class Pipeline final : public Technique {
   Layout ProcessLayout() const override { return Layout::kRankPerDevice; }
 
   std::string Unsupported(const TaskSpec& task, const Model& model, int gpus) const override {
+    if (std::string why = model.WhyNotSplittable(); !why.empty()) return why;
     if (model.NumBlocks() < gpus) {
       return "pipeline needs at least one block per device (" + std::to_string(model.NumBlocks()) +
              " blocks, " + std::to_string(gpus) + " devices)";

@@ -140,6 +140,11 @@ class Spill final : public Technique {
   }
   Layout ProcessLayout() const override { return Layout::kOneProcess; }
 
+  std::string Unsupported(const TaskSpec& task, const Model& model, int gpus) const override {
+    if (std::string why = model.WhyNotSplittable(); !why.empty()) return why;
+    return Technique::Unsupported(task, model, gpus);
+  }
+
   std::vector<Knobs> SearchSpace(TrainContext& ctx) const override {
     std::vector<Knobs> space;
     int blocks = ctx.model.NumBlocks();
