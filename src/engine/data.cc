@@ -113,7 +113,7 @@ class SyntheticClasses final : public Dataset {
 // seeded positions (inputs: ids, targets: the next ids).
 class TokensDataset final : public Dataset {
  public:
-  TokensDataset(std::vector<int64_t> ids, int64_t seq_len, uint64_t seed)
+  TokensDataset(std::vector<uint16_t> ids, int64_t seq_len, uint64_t seed)
       : ids_(std::move(ids)), seq_len_(seq_len), seed_(seed) {}
 
   Batch Samples(int64_t first, int64_t count) const override {
@@ -129,7 +129,7 @@ class TokensDataset final : public Dataset {
   }
 
  private:
-  std::vector<int64_t> ids_;
+  std::vector<uint16_t> ids_;
   int64_t seq_len_;
   uint64_t seed_;
 };
@@ -149,17 +149,17 @@ class TensorsDataset final : public Dataset {
   at::Tensor inputs_, targets_;
 };
 
-std::vector<int64_t> ReadTokens(const TaskSpec& task) {
+std::vector<uint16_t> ReadTokens(const TaskSpec& task) {
   std::string bytes = ReadFile(task.data.path);
   if (bytes.size() % 2 != 0) {
     throw InputError(task.data.path, 0, "",
                      "has " + std::to_string(bytes.size()) +
                          " bytes, not a whole number of uint16 token ids (data.type tokens)");
   }
-  std::vector<int64_t> ids(bytes.size() / 2);
+  std::vector<uint16_t> ids(bytes.size() / 2);
   for (size_t i = 0; i < ids.size(); ++i) {
-    ids[i] = static_cast<unsigned char>(bytes[2 * i]) |
-             static_cast<int64_t>(static_cast<unsigned char>(bytes[2 * i + 1])) << 8;
+    ids[i] = static_cast<uint16_t>(static_cast<unsigned char>(bytes[2 * i]) |
+                                   static_cast<unsigned char>(bytes[2 * i + 1]) << 8);
     if (ids[i] >= task.data.vocab) {
       throw InputError(task.data.path, 0, "",
                        "token id " + std::to_string(ids[i]) + " at position " + std::to_string(i) +

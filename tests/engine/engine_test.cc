@@ -122,7 +122,8 @@ TEST(Models, BadFieldsAreInputErrors) {
     BuildModel(Task({{"type", "bert"}}));
     FAIL();
   } catch (const InputError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("unknown model type 'bert' (known: gpt, vit, resnet, mlp)"));
+    EXPECT_THAT(e.what(),
+                HasSubstr("unknown model type 'bert' (known: gpt, vit, resnet, mlp, torchscript)"));
   }
 }
 

@@ -139,6 +139,10 @@ class ScriptBlock final : public Block {
               at::empty(p.value.sizes(), at::TensorOptions().dtype(at::kFloat).device(at::kMeta)));
         }
       }
+      if (materialize) {
+        for (const torch::jit::NameTensor& b : module.named_buffers(/*recurse=*/true))
+          buffers_.push_back(OwnerOf(module, b.name));
+      }
       modules_.push_back(module);
     }
     // values_ no longer grows: slot pointers stay valid.
@@ -148,6 +152,14 @@ class ScriptBlock final : public Block {
 
   at::Tensor Forward(const at::Tensor& input) override {
     if (!materialized_) throw std::logic_error("Forward on a shape-only torchscript block");
+    // Buffers follow the parameters' device (new tensors: Module::to would
+    // move the slot tensors in place).
+    at::Device device = values_.empty() ? input.device() : values_[0].device();
+    if (device != buffers_device_) {
+      for (auto& [owner, name] : buffers_)
+        owner.setattr(name, owner.attr(name).toTensor().to(device));
+      buffers_device_ = device;
+    }
     for (size_t i = 0; i < values_.size(); ++i)
       owners_[i].first.setattr(owners_[i].second, values_[i]);
     at::Tensor x = input;
@@ -165,6 +177,8 @@ class ScriptBlock final : public Block {
  private:
   bool materialized_;
   std::vector<Module> modules_;
+  std::vector<std::pair<Module, std::string>> buffers_;
+  at::Device buffers_device_ = at::kCPU;
   std::vector<at::Tensor> values_;
   std::vector<std::pair<Module, std::string>> owners_;
 };
