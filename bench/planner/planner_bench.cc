@@ -136,22 +136,24 @@ int Main(int argc, char** argv) {
       std::printf(", auto@%gs / saturn-milp@%gs = %.3f", auto_limit, long_limit,
                   auto_short / saturn_long);
     }
-    std::printf(", speed-up over current practice %.2fx, lower bound %.1f\n",
-                current / auto_short, bound);
+    std::printf(", speed-up over current practice %.2fx, lower bound %.1f\n", current / auto_short,
+                bound);
     // The paper's "current practice" is stricter than ours: FSDP on a whole
     // node for every model (ours picks each model's best technique there).
     ProfileTable fsdp_only = inst.profile;
     std::erase_if(fsdp_only.rows, [](const ProfileRow& r) { return r.technique != "fsdp"; });
     std::set<std::string> covered;
-    for (const ProfileRow& r : fsdp_only.rows) covered.insert(r.task);
+    for (const ProfileRow& r : fsdp_only.rows)
+      covered.insert(r.task);
     if (!fsdp_only.rows.empty() && covered.size() == problem.tasks.size()) {
       PlanRequest req;
       req.solver = "current-practice";
       double paper_current =
           RunPlanner(ProblemFromProfile(fsdp_only, inst.cluster), req).plan.makespan_s;
-      std::printf("%-22s => the paper's current practice (FSDP on whole nodes): %.1f s, auto is "
-                  "%.2fx faster\n",
-                  inst.name.c_str(), paper_current, paper_current / auto_short);
+      std::printf(
+          "%-22s => the paper's current practice (FSDP on whole nodes): %.1f s, auto is "
+          "%.2fx faster\n",
+          inst.name.c_str(), paper_current, paper_current / auto_short);
     }
     std::printf("\n");
   }

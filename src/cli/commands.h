@@ -14,5 +14,6 @@ void AddValidateCommand(CLI::App& app, int* status);
 void AddSimulateCommand(CLI::App& app, int* status);
 void AddProfileCommand(CLI::App& app, int* status);
 void AddRunCommand(CLI::App& app, int* status);
+void AddWorkerCommand(CLI::App& app, int* status);
 
 }  // namespace saturn

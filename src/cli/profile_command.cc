@@ -23,10 +23,11 @@ struct ProfileOptions {
   int parallel = 1;
   int warmup = -1;
   int measure = -1;
+  std::vector<std::string> plugins;
 };
 
 int RunProfile(const ProfileOptions& o) {
-  Workload workload = LoadWorkloadFile(o.workload);
+  Workload workload = LoadWorkloadFile(o.workload, o.plugins);
   ProfilerOptions options;
   options.cache_path = o.cache;
   options.use_cache = !o.no_cache;
@@ -66,6 +67,7 @@ void AddProfileCommand(CLI::App& app, int* status) {
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--measure", o->measure, "Steps timed (default: the worker's)")
       ->check(CLI::PositiveNumber);
+  cmd->add_option("--plugin", o->plugins, "Technique plug-in (shared library); repeatable");
   cmd->callback([o, status] { *status = RunProfile(*o); });
 }
 

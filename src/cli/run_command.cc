@@ -59,6 +59,7 @@ void AddRunCommand(CLI::App& app, int* status) {
                   "Steps between checkpoints (default: auto)")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--profile", o->profile_path, "Use this profile table instead of profiling");
+  cmd->add_option("--plugin", o->plugins, "Technique plug-in (shared library); repeatable");
   cmd->add_option("--backend", o->backend, "Where workers run: local (this machine) or slurm");
   cmd->add_option("--stop-grace", o->stop_grace_s,
                   "Seconds a pre-empted worker may take to checkpoint before it is killed")

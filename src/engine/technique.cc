@@ -212,6 +212,16 @@ ExecuteResult Technique::Execute(TrainContext& ctx, const Knobs& knobs,
 }
 
 void TechniqueRegistry::Register(std::unique_ptr<Technique> technique) {
+  if (technique == nullptr) throw InputError("", 0, "", "a null technique was registered");
+  std::string name(technique->Name());
+  if (name.empty() || name.find_first_of(" \t\n,") != std::string::npos) {
+    throw InputError(
+        "", 0, "",
+        "technique name " + Quote(name) + " must be non-empty, without spaces or commas");
+  }
+  if (Find(name) != nullptr) {
+    throw InputError("", 0, "", "technique " + Quote(name) + " is already registered");
+  }
   techniques_.push_back(std::move(technique));
 }
 
@@ -240,6 +250,15 @@ std::vector<std::string> TechniqueRegistry::Names() const {
 
 const TechniqueRegistry& BuiltinTechniques() {
   static const TechniqueRegistry* registry = [] {
+    auto* r = new TechniqueRegistry;
+    RegisterBuiltinTechniques(*r);
+    return r;
+  }();
+  return *registry;
+}
+
+TechniqueRegistry& Techniques() {
+  static TechniqueRegistry* registry = [] {
     auto* r = new TechniqueRegistry;
     RegisterBuiltinTechniques(*r);
     return r;

@@ -33,7 +33,8 @@
 //
 // Adding a technique: write techniques/<name>.cc with a Technique subclass
 // and a Make<Name>Technique() function, and register it in
-// RegisterBuiltinTechniques (techniques/builtin.cc).
+// RegisterBuiltinTechniques (techniques/builtin.cc). Outside the tree, a
+// plug-in does the same in a shared library (engine/plugin.h).
 //
 //   class Single final : public Technique {
 //    public:
@@ -182,6 +183,10 @@ class TechniqueRegistry {
 };
 
 void RegisterBuiltinTechniques(TechniqueRegistry& registry);
+// Only the built-in techniques.
 const TechniqueRegistry& BuiltinTechniques();
+// The techniques of this process: the built-ins, then those of the plug-ins
+// loaded into it (engine/plugin.h).
+TechniqueRegistry& Techniques();
 
 }  // namespace saturn::engine

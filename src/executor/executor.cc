@@ -96,7 +96,7 @@ class Executor {
                    .lexically_normal()
                    .string();
     std::string workload_text = ReadFile(o_.workload_path);
-    workload_ = LoadWorkloadFile(o_.workload_path);
+    workload_ = LoadWorkloadFile(o_.workload_path, o_.plugins);
     std::error_code ec;
     bool exists = fs::exists(run_dir_ + "/state.sqlite", ec);
     if (exists && !o_.resume) {
@@ -108,14 +108,16 @@ class Executor {
       throw InputError(run_dir_, 0, "--resume", "no run to resume here (no state.sqlite)");
     }
     // Checks that can refuse the run come before anything is written.
-    backend_ = MakeBackend(o_.backend);
-    backend_->CheckCluster(workload_.cluster);
-    MakeDirectories(run_dir_);
-    backend_->CheckSharedDir(run_dir_, workload_.cluster);
     worker_ = o_.profiler.worker;
     bool engine_tasks = std::any_of(workload_.tasks.begin(), workload_.tasks.end(),
                                     [](const WorkloadTask& t) { return !t.is_command; });
     if (worker_.empty() && engine_tasks) worker_ = FindWorkerBinary();
+    // Plug-ins load and every task's techniques exist.
+    if (engine_tasks) AvailableTechniques(workload_, worker_);
+    backend_ = MakeBackend(o_.backend);
+    backend_->CheckCluster(workload_.cluster);
+    MakeDirectories(run_dir_);
+    backend_->CheckSharedDir(run_dir_, workload_.cluster);
     state_.emplace(RunState::Open(run_dir_, !o_.resume));
     if (o_.resume) {
       if (state_->Get("workload") != workload_text) {
@@ -347,6 +349,7 @@ class Executor {
       job = CommandJob(task.spec, c);
     } else {
       job.argv = WorkerArgv(worker_, call);
+      job.env = WorkerEnv();
     }
     job.node = node.name;
     job.gpu_ids = a.gpu_ids;

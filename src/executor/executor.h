@@ -20,6 +20,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "profiler/profiler.h"
 
@@ -27,7 +28,8 @@ namespace saturn {
 
 struct RunOptions {
   std::string workload_path;
-  std::string run_dir;  // "" = saturn-runs/<workload file name>
+  std::vector<std::string> plugins;  // --plugin: added to the workload's plugins
+  std::string run_dir;               // "" = saturn-runs/<workload file name>
   bool resume = false;
   std::string solver = "auto";
   double time_limit_s = 10.0;  // per plan and re-plan

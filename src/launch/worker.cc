@@ -1,12 +1,17 @@
 #include "launch/worker.h"
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <sstream>
 #include <stdexcept>
 
+#include "common/error.h"
 #include "common/fs.h"
 #include "common/process.h"
+#include "spec/workload.h"
 
 namespace saturn {
 namespace {
@@ -104,11 +109,88 @@ std::vector<std::string> WorkerArgv(const std::string& worker, const WorkerCall&
   return a;
 }
 
+std::map<std::string, std::string> WorkerEnv() {
+  std::map<std::string, std::string> env;
+  if (!std::getenv("OPENBLAS_NUM_THREADS")) env["OPENBLAS_NUM_THREADS"] = "1";
+  return env;
+}
+
+std::vector<WorkerTechnique> AvailableTechniques(const Workload& workload,
+                                                 const std::string& worker) {
+  std::vector<WorkerTechnique> out;
+  if (workload.plugins.empty()) {
+    for (const std::string& name : BuiltinTechniqueNames())
+      out.push_back({name, name == "single" || name == "spill", ""});
+  } else {
+    std::vector<std::string> argv = {worker, "techniques"};
+    for (const std::string& p : workload.plugins)
+      argv.insert(argv.end(), {"--plugin", p});
+    std::string err = (std::filesystem::temp_directory_path() /
+                       ("saturn-techniques-" + std::to_string(::getpid()) + ".err"))
+                          .string();
+    ProcessSpec spec;
+    spec.argv = argv;
+    spec.env = WorkerEnv();
+    spec.stderr_path = err;
+    spec.pipe_stdout = true;
+    Process child = Process::Spawn(spec);
+    std::string text;
+    while (auto line = child.ReadLine(120.0))
+      text += *line + "\n";
+    if (child.running() && !child.WaitFor(10.0)) child.KillGroup();
+    int status = child.Wait();
+    std::string message = LastLines(err, 5);
+    std::filesystem::remove(err);
+    while (!message.empty() && message.back() == '\n')
+      message.pop_back();
+    if (ExitCode(status) == kWorkerBadInput) {
+      // "saturn-worker: error: <plugin>: <why>"
+      const std::string prefix = "saturn-worker: error: ";
+      if (message.rfind(prefix, 0) == 0) message.erase(0, prefix.size());
+      throw InputError(workload.source, 0, "plugins", message);
+    }
+    json j = json::parse(text, nullptr, false);
+    if (!ExitedCleanly(status) || j.is_discarded() || !j.contains("techniques")) {
+      throw std::runtime_error(worker + " techniques failed (" + DescribeExit(status) +
+                               "): " + message);
+    }
+    for (const json& t : j["techniques"]) {
+      out.push_back({t.value("name", ""), t.value("layout", "") == "one-process",
+                     t["plugin"].is_string() ? t["plugin"].get<std::string>() : ""});
+    }
+  }
+  for (const WorkloadTask& task : workload.tasks) {
+    if (task.is_command) continue;
+    for (size_t i = 0; i < task.techniques.size(); ++i) {
+      const std::string& name = task.techniques[i];
+      bool known = std::any_of(out.begin(), out.end(),
+                               [&](const WorkerTechnique& t) { return t.name == name; });
+      if (!known) {
+        std::string list;
+        for (const WorkerTechnique& t : out)
+          list += (list.empty() ? "" : ", ") + t.name;
+        throw InputError(workload.source, task.line,
+                         "tasks." + task.name + ".techniques[" + std::to_string(i) + "]",
+                         "unknown technique " + Quote(name) + "; available: " + list);
+      }
+    }
+  }
+  return out;
+}
+
+std::vector<std::string> TechniqueNames(const std::vector<WorkerTechnique>& techniques) {
+  std::vector<std::string> names;
+  for (const WorkerTechnique& t : techniques)
+    names.push_back(t.name);
+  return names;
+}
+
 SearchResult SearchResultFromJson(const json& j) {
   SearchResult r;
   r.feasible = j.value("feasible", false);
   r.reason = j.value("reason", "");
-  r.step_s = j.value("step_s", 0.0);
+  // Infeasible results carry "step_s": null.
+  r.step_s = j.contains("step_s") && j["step_s"].is_number() ? j["step_s"].get<double>() : 0.0;
   r.step_samples_s = Numbers(j, "step_samples_s");
   r.peak_memory_bytes = Numbers(j, "peak_memory_bytes");
   if (j.contains("knobs") && j["knobs"].is_object()) r.knobs = j["knobs"];

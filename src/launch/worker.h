@@ -9,11 +9,14 @@
 //   SearchResult r = ReadSearchResult("r.json");
 #pragma once
 
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 namespace saturn {
+
+struct Workload;
 
 constexpr int kWorkerProtocol = 1;
 
@@ -60,6 +63,29 @@ struct WorkerCall {
 std::string FindWorkerBinary();
 
 std::vector<std::string> WorkerArgv(const std::string& worker, const WorkerCall& call);
+
+// Environment for worker processes: one BLAS thread each (unless the user set
+// OPENBLAS_NUM_THREADS), since LibTorch's own threads do the parallel work and
+// two thread pools would fight over the device's cores.
+std::map<std::string, std::string> WorkerEnv();
+
+// A technique a worker can train with (`saturn-worker techniques`).
+struct WorkerTechnique {
+  std::string name;
+  bool one_process = false;  // runs on exactly one device
+  std::string plugin;        // the plug-in that provides it; "" if built in
+};
+
+// The techniques a workload's engine tasks may use: the built-ins, plus, when
+// it lists plug-ins, those the worker reports after loading them (the worker
+// is run once, so a plug-in it refuses stops everything before any trial or
+// training). Then checks every task's `techniques` list against them.
+// Throws InputError naming the workload field (a refused plug-in, an unknown
+// technique), std::runtime_error if the worker cannot run.
+std::vector<WorkerTechnique> AvailableTechniques(const Workload& workload,
+                                                 const std::string& worker);
+// Names of `techniques`.
+std::vector<std::string> TechniqueNames(const std::vector<WorkerTechnique>& techniques);
 
 struct SearchResult {
   bool feasible = false;

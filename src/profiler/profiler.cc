@@ -68,8 +68,13 @@ std::string CacheKey(const Trial& t, const ProfilerOptions& o, const std::string
 
 class TrialRunner {
  public:
-  TrialRunner(const ProfilerOptions& o, LaunchBackend& backend, std::string worker, std::string dir)
-      : o_(o), backend_(backend), worker_(std::move(worker)), dir_(std::move(dir)) {}
+  TrialRunner(const ProfilerOptions& o, LaunchBackend& backend, std::string worker, std::string dir,
+              std::vector<std::string> plugins)
+      : o_(o),
+        backend_(backend),
+        worker_(std::move(worker)),
+        dir_(std::move(dir)),
+        plugins_(std::move(plugins)) {}
 
   struct Running {
     int trial;
@@ -115,8 +120,10 @@ class TrialRunner {
     call.timeout_s = std::max(10.0, o_.trial_timeout_s / 2);
     call.warmup = o_.warmup;
     call.measure = o_.measure;
+    call.plugins = plugins_;
     WorkerJob job;
     job.argv = WorkerArgv(worker_, call);
+    job.env = WorkerEnv();
     job.stdout_path = log_path;
     job.stderr_path = log_path;
     job.device_kind = t.device_kind;
@@ -172,6 +179,7 @@ class TrialRunner {
   LaunchBackend& backend_;
   std::string worker_;
   std::string dir_;
+  std::vector<std::string> plugins_;
 };
 
 std::string KnobsText(const json& knobs) {
@@ -211,17 +219,35 @@ ProfileRun RunProfiler(const Workload& workload, const ProfilerOptions& options)
   dir = fs::absolute(dir).lexically_normal().string();
   MakeDirectories(dir);
 
+  // Techniques: the built-ins and the plug-ins' (checked by the worker before
+  // any trial). A plug-in's trials are cached under its file's identity.
+  std::vector<WorkerTechnique> available =
+      engine_tasks ? AvailableTechniques(workload, worker) : AvailableTechniques(Workload{}, "");
+  std::map<std::string, const WorkerTechnique*> technique_info;
+  for (const WorkerTechnique& t : available)
+    technique_info[t.name] = &t;
+  auto build_of = [&](const std::string& technique) {
+    auto it = technique_info.find(technique);
+    if (it == technique_info.end() || it->second->plugin.empty()) return std::string();
+    return "|plugin:" + it->second->plugin + "@" + WorkerBuild(it->second->plugin);
+  };
+
   // Distinct trials and the tasks that use them.
   std::map<std::string, int> trial_index;
   std::map<std::string, json> trial_task;  // trial key -> a task spec to run it with
   const int max_gpus = workload.cluster.MaxGpusPerNode();
   for (const WorkloadTask& task : workload.tasks) {
     std::vector<int> mine;
-    for (const std::string& technique : TaskTechniques(task, BuiltinTechniqueNames())) {
+    for (const std::string& technique : TaskTechniques(task, TechniqueNames(available))) {
       int hi = std::min(task.gpu_max, max_gpus);
       // A user's program says itself what it can run on: try every count.
       std::vector<int> counts = task.is_command ? TechniqueGpuCounts("", task.gpu_min, hi)
                                                 : TechniqueGpuCounts(technique, task.gpu_min, hi);
+      auto info = technique_info.find(technique);
+      if (!task.is_command && info != technique_info.end() && !info->second->plugin.empty() &&
+          info->second->one_process) {
+        counts = TechniqueGpuCounts("single", task.gpu_min, hi);
+      }
       for (int g : counts) {
         std::string id = task.trial_key + "|" + technique + "|" + std::to_string(g);
         auto [it, fresh] = trial_index.emplace(id, static_cast<int>(run.trials.size()));
@@ -251,7 +277,7 @@ ProfileRun RunProfiler(const Workload& workload, const ProfilerOptions& options)
   for (int i = 0; i < static_cast<int>(run.trials.size()); ++i) {
     Trial& t = run.trials[i];
     if (cache && !options.refresh) {
-      if (auto hit = cache->Get(CacheKey(t, options, build))) {
+      if (auto hit = cache->Get(CacheKey(t, options, build + build_of(t.technique)))) {
         t.result = SearchResultFromJson(*hit);
         t.cached = true;
         ++run.cache_hits;
@@ -263,7 +289,7 @@ ProfileRun RunProfiler(const Workload& workload, const ProfilerOptions& options)
 
   Progress progress("profiling", static_cast<long>(todo.size()));
   if (!options.progress) Progress::SetQuiet(true);
-  TrialRunner runner(options, *backend, worker, dir);
+  TrialRunner runner(options, *backend, worker, dir, workload.plugins);
   std::vector<TrialRunner::Running> active;
   size_t next = 0;
   long done = 0;
@@ -295,7 +321,8 @@ ProfileRun RunProfiler(const Workload& workload, const ProfilerOptions& options)
       ++run.trials_run;
       ++done;
       if (cache && !t.transient)
-        cache->Put(CacheKey(t, options, build), SearchResultToJson(t.result));
+        cache->Put(CacheKey(t, options, build + build_of(t.technique)),
+                   SearchResultToJson(t.result));
       progress.Update(done, describe(t) + (t.result.feasible
                                                ? ": " + FormatFixed(t.result.step_s, 3) + " s/step"
                                                : ": infeasible"));

@@ -4,6 +4,7 @@
 #include <limits>
 #include <map>
 #include <numeric>
+#include <set>
 
 #include "common/format.h"
 #include "planner/list_scheduler.h"
@@ -174,7 +175,20 @@ ReplanDecision Replan(const Problem& base, const std::vector<TaskProgress>& prog
   d.current_end_s = now + current_span;
   d.new_end_s = now + fresh_span;
 
-  d.switch_plan = fresh_span < current_span - policy.threshold_s;
+  // New tasks (arrivals) are not in the current plan: the re-timed plan only
+  // appends them, so the fresh plan (which solved for them, warm-started
+  // from it) is adopted whenever it is no worse; otherwise switch only for a
+  // gain above the threshold.
+  bool arrivals = false;
+  {
+    std::set<std::string> planned;
+    for (const PlanTask& t : current.tasks)
+      planned.insert(t.task);
+    for (const Task& t : remaining.problem.tasks)
+      arrivals = arrivals || !planned.count(t.name);
+  }
+  d.switch_plan =
+      arrivals ? fresh_span <= current_span : fresh_span < current_span - policy.threshold_s;
   const Schedule& chosen = d.switch_plan ? fresh.schedule : retimed;
   d.plan = Absolute(
       ScheduleToPlan(remaining.problem, chosen, d.switch_plan ? fresh.plan.solver : current.solver,

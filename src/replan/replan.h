@@ -14,8 +14,8 @@
 //  - learns from what it sees: a running task's measured speed against its
 //    profile (`slowdown`) scales its remaining runtime in every configuration.
 // New tasks (online arrivals) enter the same way: the current plan is
-// extended with them (appended where they fit first) and compared with a
-// fresh plan.
+// extended with them (appended where they fit first) and the fresh plan is
+// adopted unless it is worse (no threshold: the task set changed anyway).
 //
 //   ReplanDecision d = Replan(base, progress, current_plan, now, policy);
 //   if (d.switch_plan) { preempt(d.preempted); current_plan = d.plan; }

@@ -157,11 +157,19 @@ class TaskReader {
     if (type == "text") {
       d.AllowOnly({"type", "path"});
       out["path"] = Path("path", d);
-      if (model_type_ != "gpt" && model_type_ != "torchscript") {
+      if (model_type_ == "torchscript") {
+        d.Fail("type", "a torchscript model takes tokens or tensors data (text is for gpt)");
+      }
+      if (model_type_ != "gpt") {
         d.Fail("type", "text data feeds language models (gpt); use synthetic for " + model_type_);
       }
     } else if (type == "synthetic") {
       d.AllowOnly({"type", "seed", "size"});
+      if (model_type_ == "torchscript") {
+        d.Fail("type",
+               "synthetic data is shaped for the zoo's models; a torchscript model takes "
+               "tokens or tensors data");
+      }
       if (auto seed = d.OptionalInt("seed", 0)) out["seed"] = *seed;
       if (auto size = d.OptionalInt("size", 1)) out["size"] = *size;
     } else if (type == "tokens") {
@@ -371,7 +379,7 @@ std::vector<std::string> TaskTechniques(const WorkloadTask& task,
 }
 
 Workload ParseWorkload(const std::string& text, const std::string& source,
-                       const std::string& base_dir) {
+                       const std::string& base_dir, const std::vector<std::string>& extra_plugins) {
   Workload w;
   w.source = source;
   w.base_dir = base_dir;
@@ -396,6 +404,11 @@ Workload ParseWorkload(const std::string& text, const std::string& source,
       }
       w.plugins.push_back(fs::absolute(p).lexically_normal().string());
     }
+  }
+  for (const std::string& p : extra_plugins) {
+    std::error_code ec;
+    if (!fs::is_regular_file(p, ec)) throw InputError(p, 0, "--plugin", "no such file");
+    w.plugins.push_back(fs::absolute(p).lexically_normal().string());
   }
   YAML::Node tasks = top.Required("tasks");
   if (!tasks.IsSequence() || tasks.size() == 0) {
@@ -489,9 +502,9 @@ Workload ParseWorkload(const std::string& text, const std::string& source,
   return w;
 }
 
-Workload LoadWorkloadFile(const std::string& path) {
+Workload LoadWorkloadFile(const std::string& path, const std::vector<std::string>& extra_plugins) {
   std::string dir = fs::absolute(fs::path(path)).parent_path().string();
-  return ParseWorkload(ReadFile(path), path, dir);
+  return ParseWorkload(ReadFile(path), path, dir, extra_plugins);
 }
 
 }  // namespace saturn

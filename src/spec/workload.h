@@ -54,9 +54,13 @@ struct Workload {
   std::vector<std::string> plugins;  // technique plug-ins (shared libraries), absolute paths
 };
 
-Workload LoadWorkloadFile(const std::string& path);
+// `extra_plugins`: technique plug-ins given on the command line (--plugin),
+// added after the workload's own `plugins:`.
+Workload LoadWorkloadFile(const std::string& path,
+                          const std::vector<std::string>& extra_plugins = {});
 Workload ParseWorkload(const std::string& text, const std::string& source,
-                       const std::string& base_dir);
+                       const std::string& base_dir,
+                       const std::vector<std::string>& extra_plugins = {});
 
 // Techniques a task may use: its own list, or `available`.
 std::vector<std::string> TaskTechniques(const WorkloadTask& task,

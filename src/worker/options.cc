@@ -11,9 +11,16 @@
 namespace saturn::worker {
 namespace {
 
+void AddPlugins(CLI::App& app, WorkerOptions& o) {
+  app.add_option("--plugin", o.plugins, "technique plug-in (shared library) to load; repeatable")
+      ->take_all()
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+}
+
 void AddCommon(CLI::App& app, WorkerOptions& o) {
   app.add_option("--task", o.task_path, "task JSON (Contract 5 fields)")->required();
-  app.add_option("--technique", o.technique, "single, ddp, fsdp, pipeline, spill")->required();
+  app.add_option("--technique", o.technique, "single, ddp, fsdp, pipeline, spill or a plug-in's")
+      ->required();
   app.add_option("--gpus", o.gpus, "devices")->required();
   app.add_option("--out", o.out, "result JSON, written atomically by rank 0")->required();
   app.add_option("--device-kind", o.device_kind, "cpu or cuda");
@@ -25,6 +32,7 @@ void AddCommon(CLI::App& app, WorkerOptions& o) {
   app.add_option("--world-size", o.world_size, "ranks in the group");
   app.add_option("--rendezvous", o.rendezvous, "fresh directory shared by the ranks");
   app.add_flag("--rank-from-env", o.rank_from_env, "rank and size from SLURM_PROCID/NTASKS");
+  AddPlugins(app, o);
 }
 
 int EnvInt(const char* name) {
@@ -41,6 +49,7 @@ void Check(const WorkerOptions& o) {
   auto fail = [](const char* flag, const std::string& message) {
     throw InputError("", 0, flag, message);
   };
+  if (o.mode == Mode::kTechniques) return;
   if (o.gpus < 1) fail("--gpus", "expected an integer >= 1");
   if (o.threads < 1) fail("--threads", "expected an integer >= 1");
   if (!(o.timeout_s > 0) || !std::isfinite(o.timeout_s))
@@ -94,6 +103,9 @@ WorkerOptions ParseWorkerOptions(int argc, const char* const* argv) {
   execute->add_option("--knobs", o.knobs, "knobs JSON (from search), or a file holding it");
   execute->add_option("--checkpoint-every", o.checkpoint_every);
   execute->add_option("--save-model", o.save_model, "also write the final weights here");
+  CLI::App* techniques =
+      app.add_subcommand("techniques", "list the techniques (built-in and plug-ins') as JSON");
+  AddPlugins(*techniques, o);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -101,7 +113,9 @@ WorkerOptions ParseWorkerOptions(int argc, const char* const* argv) {
   } catch (const CLI::ParseError& e) {
     throw InputError("", 0, "", std::string("bad arguments: ") + e.what());
   }
-  o.mode = search->parsed() ? Mode::kSearch : Mode::kExecute;
+  o.mode = search->parsed()       ? Mode::kSearch
+           : techniques->parsed() ? Mode::kTechniques
+                                  : Mode::kExecute;
   if (o.rank_from_env) {
     o.rank = EnvInt("SLURM_PROCID");
     o.world_size = EnvInt("SLURM_NTASKS");

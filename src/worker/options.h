@@ -13,7 +13,7 @@ namespace saturn::worker {
 
 constexpr int kProtocolVersion = 1;
 
-enum class Mode { kSearch, kExecute };
+enum class Mode { kSearch, kExecute, kTechniques };
 
 struct WorkerOptions {
   Mode mode = Mode::kSearch;
@@ -26,6 +26,7 @@ struct WorkerOptions {
   double memory_gib = 0.0;      // 0: unlimited (cpu) / the device's size (cuda)
   int threads = 1;
   double timeout_s = 300.0;
+  std::vector<std::string> plugins;  // technique plug-ins to load (engine/plugin.h)
   // Set on rank processes (by the launcher, or from Slurm's environment).
   int rank = -1;
   int world_size = 0;

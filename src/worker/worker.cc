@@ -5,11 +5,13 @@
 #include <atomic>
 #include <cstdio>
 #include <filesystem>
+#include <map>
 #include <memory>
 
 #include "common/error.h"
 #include "common/fs.h"
 #include "engine/errors.h"
+#include "engine/plugin.h"
 #include "engine/technique.h"
 #include "worker/launcher.h"
 
@@ -180,11 +182,39 @@ int Fail(const WorkerOptions& o, int status, const std::string& kind, const std:
 
 }  // namespace
 
+// `saturn-worker techniques`: what this worker can train with, after
+// loading the plug-ins (the profiler and executor check plug-ins with it
+// before anything runs).
+int ListTechniques(const WorkerOptions& o) {
+  std::map<std::string, std::string> source;
+  for (const std::string& path : o.plugins) {
+    for (const std::string& name : engine::LoadTechniquePlugin(path, engine::Techniques()))
+      source[name] = path;
+  }
+  nlohmann::json list = nlohmann::json::array();
+  const engine::TechniqueRegistry& registry = engine::Techniques();
+  for (const std::string& name : registry.Names()) {
+    const Technique& t = registry.Get(name);
+    list.push_back(
+        {{"name", name},
+         {"description", std::string(t.Description())},
+         {"layout",
+          t.ProcessLayout() == Technique::Layout::kOneProcess ? "one-process" : "rank-per-device"},
+         {"plugin", source.count(name) ? nlohmann::json(source[name]) : nullptr}});
+  }
+  nlohmann::json out = {{"protocol", kProtocolVersion}, {"techniques", list}};
+  std::printf("%s\n", out.dump(2).c_str());
+  return 0;
+}
+
 int RunWorker(const WorkerOptions& o) {
   try {
+    if (o.mode == Mode::kTechniques) return ListTechniques(o);
+    for (const std::string& path : o.plugins)
+      engine::LoadTechniquePlugin(path, engine::Techniques());
     Job job;
     job.task = engine::LoadTask(o.task_path);
-    job.technique = &engine::BuiltinTechniques().Get(o.technique);
+    job.technique = &engine::Techniques().Get(o.technique);
     job.model = engine::BuildModel(job.task);
     if (o.IsRank()) return RunRank(o, job, o.rank, o.world_size);
     std::string unsupported = job.technique->Unsupported(job.task, *job.model, o.gpus);

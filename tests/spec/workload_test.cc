@@ -124,6 +124,15 @@ TEST_F(WorkloadTest, EveryBadFieldGetsOneClearMessage) {
                       "    data: {type: synthetic}\n    batch_size: 4\n"
                       "    optimizer: {type: sgd, lr: 0.1}\n    epochs: 2\n"),
               HasSubstr("cannot count the samples of this data; give steps, or data.size"));
+  WriteFileAtomic(dir_ + "/model.pt", "not checked here");
+  const std::string ts =
+      "  - name: ts\n    model: {type: torchscript, path: model.pt, loss: mse}\n";
+  EXPECT_THAT(ErrorOf(ts + "    data: {type: text, path: data/corpus.txt}\n"),
+              HasSubstr("data.type: a torchscript model takes tokens or tensors data"));
+  EXPECT_THAT(ErrorOf(ts + "    data: {type: synthetic}\n"),
+              HasSubstr("data.type: synthetic data is shaped for the zoo's models"));
+  EXPECT_THAT(ErrorOf("  - name: ts\n    model: {type: torchscript, path: model.pt, loss: l1}\n"),
+              HasSubstr("model.loss: expected cross_entropy or mse, got 'l1'"));
   try {
     Parse(kTask + "    steps: 10\n", "missing-cluster.yaml");
     FAIL();

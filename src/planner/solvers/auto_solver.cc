@@ -293,7 +293,8 @@ class AutoSolver final : public Solver {
     bool proven = Makespan(problem, result.schedule) <= ctx.lower_bound * (1 + 1e-9);
     // The exact model proves optimality of small instances within seconds; on
     // larger ones CBC rarely improves on the search in the time auto has.
-    bool exact_fits = T <= kMaxExactTasks && FlowMilpSize(problem) <= kMaxExactVariables;
+    bool exact_fits = T <= kMaxExactTasks && FlowMilpSize(problem) <= kMaxExactVariables &&
+                      ctx.work_scale >= kMinExactWorkScale;
     if (!proven && exact_fits && deadline.Remaining() > 0.1) {
       MipOptions options;
       options.time_limit_s = deadline.Remaining();
@@ -322,6 +323,9 @@ class AutoSolver final : public Solver {
  private:
   static constexpr long kMaxExactVariables = 6000;
   static constexpr int kMaxExactTasks = 8;
+  // Below this effort (frequent re-planning, simulations) CBC's root work,
+  // which no node limit bounds, would dominate.
+  static constexpr double kMinExactWorkScale = 0.2;
   static constexpr long kClimbEvaluations = 2000;
   static constexpr double kWalkSlack = 0.002;
   static constexpr const char* kBaselines[] = {"current-practice", "max", "min", "optimus",

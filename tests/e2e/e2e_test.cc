@@ -1,0 +1,152 @@
+// The whole system with the real training engine: `saturn profile` and
+// `saturn run` driving saturn-worker processes on this machine's CPU devices.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <chrono>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "common/fs.h"
+#include "common/process.h"
+#include "engine/checkpoint.h"
+#include "spec/cluster.h"
+#include "spec/events.h"
+#include "spec/profile.h"
+
+namespace saturn {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+class EndToEnd : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = ::testing::TempDir() + "/saturn_e2e_" +
+           ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+
+  // A GPT workload on one node of two 14 MiB CPU devices.
+  void Workload(const std::string& tasks) {
+    WriteFileAtomic(dir_ + "/w.yaml",
+                    "cluster: {nodes: [{name: n0, gpus: 2, gpu_memory_gib: 0.0137}]}\n"
+                    "tasks:\n" +
+                        tasks);
+  }
+
+  static std::string Gpt(const std::string& name, int layers, int d_model, int steps,
+                         const std::string& extra = "") {
+    return "  - name: " + name + "\n    model: {type: gpt, layers: " + std::to_string(layers) +
+           ", d_model: " + std::to_string(d_model) +
+           ", heads: 4, seq_len: 32}\n    data: {type: text, path: " SATURN_SOURCE_DIR
+           "/examples/data/corpus.txt}\n    batch_size: 8\n    optimizer: {type: adamw, lr: "
+           "1.0e-3}\n    steps: " +
+           std::to_string(steps) + "\n" + extra;
+  }
+
+  ProcessSpec Saturn(std::vector<std::string> args) {
+    ProcessSpec spec;
+    spec.argv = {SATURN_BINARY_DIR "/src/cli/saturn"};
+    spec.argv.insert(spec.argv.end(), args.begin(), args.end());
+    spec.env = {{"SATURN_WORKER", SATURN_BINARY_DIR "/src/worker/saturn-worker"}};
+    spec.stdout_path = dir_ + "/out.log";
+    spec.stderr_path = dir_ + "/out.log";
+    return spec;
+  }
+  int Run(std::vector<std::string> args) { return ExitCode(Process::Spawn(Saturn(args)).Wait()); }
+
+  std::string dir_;
+};
+
+TEST_F(EndToEnd, AModelTooLargeForOneDeviceIsProfiledOnlyWhereItFits) {
+  Workload(Gpt("large", 4, 128, 50));
+  ASSERT_EQ(Run({"profile", dir_ + "/w.yaml", "--output", dir_ + "/profile.csv", "--cache",
+                 dir_ + "/cache.sqlite", "--warmup", "1", "--measure", "2"}),
+            0)
+      << ReadFile(dir_ + "/out.log");
+  Cluster cluster = ParseCluster(YAML::Load("nodes: [{name: n0, gpus: 2}]"), "x");
+  ProfileTable p = LoadProfileFile(dir_ + "/profile.csv", cluster);
+  EXPECT_EQ(p.Find("large", "single", 1), nullptr);
+  EXPECT_EQ(p.Find("large", "ddp", 2), nullptr);  // a full replica per device does not fit
+  EXPECT_NE(p.Find("large", "spill", 1), nullptr);
+  EXPECT_NE(p.Find("large", "fsdp", 2), nullptr);
+  EXPECT_NE(p.Find("large", "pipeline", 2), nullptr);
+  for (const ProfileRow& r : p.rows) {
+    EXPECT_LE(std::stod(p.Extra(r, "peak_memory_gib")), 0.0137 + 1e-9) << r.technique;
+  }
+  EXPECT_THAT(ReadFile(dir_ + "/out.log"), ::testing::HasSubstr("infeasible"));
+}
+
+// Every tensor of every block of two checkpoints is (nearly) equal.
+void ExpectSameWeights(const std::string& a, const std::string& b) {
+  engine::CheckpointReader ra(a), rb(b);
+  ASSERT_EQ(ra.Meta().step, rb.Meta().step);
+  ASSERT_EQ(ra.Meta().blocks, rb.Meta().blocks);
+  for (int i = 0; i < ra.Meta().blocks; ++i) {
+    engine::NamedTensors ta = ra.ReadBlock(i), tb = rb.ReadBlock(i);
+    ASSERT_EQ(ta.size(), tb.size());
+    for (size_t k = 0; k < ta.size(); ++k) {
+      EXPECT_TRUE(ta[k].second.allclose(tb[k].second, 1e-4, 1e-4))
+          << "block " << i << " " << ta[k].first;
+    }
+  }
+}
+
+TEST_F(EndToEnd, ResumedRunEndsWithTheWeightsOfAnUninterruptedOne) {
+  Workload(Gpt("small", 2, 64, 120) + Gpt("large", 4, 128, 60));
+  // A fixed profile keeps the test about training, not profiling.
+  WriteFileAtomic(dir_ + "/profile.csv",
+                  "task,technique,gpus,runtime_s\nsmall,single,1,6\nsmall,ddp,2,4\n"
+                  "large,spill,1,8\nlarge,fsdp,2,6\n");
+  std::vector<std::string> common = {"--profile", dir_ + "/profile.csv", "--no-introspection",
+                                     "--checkpoint-every", "10"};
+  std::vector<std::string> args = {"run", dir_ + "/w.yaml", "--run-dir", dir_ + "/straight"};
+  args.insert(args.end(), common.begin(), common.end());
+  ASSERT_EQ(Run(args), 0) << ReadFile(dir_ + "/out.log");
+
+  args = {"run", dir_ + "/w.yaml", "--run-dir", dir_ + "/killed"};
+  args.insert(args.end(), common.begin(), common.end());
+  Process p = Process::Spawn(Saturn(args));
+  // Kill the orchestrator once a checkpoint beyond the start exists.
+  for (int i = 0; i < 1200; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    std::error_code ec;
+    if (fs::exists(dir_ + "/killed/tasks/small/checkpoints/checkpoint-20", ec) ||
+        fs::exists(dir_ + "/killed/tasks/large/checkpoints/checkpoint-20", ec)) {
+      break;
+    }
+  }
+  ::kill(p.pid(), SIGKILL);
+  p.Wait();
+  std::this_thread::sleep_for(std::chrono::seconds(3));  // workers get SIGTERM and checkpoint
+  args = {"run", dir_ + "/w.yaml", "--run-dir", dir_ + "/killed", "--resume"};
+  args.insert(args.end(), common.begin(), common.end());
+  ASSERT_EQ(Run(args), 0) << ReadFile(dir_ + "/out.log");
+
+  std::vector<Event> events =
+      ParseEventLines(ReadFile(dir_ + "/killed/events.jsonl"), "events.jsonl");
+  bool resumed = false;
+  for (const Event& e : events)
+    resumed = resumed || e.kind == "resumed";
+  EXPECT_TRUE(resumed);
+  json straight = json::parse(ReadFile(dir_ + "/straight/report.json"));
+  json killed = json::parse(ReadFile(dir_ + "/killed/report.json"));
+  for (size_t i = 0; i < straight["tasks"].size(); ++i) {
+    EXPECT_EQ(killed["tasks"][i]["status"], "finished");
+    EXPECT_NEAR(killed["tasks"][i]["final_loss"].get<double>(),
+                straight["tasks"][i]["final_loss"].get<double>(), 1e-4);
+  }
+  ExpectSameWeights(dir_ + "/straight/tasks/small/checkpoints/checkpoint-120",
+                    dir_ + "/killed/tasks/small/checkpoints/checkpoint-120");
+  ExpectSameWeights(dir_ + "/straight/tasks/large/checkpoints/checkpoint-60",
+                    dir_ + "/killed/tasks/large/checkpoints/checkpoint-60");
+  EXPECT_TRUE(fs::exists(dir_ + "/killed/tasks/large/model.pt"));
+}
+
+}  // namespace
+}  // namespace saturn
