@@ -70,7 +70,8 @@ RunResult SaturnRun(const std::string& saturn, const std::string& workload, cons
 double IdleBetweenTasks(const std::vector<Event>& events, double end) {
   std::map<std::pair<std::string, int>, std::vector<std::pair<double, double>>> per_gpu;
   for (const BusyInterval& b : BusyIntervals(events, end)) {
-    for (int g : b.gpu_ids) per_gpu[{b.node, g}].push_back({b.start, b.end});
+    for (int g : b.gpu_ids)
+      per_gpu[{b.node, g}].push_back({b.start, b.end});
   }
   double idle = 0;
   for (auto& [gpu, spans] : per_gpu) {
@@ -128,9 +129,10 @@ void SwitchCost(const std::string& worker, const saturn::Workload& w, const std:
   }
   q.KillGroup();
   q.Wait();
-  std::printf("switch cost (%s): checkpoint + stop %.2f s, relaunch to first step %.2f s "
-              "(resumed at step %ld)\n",
-              task.name.c_str(), stop_s, first_step_s, stopped.completed_steps);
+  std::printf(
+      "switch cost (%s): checkpoint + stop %.2f s, relaunch to first step %.2f s "
+      "(resumed at step %ld)\n",
+      task.name.c_str(), stop_s, first_step_s, stopped.completed_steps);
 }
 
 int Main(int argc, char** argv) {
@@ -150,11 +152,16 @@ int Main(int argc, char** argv) {
     workloads = {SourceDir() + "/examples/quickstart/workload.yaml",
                  SourceDir() + "/bench/executor/long.yaml"};
   }
-  if (worker.empty()) worker = FindWorkerBinary();
+  if (worker.empty()) {
+    // The worker built beside the saturn binary, else the usual search.
+    fs::path beside = fs::path(saturn).parent_path().parent_path() / "worker" / "saturn-worker";
+    worker = fs::exists(beside) ? beside.string() : FindWorkerBinary();
+  }
   std::string dir = fs::temp_directory_path() / "saturn-executor-bench";
   MakeDirectories(dir);
   for (const std::string& path : workloads) {
-    std::string name = fs::path(path).stem().string() + "-" + fs::path(path).parent_path().filename().string();
+    std::string name =
+        fs::path(path).stem().string() + "-" + fs::path(path).parent_path().filename().string();
     std::string cache = dir + "/" + name + ".cache.sqlite";
     fs::remove(cache);
     RunResult saturn_run = SaturnRun(saturn, path, dir + "/" + name + "-saturn", cache, {});
@@ -169,9 +176,10 @@ int Main(int argc, char** argv) {
     double overhead = s["profiling_s"].get<double>() + s["planning_s"].get<double>();
     double cp = current.report["makespan_s"];
     std::printf("\n%s (%zu tasks)\n", path.c_str(), s["tasks"].size());
-    std::printf("  saturn: makespan %.1f s, planned %.1f s -> actual/planned %.3f (target <= 1.10), "
-                "%d plan switches\n",
-                makespan, planned, makespan / planned, s["plan_switches"].get<int>());
+    std::printf(
+        "  saturn: makespan %.1f s, planned %.1f s -> actual/planned %.3f (target <= 1.10), "
+        "%d plan switches\n",
+        makespan, planned, makespan / planned, s["plan_switches"].get<int>());
     std::printf("  device idle between tasks: %.1f GPU-s (%.1f%% of GPU time)\n",
                 IdleBetweenTasks(saturn_run.events, makespan),
                 100 * IdleBetweenTasks(saturn_run.events, makespan) /
@@ -180,9 +188,10 @@ int Main(int argc, char** argv) {
                 s["planning_s"].get<double>());
     std::printf("  current practice: makespan %.1f s (planned %.1f s)\n", cp,
                 current.report["planned_makespan_s"].get<double>());
-    std::printf("  speed-up over current practice: %.2fx on training alone, %.2fx with Saturn's "
-                "profiling and planning included (the paper: 1.64x on one node)\n",
-                cp / makespan, cp / (makespan + overhead));
+    std::printf(
+        "  speed-up over current practice: %.2fx on training alone, %.2fx with Saturn's "
+        "profiling and planning included (the paper: 1.64x on one node)\n",
+        cp / makespan, cp / (makespan + overhead));
     std::fflush(stdout);
   }
   SwitchCost(worker, saturn::LoadWorkloadFile(workloads.front()), dir);
@@ -192,4 +201,6 @@ int Main(int argc, char** argv) {
 }  // namespace
 }  // namespace saturn::bench
 
-int main(int argc, char** argv) { return saturn::bench::Main(argc, argv); }
+int main(int argc, char** argv) {
+  return saturn::bench::Main(argc, argv);
+}
