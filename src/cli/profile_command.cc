@@ -22,7 +22,7 @@ struct ProfileOptions {
   double trial_timeout_s = 300;
   int parallel = 1;
   int warmup = -1;
-  int measure = -1;
+  int measure = kDefaultMeasureSteps;
   std::vector<std::string> plugins;
 };
 
@@ -65,8 +65,7 @@ void AddProfileCommand(CLI::App& app, int* status) {
       ->check(CLI::Range(1, 64));
   cmd->add_option("--warmup", o->warmup, "Steps before timing (default: the worker's)")
       ->check(CLI::NonNegativeNumber);
-  cmd->add_option("--measure", o->measure, "Steps timed (default: the worker's)")
-      ->check(CLI::PositiveNumber);
+  cmd->add_option("--measure", o->measure, "Steps timed")->check(CLI::PositiveNumber);
   cmd->add_option("--plugin", o->plugins, "Technique plug-in (shared library); repeatable");
   cmd->callback([o, status] { *status = RunProfile(*o); });
 }

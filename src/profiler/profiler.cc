@@ -188,6 +188,24 @@ std::string KnobsText(const json& knobs) {
 
 }  // namespace
 
+double StepEstimate(const std::vector<double>& samples, double fallback) {
+  std::vector<double> sorted;
+  for (double s : samples)
+    if (s > 0 && std::isfinite(s)) sorted.push_back(s);
+  if (sorted.empty()) return fallback;
+  std::sort(sorted.begin(), sorted.end());
+  size_t n = sorted.size();
+  double median = n % 2 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
+  double sum = 0;
+  int kept = 0;
+  for (double s : sorted) {
+    if (s > 3 * median) break;
+    sum += s;
+    ++kept;
+  }
+  return sum / kept;
+}
+
 std::vector<int> TechniqueGpuCounts(const std::string& technique, int lo, int hi) {
   std::vector<int> counts;
   for (int g = std::max(1, lo); g <= hi; ++g) {
@@ -332,6 +350,11 @@ ProfileRun RunProfiler(const Workload& workload, const ProfilerOptions& options)
   progress.Finish(std::to_string(run.trials_run) + " trials run, " +
                   std::to_string(run.cache_hits) + " from the cache");
   if (!options.progress) Progress::SetQuiet(false);
+
+  // Step times to extrapolate from (the cache keeps the worker's samples).
+  for (Trial& t : run.trials) {
+    if (t.result.feasible) t.result.step_s = StepEstimate(t.result.step_samples_s, t.result.step_s);
+  }
 
   // The table: one row per feasible (task, technique, GPUs).
   run.table.extra_columns = {"step_s", "steps", "peak_memory_gib", "knobs"};

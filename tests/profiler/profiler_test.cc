@@ -152,5 +152,15 @@ TEST_F(Profiler, ForeignOrCorruptCacheIsReportedNotTrusted) {
   EXPECT_NO_THROW(ProfileCache::Open(options_.cache_path));
 }
 
+TEST(StepEstimate, MeanOfTheStepsWithoutGrossOutliers) {
+  // A run pays for its ordinary slow steps: the mean, not the median.
+  EXPECT_DOUBLE_EQ(StepEstimate({4, 5, 6, 9}, 1), 6.0);
+  // A one-off stall (over 3x the median) is left out.
+  EXPECT_DOUBLE_EQ(StepEstimate({5, 5, 5, 5, 100}, 1), 5.0);
+  // Nothing measured: the worker's own figure.
+  EXPECT_DOUBLE_EQ(StepEstimate({}, 0.25), 0.25);
+  EXPECT_DOUBLE_EQ(StepEstimate({0.0, -1.0}, 0.25), 0.25);
+}
+
 }  // namespace
 }  // namespace saturn
