@@ -15,6 +15,7 @@
 #include "spec/cluster.h"
 #include "spec/events.h"
 #include "spec/profile.h"
+#include "tests/e2e/saturn_test_base.h"
 
 namespace saturn {
 namespace {
@@ -22,15 +23,8 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-class EndToEnd : public ::testing::Test {
+class EndToEnd : public SaturnTestBase {
  protected:
-  void SetUp() override {
-    dir_ = ::testing::TempDir() + "/saturn_e2e_" +
-           ::testing::UnitTest::GetInstance()->current_test_info()->name();
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-
   // A GPT workload on one node of two 14 MiB CPU devices.
   void Workload(const std::string& tasks) {
     WriteFileAtomic(dir_ + "/w.yaml",
@@ -48,19 +42,6 @@ class EndToEnd : public ::testing::Test {
            "1.0e-3}\n    steps: " +
            std::to_string(steps) + "\n" + extra;
   }
-
-  ProcessSpec Saturn(std::vector<std::string> args) {
-    ProcessSpec spec;
-    spec.argv = {SATURN_BINARY_DIR "/src/cli/saturn"};
-    spec.argv.insert(spec.argv.end(), args.begin(), args.end());
-    spec.env = {{"SATURN_WORKER", SATURN_BINARY_DIR "/src/worker/saturn-worker"}};
-    spec.stdout_path = dir_ + "/out.log";
-    spec.stderr_path = dir_ + "/out.log";
-    return spec;
-  }
-  int Run(std::vector<std::string> args) { return ExitCode(Process::Spawn(Saturn(args)).Wait()); }
-
-  std::string dir_;
 };
 
 TEST_F(EndToEnd, AModelTooLargeForOneDeviceIsProfiledOnlyWhereItFits) {

@@ -13,6 +13,7 @@
 #include "spec/cluster.h"
 #include "spec/plan.h"
 #include "spec/profile.h"
+#include "tests/e2e/saturn_test_base.h"
 
 namespace saturn {
 namespace {
@@ -21,14 +22,8 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 using ::testing::HasSubstr;
 
-class PluginEndToEnd : public ::testing::Test {
+class PluginEndToEnd : public SaturnTestBase {
  protected:
-  void SetUp() override {
-    dir_ = ::testing::TempDir() + "/saturn_plugin_e2e_" +
-           ::testing::UnitTest::GetInstance()->current_test_info()->name();
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
   // One MLP task restricted to `techniques`, on one node of two CPU devices.
   std::string Workload(const std::string& plugin, const std::string& techniques) {
     std::string path = dir_ + "/w.yaml";
@@ -48,18 +43,6 @@ class PluginEndToEnd : public ::testing::Test {
                         techniques + "]\n");
     return path;
   }
-  int Run(std::vector<std::string> args) {
-    ProcessSpec spec;
-    spec.argv = {SATURN_BINARY_DIR "/src/cli/saturn"};
-    spec.argv.insert(spec.argv.end(), args.begin(), args.end());
-    spec.env = {{"SATURN_WORKER", SATURN_BINARY_DIR "/src/worker/saturn-worker"}};
-    spec.stdout_path = dir_ + "/out.log";
-    spec.stderr_path = dir_ + "/out.log";
-    return ExitCode(Process::Spawn(spec).Wait());
-  }
-  std::string Log() const { return ReadFile(dir_ + "/out.log"); }
-
-  std::string dir_;
 };
 
 TEST_F(PluginEndToEnd, IsProfiledPlannedAndExecutedLikeABuiltin) {
