@@ -96,7 +96,7 @@ SearchResult Technique::Search(TrainContext& ctx, const SearchOptions& options) 
     }
     ctx.device.ResetPeak();
     std::unique_ptr<Trainer> trainer;
-    std::vector<double> samples;
+    std::vector<double> samples, warmup;
     bool over = false;
     std::string hard_limit_error;
     try {
@@ -105,7 +105,7 @@ SearchResult Technique::Search(TrainContext& ctx, const SearchOptions& options) 
         double loss = 0.0;
         double seconds = TimedStep(ctx, *trainer, i, &loss);
         over = AgreeAfterStep(ctx, false).over_capacity;
-        if (i >= options.warmup) samples.push_back(seconds);
+        (i >= options.warmup ? samples : warmup).push_back(seconds);
       }
     } catch (const std::exception& e) {
       // Past the hard limit. Alone, we can go on with the next setting; in a
@@ -134,6 +134,7 @@ SearchResult Technique::Search(TrainContext& ctx, const SearchOptions& options) 
       result.knobs = knobs;
       result.step_s = step_s;
       result.step_samples_s = samples;
+      result.warmup_samples_s = warmup;
       result.peak_memory_bytes = peaks;
       result.resident_bytes = resident;
       result.stats = stats;

@@ -115,6 +115,7 @@ struct SearchResult {
   Knobs knobs = Knobs::object();
   double step_s = 0.0;  // median of the measured steps
   std::vector<double> step_samples_s;
+  std::vector<double> warmup_samples_s;  // the warm-up steps (first-step costs)
   std::vector<int64_t> peak_memory_bytes;  // per device (rank order)
   std::vector<int64_t> resident_bytes;     // per device, between steps
   nlohmann::json stats = nlohmann::json::object();

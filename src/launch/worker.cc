@@ -57,7 +57,9 @@ std::string FindWorkerBinary() {
   std::string here = ExecutableDir();
   for (const fs::path& p :
        {fs::path(here) / "saturn-worker", fs::path(here) / ".." / "worker" / "saturn-worker",
-        fs::path(here) / ".." / "src" / "worker" / "saturn-worker"}) {
+        fs::path(here) / ".." / "src" / "worker" / "saturn-worker",
+        // build/bench/<name>/ and build/tests/<name>/ binaries
+        fs::path(here) / ".." / ".." / "src" / "worker" / "saturn-worker"}) {
     std::error_code ec;
     if (fs::is_regular_file(p, ec)) return fs::weakly_canonical(p).string();
     tried.push_back(p.lexically_normal().string());
@@ -192,6 +194,7 @@ SearchResult SearchResultFromJson(const json& j) {
   // Infeasible results carry "step_s": null.
   r.step_s = j.contains("step_s") && j["step_s"].is_number() ? j["step_s"].get<double>() : 0.0;
   r.step_samples_s = Numbers(j, "step_samples_s");
+  r.warmup_step_s = Numbers(j, "warmup_step_s");
   r.peak_memory_bytes = Numbers(j, "peak_memory_bytes");
   if (j.contains("knobs") && j["knobs"].is_object()) r.knobs = j["knobs"];
   if (r.feasible && !(r.step_s > 0)) {
@@ -206,6 +209,7 @@ json SearchResultToJson(const SearchResult& r) {
           {"reason", r.reason},
           {"step_s", r.step_s},
           {"step_samples_s", r.step_samples_s},
+          {"warmup_step_s", r.warmup_step_s},
           {"peak_memory_bytes", r.peak_memory_bytes},
           {"knobs", r.knobs}};
 }

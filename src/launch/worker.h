@@ -58,7 +58,8 @@ struct WorkerCall {
 };
 
 // SATURN_WORKER if set, else saturn-worker next to this executable, else the
-// build tree's src/worker/saturn-worker beside src/cli/. Throws
+// build tree's src/worker/saturn-worker (seen from src/cli/, bench/<name>/ or
+// tests/<name>/). Throws
 // std::runtime_error naming the places looked at if none exists.
 std::string FindWorkerBinary();
 
@@ -92,6 +93,7 @@ struct SearchResult {
   std::string reason;
   double step_s = 0.0;
   std::vector<double> step_samples_s;
+  std::vector<double> warmup_step_s;  // warm-up steps: what a fresh start costs extra
   std::vector<double> peak_memory_bytes;
   nlohmann::json knobs = nlohmann::json::object();
 };

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <functional>
@@ -206,6 +207,17 @@ double StepEstimate(const std::vector<double>& samples, double fallback) {
   return sum / kept;
 }
 
+double StartCost(const SearchResult& r) {
+  double extra = 0;
+  for (double s : r.warmup_step_s)
+    if (s > 0 && std::isfinite(s)) extra += s - r.step_s;
+  return std::max(0.0, extra);
+}
+
+double RuntimeEstimate(const SearchResult& r, long steps) {
+  return r.step_s * static_cast<double>(steps) + StartCost(r);
+}
+
 std::vector<int> TechniqueGpuCounts(const std::string& technique, int lo, int hi) {
   std::vector<int> counts;
   for (int g = std::max(1, lo); g <= hi; ++g) {
@@ -357,7 +369,7 @@ ProfileRun RunProfiler(const Workload& workload, const ProfilerOptions& options)
   }
 
   // The table: one row per feasible (task, technique, GPUs).
-  run.table.extra_columns = {"step_s", "steps", "peak_memory_gib", "knobs"};
+  run.table.extra_columns = {"step_s", "steps", "start_cost_s", "peak_memory_gib", "knobs"};
   for (size_t k = 0; k < workload.tasks.size(); ++k) {
     const WorkloadTask& task = workload.tasks[k];
     std::string reasons;
@@ -374,9 +386,10 @@ ProfileRun RunProfiler(const Workload& workload, const ProfilerOptions& options)
       row.task = task.name;
       row.technique = t.technique;
       row.gpus = t.gpus;
-      row.runtime_s = t.result.step_s * static_cast<double>(task.steps);
+      row.runtime_s = RuntimeEstimate(t.result, task.steps);
       row.extra = {FormatNumber(t.result.step_s), std::to_string(task.steps),
-                   FormatFixed(peak / (1 << 30), 3), KnobsText(t.result.knobs)};
+                   FormatNumber(StartCost(t.result)), FormatFixed(peak / (1 << 30), 3),
+                   KnobsText(t.result.knobs)};
       run.table.rows.push_back(std::move(row));
     }
     bool any = std::any_of(run.task_trials[k].begin(), run.task_trials[k].end(),
@@ -417,7 +430,7 @@ std::string ProfileSummary(const Workload& workload, const ProfileRun& run) {
     }
     for (const auto& [gpus, t] : best) {
       out << "    " << gpus << " GPU" << (gpus > 1 ? "s" : " ") << ": best " << t->technique << " "
-          << FormatDuration(t->result.step_s * static_cast<double>(task.steps)) << " ("
+          << FormatDuration(RuntimeEstimate(t->result, task.steps)) << " ("
           << FormatFixed(t->result.step_s, 4) << " s/step)\n";
     }
     for (const auto& [reason, configs] : failures) {

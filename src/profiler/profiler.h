@@ -7,7 +7,8 @@
 // timeout marks that configuration infeasible with its reason; it never stops
 // the profiler. A task's runtime in a configuration is the measured step time
 // (StepEstimate: the mean over 10 steps after warm-up, gross outliers
-// dropped) times its total steps.
+// dropped) times its total steps, plus the warm-up steps' extra time
+// (StartCost).
 //
 // Trials run one at a time by default: on CPU devices every trial shares the
 // same cores, and measured step times inflate when trials overlap
@@ -58,6 +59,14 @@ std::vector<int> TechniqueGpuCounts(const std::string& technique, int lo, int hi
 // stall), since a long run pays for its ordinary slow steps too. `fallback`
 // (the worker's own figure) when there are no samples.
 double StepEstimate(const std::vector<double>& samples, double fallback);
+
+// What a fresh start costs beyond steady steps: the warm-up steps' time over
+// as many steady steps (first-step allocations, lazy initialisation). Every
+// launch of a task pays it, so a short task's runtime is not just steps x
+// step time.
+double StartCost(const SearchResult& r);
+// A task's runtime in a configuration: steps x step_s + StartCost.
+double RuntimeEstimate(const SearchResult& r, long steps);
 
 struct Trial {
   std::string trial_key;

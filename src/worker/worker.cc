@@ -101,6 +101,7 @@ int RunRank(const WorkerOptions& o, const Job& job, int rank, int world_size) {
       result["feasible"] = true;
       result["step_s"] = found.step_s;
       result["step_samples_s"] = found.step_samples_s;
+      result["warmup_step_s"] = found.warmup_samples_s;
       result["peak_memory_bytes"] = found.peak_memory_bytes;
       result["resident_bytes"] = found.resident_bytes;
       result["knobs"] = found.knobs;

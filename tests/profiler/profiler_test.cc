@@ -162,5 +162,15 @@ TEST(StepEstimate, MeanOfTheStepsWithoutGrossOutliers) {
   EXPECT_DOUBLE_EQ(StepEstimate({0.0, -1.0}, 0.25), 0.25);
 }
 
+TEST(RuntimeEstimate, StepsTimesStepTimePlusWhatTheFirstStepsCostExtra) {
+  SearchResult r;
+  r.step_s = 0.5;
+  r.warmup_step_s = {3.0, 0.7};  // first step 2.5 s slower, second 0.2 s
+  EXPECT_DOUBLE_EQ(StartCost(r), 2.7);
+  EXPECT_DOUBLE_EQ(RuntimeEstimate(r, 100), 52.7);
+  r.warmup_step_s = {0.4, 0.4};  // faster warm-up never lowers the estimate
+  EXPECT_DOUBLE_EQ(RuntimeEstimate(r, 100), 50.0);
+}
+
 }  // namespace
 }  // namespace saturn
