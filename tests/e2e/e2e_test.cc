@@ -52,6 +52,7 @@ TEST_F(EndToEnd, AModelTooLargeForOneDeviceIsProfiledOnlyWhereItFits) {
       << ReadFile(dir_ + "/out.log");
   Cluster cluster = ParseCluster(YAML::Load("nodes: [{name: n0, gpus: 2}]"), "x");
   ProfileTable p = LoadProfileFile(dir_ + "/profile.csv", cluster);
+  SCOPED_TRACE(Log());
   EXPECT_EQ(p.Find("large", "single", 1), nullptr);
   EXPECT_EQ(p.Find("large", "ddp", 2), nullptr);  // a full replica per device does not fit
   EXPECT_NE(p.Find("large", "spill", 1), nullptr);

@@ -139,5 +139,42 @@ TEST(Memory, SearchMeasuresEveryFsdpSettingAndKeepsTheFastestThatFits) {
   EXPECT_EQ(result["peak_memory_bytes"].size(), 2u);
 }
 
+// Pipeline stages balanced by time alone can tilt (timings on a busy machine
+// are noisy) until one no longer fits, so search also tries the stages
+// balanced by parameters, and keeps the fastest candidate that fits.
+TEST(Memory, PipelineSearchAlsoTriesStagesBalancedByParameters) {
+  TestDir dir("memory_pipeline_search");
+  nlohmann::json json = TinyTask("resnet");
+  std::string task = dir.Write("task.json", json.dump());
+  std::vector<int64_t> blocks = BlockParams(json);
+  // Every two-stage cut that minimises the larger stage's parameters.
+  int64_t total = std::accumulate(blocks.begin(), blocks.end(), int64_t{0});
+  int64_t best = INT64_MAX, prefix = 0;
+  std::vector<int64_t> best_cuts;
+  for (size_t cut = 1; cut < blocks.size(); ++cut) {
+    prefix += blocks[cut - 1];
+    int64_t larger = std::max(prefix, total - prefix);
+    if (larger < best) best = larger, best_cuts.clear();
+    if (larger == best) best_cuts.push_back(static_cast<int64_t>(cut));
+  }
+  WorkerRun run = RunWorker({"search", "--task", task, "--technique", "pipeline", "--gpus", "2",
+                             "--out", dir.Path("s.json"), "--warmup", "1", "--measure", "1"},
+                            dir.Path("s"));
+  ASSERT_EQ(run.status, 0) << run.err;
+  nlohmann::json result = ReadJson(dir.Path("s.json"));
+  ASSERT_TRUE(result["feasible"]);
+  bool by_params = false;
+  double fastest = 1e300;
+  for (const nlohmann::json& candidate : result["candidates"]) {
+    std::vector<int64_t> bounds = candidate["knobs"]["partition"];
+    ASSERT_EQ(bounds.size(), 3u);
+    by_params =
+        by_params || std::find(best_cuts.begin(), best_cuts.end(), bounds[1]) != best_cuts.end();
+    fastest = std::min(fastest, candidate["step_s"].get<double>());
+  }
+  EXPECT_TRUE(by_params) << result["candidates"].dump();
+  EXPECT_EQ(result["step_s"].get<double>(), fastest);
+}
+
 }  // namespace
 }  // namespace saturn::testing

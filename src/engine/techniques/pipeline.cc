@@ -222,11 +222,22 @@ class Pipeline final : public Technique {
     return Technique::Unsupported(task, model, gpus);
   }
 
+  // Two partitions: balanced by measured time (fastest when it fits) and
+  // balanced by parameters (what each stage keeps). Timings taken on a busy
+  // machine can tilt the first one until a stage no longer fits while the
+  // second does, so both are tried where they differ and search keeps the
+  // fastest that fits.
   std::vector<Knobs> SearchSpace(TrainContext& ctx) const override {
-    std::vector<int64_t> bounds = MeasuredPartition(ctx, MicroBatchSize(ctx, 1));
+    std::vector<std::vector<int64_t>> partitions = {MeasuredPartition(ctx, MicroBatchSize(ctx, 1))};
+    std::vector<int64_t> counts = ctx.model.BlockParamCounts();
+    std::vector<int64_t> by_params =
+        BalancedPartition(std::vector<double>(counts.begin(), counts.end()), ctx.comm.Size());
+    if (by_params != partitions[0]) partitions.push_back(by_params);
     std::vector<Knobs> space;
-    for (int64_t m = 1; m <= ctx.BatchSize() && m <= 32; m *= 2) {
-      space.push_back({{"micro_batches", m}, {"partition", bounds}});
+    for (const std::vector<int64_t>& bounds : partitions) {
+      for (int64_t m = 1; m <= ctx.BatchSize() && m <= 32; m *= 2) {
+        space.push_back({{"micro_batches", m}, {"partition", bounds}});
+      }
     }
     return space;
   }
