@@ -23,6 +23,7 @@ struct ProfileOptions {
   int parallel = 1;
   int warmup = -1;
   int measure = kDefaultMeasureSteps;
+  long checkpoint_every = 0;
   std::vector<std::string> plugins;
 };
 
@@ -36,6 +37,7 @@ int RunProfile(const ProfileOptions& o) {
   options.parallel = o.parallel;
   options.warmup = o.warmup;
   options.measure = o.measure;
+  options.checkpoint_every = o.checkpoint_every;
   ProfileRun run = RunProfiler(workload, options);
   std::string csv = ProfileToCsv(run.table);
   if (o.output.empty()) {
@@ -66,6 +68,10 @@ void AddProfileCommand(CLI::App& app, int* status) {
   cmd->add_option("--warmup", o->warmup, "Steps before timing (default: the worker's)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--measure", o->measure, "Steps timed")->check(CLI::PositiveNumber);
+  cmd->add_option("--checkpoint-every", o->checkpoint_every,
+                  "Runtimes count the checkpoints `saturn run --checkpoint-every` writes "
+                  "(default: a tenth of each task)")
+      ->check(CLI::PositiveNumber);
   cmd->add_option("--plugin", o->plugins, "Technique plug-in (shared library); repeatable");
   cmd->callback([o, status] { *status = RunProfile(*o); });
 }

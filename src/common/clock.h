@@ -27,6 +27,17 @@ class SteadyClock final : public Clock {
   }
 };
 
+// Seconds since the Unix epoch: comparable across processes (and, with
+// synchronised clocks, machines), e.g. when a launch was asked for and when
+// the launched program was ready.
+class UnixClock final : public Clock {
+ public:
+  double Now() const override {
+    using namespace std::chrono;
+    return duration<double>(system_clock::now().time_since_epoch()).count();
+  }
+};
+
 class ManualClock final : public Clock {
  public:
   double Now() const override { return now_; }

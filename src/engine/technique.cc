@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 
 #include "common/error.h"
 #include "engine/errors.h"
@@ -78,6 +79,48 @@ std::optional<int64_t> Technique::StaticBytesPerDevice(const TrainContext&, cons
   return std::nullopt;
 }
 
+namespace {
+
+CheckpointMeta MetaAt(const TrainContext& ctx, std::string_view technique, int64_t step,
+                      double loss) {
+  CheckpointMeta meta;
+  meta.step = step;
+  meta.data_cursor = step * ctx.task.batch_size;
+  meta.batch_size = ctx.task.batch_size;
+  meta.seed = ctx.task.seed;
+  meta.model = ctx.task.model;
+  meta.optimizer = ctx.task.optimizer.type;
+  meta.blocks = ctx.model.NumBlocks();
+  meta.loss = loss;
+  meta.technique = std::string(technique);
+  meta.gpus = ctx.gpus;
+  return meta;
+}
+
+// Seconds to write and remove one checkpoint of `trainer`, as Execute does
+// (collective; every rank returns the same time).
+double TimeCheckpoint(TrainContext& ctx, std::string_view technique, Trainer& trainer,
+                      const std::string& dir) {
+  ctx.comm.Barrier();
+  double start = Now();
+  {
+    CheckpointWriter out(dir, 0, ctx.comm);
+    trainer.Save(out);
+    out.Commit(MetaAt(ctx, technique, 0, 0.0));
+  }
+  double seconds = Now() - start;
+  at::Tensor slowest = at::tensor({seconds}, ctx.comm.ScalarOptions().dtype(at::kDouble));
+  ctx.comm.AllReduceMax(slowest);
+  ctx.comm.Barrier();
+  if (ctx.comm.Rank() == 0) {
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
+  }
+  return slowest.cpu().item<double>();
+}
+
+}  // namespace
+
 SearchResult Technique::Search(TrainContext& ctx, const SearchOptions& options) const {
   SearchResult result;
   result.reason = Unsupported(ctx.task, ctx.model, ctx.gpus);
@@ -85,6 +128,7 @@ SearchResult Technique::Search(TrainContext& ctx, const SearchOptions& options) 
   int64_t capacity = ctx.device.CapacityBytes();
   std::string closest_reason;
   int64_t closest_peak = INT64_MAX;
+  bool timed_checkpoint = false;
   for (const Knobs& knobs : SearchSpace(ctx)) {
     std::optional<int64_t> needed = StaticBytesPerDevice(ctx, knobs);
     if (capacity > 0 && needed && *needed > capacity) {
@@ -99,8 +143,11 @@ SearchResult Technique::Search(TrainContext& ctx, const SearchOptions& options) 
     std::vector<double> samples, warmup;
     bool over = false;
     std::string hard_limit_error;
+    double setup_s = 0.0;
     try {
+      double built = Now();
       trainer = MakeTrainer(ctx, knobs);
+      setup_s = Now() - built;
       for (int i = 0; i < options.warmup + options.measure && !over; ++i) {
         double loss = 0.0;
         double seconds = TimedStep(ctx, *trainer, i, &loss);
@@ -117,9 +164,9 @@ SearchResult Technique::Search(TrainContext& ctx, const SearchOptions& options) 
     }
     std::vector<int64_t> peaks = ctx.comm.Gather(ctx.device.PeakBytes());
     std::vector<int64_t> resident = ctx.comm.Gather(ctx.device.LiveBytes());
-    nlohmann::json stats = trainer->Stats();
-    trainer.reset();
+    nlohmann::json stats = trainer ? trainer->Stats() : nlohmann::json::object();
     if (over) {
+      trainer.reset();
       std::string reason =
           hard_limit_error.empty() ? OverCapacityReason(peaks, capacity) : hard_limit_error;
       result.candidates.push_back({{"knobs", knobs}, {"reason", reason}});
@@ -128,7 +175,13 @@ SearchResult Technique::Search(TrainContext& ctx, const SearchOptions& options) 
       continue;
     }
     double step_s = Median(samples);
-    result.candidates.push_back({{"knobs", knobs}, {"step_s", step_s}, {"stats", stats}});
+    if (!options.checkpoint_probe_dir.empty() && !timed_checkpoint) {
+      result.checkpoint_s = TimeCheckpoint(ctx, Name(), *trainer, options.checkpoint_probe_dir);
+      timed_checkpoint = true;
+    }
+    trainer.reset();
+    result.candidates.push_back(
+        {{"knobs", knobs}, {"step_s", step_s}, {"setup_s", setup_s}, {"stats", stats}});
     if (!result.feasible || step_s < result.step_s) {
       result.feasible = true;
       result.knobs = knobs;
@@ -137,6 +190,7 @@ SearchResult Technique::Search(TrainContext& ctx, const SearchOptions& options) 
       result.warmup_samples_s = warmup;
       result.peak_memory_bytes = peaks;
       result.resident_bytes = resident;
+      result.setup_s = setup_s;
       result.stats = stats;
     }
   }
@@ -169,18 +223,7 @@ ExecuteResult Technique::Execute(TrainContext& ctx, const Knobs& knobs,
   auto save = [&](int64_t step) {
     CheckpointWriter out(options.checkpoint_dir, step, ctx.comm);
     trainer->Save(out);
-    CheckpointMeta meta;
-    meta.step = step;
-    meta.data_cursor = step * ctx.task.batch_size;
-    meta.batch_size = ctx.task.batch_size;
-    meta.seed = ctx.task.seed;
-    meta.model = ctx.task.model;
-    meta.optimizer = ctx.task.optimizer.type;
-    meta.blocks = ctx.model.NumBlocks();
-    meta.loss = result.final_loss;
-    meta.technique = std::string(Name());
-    meta.gpus = ctx.gpus;
-    return out.Commit(meta);
+    return out.Commit(MetaAt(ctx, Name(), step, result.final_loss));
   };
   ctx.device.ResetPeak();
   for (int64_t step = options.from_step; step < options.to_step; ++step) {

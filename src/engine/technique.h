@@ -107,6 +107,9 @@ class Trainer {
 struct SearchOptions {
   int warmup = 2;   // steps run before measuring
   int measure = 5;  // steps measured
+  // Where to time one checkpoint write (removed afterwards, visible to every
+  // rank); empty: not timed.
+  std::string checkpoint_probe_dir;
 };
 
 struct SearchResult {
@@ -115,9 +118,11 @@ struct SearchResult {
   Knobs knobs = Knobs::object();
   double step_s = 0.0;  // median of the measured steps
   std::vector<double> step_samples_s;
-  std::vector<double> warmup_samples_s;  // the warm-up steps (first-step costs)
+  std::vector<double> warmup_samples_s;    // the warm-up steps (first-step costs)
   std::vector<int64_t> peak_memory_bytes;  // per device (rank order)
   std::vector<int64_t> resident_bytes;     // per device, between steps
+  double setup_s = 0.0;                    // building the trainer of the chosen setting
+  double checkpoint_s = 0.0;               // one checkpoint write (the first setting that fits)
   nlohmann::json stats = nlohmann::json::object();
   // Every setting tried: {"knobs", "step_s", "stats"} or {"knobs", "reason"}.
   nlohmann::json candidates = nlohmann::json::array();

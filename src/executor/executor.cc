@@ -166,6 +166,7 @@ class Executor {
       p.worker = worker_;
       p.progress = o_.progress;
       p.backend = backend_.get();
+      p.checkpoint_every = o_.checkpoint_every;
       if (p.work_dir.empty()) p.work_dir = run_dir_ + "/trials";
       ProfileRun run = RunProfiler(workload_, p);
       profile_ = run.table;
@@ -322,8 +323,7 @@ class Executor {
     call.from_step = l.record.checkpoint_step;
     call.to_step = task.steps;
     call.checkpoint_dir = dir + "/checkpoints";
-    call.checkpoint_every =
-        o_.checkpoint_every > 0 ? o_.checkpoint_every : std::max(1L, task.steps / 10);
+    call.checkpoint_every = CheckpointInterval(task.steps, o_.checkpoint_every);
     call.save_model = dir + "/model.pt";
     if (backend_->LaunchesRanks() && option.gpus > 1) {
       call.rank_from_env = true;

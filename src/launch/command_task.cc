@@ -70,12 +70,13 @@ SearchResult CommandSearchResult(const std::string& log, int exit_status, double
   std::ifstream in(log);
   std::string line;
   std::vector<double> timed;
-  double peak = -1;
+  double peak = -1, stepping_s = 0;
   bool any = false;
   while (std::getline(in, line)) {
     StepReport s;
     if (!ParseStepLine(line, &s)) continue;
     any = true;
+    if (s.step_s > 0) stepping_s += s.step_s;
     if (s.step >= warmup && s.step_s > 0) timed.push_back(s.step_s);
     peak = std::max(peak, s.peak_mem_gib);
   }
@@ -89,6 +90,8 @@ SearchResult CommandSearchResult(const std::string& log, int exit_status, double
     r.step_samples_s = timed;
     std::sort(timed.begin(), timed.end());
     r.step_s = timed[timed.size() / 2];
+    // What the run took besides its steps: start-up and shut-down.
+    r.launch_s = std::max(0.0, wall_s - stepping_s);
   } else {
     // Nothing parseable: time the whole run from outside (start-up included).
     r.step_s = wall_s / std::max(1L, steps);

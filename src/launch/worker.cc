@@ -195,6 +195,10 @@ SearchResult SearchResultFromJson(const json& j) {
   r.step_s = j.contains("step_s") && j["step_s"].is_number() ? j["step_s"].get<double>() : 0.0;
   r.step_samples_s = Numbers(j, "step_samples_s");
   r.warmup_step_s = Numbers(j, "warmup_step_s");
+  r.ready_unix_s = j.value("ready_unix_s", 0.0);
+  r.setup_s = j.value("setup_s", 0.0);
+  r.launch_s = j.value("launch_s", 0.0);
+  r.checkpoint_s = j.value("checkpoint_s", 0.0);
   r.peak_memory_bytes = Numbers(j, "peak_memory_bytes");
   if (j.contains("knobs") && j["knobs"].is_object()) r.knobs = j["knobs"];
   if (r.feasible && !(r.step_s > 0)) {
@@ -210,8 +214,24 @@ json SearchResultToJson(const SearchResult& r) {
           {"step_s", r.step_s},
           {"step_samples_s", r.step_samples_s},
           {"warmup_step_s", r.warmup_step_s},
+          {"ready_unix_s", r.ready_unix_s},
+          {"setup_s", r.setup_s},
+          {"launch_s", r.launch_s},
+          {"checkpoint_s", r.checkpoint_s},
           {"peak_memory_bytes", r.peak_memory_bytes},
           {"knobs", r.knobs}};
+}
+
+void SetLaunchCost(SearchResult& r, double spawned_unix_s) {
+  if (r.ready_unix_s > 0) r.launch_s = std::max(0.0, r.ready_unix_s - spawned_unix_s) + r.setup_s;
+}
+
+long CheckpointInterval(long steps, long every) {
+  return every > 0 ? every : std::max(1L, steps / 10);
+}
+
+long CheckpointWrites(long steps, long every) {
+  return std::max(0L, steps - 1) / CheckpointInterval(steps, every) + 2;
 }
 
 SearchResult ReadSearchResult(const std::string& path) {

@@ -94,6 +94,13 @@ struct SearchResult {
   double step_s = 0.0;
   std::vector<double> step_samples_s;
   std::vector<double> warmup_step_s;  // warm-up steps: what a fresh start costs extra
+  // A launch's fixed costs, besides the steps: from asking for the process
+  // to its first step (process start, rendezvous, model and data, building
+  // the trainer), and writing one checkpoint.
+  double ready_unix_s = 0.0;  // when the worker was ready to build its trainer
+  double setup_s = 0.0;       // building the chosen setting's trainer
+  double launch_s = 0.0;      // set by the launcher: SetLaunchCost
+  double checkpoint_s = 0.0;
   std::vector<double> peak_memory_bytes;
   nlohmann::json knobs = nlohmann::json::object();
 };
@@ -105,6 +112,16 @@ struct ExecuteResult {
   std::string checkpoint;
   std::vector<double> peak_memory_bytes;
 };
+
+// Fills r.launch_s for a worker asked to start at `spawned_unix_s`.
+void SetLaunchCost(SearchResult& r, double spawned_unix_s);
+
+// Steps between periodic checkpoints of a task of `steps` steps: `every`, or
+// a tenth of the task when 0 (what `saturn run --checkpoint-every` means).
+long CheckpointInterval(long steps, long every);
+// Checkpoints an uninterrupted run of the task writes: the periodic ones,
+// the last one, and the trained model.
+long CheckpointWrites(long steps, long every);
 
 // Throw std::runtime_error (the worker broke the protocol) on a missing file,
 // bad JSON or a foreign protocol version.

@@ -11,6 +11,7 @@
 
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "common/error.h"
 #include "common/format.h"
 #include "common/fs.h"
@@ -82,6 +83,7 @@ class TrialRunner {
     Process process;
     std::string result_path, log_path;
     std::chrono::steady_clock::time_point started;
+    double spawned_unix_s;  // to compare with the worker's ready_unix_s
   };
 
   Running Start(int index, const Trial& t, const json& task_spec) {
@@ -107,7 +109,12 @@ class TrialRunner {
       WorkerJob job = CommandJob(task_spec, c);
       job.stdout_path = log_path;
       job.stderr_path = log_path;
-      return Running{index, backend_.Start(job), "", log_path, std::chrono::steady_clock::now()};
+      return Running{index,
+                     backend_.Start(job),
+                     "",
+                     log_path,
+                     std::chrono::steady_clock::now(),
+                     UnixClock().Now()};
     }
     WorkerCall call;
     call.mode = WorkerCall::kSearch;
@@ -131,8 +138,10 @@ class TrialRunner {
     job.ranks = 1;  // the worker starts its own ranks
     for (int g = 0; g < t.gpus; ++g)
       job.gpu_ids.push_back(g);
-    return Running{index, backend_.Start(job), result_path, log_path,
-                   std::chrono::steady_clock::now()};
+    double spawned_unix_s = UnixClock().Now();
+    return Running{
+        index,         backend_.Start(job), result_path, log_path, std::chrono::steady_clock::now(),
+        spawned_unix_s};
   }
 
   // Fills the trial's outcome once its process has ended (or timed out).
@@ -154,6 +163,7 @@ class TrialRunner {
     if (ExitedCleanly(status)) {
       try {
         t.result = ReadSearchResult(r.result_path);
+        SetLaunchCost(t.result, r.spawned_unix_s);
         return;
       } catch (const std::exception& e) {
         t.result = {};
@@ -214,8 +224,9 @@ double StartCost(const SearchResult& r) {
   return std::max(0.0, extra);
 }
 
-double RuntimeEstimate(const SearchResult& r, long steps) {
-  return r.step_s * static_cast<double>(steps) + StartCost(r);
+double RuntimeEstimate(const SearchResult& r, long steps, long checkpoint_every) {
+  return r.step_s * static_cast<double>(steps) + StartCost(r) + r.launch_s +
+         r.checkpoint_s * static_cast<double>(CheckpointWrites(steps, checkpoint_every));
 }
 
 std::vector<int> TechniqueGpuCounts(const std::string& technique, int lo, int hi) {
@@ -369,7 +380,9 @@ ProfileRun RunProfiler(const Workload& workload, const ProfilerOptions& options)
   }
 
   // The table: one row per feasible (task, technique, GPUs).
-  run.table.extra_columns = {"step_s", "steps", "start_cost_s", "peak_memory_gib", "knobs"};
+  run.checkpoint_every = options.checkpoint_every;
+  run.table.extra_columns = {"step_s",       "steps",           "start_cost_s", "launch_s",
+                             "checkpoint_s", "peak_memory_gib", "knobs"};
   for (size_t k = 0; k < workload.tasks.size(); ++k) {
     const WorkloadTask& task = workload.tasks[k];
     std::string reasons;
@@ -386,9 +399,13 @@ ProfileRun RunProfiler(const Workload& workload, const ProfilerOptions& options)
       row.task = task.name;
       row.technique = t.technique;
       row.gpus = t.gpus;
-      row.runtime_s = RuntimeEstimate(t.result, task.steps);
-      row.extra = {FormatNumber(t.result.step_s), std::to_string(task.steps),
-                   FormatNumber(StartCost(t.result)), FormatFixed(peak / (1 << 30), 3),
+      row.runtime_s = RuntimeEstimate(t.result, task.steps, options.checkpoint_every);
+      row.extra = {FormatNumber(t.result.step_s),
+                   std::to_string(task.steps),
+                   FormatNumber(StartCost(t.result)),
+                   FormatNumber(t.result.launch_s),
+                   FormatNumber(t.result.checkpoint_s),
+                   FormatFixed(peak / (1 << 30), 3),
                    KnobsText(t.result.knobs)};
       run.table.rows.push_back(std::move(row));
     }
@@ -430,7 +447,7 @@ std::string ProfileSummary(const Workload& workload, const ProfileRun& run) {
     }
     for (const auto& [gpus, t] : best) {
       out << "    " << gpus << " GPU" << (gpus > 1 ? "s" : " ") << ": best " << t->technique << " "
-          << FormatDuration(RuntimeEstimate(t->result, task.steps)) << " ("
+          << FormatDuration(RuntimeEstimate(t->result, task.steps, run.checkpoint_every)) << " ("
           << FormatFixed(t->result.step_s, 4) << " s/step)\n";
     }
     for (const auto& [reason, configs] : failures) {

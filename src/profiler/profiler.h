@@ -8,7 +8,9 @@
 // the profiler. A task's runtime in a configuration is the measured step time
 // (StepEstimate: the mean over 10 steps after warm-up, gross outliers
 // dropped) times its total steps, plus the warm-up steps' extra time
-// (StartCost).
+// (StartCost), plus what a launch costs besides its steps: starting the
+// worker and building the trainer, and the checkpoints an uninterrupted run
+// writes (RuntimeEstimate).
 //
 // Trials run one at a time by default: on CPU devices every trial shares the
 // same cores, and measured step times inflate when trials overlap
@@ -47,6 +49,9 @@ struct ProfilerOptions {
   std::string work_dir;                // trial files; "" = a fresh temporary folder
   LaunchBackend* backend = nullptr;    // "" = local
   bool progress = true;
+  // The executor's checkpoint interval (steps; 0: its default, a tenth of the
+  // task): runtimes include the checkpoints a run writes.
+  long checkpoint_every = 0;
 };
 
 // The GPU counts a technique is tried at within [lo, hi]: single and spill
@@ -65,8 +70,10 @@ double StepEstimate(const std::vector<double>& samples, double fallback);
 // launch of a task pays it, so a short task's runtime is not just steps x
 // step time.
 double StartCost(const SearchResult& r);
-// A task's runtime in a configuration: steps x step_s + StartCost.
-double RuntimeEstimate(const SearchResult& r, long steps);
+// A task's runtime in a configuration, as one uninterrupted launch:
+// steps x step_s + StartCost + launch_s + checkpoint_s x the checkpoints it
+// writes with `checkpoint_every` (CheckpointWrites).
+double RuntimeEstimate(const SearchResult& r, long steps, long checkpoint_every);
 
 struct Trial {
   std::string trial_key;
@@ -91,6 +98,7 @@ struct ProfileRun {
   int cache_hits = 0;
   int trials_run = 0;
   double wall_s = 0.0;
+  long checkpoint_every = 0;  // the options' (runtimes count its checkpoints)
 };
 
 // Throws InputError if a task has no feasible configuration at all (naming

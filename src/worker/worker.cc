@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 
+#include "common/clock.h"
 #include "common/error.h"
 #include "common/fs.h"
 #include "engine/errors.h"
@@ -93,10 +94,13 @@ int RunRank(const WorkerOptions& o, const Job& job, int rank, int world_size) {
       3.0 * job.model->ForwardFlopsPerSample() * static_cast<double>(job.task.batch_size);
 
   if (o.mode == Mode::kSearch) {
-    engine::SearchResult found =
-        job.technique->Search(ctx, engine::SearchOptions{o.warmup, o.measure});
+    // Everything a launch costs before the first trainer is built ends here.
+    double ready_unix_s = UnixClock().Now();
+    engine::SearchResult found = job.technique->Search(
+        ctx, engine::SearchOptions{o.warmup, o.measure, o.out + ".checkpoint-probe"});
     if (rank != 0) return 0;
     nlohmann::json result = SearchResultJson(o, found.reason);
+    result["ready_unix_s"] = ready_unix_s;
     if (found.feasible) {
       result["feasible"] = true;
       result["step_s"] = found.step_s;
@@ -104,6 +108,8 @@ int RunRank(const WorkerOptions& o, const Job& job, int rank, int world_size) {
       result["warmup_step_s"] = found.warmup_samples_s;
       result["peak_memory_bytes"] = found.peak_memory_bytes;
       result["resident_bytes"] = found.resident_bytes;
+      result["setup_s"] = found.setup_s;
+      result["checkpoint_s"] = found.checkpoint_s;
       result["knobs"] = found.knobs;
       result["stats"] = found.stats;
     }

@@ -60,6 +60,13 @@ TEST_F(EndToEnd, AModelTooLargeForOneDeviceIsProfiledOnlyWhereItFits) {
   EXPECT_NE(p.Find("large", "pipeline", 2), nullptr);
   for (const ProfileRow& r : p.rows) {
     EXPECT_LE(std::stod(p.Extra(r, "peak_memory_gib")), 0.0137 + 1e-9) << r.technique;
+    // A run pays for its launch and its checkpoints besides the steps.
+    double launch = std::stod(p.Extra(r, "launch_s"));
+    double checkpoint = std::stod(p.Extra(r, "checkpoint_s"));
+    EXPECT_GT(launch, 0.0) << r.technique;
+    EXPECT_GT(checkpoint, 0.0) << r.technique;
+    EXPECT_GE(r.runtime_s, 50 * std::stod(p.Extra(r, "step_s")) + launch + checkpoint)
+        << r.technique;
   }
   EXPECT_THAT(ReadFile(dir_ + "/out.log"), ::testing::HasSubstr("infeasible"));
 }

@@ -11,6 +11,7 @@
 
 #include "common/error.h"
 #include "common/fs.h"
+#include "launch/command_task.h"
 #include "profiler/cache.h"
 
 namespace saturn {
@@ -167,9 +168,46 @@ TEST(RuntimeEstimate, StepsTimesStepTimePlusWhatTheFirstStepsCostExtra) {
   r.step_s = 0.5;
   r.warmup_step_s = {3.0, 0.7};  // first step 2.5 s slower, second 0.2 s
   EXPECT_DOUBLE_EQ(StartCost(r), 2.7);
-  EXPECT_DOUBLE_EQ(RuntimeEstimate(r, 100), 52.7);
+  EXPECT_DOUBLE_EQ(RuntimeEstimate(r, 100, 0), 52.7);
   r.warmup_step_s = {0.4, 0.4};  // faster warm-up never lowers the estimate
-  EXPECT_DOUBLE_EQ(RuntimeEstimate(r, 100), 50.0);
+  EXPECT_DOUBLE_EQ(RuntimeEstimate(r, 100, 0), 50.0);
+}
+
+TEST(RuntimeEstimate, AddsTheLaunchAndEveryCheckpointTheRunWrites) {
+  SearchResult r;
+  r.step_s = 0.5;
+  r.launch_s = 1.5;
+  r.checkpoint_s = 0.1;
+  // Every 10 steps by default: 9 periodic, the last one, the trained model.
+  EXPECT_EQ(CheckpointWrites(100, 0), 11);
+  EXPECT_NEAR(RuntimeEstimate(r, 100, 0), 50 + 1.5 + 1.1, 1e-12);
+  EXPECT_EQ(CheckpointWrites(100, 30), 5);  // 30, 60, 90, 100, model
+  EXPECT_EQ(CheckpointWrites(100, 100), 2);
+  EXPECT_NEAR(RuntimeEstimate(r, 100, 100), 50 + 1.5 + 0.2, 1e-12);
+}
+
+TEST(LaunchCost, OfAUsersProgramIsItsWallTimeBeyondTheStepsItReported) {
+  std::string log = ::testing::TempDir() + "/saturn_command_trial.log";
+  WriteFileAtomic(log,
+                  "loading\nsaturn: step=0 loss=3 step_s=0.5\nsaturn: step=1 loss=2 step_s=0.2\n"
+                  "saturn: step=2 loss=1 step_s=0.2\n");
+  SearchResult r = CommandSearchResult(log, 0, 2.0, 3, 1);
+  ASSERT_TRUE(r.feasible);
+  EXPECT_DOUBLE_EQ(r.step_s, 0.2);
+  EXPECT_NEAR(r.launch_s, 2.0 - 0.9, 1e-9);
+}
+
+TEST(LaunchCost, FromTheRequestToTheWorkerBeingReadyPlusBuildingTheTrainer) {
+  SearchResult r;
+  r.ready_unix_s = 1000.8;
+  r.setup_s = 0.2;
+  SetLaunchCost(r, 1000.0);
+  EXPECT_NEAR(r.launch_s, 1.0, 1e-9);
+  SetLaunchCost(r, 1001.0);  // clocks out of step: never negative
+  EXPECT_NEAR(r.launch_s, 0.2, 1e-9);
+  SearchResult old;  // a worker that does not report when it was ready
+  SetLaunchCost(old, 1000.0);
+  EXPECT_EQ(old.launch_s, 0.0);
 }
 
 }  // namespace

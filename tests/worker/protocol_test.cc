@@ -10,6 +10,7 @@
 #include <regex>
 #include <thread>
 
+#include "common/clock.h"
 #include "tests/engine/worker_process.h"
 
 namespace saturn::testing {
@@ -80,6 +81,15 @@ TEST_F(Protocol, SearchReportsStepTimeMemoryAndKnobs) {
   EXPECT_EQ(result["knobs"]["partition"].size(), 3u);
   EXPECT_EQ(result["reason"], "");
   EXPECT_GT(result["model_flops_per_step"].get<double>(), 0.0);
+  // What a launch costs besides steps: when the ranks were ready to build a
+  // trainer (after start-up and rendezvous), building it, one checkpoint.
+  double ready = result["ready_unix_s"].get<double>();
+  EXPECT_GT(ready, UnixClock().Now() - 600);
+  EXPECT_LT(ready, UnixClock().Now());
+  EXPECT_GT(result["setup_s"].get<double>(), 0.0);
+  EXPECT_GT(result["checkpoint_s"].get<double>(), 0.0);
+  // The checkpoint written to time it is gone.
+  EXPECT_FALSE(std::filesystem::exists(Path("result.json.checkpoint-probe")));
 }
 
 TEST_F(Protocol, ConfigurationsThatCannotRunAreInfeasibleNotErrors) {
