@@ -197,6 +197,7 @@ SearchResult SearchResultFromJson(const json& j) {
   r.warmup_step_s = Numbers(j, "warmup_step_s");
   r.ready_unix_s = j.value("ready_unix_s", 0.0);
   r.setup_s = j.value("setup_s", 0.0);
+  r.done_unix_s = j.value("done_unix_s", 0.0);
   r.launch_s = j.value("launch_s", 0.0);
   r.checkpoint_s = j.value("checkpoint_s", 0.0);
   r.peak_memory_bytes = Numbers(j, "peak_memory_bytes");
@@ -216,14 +217,17 @@ json SearchResultToJson(const SearchResult& r) {
           {"warmup_step_s", r.warmup_step_s},
           {"ready_unix_s", r.ready_unix_s},
           {"setup_s", r.setup_s},
+          {"done_unix_s", r.done_unix_s},
           {"launch_s", r.launch_s},
           {"checkpoint_s", r.checkpoint_s},
           {"peak_memory_bytes", r.peak_memory_bytes},
           {"knobs", r.knobs}};
 }
 
-void SetLaunchCost(SearchResult& r, double spawned_unix_s) {
-  if (r.ready_unix_s > 0) r.launch_s = std::max(0.0, r.ready_unix_s - spawned_unix_s) + r.setup_s;
+void SetLaunchCost(SearchResult& r, double spawned_unix_s, double ended_unix_s) {
+  if (r.ready_unix_s <= 0) return;
+  r.launch_s = std::max(0.0, r.ready_unix_s - spawned_unix_s) + r.setup_s;
+  if (r.done_unix_s > 0) r.launch_s += std::max(0.0, ended_unix_s - r.done_unix_s);
 }
 
 long CheckpointInterval(long steps, long every) {

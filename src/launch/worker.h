@@ -99,6 +99,7 @@ struct SearchResult {
   // the trainer), and writing one checkpoint.
   double ready_unix_s = 0.0;  // when the worker was ready to build its trainer
   double setup_s = 0.0;       // building the chosen setting's trainer
+  double done_unix_s = 0.0;   // when it had written its result (then shut down)
   double launch_s = 0.0;      // set by the launcher: SetLaunchCost
   double checkpoint_s = 0.0;
   std::vector<double> peak_memory_bytes;
@@ -113,8 +114,10 @@ struct ExecuteResult {
   std::vector<double> peak_memory_bytes;
 };
 
-// Fills r.launch_s for a worker asked to start at `spawned_unix_s`.
-void SetLaunchCost(SearchResult& r, double spawned_unix_s);
+// Fills r.launch_s for a worker asked to start at `spawned_unix_s` and seen
+// to end at `ended_unix_s`: start-up to ready, building the trainer, and
+// shutting down after its result.
+void SetLaunchCost(SearchResult& r, double spawned_unix_s, double ended_unix_s);
 
 // Steps between periodic checkpoints of a task of `steps` steps: `every`, or
 // a tenth of the task when 0 (what `saturn run --checkpoint-every` means).

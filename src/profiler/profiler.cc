@@ -146,6 +146,7 @@ class TrialRunner {
 
   // Fills the trial's outcome once its process has ended (or timed out).
   void Finish(Running& r, Trial& t, bool timed_out) {
+    double ended_unix_s = UnixClock().Now();
     t.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - r.started).count();
     std::string tail = LastLines(r.log_path, 5);
     if (timed_out) {
@@ -163,7 +164,7 @@ class TrialRunner {
     if (ExitedCleanly(status)) {
       try {
         t.result = ReadSearchResult(r.result_path);
-        SetLaunchCost(t.result, r.spawned_unix_s);
+        SetLaunchCost(t.result, r.spawned_unix_s, ended_unix_s);
         return;
       } catch (const std::exception& e) {
         t.result = {};

@@ -116,6 +116,7 @@ int RunRank(const WorkerOptions& o, const Job& job, int rank, int world_size) {
     result["candidates"] = found.candidates;
     result["capacity_bytes"] = device.CapacityBytes();
     result["model_flops_per_step"] = flops_per_step;
+    result["done_unix_s"] = UnixClock().Now();  // what follows is shutting down
     WriteResult(o.out, result);
     return 0;
   }

@@ -197,16 +197,19 @@ TEST(LaunchCost, OfAUsersProgramIsItsWallTimeBeyondTheStepsItReported) {
   EXPECT_NEAR(r.launch_s, 2.0 - 0.9, 1e-9);
 }
 
-TEST(LaunchCost, FromTheRequestToTheWorkerBeingReadyPlusBuildingTheTrainer) {
+TEST(LaunchCost, StartingUpBuildingTheTrainerAndShuttingDown) {
   SearchResult r;
   r.ready_unix_s = 1000.8;
   r.setup_s = 0.2;
-  SetLaunchCost(r, 1000.0);
+  SetLaunchCost(r, 1000.0, 1005.0);
   EXPECT_NEAR(r.launch_s, 1.0, 1e-9);
-  SetLaunchCost(r, 1001.0);  // clocks out of step: never negative
+  r.done_unix_s = 1004.7;  // and shutting down after its result: 0.3 s
+  SetLaunchCost(r, 1000.0, 1005.0);
+  EXPECT_NEAR(r.launch_s, 1.3, 1e-9);
+  SetLaunchCost(r, 1001.0, 1004.0);  // clocks out of step: never negative
   EXPECT_NEAR(r.launch_s, 0.2, 1e-9);
   SearchResult old;  // a worker that does not report when it was ready
-  SetLaunchCost(old, 1000.0);
+  SetLaunchCost(old, 1000.0, 1005.0);
   EXPECT_EQ(old.launch_s, 0.0);
 }
 
