@@ -115,6 +115,15 @@ class Executor {
     // Plug-ins load and every task's techniques exist.
     if (engine_tasks) AvailableTechniques(workload_, worker_);
     backend_ = MakeBackend(o_.backend);
+    if (workload_.from_allocation) {
+      auto nodes = backend_->AllocatedNodes();
+      if (!nodes) {
+        throw InputError(o_.workload_path, 0, "cluster.from",
+                         "the cluster comes from the Slurm allocation: run inside one (sbatch, "
+                         "salloc) with --backend slurm, or list the nodes under cluster.nodes");
+      }
+      UseAllocation(workload_, *nodes);
+    }
     backend_->CheckCluster(workload_.cluster);
     MakeDirectories(run_dir_);
     backend_->CheckSharedDir(run_dir_, workload_.cluster);
@@ -123,6 +132,12 @@ class Executor {
       if (state_->Get("workload") != workload_text) {
         throw InputError(o_.workload_path, 0, "",
                          "the workload changed since this run started; resume needs the same file");
+      }
+      if (auto saved = state_->Get("cluster");
+          saved && *saved != ClusterToYaml(workload_.cluster)) {
+        throw InputError(o_.workload_path, 0, "cluster",
+                         "this run planned for other nodes:\n" + *saved +
+                             "resume it in an allocation of the same nodes and GPUs");
       }
       clock_offset_ = std::stod(state_->Get("clock_s").value_or("0"));
       clock_start_ = steady_.Now();
@@ -139,7 +154,9 @@ class Executor {
     } else {
       clock_start_ = steady_.Now();
       state_->Set("workload", workload_text);
+      state_->Set("cluster", ClusterToYaml(workload_.cluster));
       WriteFileAtomic(run_dir_ + "/workload.yaml", workload_text);
+      WriteFileAtomic(run_dir_ + "/cluster.yaml", ClusterToYaml(workload_.cluster));
       ProfileAndPlan();
     }
     for (size_t k = 0; k < workload_.tasks.size(); ++k) {

@@ -12,7 +12,9 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <signal.h>
@@ -52,6 +54,12 @@ class LaunchBackend {
   // Checks that the cluster a run plans for is what the backend can run on
   // (e.g. the nodes and GPUs of a Slurm allocation); InputError if not.
   virtual void CheckCluster(const Cluster& cluster) { (void)cluster; }
+  // The nodes the backend's allocation holds, in its order, with their GPU
+  // counts; nullopt if it has no allocation to read (a workload's
+  // `cluster: {from: slurm}` then cannot run on it).
+  virtual std::optional<std::vector<std::pair<std::string, int>>> AllocatedNodes() {
+    return std::nullopt;
+  }
   // Checks that `dir` (run state, checkpoints) is visible from every node of
   // `cluster`; InputError naming the node that cannot see it.
   virtual void CheckSharedDir(const std::string& dir, const Cluster& cluster) {

@@ -318,6 +318,14 @@ void SlurmBackend::Kill(Process& process) {
   }
 }
 
+std::optional<std::vector<std::pair<std::string, int>>> SlurmBackend::AllocatedNodes() {
+  const SlurmAllocation& a = Allocation();
+  std::vector<std::pair<std::string, int>> nodes;
+  for (const std::string& node : a.nodes)
+    nodes.emplace_back(node, a.gpus.at(node));
+  return nodes;
+}
+
 void SlurmBackend::CheckCluster(const Cluster& cluster) {
   const SlurmAllocation& a = Allocation();
   for (size_t i = 0; i < cluster.nodes.size(); ++i) {

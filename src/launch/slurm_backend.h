@@ -94,6 +94,7 @@ class SlurmBackend final : public LaunchBackend {
   void Kill(Process& process) override;
   bool LaunchesRanks() const override { return true; }
   void CheckCluster(const Cluster& cluster) override;
+  std::optional<std::vector<std::pair<std::string, int>>> AllocatedNodes() override;
   void CheckSharedDir(const std::string& dir, const Cluster& cluster) override;
 
   // The srun command line Start runs for `job`.

@@ -242,6 +242,12 @@ std::vector<int> TechniqueGpuCounts(const std::string& technique, int lo, int hi
 }
 
 ProfileRun RunProfiler(const Workload& workload, const ProfilerOptions& options) {
+  if (workload.cluster.nodes.empty()) {
+    throw InputError(workload.source, 0, "cluster.from",
+                     "the cluster comes from the Slurm allocation, which only `saturn run "
+                     "--backend slurm` reads; to profile alone, list the nodes under "
+                     "cluster.nodes");
+  }
   auto started = std::chrono::steady_clock::now();
   ProfileRun run;
   bool engine_tasks = std::any_of(workload.tasks.begin(), workload.tasks.end(),

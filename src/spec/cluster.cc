@@ -30,6 +30,21 @@ int Cluster::NodeIndex(std::string_view name) const {
   return -1;
 }
 
+namespace {
+
+// The fields that say what a node's device slots are.
+void ReadSlotFields(YamlFields& f, const std::string& default_device,
+                    std::optional<double>* memory_gib, std::string* device, int* threads) {
+  *memory_gib = f.OptionalDouble("gpu_memory_gib", 0.0);
+  *device = f.OptionalString("device").value_or(default_device);
+  if (*device != "cpu" && *device != "cuda") {
+    f.Fail("device", "expected cpu or cuda, got " + Quote(*device));
+  }
+  *threads = static_cast<int>(f.OptionalInt("threads_per_gpu", 1).value_or(1));
+}
+
+}  // namespace
+
 Cluster ParseCluster(const YAML::Node& root, std::string_view source, const std::string& path) {
   YamlFields top(root, std::string(source), path);
   top.AllowOnly({"nodes"});
@@ -51,13 +66,49 @@ Cluster ParseCluster(const YAML::Node& root, std::string_view source, const std:
     long gpus = f.Int("gpus", 1);
     if (gpus > 4096) f.Fail("gpus", "expected at most 4096 device slots per node");
     node.gpus = static_cast<int>(gpus);
-    node.gpu_memory_gib = f.OptionalDouble("gpu_memory_gib", 0.0);
-    node.device = f.OptionalString("device").value_or("cpu");
-    if (node.device != "cpu" && node.device != "cuda") {
-      f.Fail("device", "expected cpu or cuda, got " + Quote(node.device));
-    }
-    node.threads_per_gpu = static_cast<int>(f.OptionalInt("threads_per_gpu", 1).value_or(1));
+    ReadSlotFields(f, "cpu", &node.gpu_memory_gib, &node.device, &node.threads_per_gpu);
     cluster.nodes.push_back(std::move(node));
+  }
+  return cluster;
+}
+
+AllocationTemplate ParseAllocationTemplate(const YAML::Node& root, std::string_view source,
+                                           const std::string& path) {
+  YamlFields f(root, std::string(source), path);
+  f.AllowOnly({"from", "gpus", "gpu_memory_gib", "device", "threads_per_gpu"});
+  std::string from = f.String("from");
+  if (from != "slurm") f.Fail("from", "expected slurm (the allocation Saturn runs in)");
+  AllocationTemplate t;
+  if (f.Has("gpus")) {
+    long gpus = f.Int("gpus", 1);
+    if (gpus > 4096) f.Fail("gpus", "expected at most 4096 device slots per node");
+    t.gpus = static_cast<int>(gpus);
+  }
+  ReadSlotFields(f, "cuda", &t.gpu_memory_gib, &t.device, &t.threads_per_gpu);
+  return t;
+}
+
+Cluster ClusterFromAllocation(const AllocationTemplate& templ,
+                              const std::vector<std::pair<std::string, int>>& nodes,
+                              std::string_view source, const std::string& path) {
+  Cluster cluster;
+  std::string seen;
+  for (const auto& [name, allocated] : nodes) {
+    seen += (seen.empty() ? "" : ", ") + name + " (" + std::to_string(allocated) + " GPUs)";
+    ClusterNode node;
+    node.name = name;
+    node.gpus = templ.gpus.value_or(allocated);
+    node.gpu_memory_gib = templ.gpu_memory_gib;
+    node.device = templ.device;
+    node.threads_per_gpu = templ.threads_per_gpu;
+    if (node.gpus > 0) cluster.nodes.push_back(std::move(node));
+  }
+  if (cluster.nodes.empty()) {
+    throw InputError(source, 0, path,
+                     "the allocation holds no GPU on any node (" +
+                         (seen.empty() ? "no nodes" : seen) +
+                         "); ask Slurm for GPUs (e.g. --gpus-per-node) or set `gpus:` to the "
+                         "device slots per node");
   }
   return cluster;
 }

@@ -41,6 +41,25 @@ struct Cluster {
 // file in errors, `path` the field path of `root` ("" at the top of a file).
 Cluster ParseCluster(const YAML::Node& root, std::string_view source, const std::string& path = "");
 Cluster LoadClusterFile(const std::string& path);
+// A workload's `cluster: {from: slurm, ...}`: the nodes come from the Slurm
+// allocation Saturn runs in; the other fields (`gpus`, `gpu_memory_gib`,
+// `device`, default cuda, `threads_per_gpu`) describe every node's device
+// slots. `gpus` unset: the GPUs the allocation holds on each node.
+struct AllocationTemplate {
+  std::optional<int> gpus;
+  std::optional<double> gpu_memory_gib;
+  std::string device = "cuda";
+  int threads_per_gpu = 1;
+};
+AllocationTemplate ParseAllocationTemplate(const YAML::Node& root, std::string_view source,
+                                           const std::string& path);
+// The cluster of an allocation: its nodes (Slurm's names, in Slurm's order)
+// with the GPUs it holds on each. Nodes left without a device slot are
+// dropped; InputError (naming `source`'s `path`) if none is left.
+Cluster ClusterFromAllocation(const AllocationTemplate& templ,
+                              const std::vector<std::pair<std::string, int>>& nodes,
+                              std::string_view source, const std::string& path);
+
 // A cluster as YAML text (round-trips through LoadClusterFile).
 std::string ClusterToYaml(const Cluster& cluster);
 

@@ -14,6 +14,11 @@
 namespace saturn {
 namespace {
 
+std::string TooFewGpus(int gpu_min, const Cluster& cluster) {
+  return "asks for at least " + std::to_string(gpu_min) + " GPUs but the largest node has " +
+         std::to_string(cluster.MaxGpusPerNode());
+}
+
 namespace fs = std::filesystem;
 using nlohmann::json;
 
@@ -246,10 +251,9 @@ class TaskReader {
     t->gpu_min = static_cast<int>(YamlToInt(range[0], w_.source, field + "[0]", 1));
     t->gpu_max = static_cast<int>(YamlToInt(range[1], w_.source, field + "[1]", 1));
     if (t->gpu_max < t->gpu_min) f_.Fail("gpu_range", "expected min <= max");
-    if (t->gpu_min > w_.cluster.MaxGpusPerNode()) {
-      f_.Fail("gpu_range", "asks for at least " + std::to_string(t->gpu_min) +
-                               " GPUs but the largest node has " +
-                               std::to_string(w_.cluster.MaxGpusPerNode()));
+    // A cluster from the allocation is checked once it is known (UseAllocation).
+    if (!w_.from_allocation && t->gpu_min > w_.cluster.MaxGpusPerNode()) {
+      f_.Fail("gpu_range", TooFewGpus(t->gpu_min, w_.cluster));
     }
   }
 
@@ -389,6 +393,8 @@ Workload ParseWorkload(const std::string& text, const std::string& source,
   if (cluster.IsScalar()) {
     fs::path p = fs::path(base_dir) / cluster.Scalar();
     w.cluster = LoadClusterFile(p.lexically_normal().string());
+  } else if (cluster.IsMap() && cluster["from"]) {
+    w.from_allocation = ParseAllocationTemplate(cluster, source, "cluster");
   } else {
     w.cluster = ParseCluster(cluster, source, "cluster");
   }
@@ -500,6 +506,17 @@ Workload ParseWorkload(const std::string& text, const std::string& source,
     }
   }
   return w;
+}
+
+void UseAllocation(Workload& w, const std::vector<std::pair<std::string, int>>& nodes) {
+  if (!w.from_allocation) return;
+  w.cluster = ClusterFromAllocation(*w.from_allocation, nodes, w.source, "cluster");
+  for (const WorkloadTask& t : w.tasks) {
+    if (t.gpu_min > w.cluster.MaxGpusPerNode()) {
+      throw InputError(w.source, t.line, "tasks." + t.name + ".gpu_range",
+                       TooFewGpus(t.gpu_min, w.cluster) + " in this allocation");
+    }
+  }
 }
 
 Workload LoadWorkloadFile(const std::string& path, const std::vector<std::string>& extra_plugins) {

@@ -24,6 +24,7 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -49,7 +50,8 @@ struct WorkloadTask {
 struct Workload {
   std::string source;    // the workload file
   std::string base_dir;  // its folder; relative paths are resolved against it
-  Cluster cluster;
+  Cluster cluster;       // empty until UseAllocation when the cluster comes from one
+  std::optional<AllocationTemplate> from_allocation;  // `cluster: {from: slurm, ...}`
   std::vector<WorkloadTask> tasks;
   std::vector<std::string> plugins;  // technique plug-ins (shared libraries), absolute paths
 };
@@ -61,6 +63,11 @@ Workload LoadWorkloadFile(const std::string& path,
 Workload ParseWorkload(const std::string& text, const std::string& source,
                        const std::string& base_dir,
                        const std::vector<std::string>& extra_plugins = {});
+
+// Fills the cluster of a `cluster: {from: slurm}` workload from the
+// allocation's nodes and GPUs, and checks every task's gpu_range against it.
+// InputError naming the workload's field.
+void UseAllocation(Workload& w, const std::vector<std::pair<std::string, int>>& nodes);
 
 // Techniques a task may use: its own list, or `available`.
 std::vector<std::string> TaskTechniques(const WorkloadTask& task,

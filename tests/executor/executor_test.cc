@@ -214,6 +214,21 @@ TEST_F(Run, IntrospectionRecoversFromAWrongProfile) {
   ExpectNoSharing();
 }
 
+TEST_F(Run, AClusterFromAnAllocationNeedsTheSlurmBackend) {
+  Workload(1, 4);
+  std::string text = ReadFile(dir_ + "/w.yaml");
+  text.replace(0, text.find('\n'), "cluster: {from: slurm, device: cpu}");
+  WriteFileAtomic(dir_ + "/w.yaml", text);
+  EXPECT_EQ(RunSaturn(""), 2);
+  EXPECT_THAT(ReadFile(dir_ + "/out.log"), HasSubstr("cluster.from"));
+  EXPECT_THAT(ReadFile(dir_ + "/out.log"), HasSubstr("--backend slurm"));
+  EXPECT_FALSE(fs::exists(dir_ + "/run/state.sqlite"));
+  // The run writes down the cluster it planned for.
+  Workload(1, 4);
+  ASSERT_EQ(RunSaturn("--no-introspection"), 0) << ReadFile(dir_ + "/out.log");
+  EXPECT_THAT(ReadFile(dir_ + "/run/cluster.yaml"), HasSubstr("name: n0"));
+}
+
 TEST_F(Run, UsersOwnProgramsAreProfiledPlannedAndRun) {
   // examples/byo/command: a shell program speaking the command contract.
   ProcessSpec spec;

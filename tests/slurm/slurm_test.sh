@@ -160,7 +160,7 @@ scenario_run() {
   local d=$work/run
   mkdir -p "$d"
   cat > "$d/workload.yaml" <<'EOF'
-cluster: cluster.yaml
+cluster: {from: slurm, device: cuda}
 tasks:
   - {name: wide, model: {type: mlp, layers: 2, width: 64}, data: {type: synthetic}, batch_size: 8,
      optimizer: {type: sgd, lr: 0.1}, steps: 12, techniques: [single, ddp], sweep: {seed: [1, 2]}}
@@ -186,8 +186,8 @@ EOF
   echo "-- run: sbatch job $job ended with exit $status after $((SECONDS - started)) s"
   check "run: the batch job succeeded" [ "$status" = 0 ]
   [ "$status" = 0 ] || { tail -n 20 "$d/job.out"; return; }
-  check "run: the cluster written from the allocation is n1 x4 + n2 x2" \
-    [ "$(tr -d ' ' < "$d/cluster.yaml" | tr '\n' ' ')" = "nodes: -{name:n1,gpus:4,device:cuda} -{name:n2,gpus:2,device:cuda} " ]
+  check "run: the cluster read from the allocation is n1 x4 + n2 x2" \
+    [ "$(tr -d ' \n' < "$d/slurm/cluster.yaml")" = "nodes:-name:n1gpus:4device:cuda-name:n2gpus:2device:cuda" ]
   check "run: every task finished" \
     [ "$(jq '[.tasks[] | select(.status == "finished")] | length' "$d/slurm/report.json")" = 5 ]
   check "run: profiling trials ran as Slurm steps with as many GPUs as they measure" \
@@ -200,8 +200,10 @@ EOF
     awk '$3 > 1 { multi = 1 } END { exit !multi }' <(step_records "$d/steps.log" execute)
   check "run: both nodes ran tasks" \
     [ "$(step_records "$d/steps.log" execute | awk '{ print $2 }' | sort -u | tr '\n' ' ')" = "n1 n2 " ]
-  # The same workload and profile on this machine, without Slurm.
-  (cd "$d" && FAKE_WORKER_RULES=$d/rules.txt timeout 300 "$saturn" run "$d/workload.yaml" \
+  # The same workload and profile on this machine, without Slurm (the
+  # cluster the Slurm run planned for, listed).
+  sed 's#^cluster: .*#cluster: slurm/cluster.yaml#' "$d/workload.yaml" > "$d/local.yaml"
+  (cd "$d" && FAKE_WORKER_RULES=$d/rules.txt timeout 300 "$saturn" run "$d/local.yaml" \
     --backend local --run-dir "$d/local" --profile "$d/slurm/profile.csv" --no-introspection \
     > "$d/local.out" 2>&1)
   check "run: a local run of the same workload succeeded" [ $? = 0 ]

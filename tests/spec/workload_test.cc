@@ -85,6 +85,53 @@ TEST_F(WorkloadTest, InlineClusterAndCommandTasks) {
   EXPECT_EQ(w.tasks[0].steps, 100);
 }
 
+TEST_F(WorkloadTest, AClusterFromTheSlurmAllocationIsFilledInWhenKnown) {
+  Workload w =
+      Parse(kTask + "    steps: 5\n    gpu_range: [2, 4]\n", "{from: slurm, gpu_memory_gib: 80}");
+  ASSERT_TRUE(w.from_allocation.has_value());
+  EXPECT_TRUE(w.cluster.nodes.empty());
+  // Nodes in Slurm's order with the GPUs the job holds; one without any is left out.
+  UseAllocation(w, {{"gpu-a", 4}, {"login", 0}, {"gpu-b", 2}});
+  ASSERT_EQ(w.cluster.nodes.size(), 2u);
+  EXPECT_EQ(w.cluster.nodes[0].name, "gpu-a");
+  EXPECT_EQ(w.cluster.nodes[0].gpus, 4);
+  EXPECT_EQ(w.cluster.nodes[1].name, "gpu-b");
+  EXPECT_EQ(w.cluster.nodes[1].gpus, 2);
+  EXPECT_EQ(w.cluster.nodes[1].device, "cuda");
+  EXPECT_EQ(w.cluster.nodes[1].gpu_memory_gib, 80.0);
+
+  // CPU device slots on nodes without GPUs: `gpus` says how many.
+  Workload cpu =
+      Parse(kTask + "    steps: 5\n", "{from: slurm, gpus: 2, device: cpu, threads_per_gpu: 3}");
+  UseAllocation(cpu, {{"c1", 0}, {"c2", 0}});
+  ASSERT_EQ(cpu.cluster.nodes.size(), 2u);
+  EXPECT_EQ(cpu.cluster.nodes[1].gpus, 2);
+  EXPECT_EQ(cpu.cluster.nodes[1].threads_per_gpu, 3);
+
+  // Checked once known: a task needing more GPUs than any allocated node.
+  Workload big = Parse(kTask + "    steps: 5\n    gpu_range: [4, 4]\n", "{from: slurm}");
+  try {
+    UseAllocation(big, {{"gpu-b", 2}});
+    FAIL() << "a task larger than every node was accepted";
+  } catch (const InputError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("tasks.gpt.gpu_range"));
+    EXPECT_THAT(e.what(), HasSubstr("largest node has 2"));
+  }
+  try {
+    UseAllocation(big, {{"login", 0}});
+    FAIL() << "an allocation without GPUs was accepted";
+  } catch (const InputError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("holds no GPU"));
+  }
+  try {
+    Parse(kTask + "    steps: 5\n", "{from: kubernetes}");
+    FAIL() << "an unknown cluster source was accepted";
+  } catch (const InputError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("cluster.from"));
+    EXPECT_THAT(e.what(), HasSubstr("expected slurm"));
+  }
+}
+
 TEST_F(WorkloadTest, EveryBadFieldGetsOneClearMessage) {
   EXPECT_THAT(ErrorOf("  - name: x\n    model: {type: transformer}\n"),
               HasSubstr("w.yaml:4: tasks[0].model.type: unknown model type 'transformer'"));
