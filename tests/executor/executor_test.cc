@@ -214,7 +214,7 @@ TEST_F(Run, IntrospectionRecoversFromAWrongProfile) {
   ExpectNoSharing();
 }
 
-TEST_F(Run, AClusterFromAnAllocationNeedsTheSlurmBackend) {
+TEST_F(Run, AClusterFromAnAllocationNeedsTheSlurmBackendAndResumesOnlyOnItsNodes) {
   Workload(1, 4);
   std::string text = ReadFile(dir_ + "/w.yaml");
   text.replace(0, text.find('\n'), "cluster: {from: slurm, device: cpu}");
@@ -223,10 +223,18 @@ TEST_F(Run, AClusterFromAnAllocationNeedsTheSlurmBackend) {
   EXPECT_THAT(ReadFile(dir_ + "/out.log"), HasSubstr("cluster.from"));
   EXPECT_THAT(ReadFile(dir_ + "/out.log"), HasSubstr("--backend slurm"));
   EXPECT_FALSE(fs::exists(dir_ + "/run/state.sqlite"));
-  // The run writes down the cluster it planned for.
+  // The run writes down the cluster it planned for, and resumes only on it
+  // (its plan names the nodes).
   Workload(1, 4);
+  text = ReadFile(dir_ + "/w.yaml");
+  text.replace(0, text.find('\n'), "cluster: c.yaml");
+  WriteFileAtomic(dir_ + "/w.yaml", text);
+  WriteFileAtomic(dir_ + "/c.yaml", "nodes: [{name: n0, gpus: 2}]\n");
   ASSERT_EQ(RunSaturn("--no-introspection"), 0) << ReadFile(dir_ + "/out.log");
   EXPECT_THAT(ReadFile(dir_ + "/run/cluster.yaml"), HasSubstr("name: n0"));
+  WriteFileAtomic(dir_ + "/c.yaml", "nodes: [{name: n7, gpus: 2}]\n");
+  EXPECT_EQ(RunSaturn("--resume"), 2);
+  EXPECT_THAT(ReadFile(dir_ + "/out.log"), HasSubstr("this run planned for other nodes"));
 }
 
 TEST_F(Run, UsersOwnProgramsAreProfiledPlannedAndRun) {
