@@ -120,16 +120,22 @@ TEST(Memory, SpillTrainsAModelFourTimesTheDeviceThatSingleCannot) {
   EXPECT_THAT(single_run.err, HasSubstr("out of memory"));
 }
 
-TEST(Memory, SearchMeasuresEveryFsdpSettingAndKeepsTheFastestThatFits) {
-  TestDir dir("memory_fsdp_search");
-  nlohmann::json json = TinyTask("gpt");
-  std::string task = dir.Write("task.json", json.dump());
-  WorkerRun run = RunWorker({"search", "--task", task, "--technique", "fsdp", "--gpus", "2",
+// A feasible search result of `technique` on two devices for `task`.
+nlohmann::json SearchOnTwo(const TestDir& dir, const nlohmann::json& task,
+                           const std::string& technique) {
+  std::string path = dir.Write("task.json", task.dump());
+  WorkerRun run = RunWorker({"search", "--task", path, "--technique", technique, "--gpus", "2",
                              "--out", dir.Path("s.json"), "--warmup", "1", "--measure", "2"},
                             dir.Path("s"));
-  ASSERT_EQ(run.status, 0) << run.err;
+  EXPECT_EQ(run.status, 0) << run.err;
   nlohmann::json result = ReadJson(dir.Path("s.json"));
-  ASSERT_TRUE(result["feasible"]);
+  EXPECT_TRUE(result["feasible"]) << result.dump();
+  return result;
+}
+
+TEST(Memory, SearchMeasuresEveryFsdpSettingAndKeepsTheFastestThatFits) {
+  TestDir dir("memory_fsdp_search");
+  nlohmann::json result = SearchOnTwo(dir, TinyTask("gpt"), "fsdp");
   ASSERT_EQ(result["candidates"].size(), 4u);
   double fastest = 1e300;
   for (const nlohmann::json& candidate : result["candidates"]) {
@@ -145,7 +151,6 @@ TEST(Memory, SearchMeasuresEveryFsdpSettingAndKeepsTheFastestThatFits) {
 TEST(Memory, PipelineSearchAlsoTriesStagesBalancedByParameters) {
   TestDir dir("memory_pipeline_search");
   nlohmann::json json = TinyTask("resnet");
-  std::string task = dir.Write("task.json", json.dump());
   std::vector<int64_t> blocks = BlockParams(json);
   // Every two-stage cut that minimises the larger stage's parameters.
   int64_t total = std::accumulate(blocks.begin(), blocks.end(), int64_t{0});
@@ -157,11 +162,7 @@ TEST(Memory, PipelineSearchAlsoTriesStagesBalancedByParameters) {
     if (larger < best) best = larger, best_cuts.clear();
     if (larger == best) best_cuts.push_back(static_cast<int64_t>(cut));
   }
-  WorkerRun run = RunWorker({"search", "--task", task, "--technique", "pipeline", "--gpus", "2",
-                             "--out", dir.Path("s.json"), "--warmup", "1", "--measure", "1"},
-                            dir.Path("s"));
-  ASSERT_EQ(run.status, 0) << run.err;
-  nlohmann::json result = ReadJson(dir.Path("s.json"));
+  nlohmann::json result = SearchOnTwo(dir, json, "pipeline");
   ASSERT_TRUE(result["feasible"]);
   bool by_params = false;
   double fastest = 1e300;
