@@ -133,16 +133,16 @@ class Executor {
         throw InputError(o_.workload_path, 0, "",
                          "the workload changed since this run started; resume needs the same file");
       }
-      if (auto saved = state_->Get("cluster");
-          saved && *saved != ClusterToYaml(workload_.cluster)) {
-        throw InputError(o_.workload_path, 0, "cluster",
-                         "this run planned for other nodes:\n" + *saved +
-                             "resume it in an allocation of the same nodes and GPUs");
-      }
+      // Resumed on other nodes (e.g. a requeued Slurm job): the plan names
+      // the old ones, so the remaining work is planned afresh for these.
+      std::optional<std::string> saved_cluster = state_->Get("cluster");
+      std::string cluster_now = ClusterToYaml(workload_.cluster);
+      bool moved = saved_cluster && *saved_cluster != cluster_now;
       clock_offset_ = std::stod(state_->Get("clock_s").value_or("0"));
       clock_start_ = steady_.Now();
-      profile_ = ParseProfileCsv(ReadFile(run_dir_ + "/profile.csv"), run_dir_ + "/profile.csv",
-                                 workload_.cluster);
+      profile_ = moved ? ProfileOnNewCluster(*saved_cluster)
+                       : ParseProfileCsv(ReadFile(run_dir_ + "/profile.csv"),
+                                         run_dir_ + "/profile.csv", workload_.cluster);
       BuildProblem();
       plan_ = PlanFromJson(json::parse(*state_->Get("plan")), run_dir_);
       planned_makespan_ = std::stod(state_->Get("planned_makespan_s").value_or("0"));
@@ -151,6 +151,7 @@ class Executor {
       planning_s_ = std::stod(state_->Get("planning_s").value_or("0"));
       RestoreTasks();
       Emit(Event{Now(), "resumed", "", "", 0, "", {}, {}});
+      if (moved) ReplanOnNewCluster(cluster_now);
     } else {
       clock_start_ = steady_.Now();
       state_->Set("workload", workload_text);
@@ -282,6 +283,58 @@ class Executor {
       }
       l.step = l.record.checkpoint_step;
       state_->SaveTask(l.record);
+    }
+  }
+
+  // The run's profile, its rows limited to what fits the nodes the run
+  // resumes on (it was checked against `saved_cluster`, the old ones).
+  ProfileTable ProfileOnNewCluster(const std::string& saved_cluster) {
+    std::string path = run_dir_ + "/profile.csv";
+    Cluster old = ParseCluster(YAML::Load(saved_cluster), run_dir_ + "/state.sqlite", "cluster");
+    ProfileTable table = ParseProfileCsv(ReadFile(path), path, old);
+    int max_gpus = workload_.cluster.MaxGpusPerNode();
+    std::erase_if(table.rows, [&](const ProfileRow& r) { return r.gpus > max_gpus; });
+    for (const WorkloadTask& t : workload_.tasks) {
+      bool any = std::any_of(table.rows.begin(), table.rows.end(),
+                             [&](const ProfileRow& r) { return r.task == t.name && r.feasible; });
+      if (!any) {
+        throw InputError(o_.workload_path, t.line, "task " + Quote(t.name),
+                         "was profiled for larger nodes than this run resumes on (the largest "
+                         "has " +
+                             std::to_string(max_gpus) + " GPUs); resume it on nodes like:\n" +
+                             saved_cluster);
+      }
+    }
+    return table;
+  }
+
+  // Plans what is left for the nodes the run resumes on, from the tasks'
+  // checkpoints (every technique and GPU count resumes from them).
+  void ReplanOnNewCluster(const std::string& cluster_now) {
+    ReplanPolicy policy;
+    policy.solver = o_.solver;
+    policy.time_limit_s = o_.time_limit_s;
+    policy.seed = o_.seed + static_cast<uint64_t>(switches_ + 1);
+    policy.switch_cost_s = o_.switch_cost_s;
+    ReplanDecision d = Replan(problem_, Snapshot(), Plan{}, Now(), policy);
+    estimated_end_ = d.new_end_s;
+    ++switches_;
+    state_->Set("plan_switches", std::to_string(switches_));
+    plan_ = d.plan;
+    SavePlan(switches_);
+    state_->Set("cluster", cluster_now);
+    WriteFileAtomic(run_dir_ + "/cluster.yaml", cluster_now);
+    Emit(Event{Now(),
+               "plan_switched",
+               "",
+               "",
+               0,
+               "",
+               {},
+               {{"new_end_s", d.new_end_s}, {"preempted", json::array()}, {"why", "other nodes"}}});
+    if (o_.progress) {
+      std::fprintf(stderr, "[%s] resumed on other nodes; planned the rest for them: ends ~%s\n",
+                   FormatDuration(Now()).c_str(), FormatDuration(d.new_end_s).c_str());
     }
   }
 

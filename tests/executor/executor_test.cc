@@ -214,7 +214,7 @@ TEST_F(Run, IntrospectionRecoversFromAWrongProfile) {
   ExpectNoSharing();
 }
 
-TEST_F(Run, AClusterFromAnAllocationNeedsTheSlurmBackendAndResumesOnlyOnItsNodes) {
+TEST_F(Run, AClusterFromAnAllocationNeedsTheSlurmBackend) {
   Workload(1, 4);
   std::string text = ReadFile(dir_ + "/w.yaml");
   text.replace(0, text.find('\n'), "cluster: {from: slurm, device: cpu}");
@@ -223,18 +223,51 @@ TEST_F(Run, AClusterFromAnAllocationNeedsTheSlurmBackendAndResumesOnlyOnItsNodes
   EXPECT_THAT(ReadFile(dir_ + "/out.log"), HasSubstr("cluster.from"));
   EXPECT_THAT(ReadFile(dir_ + "/out.log"), HasSubstr("--backend slurm"));
   EXPECT_FALSE(fs::exists(dir_ + "/run/state.sqlite"));
-  // The run writes down the cluster it planned for, and resumes only on it
-  // (its plan names the nodes).
-  Workload(1, 4);
-  text = ReadFile(dir_ + "/w.yaml");
+}
+
+// A requeued job may get other nodes: the run plans what is left for them,
+// from the tasks' checkpoints.
+TEST_F(Run, ResumedOnOtherNodesPlansTheRestForThem) {
+  Workload(3, 30);
+  std::string text = ReadFile(dir_ + "/w.yaml");
   text.replace(0, text.find('\n'), "cluster: c.yaml");
   WriteFileAtomic(dir_ + "/w.yaml", text);
-  WriteFileAtomic(dir_ + "/c.yaml", "nodes: [{name: n0, gpus: 2}]\n");
-  ASSERT_EQ(RunSaturn("--no-introspection"), 0) << ReadFile(dir_ + "/out.log");
+  WriteFileAtomic(dir_ + "/c.yaml", "nodes: [{name: n0, gpus: 2, gpu_memory_gib: 1}]\n");
+  Process p = Process::Spawn(Spec("--no-introspection --checkpoint-every 5"));
+  for (int i = 0; i < 400; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    if (fs::exists(dir_ + "/run/events.jsonl") &&
+        ReadFile(dir_ + "/run/events.jsonl").find("task_finished") != std::string::npos) {
+      break;
+    }
+  }
+  ::kill(p.pid(), SIGKILL);
+  p.Wait();
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
   EXPECT_THAT(ReadFile(dir_ + "/run/cluster.yaml"), HasSubstr("name: n0"));
-  WriteFileAtomic(dir_ + "/c.yaml", "nodes: [{name: n7, gpus: 2}]\n");
-  EXPECT_EQ(RunSaturn("--resume"), 2);
-  EXPECT_THAT(ReadFile(dir_ + "/out.log"), HasSubstr("this run planned for other nodes"));
+  size_t before = Events().size();
+  // One node of one device now: two-device configurations are gone.
+  WriteFileAtomic(dir_ + "/c.yaml", "nodes: [{name: n7, gpus: 1, gpu_memory_gib: 1}]\n");
+  ASSERT_EQ(RunSaturn("--resume --no-introspection --checkpoint-every 5"), 0)
+      << ReadFile(dir_ + "/out.log");
+  std::vector<Event> after = Events();
+  bool replanned = false;
+  int started = 0;
+  for (size_t i = before; i < after.size(); ++i) {
+    const Event& e = after[i];
+    replanned = replanned || (e.kind == "plan_switched" && e.extra.value("why", "") != "");
+    if (e.kind == "task_started") {
+      ++started;
+      EXPECT_EQ(e.node, "n7") << e.task;
+      EXPECT_EQ(e.gpus, 1) << e.task;
+      EXPECT_EQ(e.extra["step"].get<long>() % 5, 0) << e.task;  // from a checkpoint
+    }
+  }
+  EXPECT_TRUE(replanned);
+  EXPECT_GT(started, 0) << "the run ended before it could be killed";
+  for (const json& t : Report()["tasks"])
+    EXPECT_EQ(t["status"], "finished") << t["task"];
+  EXPECT_THAT(ReadFile(dir_ + "/run/cluster.yaml"), HasSubstr("name: n7"));
 }
 
 TEST_F(Run, UsersOwnProgramsAreProfiledPlannedAndRun) {
