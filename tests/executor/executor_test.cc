@@ -77,6 +77,23 @@ class Run : public ::testing::Test {
     return ExitCode(p.Wait());
   }
 
+  // Starts a run and SIGKILLs the orchestrator once some task has finished
+  // (others have checkpointed by then); its orphaned workers get SIGTERM and
+  // checkpoint.
+  void StartThenKillOnceATaskFinished(const std::string& args) {
+    Process p = Process::Spawn(Spec(args));
+    for (int i = 0; i < 400; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      if (fs::exists(dir_ + "/run/events.jsonl") &&
+          ReadFile(dir_ + "/run/events.jsonl").find("task_finished") != std::string::npos) {
+        break;
+      }
+    }
+    ::kill(p.pid(), SIGKILL);
+    p.Wait();
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  }
+
   std::vector<Event> Events() {
     return ParseEventLines(ReadFile(dir_ + "/run/events.jsonl"), "events.jsonl");
   }
@@ -123,19 +140,7 @@ TEST_F(Run, TrainsEveryTaskToItsStepsAndNeverSharesADevice) {
 
 TEST_F(Run, ResumesAfterTheOrchestratorIsKilled) {
   Workload(3, 30);
-  Process p = Process::Spawn(Spec("--no-introspection --checkpoint-every 5"));
-  // Kill once some task has checkpointed (every 5 steps of 0.05 s).
-  for (int i = 0; i < 400; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    if (fs::exists(dir_ + "/run/events.jsonl") &&
-        ReadFile(dir_ + "/run/events.jsonl").find("task_finished") != std::string::npos) {
-      break;
-    }
-  }
-  ::kill(p.pid(), SIGKILL);
-  p.Wait();
-  std::this_thread::sleep_for(
-      std::chrono::milliseconds(500));  // orphans get SIGTERM and checkpoint
+  StartThenKillOnceATaskFinished("--no-introspection --checkpoint-every 5");
   std::vector<Event> before = Events();
   std::set<std::string> finished_before;
   for (const Event& e : before) {
@@ -233,17 +238,7 @@ TEST_F(Run, ResumedOnOtherNodesPlansTheRestForThem) {
   text.replace(0, text.find('\n'), "cluster: c.yaml");
   WriteFileAtomic(dir_ + "/w.yaml", text);
   WriteFileAtomic(dir_ + "/c.yaml", "nodes: [{name: n0, gpus: 2, gpu_memory_gib: 1}]\n");
-  Process p = Process::Spawn(Spec("--no-introspection --checkpoint-every 5"));
-  for (int i = 0; i < 400; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    if (fs::exists(dir_ + "/run/events.jsonl") &&
-        ReadFile(dir_ + "/run/events.jsonl").find("task_finished") != std::string::npos) {
-      break;
-    }
-  }
-  ::kill(p.pid(), SIGKILL);
-  p.Wait();
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  StartThenKillOnceATaskFinished("--no-introspection --checkpoint-every 5");
   EXPECT_THAT(ReadFile(dir_ + "/run/cluster.yaml"), HasSubstr("name: n0"));
   size_t before = Events().size();
   // One node of one device now: two-device configurations are gone.
