@@ -110,8 +110,7 @@ double TimeCheckpoint(TrainContext& ctx, std::string_view technique, Trainer& tr
   }
   double seconds = Now() - start;
   at::Tensor slowest = at::tensor({seconds}, ctx.comm.ScalarOptions().dtype(at::kDouble));
-  ctx.comm.AllReduceMax(slowest);
-  ctx.comm.Barrier();
+  ctx.comm.AllReduceMax(slowest);  // every rank has committed by now
   if (ctx.comm.Rank() == 0) {
     std::error_code ec;
     std::filesystem::remove_all(dir, ec);

@@ -154,10 +154,11 @@ class Executor {
       if (moved) ReplanOnNewCluster(cluster_now);
     } else {
       clock_start_ = steady_.Now();
+      std::string cluster = ClusterToYaml(workload_.cluster);
       state_->Set("workload", workload_text);
-      state_->Set("cluster", ClusterToYaml(workload_.cluster));
+      state_->Set("cluster", cluster);
       WriteFileAtomic(run_dir_ + "/workload.yaml", workload_text);
-      WriteFileAtomic(run_dir_ + "/cluster.yaml", ClusterToYaml(workload_.cluster));
+      WriteFileAtomic(run_dir_ + "/cluster.yaml", cluster);
       ProfileAndPlan();
     }
     for (size_t k = 0; k < workload_.tasks.size(); ++k) {
@@ -311,17 +312,9 @@ class Executor {
   // Plans what is left for the nodes the run resumes on, from the tasks'
   // checkpoints (every technique and GPU count resumes from them).
   void ReplanOnNewCluster(const std::string& cluster_now) {
-    ReplanPolicy policy;
-    policy.solver = o_.solver;
-    policy.time_limit_s = o_.time_limit_s;
-    policy.seed = o_.seed + static_cast<uint64_t>(switches_ + 1);
-    policy.switch_cost_s = o_.switch_cost_s;
-    ReplanDecision d = Replan(problem_, Snapshot(), Plan{}, Now(), policy);
+    ReplanDecision d = Replan(problem_, Snapshot(), Plan{}, Now(), Policy(o_.time_limit_s));
     estimated_end_ = d.new_end_s;
-    ++switches_;
-    state_->Set("plan_switches", std::to_string(switches_));
-    plan_ = d.plan;
-    SavePlan(switches_);
+    AdoptPlan(d.plan);
     state_->Set("cluster", cluster_now);
     WriteFileAtomic(run_dir_ + "/cluster.yaml", cluster_now);
     Emit(Event{Now(),
@@ -611,12 +604,7 @@ class Executor {
       return;
     }
     if (Now() < next_check_) return;
-    ReplanPolicy policy;
-    policy.solver = o_.solver;
-    policy.time_limit_s = std::min(o_.time_limit_s, std::max(1.0, interval_ / 4));
-    policy.seed = o_.seed + static_cast<uint64_t>(++replans_);
-    policy.threshold_s = threshold_;
-    policy.switch_cost_s = o_.switch_cost_s;
+    ReplanPolicy policy = Policy(std::min(o_.time_limit_s, std::max(1.0, interval_ / 4)));
     double now = Now();
     pending_ = std::async(std::launch::async,
                           [problem = problem_, progress = Snapshot(), plan = plan_, now, policy] {
@@ -624,13 +612,29 @@ class Executor {
                           });
   }
 
+  // Re-planning settings; each call gets its own seed.
+  ReplanPolicy Policy(double time_limit_s) {
+    ReplanPolicy policy;
+    policy.solver = o_.solver;
+    policy.time_limit_s = time_limit_s;
+    policy.seed = o_.seed + static_cast<uint64_t>(++replans_);
+    policy.threshold_s = threshold_;
+    policy.switch_cost_s = o_.switch_cost_s;
+    return policy;
+  }
+
+  // Follows `plan` from now on (saved as plan-<switches>.json).
+  void AdoptPlan(const Plan& plan) {
+    ++switches_;
+    state_->Set("plan_switches", std::to_string(switches_));
+    plan_ = plan;
+    SavePlan(switches_);
+  }
+
   void Apply(const ReplanDecision& d) {
     estimated_end_ = d.switch_plan ? d.new_end_s : d.current_end_s;
     if (!d.switch_plan) return;
-    ++switches_;
-    state_->Set("plan_switches", std::to_string(switches_));
-    plan_ = d.plan;
-    SavePlan(switches_);
+    AdoptPlan(d.plan);
     // Tasks the new plan moves: the ones it pre-empts, and any that started
     // while it was being solved somewhere other than where it puts them.
     std::map<std::string, int> index;

@@ -87,6 +87,7 @@ class TrialRunner {
   };
 
   Running Start(int index, const Trial& t, const json& task_spec) {
+    double spawned_unix_s = UnixClock().Now();
     std::string stem = Hash(t.trial_key) + "-" + t.technique + "-" + std::to_string(t.gpus);
     std::string task_path = dir_ + "/" + Hash(t.trial_key) + ".task.json";
     if (!fs::exists(task_path)) WriteFileAtomic(task_path, task_spec.dump(2) + "\n");
@@ -109,12 +110,9 @@ class TrialRunner {
       WorkerJob job = CommandJob(task_spec, c);
       job.stdout_path = log_path;
       job.stderr_path = log_path;
-      return Running{index,
-                     backend_.Start(job),
-                     "",
-                     log_path,
-                     std::chrono::steady_clock::now(),
-                     UnixClock().Now()};
+      return Running{
+          index,         backend_.Start(job), "", log_path, std::chrono::steady_clock::now(),
+          spawned_unix_s};
     }
     WorkerCall call;
     call.mode = WorkerCall::kSearch;
@@ -138,7 +136,6 @@ class TrialRunner {
     job.ranks = 1;  // the worker starts its own ranks
     for (int g = 0; g < t.gpus; ++g)
       job.gpu_ids.push_back(g);
-    double spawned_unix_s = UnixClock().Now();
     return Running{
         index,         backend_.Start(job), result_path, log_path, std::chrono::steady_clock::now(),
         spawned_unix_s};
