@@ -4,6 +4,10 @@
 #include <cmath>
 #include <map>
 #include <set>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
 
 #include "common/format.h"
 
@@ -15,49 +19,60 @@ double Tolerance(double scale) {
   return 1e-6 + 1e-9 * std::abs(scale);
 }
 
-}  // namespace
-
-std::vector<std::string> ValidatePlan(const Problem& problem, const Plan& plan) {
-  std::vector<std::string> errors;
-  auto fail = [&](const std::string& message) { errors.push_back(message); };
-
-  if (plan.status == "infeasible") {
-    if (!plan.tasks.empty()) fail("an infeasible plan must not list tasks");
-    return errors;
+// Holds what the checks share: name lookups, the tolerance, the tasks seen,
+// and busy intervals per (node, gpu).
+class PlanChecker {
+ public:
+  PlanChecker(const Problem& problem, const Plan& plan)
+      : problem_(problem), plan_(plan), tol_(Tolerance(std::max(1.0, std::abs(plan.makespan_s)))) {
+    for (int j = 0; j < problem.NumTasks(); ++j)
+      task_index_[problem.tasks[j].name] = j;
+    for (int n = 0; n < problem.NumNodes(); ++n)
+      node_index_[problem.nodes[n].name] = n;
   }
-  std::map<std::string, int> task_index;
-  for (int j = 0; j < problem.NumTasks(); ++j)
-    task_index[problem.tasks[j].name] = j;
-  std::map<std::string, int> node_index;
-  for (int n = 0; n < problem.NumNodes(); ++n)
-    node_index[problem.nodes[n].name] = n;
 
-  double scale = std::max(1.0, std::abs(plan.makespan_s));
-  double tol = Tolerance(scale);
-  std::set<std::string> seen;
-  double max_end = 0.0;
-  // Busy intervals per (node, gpu).
-  std::map<std::pair<int, int>, std::vector<std::tuple<double, double, std::string>>> busy;
+  std::vector<std::string> Run() {
+    if (plan_.status == "infeasible") {
+      if (!plan_.tasks.empty()) Fail("an infeasible plan must not list tasks");
+      return errors_;
+    }
+    for (const PlanTask& t : plan_.tasks)
+      CheckTask(t);
+    CheckNoneMissing();
+    CheckNoOverlaps();
+    CheckTotals();
+    return errors_;
+  }
 
-  for (const PlanTask& t : plan.tasks) {
+ private:
+  void Fail(const std::string& message) { errors_.push_back(message); }
+
+  void CheckTask(const PlanTask& t) {
     std::string who = "task '" + t.task + "'";
-    auto ti = task_index.find(t.task);
-    if (ti == task_index.end()) {
-      fail(who + " is not in the profile");
-      continue;
+    auto ti = task_index_.find(t.task);
+    if (ti == task_index_.end()) {
+      Fail(who + " is not in the profile");
+      return;
     }
-    if (!seen.insert(t.task).second) {
-      fail(who + " appears more than once");
-      continue;
+    if (!seen_.insert(t.task).second) {
+      Fail(who + " appears more than once");
+      return;
     }
-    const Task& task = problem.tasks[ti->second];
-    auto ni = node_index.find(t.node);
-    if (ni == node_index.end()) {
-      fail(who + ": node '" + t.node + "' is not in the cluster");
-      continue;
+    auto ni = node_index_.find(t.node);
+    if (ni == node_index_.end()) {
+      Fail(who + ": node '" + t.node + "' is not in the cluster");
+      return;
     }
-    int node = ni->second;
-    const Option* match = nullptr;
+    const int node = ni->second;
+    CheckOption(who, problem_.tasks[ti->second], t, node);
+    if (t.start_s < -tol_) Fail(who + ": start_s is negative");
+    CheckGpuIds(who, t, node);
+    max_end_ = std::max(max_end_, t.end_s);
+  }
+
+  // The option the plan task runs, or nullptr: same technique and GPU count,
+  // honouring a pinned node and starts_now, with the profiled runtime.
+  const Option* MatchingOption(const Task& task, const PlanTask& t, int node) const {
     for (const Option& o : task.options) {
       if (o.technique != t.technique || o.gpus != t.gpus) continue;
       if (o.node >= 0 && o.node != node) continue;
@@ -65,71 +80,99 @@ std::vector<std::string> ValidatePlan(const Problem& problem, const Plan& plan) 
         std::vector<int> kept = o.gpu_ids, given = t.gpu_ids;
         std::sort(kept.begin(), kept.end());
         std::sort(given.begin(), given.end());
-        if (std::abs(t.start_s) > tol || kept != given) continue;
+        if (std::abs(t.start_s) > tol_ || kept != given) continue;
       }
       if (std::abs((t.end_s - t.start_s) - o.runtime_s) > Tolerance(o.runtime_s + t.end_s)) {
         continue;
       }
-      match = &o;
-      break;
+      return &o;
     }
-    if (!match) {
-      bool row_exists = false;
-      for (const Option& o : task.options) {
-        row_exists = row_exists || (o.technique == t.technique && o.gpus == t.gpus);
-      }
-      if (!row_exists) {
-        fail(who + ": (" + t.technique + ", " + std::to_string(t.gpus) +
-             " GPUs) is not a feasible configuration in the profile");
-      } else {
-        fail(who + ": end_s - start_s = " + FormatNumber(t.end_s - t.start_s) +
-             " does not equal the profiled runtime of (" + t.technique + ", " +
-             std::to_string(t.gpus) + " GPUs) on this node");
-      }
+    return nullptr;
+  }
+
+  void CheckOption(const std::string& who, const Task& task, const PlanTask& t, int node) {
+    if (MatchingOption(task, t, node)) return;
+    bool row_exists = false;
+    for (const Option& o : task.options) {
+      row_exists = row_exists || (o.technique == t.technique && o.gpus == t.gpus);
     }
-    if (t.start_s < -tol) fail(who + ": start_s is negative");
-    int node_gpus = problem.nodes[node].gpus;
+    if (!row_exists) {
+      Fail(who + ": (" + t.technique + ", " + std::to_string(t.gpus) +
+           " GPUs) is not a feasible configuration in the profile");
+    } else {
+      Fail(who + ": end_s - start_s = " + FormatNumber(t.end_s - t.start_s) +
+           " does not equal the profiled runtime of (" + t.technique + ", " +
+           std::to_string(t.gpus) + " GPUs) on this node");
+    }
+  }
+
+  // As many distinct ids as GPUs, each on the node; records the busy intervals.
+  void CheckGpuIds(const std::string& who, const PlanTask& t, int node) {
+    const int node_gpus = problem_.nodes[node].gpus;
     if (static_cast<int>(t.gpu_ids.size()) != t.gpus) {
-      fail(who + ": has " + std::to_string(t.gpu_ids.size()) + " gpu_ids but gpus is " +
+      Fail(who + ": has " + std::to_string(t.gpu_ids.size()) + " gpu_ids but gpus is " +
            std::to_string(t.gpus));
     }
     std::set<int> distinct(t.gpu_ids.begin(), t.gpu_ids.end());
-    if (distinct.size() != t.gpu_ids.size()) fail(who + ": gpu_ids has duplicates");
+    if (distinct.size() != t.gpu_ids.size()) Fail(who + ": gpu_ids has duplicates");
     for (int g : t.gpu_ids) {
       if (g < 0 || g >= node_gpus) {
-        fail(who + ": gpu id " + std::to_string(g) + " is outside node '" + t.node + "' (0.." +
+        Fail(who + ": gpu id " + std::to_string(g) + " is outside node '" + t.node + "' (0.." +
              std::to_string(node_gpus - 1) + ")");
         continue;
       }
-      busy[{node, g}].emplace_back(t.start_s, t.end_s, t.task);
+      busy_[{node, g}].emplace_back(t.start_s, t.end_s, t.task);
     }
-    max_end = std::max(max_end, t.end_s);
   }
-  for (const Task& task : problem.tasks) {
-    if (!seen.count(task.name)) fail("task '" + task.name + "' is missing from the plan");
+
+  void CheckNoneMissing() {
+    for (const Task& task : problem_.tasks) {
+      if (!seen_.count(task.name)) Fail("task '" + task.name + "' is missing from the plan");
+    }
   }
-  for (auto& [key, intervals] : busy) {
-    std::sort(intervals.begin(), intervals.end());
-    for (size_t i = 1; i < intervals.size(); ++i) {
-      const auto& [s0, e0, a] = intervals[i - 1];
-      const auto& [s1, e1, b] = intervals[i];
-      if (s1 < e0 - tol) {
-        fail("GPU " + std::to_string(key.second) + " of node '" + problem.nodes[key.first].name +
-             "' runs '" + a + "' and '" + b + "' at the same time (" + FormatNumber(s1) + " < " +
-             FormatNumber(e0) + ")");
+
+  void CheckNoOverlaps() {
+    for (auto& [key, intervals] : busy_) {
+      std::sort(intervals.begin(), intervals.end());
+      for (size_t i = 1; i < intervals.size(); ++i) {
+        const auto& [s0, e0, a] = intervals[i - 1];
+        const auto& [s1, e1, b] = intervals[i];
+        if (s1 < e0 - tol_) {
+          Fail("GPU " + std::to_string(key.second) + " of node '" + problem_.nodes[key.first].name +
+               "' runs '" + a + "' and '" + b + "' at the same time (" + FormatNumber(s1) + " < " +
+               FormatNumber(e0) + ")");
+        }
       }
     }
   }
-  if (std::abs(plan.makespan_s - max_end) > tol) {
-    fail("makespan_s " + FormatNumber(plan.makespan_s) + " is not the largest end_s " +
-         FormatNumber(max_end));
+
+  void CheckTotals() {
+    if (std::abs(plan_.makespan_s - max_end_) > tol_) {
+      Fail("makespan_s " + FormatNumber(plan_.makespan_s) + " is not the largest end_s " +
+           FormatNumber(max_end_));
+    }
+    if (plan_.lower_bound_s > plan_.makespan_s + tol_) {
+      Fail("lower_bound_s " + FormatNumber(plan_.lower_bound_s) + " exceeds makespan_s " +
+           FormatNumber(plan_.makespan_s));
+    }
+    if (plan_.lower_bound_s < 0) Fail("lower_bound_s is negative");
   }
-  if (plan.lower_bound_s > plan.makespan_s + tol) {
-    fail("lower_bound_s " + FormatNumber(plan.lower_bound_s) + " exceeds makespan_s " +
-         FormatNumber(plan.makespan_s));
-  }
-  if (plan.lower_bound_s < 0) fail("lower_bound_s is negative");
-  return errors;
+
+  const Problem& problem_;
+  const Plan& plan_;
+  const double tol_;
+  std::map<std::string, int> task_index_;
+  std::map<std::string, int> node_index_;
+  std::vector<std::string> errors_;
+  std::set<std::string> seen_;
+  double max_end_ = 0.0;
+  std::map<std::pair<int, int>, std::vector<std::tuple<double, double, std::string>>> busy_;
+};
+
+}  // namespace
+
+std::vector<std::string> ValidatePlan(const Problem& problem, const Plan& plan) {
+  return PlanChecker(problem, plan).Run();
 }
 
 }  // namespace saturn

@@ -9,6 +9,7 @@
 
 #include "common/error.h"
 #include "common/fs.h"
+#include "spec/sweep.h"
 #include "spec/yaml_fields.h"
 
 namespace saturn {
@@ -335,32 +336,6 @@ long SamplesPerEpoch(const json& spec) {
   return 0;
 }
 
-// "optimizer.lr" -> "lr", "batch_size" -> "bs", others: the last component.
-std::string ShortKey(const std::string& path) {
-  std::string last = path.substr(path.rfind('.') + 1);
-  if (last == "batch_size") return "bs";
-  return last;
-}
-
-std::string NameValue(const YAML::Node& v) {
-  std::string s = v.IsScalar() ? v.Scalar() : "x";
-  for (char& c : s) {
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '-' && c != '+') c = '_';
-  }
-  return s;
-}
-
-// Sets a dotted field (e.g. "optimizer.lr") of a task's YAML map.
-void SetPath(YAML::Node node, const std::string& path, const YAML::Node& value) {
-  size_t dot = path.find('.');
-  if (dot == std::string::npos) {
-    node[path] = value;
-    return;
-  }
-  YAML::Node child = node[path.substr(0, dot)];
-  SetPath(child, path.substr(dot + 1), value);
-}
-
 std::string TrialKey(const WorkloadTask& t) {
   json key = t.spec;
   key.erase("name");
@@ -368,6 +343,97 @@ std::string TrialKey(const WorkloadTask& t) {
   if (key.contains("optimizer")) key["optimizer"].erase("lr");
   if (key.contains("data")) key["data"].erase("seed");
   return key.dump();  // nlohmann sorts object keys: canonical
+}
+
+// The cluster: a file next to the workload, the allocation's, or inline.
+void ReadWorkloadCluster(const YamlFields& top, Workload& w) {
+  YAML::Node cluster = top.Required("cluster");
+  if (cluster.IsScalar()) {
+    fs::path p = fs::path(w.base_dir) / cluster.Scalar();
+    w.cluster = LoadClusterFile(p.lexically_normal().string());
+  } else if (cluster.IsMap() && cluster["from"]) {
+    w.from_allocation = ParseAllocationTemplate(cluster, w.source, "cluster");
+  } else {
+    w.cluster = ParseCluster(cluster, w.source, "cluster");
+  }
+}
+
+// The workload's `plugins:`, then those given on the command line.
+void ReadPlugins(const YamlFields& top, const std::vector<std::string>& extra_plugins,
+                 Workload& w) {
+  if (top.Has("plugins")) {
+    YAML::Node list = top.Required("plugins");
+    if (!list.IsSequence()) top.Fail("plugins", "expected a list of shared library paths");
+    for (size_t i = 0; i < list.size(); ++i) {
+      std::string field = "plugins[" + std::to_string(i) + "]";
+      fs::path p = fs::path(w.base_dir) / YamlToString(list[i], w.source, field);
+      std::error_code ec;
+      if (!fs::is_regular_file(p, ec)) {
+        throw InputError(w.source, YamlLine(list[i]), field, "no such file: " + p.string());
+      }
+      w.plugins.push_back(fs::absolute(p).lexically_normal().string());
+    }
+  }
+  for (const std::string& p : extra_plugins) {
+    std::error_code ec;
+    if (!fs::is_regular_file(p, ec)) throw InputError(p, 0, "--plugin", "no such file");
+    w.plugins.push_back(fs::absolute(p).lexically_normal().string());
+  }
+}
+
+// Steps: given, or epochs x batches per epoch. A command task must give steps.
+void SetSteps(const YAML::Node& effective, const std::string& source, const std::string& path,
+              WorkloadTask& task) {
+  YamlFields f(effective, source, path);
+  bool has_steps = effective["steps"].IsDefined(), has_epochs = effective["epochs"].IsDefined();
+  if (task.is_command) {
+    if (!has_steps) f.Fail("steps", "missing required field");
+    task.steps = f.Int("steps", 1);
+  } else if (has_steps == has_epochs) {
+    f.Fail(has_steps ? "epochs" : "steps",
+           has_steps ? "give steps or epochs, not both" : "missing: give steps or epochs");
+  } else if (has_steps) {
+    task.steps = f.Int("steps", 1);
+  } else {
+    long epochs = f.Int("epochs", 1);
+    long samples = SamplesPerEpoch(task.spec);
+    if (samples <= 0) {
+      f.Fail("epochs",
+             "cannot count the samples of this data; give steps, or data.size "
+             "for synthetic data");
+    }
+    long batch = task.spec["batch_size"].get<long>();
+    task.steps = epochs * ((samples + batch - 1) / batch);
+  }
+  task.spec["steps"] = task.steps;
+}
+
+// Reads tasks[i]: validates it as written, then once per sweep combination,
+// and appends each resulting task (names must be unique: `names` maps each
+// to its line).
+void ReadTaskAndSweep(const YAML::Node& node, const std::string& path,
+                      std::map<std::string, int>& names, Workload& w) {
+  TaskReader base(w, node, path);
+  WorkloadTask written = base.Read();
+  std::vector<SweepAxis> axes = ReadSweepAxes(base.fields());
+  for (const auto& combo : SweepCombinations(axes)) {
+    WorkloadTask task = written;
+    YAML::Node effective = node;
+    if (!axes.empty()) {
+      SweepVariant variant = MakeSweepVariant(node, written.name, axes, combo);
+      task = TaskReader(w, variant.node, path + " (sweep " + variant.name + ")").Read();
+      effective = variant.node;
+    }
+    SetSteps(effective, w.source, path, task);
+    task.trial_key = TrialKey(task);
+    auto [it, inserted] = names.emplace(task.name, task.line);
+    if (!inserted) {
+      throw InputError(w.source, task.line, path + ".name",
+                       "duplicate task name " + Quote(task.name) + " (also at line " +
+                           std::to_string(it->second) + ")");
+    }
+    w.tasks.push_back(std::move(task));
+  }
 }
 
 }  // namespace
@@ -389,122 +455,15 @@ Workload ParseWorkload(const std::string& text, const std::string& source,
   w.base_dir = base_dir;
   YamlFields top(ParseYamlText(text, source), source, "");
   top.AllowOnly({"cluster", "tasks", "plugins"});
-  YAML::Node cluster = top.Required("cluster");
-  if (cluster.IsScalar()) {
-    fs::path p = fs::path(base_dir) / cluster.Scalar();
-    w.cluster = LoadClusterFile(p.lexically_normal().string());
-  } else if (cluster.IsMap() && cluster["from"]) {
-    w.from_allocation = ParseAllocationTemplate(cluster, source, "cluster");
-  } else {
-    w.cluster = ParseCluster(cluster, source, "cluster");
-  }
-  if (top.Has("plugins")) {
-    YAML::Node list = top.Required("plugins");
-    if (!list.IsSequence()) top.Fail("plugins", "expected a list of shared library paths");
-    for (size_t i = 0; i < list.size(); ++i) {
-      std::string field = "plugins[" + std::to_string(i) + "]";
-      fs::path p = fs::path(base_dir) / YamlToString(list[i], source, field);
-      std::error_code ec;
-      if (!fs::is_regular_file(p, ec)) {
-        throw InputError(source, YamlLine(list[i]), field, "no such file: " + p.string());
-      }
-      w.plugins.push_back(fs::absolute(p).lexically_normal().string());
-    }
-  }
-  for (const std::string& p : extra_plugins) {
-    std::error_code ec;
-    if (!fs::is_regular_file(p, ec)) throw InputError(p, 0, "--plugin", "no such file");
-    w.plugins.push_back(fs::absolute(p).lexically_normal().string());
-  }
+  ReadWorkloadCluster(top, w);
+  ReadPlugins(top, extra_plugins, w);
   YAML::Node tasks = top.Required("tasks");
   if (!tasks.IsSequence() || tasks.size() == 0) {
     top.Fail("tasks", "expected a non-empty list of tasks");
   }
   std::map<std::string, int> names;
-  for (size_t i = 0; i < tasks.size(); ++i) {
-    std::string path = "tasks[" + std::to_string(i) + "]";
-    TaskReader base(w, tasks[i], path);
-    // Validate the task as written, then once per sweep combination.
-    WorkloadTask written = base.Read();
-    std::vector<std::pair<std::string, YAML::Node>> axes;
-    if (base.fields().Has("sweep")) {
-      YAML::Node sweep = base.fields().Required("sweep");
-      if (!sweep.IsMap())
-        base.fields().Fail("sweep", "expected a map from field to list of values");
-      for (const auto& kv : sweep) {
-        std::string key = kv.first.as<std::string>();
-        std::string field = path + ".sweep." + key;
-        if (!kv.second.IsSequence() || kv.second.size() == 0) {
-          throw InputError(source, YamlLine(kv.second), field,
-                           "expected a non-empty list of values");
-        }
-        if (key == "name" || key == "sweep" || key == "type") {
-          throw InputError(source, YamlLine(kv.second), field, "cannot sweep over " + key);
-        }
-        axes.push_back({key, kv.second});
-      }
-    }
-    std::vector<std::vector<size_t>> combos = {{}};
-    for (const auto& [key, values] : axes) {
-      std::vector<std::vector<size_t>> next;
-      for (const auto& c : combos) {
-        for (size_t v = 0; v < values.size(); ++v) {
-          auto d = c;
-          d.push_back(v);
-          next.push_back(std::move(d));
-        }
-      }
-      combos = std::move(next);
-    }
-    for (const auto& combo : combos) {
-      WorkloadTask task = written;
-      YAML::Node effective = tasks[i];
-      if (!axes.empty()) {
-        YAML::Node variant = YAML::Clone(tasks[i]);
-        variant.remove("sweep");
-        std::string name = written.name;
-        for (size_t a = 0; a < axes.size(); ++a) {
-          SetPath(variant, axes[a].first, axes[a].second[combo[a]]);
-          name += "-" + ShortKey(axes[a].first) + NameValue(axes[a].second[combo[a]]);
-        }
-        variant["name"] = name;
-        task = TaskReader(w, variant, path + " (sweep " + name + ")").Read();
-        effective = variant;
-      }
-      // Steps: given, or epochs x batches per epoch.
-      YamlFields f(effective, source, path);
-      const YAML::Node& src = effective;
-      bool has_steps = src["steps"].IsDefined(), has_epochs = src["epochs"].IsDefined();
-      if (task.is_command) {
-        if (!has_steps) f.Fail("steps", "missing required field");
-        task.steps = f.Int("steps", 1);
-      } else if (has_steps == has_epochs) {
-        f.Fail(has_steps ? "epochs" : "steps",
-               has_steps ? "give steps or epochs, not both" : "missing: give steps or epochs");
-      } else if (has_steps) {
-        task.steps = f.Int("steps", 1);
-      } else {
-        long epochs = f.Int("epochs", 1);
-        long samples = SamplesPerEpoch(task.spec);
-        if (samples <= 0) {
-          f.Fail("epochs",
-                 "cannot count the samples of this data; give steps, or data.size "
-                 "for synthetic data");
-        }
-        long batch = task.spec["batch_size"].get<long>();
-        task.steps = epochs * ((samples + batch - 1) / batch);
-      }
-      task.spec["steps"] = task.steps;
-      task.trial_key = TrialKey(task);
-      auto [it, inserted] = names.emplace(task.name, task.line);
-      if (!inserted) {
-        throw InputError(source, task.line, path + ".name",
-                         "duplicate task name " + Quote(task.name) + " (also at line " +
-                             std::to_string(it->second) + ")");
-      }
-      w.tasks.push_back(std::move(task));
-    }
-  }
+  for (size_t i = 0; i < tasks.size(); ++i)
+    ReadTaskAndSweep(tasks[i], "tasks[" + std::to_string(i) + "]", names, w);
   return w;
 }
 

@@ -221,94 +221,33 @@ class AutoSolver final : public Solver {
     SteadyClock steady;
     const Clock& clock = ctx.clock ? *ctx.clock : steady;
     Deadline deadline(clock, ctx.time_limit_s);
-    const int T = problem.NumTasks();
-    if (T == 0) return {SolveStatus::kOptimal, {}, 0.0, ""};
+    if (problem.NumTasks() == 0) return {SolveStatus::kOptimal, {}, 0.0, ""};
 
     std::vector<Candidate> seeds = ConstructiveCandidates(problem, ctx.lower_bound);
     if (!ctx.warm_start.empty()) {
       seeds.insert(seeds.begin(), CandidateFromSchedule(problem, ctx.warm_start));
     }
     LocalSearch search(problem, deadline, ctx.lower_bound, ctx.seed);
-    Candidate best;
-    Cost best_cost;
-    Schedule scratch;
-    for (const Candidate& s : seeds) {
-      Cost c = search.Evaluate(s, &scratch);
-      if (best.order.empty() || c.BetterThan(best_cost)) {
-        best = s;
-        best_cost = c;
-      }
-    }
-    Report(ctx, best_cost.makespan, ctx.lower_bound);
+    Scored best = BestSeed(search, seeds);
+    Report(ctx, best.cost.makespan, ctx.lower_bound);
+    Climb(problem, ctx, deadline, seeds, search, best);
+    Report(ctx, best.cost.makespan, ctx.lower_bound);
 
-    // Effort: evaluations scale inversely with the size of one (tasks x nodes),
-    // about 2 s on one core of a 2-core machine for any size.
-    const double evaluation_size = static_cast<double>(T) * problem.NumNodes();
-    long evaluations =
-        static_cast<long>(ctx.work_scale * std::clamp(4e7 / evaluation_size, 300.0, 4e6));
-    // Short LAHC climbs: first from the best seeds, then iterated local search
-    // (kick the walk's plan a few moves away and climb again), every third
-    // climb from a kicked seed instead, for diversity. Many short climbs beat a
-    // few long ones (measured: a climb stalls within a few thousand evaluations).
-    const long climb = std::min<long>(evaluations, kClimbEvaluations);
-    const long climbs = std::max<long>(1, evaluations / climb);
-    // The walk moves between local optima: a climb's result replaces it when
-    // no more than kWalkSlack worse, so the search can cross small ridges.
-    Candidate walk = best;
-    Cost walk_cost = best_cost;
-    for (long r = 0; r < climbs && !search.Optimal(best_cost) && !deadline.Expired(); ++r) {
-      Candidate start;
-      if (r < static_cast<long>(std::min<size_t>(3, seeds.size()))) {
-        start = seeds[r];
-      } else if (r % 3 == 0) {
-        start = search.Perturb(seeds[r % seeds.size()], 3 + static_cast<int>(r % 5));
-      } else {
-        start = search.Perturb(walk, 2 + static_cast<int>(r % 4));
-      }
-      Candidate found;
-      Cost found_cost;
-      search.Run(std::move(start), climb, &found, &found_cost);
-      if (found_cost.BetterThan(best_cost)) {
-        best = found;
-        best_cost = found_cost;
-      }
-      if (found_cost.makespan <= walk_cost.makespan * (1 + kWalkSlack)) {
-        walk = std::move(found);
-        walk_cost = found_cost;
-      }
-    }
-    Report(ctx, best_cost.makespan, ctx.lower_bound);
     SerialDecoder decoder(problem);
     SolveResult result;
-    decoder.Decode(best.order, best.option, &result.schedule);
-    for (const char* name : kBaselines) {
-      SolveResult baseline = BuiltinSolvers().Get(name).Solve(problem, ctx);
-      if (Makespan(problem, baseline.schedule) < Makespan(problem, result.schedule)) {
-        result.schedule = std::move(baseline.schedule);
-      }
-    }
+    decoder.Decode(best.plan.order, best.plan.option, &result.schedule);
+    KeepBestBaseline(problem, ctx, result.schedule);
     result.lower_bound = ctx.lower_bound;
     result.note = std::to_string(search.evaluations()) + " plans evaluated";
 
     bool proven = Makespan(problem, result.schedule) <= ctx.lower_bound * (1 + 1e-9);
     // The exact model proves optimality of small instances within seconds; on
     // larger ones CBC rarely improves on the search in the time auto has.
-    bool exact_fits = T <= kMaxExactTasks && FlowMilpSize(problem) <= kMaxExactVariables &&
+    bool exact_fits = problem.NumTasks() <= kMaxExactTasks &&
+                      FlowMilpSize(problem) <= kMaxExactVariables &&
                       ctx.work_scale >= kMinExactWorkScale;
     if (!proven && exact_fits && deadline.Remaining() > 0.1) {
-      MipOptions options;
-      options.time_limit_s = deadline.Remaining();
-      options.threads = ctx.threads;
-      options.max_nodes = static_cast<long>(ctx.work_scale * 5000);
-      FlowMilpOutcome exact = SolveFlowMilp(problem, result.schedule, ctx.lower_bound, options);
-      if (Makespan(problem, exact.schedule) < Makespan(problem, result.schedule)) {
-        result.schedule = exact.schedule;
-      }
-      result.lower_bound = std::max(result.lower_bound, exact.bound);
-      proven = exact.optimal;
-      result.note += "; exact MILP: " + std::to_string(exact.nodes) + " nodes" +
-                     (exact.optimal ? ", proven optimal" : "");
-      Report(ctx, Makespan(problem, result.schedule), result.lower_bound);
+      proven = ImproveExactly(problem, ctx, deadline, result);
     }
     if (proven) {
       result.status = SolveStatus::kOptimal;
@@ -333,6 +272,82 @@ class AutoSolver final : public Solver {
 
   static void Report(const SolveContext& ctx, double best, double bound) {
     if (ctx.on_progress) ctx.on_progress(best, bound);
+  }
+
+  struct Scored {
+    Candidate plan;
+    Cost cost;
+  };
+
+  static Scored BestSeed(LocalSearch& search, const std::vector<Candidate>& seeds) {
+    Scored best;
+    Schedule scratch;
+    for (const Candidate& s : seeds) {
+      Cost c = search.Evaluate(s, &scratch);
+      if (best.plan.order.empty() || c.BetterThan(best.cost)) best = {s, c};
+    }
+    return best;
+  }
+
+  // Short LAHC climbs: first from the best seeds, then iterated local search
+  // (kick the walk's plan a few moves away and climb again), every third
+  // climb from a kicked seed instead, for diversity. Many short climbs beat a
+  // few long ones (measured: a climb stalls within a few thousand evaluations).
+  static void Climb(const Problem& problem, const SolveContext& ctx, const Deadline& deadline,
+                    const std::vector<Candidate>& seeds, LocalSearch& search, Scored& best) {
+    // Effort: evaluations scale inversely with the size of one (tasks x nodes),
+    // about 2 s on one core of a 2-core machine for any size.
+    const double evaluation_size = static_cast<double>(problem.NumTasks()) * problem.NumNodes();
+    long evaluations =
+        static_cast<long>(ctx.work_scale * std::clamp(4e7 / evaluation_size, 300.0, 4e6));
+    const long climb = std::min<long>(evaluations, kClimbEvaluations);
+    const long climbs = std::max<long>(1, evaluations / climb);
+    // The walk moves between local optima: a climb's result replaces it when
+    // no more than kWalkSlack worse, so the search can cross small ridges.
+    Scored walk = best;
+    for (long r = 0; r < climbs && !search.Optimal(best.cost) && !deadline.Expired(); ++r) {
+      Candidate start;
+      if (r < static_cast<long>(std::min<size_t>(3, seeds.size()))) {
+        start = seeds[r];
+      } else if (r % 3 == 0) {
+        start = search.Perturb(seeds[r % seeds.size()], 3 + static_cast<int>(r % 5));
+      } else {
+        start = search.Perturb(walk.plan, 2 + static_cast<int>(r % 4));
+      }
+      Scored found;
+      search.Run(std::move(start), climb, &found.plan, &found.cost);
+      if (found.cost.BetterThan(best.cost)) best = found;
+      if (found.cost.makespan <= walk.cost.makespan * (1 + kWalkSlack)) walk = std::move(found);
+    }
+  }
+
+  // Auto is never worse than a baseline: takes the best of their plans.
+  static void KeepBestBaseline(const Problem& problem, const SolveContext& ctx,
+                               Schedule& schedule) {
+    for (const char* name : kBaselines) {
+      SolveResult baseline = BuiltinSolvers().Get(name).Solve(problem, ctx);
+      if (Makespan(problem, baseline.schedule) < Makespan(problem, schedule)) {
+        schedule = std::move(baseline.schedule);
+      }
+    }
+  }
+
+  // The exact MILP, warm-started with the plan; returns whether it proved it optimal.
+  static bool ImproveExactly(const Problem& problem, const SolveContext& ctx,
+                             const Deadline& deadline, SolveResult& result) {
+    MipOptions options;
+    options.time_limit_s = deadline.Remaining();
+    options.threads = ctx.threads;
+    options.max_nodes = static_cast<long>(ctx.work_scale * 5000);
+    FlowMilpOutcome exact = SolveFlowMilp(problem, result.schedule, ctx.lower_bound, options);
+    if (Makespan(problem, exact.schedule) < Makespan(problem, result.schedule)) {
+      result.schedule = exact.schedule;
+    }
+    result.lower_bound = std::max(result.lower_bound, exact.bound);
+    result.note += "; exact MILP: " + std::to_string(exact.nodes) + " nodes" +
+                   (exact.optimal ? ", proven optimal" : "");
+    Report(ctx, Makespan(problem, result.schedule), result.lower_bound);
+    return exact.optimal;
   }
 };
 

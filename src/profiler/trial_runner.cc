@@ -1,0 +1,116 @@
+#include "profiler/trial_runner.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <functional>
+
+#include "common/clock.h"
+#include "common/format.h"
+#include "common/fs.h"
+#include "launch/command_task.h"
+
+namespace saturn {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+std::string Hash(const std::string& text) {
+  return std::to_string(std::hash<std::string>{}(text));
+}
+
+}  // namespace
+
+TrialRunner::Running TrialRunner::Start(int index, const Trial& t, const json& task_spec) {
+  double spawned_unix_s = UnixClock().Now();
+  std::string stem = Hash(t.trial_key) + "-" + t.technique + "-" + std::to_string(t.gpus);
+  std::string task_path = dir_ + "/" + Hash(t.trial_key) + ".task.json";
+  if (!fs::exists(task_path)) WriteFileAtomic(task_path, task_spec.dump(2) + "\n");
+  std::string result_path = dir_ + "/" + stem + ".result.json";
+  std::string log_path = dir_ + "/" + stem + ".log";
+  std::error_code ec;
+  fs::remove(result_path, ec);
+  fs::remove(log_path, ec);
+  if (task_spec.value("type", "") == "command") {
+    // The user's program, run for a few steps.
+    CommandCall c;
+    c.technique = t.technique;
+    c.gpus = t.gpus;
+    for (int g = 0; g < t.gpus; ++g)
+      c.gpu_ids.push_back(g);
+    c.node = "profiling";
+    c.steps = CommandSteps();
+    c.checkpoint_dir = dir_ + "/" + stem + ".checkpoints";
+    c.device_kind = t.device_kind;
+    WorkerJob job = CommandJob(task_spec, c);
+    job.stdout_path = log_path;
+    job.stderr_path = log_path;
+    return Running{
+        index, backend_.Start(job), "", log_path, std::chrono::steady_clock::now(), spawned_unix_s};
+  }
+  WorkerCall call;
+  call.mode = WorkerCall::kSearch;
+  call.task_path = task_path;
+  call.technique = t.technique;
+  call.gpus = t.gpus;
+  call.out_path = result_path;
+  call.device_kind = t.device_kind;
+  call.memory_gib = t.memory_gib;
+  call.threads = t.threads;
+  call.timeout_s = std::max(10.0, o_.trial_timeout_s / 2);
+  call.warmup = o_.warmup;
+  call.measure = o_.measure;
+  call.plugins = plugins_;
+  WorkerJob job;
+  job.argv = WorkerArgv(worker_, call);
+  job.env = WorkerEnv();
+  job.stdout_path = log_path;
+  job.stderr_path = log_path;
+  job.device_kind = t.device_kind;
+  job.ranks = 1;  // the worker starts its own ranks
+  for (int g = 0; g < t.gpus; ++g)
+    job.gpu_ids.push_back(g);
+  return Running{
+      index,         backend_.Start(job), result_path, log_path, std::chrono::steady_clock::now(),
+      spawned_unix_s};
+}
+
+void TrialRunner::Finish(Running& r, Trial& t, bool timed_out) {
+  double ended_unix_s = UnixClock().Now();
+  t.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - r.started).count();
+  std::string tail = LastLines(r.log_path, 5);
+  if (timed_out) {
+    t.result = {};
+    t.result.reason =
+        "timed out after " + FormatDuration(o_.trial_timeout_s) + " (the trial was killed)";
+    t.transient = true;
+    return;
+  }
+  int status = *r.process.status();
+  if (r.result_path.empty()) {  // a user's program
+    t.result = CommandSearchResult(r.log_path, status, t.wall_s, CommandSteps(), Warmup());
+    return;
+  }
+  if (ExitedCleanly(status)) {
+    try {
+      t.result = ReadSearchResult(r.result_path);
+      SetLaunchCost(t.result, r.spawned_unix_s, ended_unix_s);
+      return;
+    } catch (const std::exception& e) {
+      t.result = {};
+      t.result.reason = std::string("worker broke the protocol: ") + e.what();
+      t.transient = true;
+      return;
+    }
+  }
+  t.result = {};
+  int code = ExitCode(status);
+  t.result.reason = std::string(code == kWorkerBadInput ? "rejected by the worker"
+                                : code == kWorkerOom    ? "out of memory"
+                                                        : "worker failed") +
+                    " (" + DescribeExit(status) + ")" + (tail.empty() ? "" : ": " + tail);
+  // A bad-input or out-of-memory exit is a property of the configuration.
+  t.transient = code != kWorkerBadInput && code != kWorkerOom;
+}
+
+}  // namespace saturn

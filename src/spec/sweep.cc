@@ -1,0 +1,87 @@
+#include "spec/sweep.h"
+
+#include <cctype>
+
+#include "common/error.h"
+
+namespace saturn {
+namespace {
+
+// "optimizer.lr" -> "lr", "batch_size" -> "bs", others: the last component.
+std::string ShortKey(const std::string& path) {
+  std::string last = path.substr(path.rfind('.') + 1);
+  if (last == "batch_size") return "bs";
+  return last;
+}
+
+std::string NameValue(const YAML::Node& v) {
+  std::string s = v.IsScalar() ? v.Scalar() : "x";
+  for (char& c : s) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '-' && c != '+') c = '_';
+  }
+  return s;
+}
+
+// Sets a dotted field (e.g. "optimizer.lr") of a task's YAML map.
+void SetPath(YAML::Node node, const std::string& path, const YAML::Node& value) {
+  size_t dot = path.find('.');
+  if (dot == std::string::npos) {
+    node[path] = value;
+    return;
+  }
+  YAML::Node child = node[path.substr(0, dot)];
+  SetPath(child, path.substr(dot + 1), value);
+}
+
+}  // namespace
+
+std::vector<SweepAxis> ReadSweepAxes(const YamlFields& task) {
+  std::vector<SweepAxis> axes;
+  if (!task.Has("sweep")) return axes;
+  YAML::Node sweep = task.Required("sweep");
+  if (!sweep.IsMap()) task.Fail("sweep", "expected a map from field to list of values");
+  for (const auto& kv : sweep) {
+    std::string key = kv.first.as<std::string>();
+    std::string field = task.FieldPath("sweep") + "." + key;
+    if (!kv.second.IsSequence() || kv.second.size() == 0) {
+      throw InputError(task.source(), YamlLine(kv.second), field,
+                       "expected a non-empty list of values");
+    }
+    if (key == "name" || key == "sweep" || key == "type") {
+      throw InputError(task.source(), YamlLine(kv.second), field, "cannot sweep over " + key);
+    }
+    axes.push_back({key, kv.second});
+  }
+  return axes;
+}
+
+std::vector<std::vector<size_t>> SweepCombinations(const std::vector<SweepAxis>& axes) {
+  std::vector<std::vector<size_t>> combos = {{}};
+  for (const SweepAxis& axis : axes) {
+    std::vector<std::vector<size_t>> next;
+    for (const auto& c : combos) {
+      for (size_t v = 0; v < axis.values.size(); ++v) {
+        auto d = c;
+        d.push_back(v);
+        next.push_back(std::move(d));
+      }
+    }
+    combos = std::move(next);
+  }
+  return combos;
+}
+
+SweepVariant MakeSweepVariant(const YAML::Node& task, const std::string& base_name,
+                              const std::vector<SweepAxis>& axes,
+                              const std::vector<size_t>& combo) {
+  SweepVariant v{base_name, YAML::Clone(task)};
+  v.node.remove("sweep");
+  for (size_t a = 0; a < axes.size(); ++a) {
+    SetPath(v.node, axes[a].path, axes[a].values[combo[a]]);
+    v.name += "-" + ShortKey(axes[a].path) + NameValue(axes[a].values[combo[a]]);
+  }
+  v.node["name"] = v.name;
+  return v;
+}
+
+}  // namespace saturn
