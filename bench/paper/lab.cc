@@ -88,6 +88,7 @@ const RunStats& Lab::Run(const Prepared& b, const RunSpec& spec) {
   o.policy.work_scale = config_.replan_work;
   o.policy.seed = spec.seed;
   o.policy.threshold_s = spec.threshold_s;
+  o.policy.switch_cost_s = config_.switch_cost_s;
   o.introspection = spec.introspection;
   o.interval_s = spec.interval_s;
   o.record_events = false;

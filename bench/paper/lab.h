@@ -35,7 +35,10 @@ struct Config {
   double replan_work = 0.02;
   double interval_s = 1000;  // introspection interval where not varied (the paper's)
   double threshold_s = 500;  // introspection threshold where not varied (the paper's)
-  double noise = 0.3;        // +-30% per-task estimation error
+  // Seconds a pre-empted task loses (checkpoint + restart): the figures were
+  // made with 60 s, the simulated paper-scale cluster's, not saturn's default.
+  double switch_cost_s = 60;
+  double noise = 0.3;  // +-30% per-task estimation error
   int online_jobs = 1000;
   int online_nodes = 4;
   double online_load = 0.8;

@@ -124,6 +124,7 @@ int ScaleChild(const Config& cfg) {
   o.policy.work_scale = cfg.replan_work;
   o.policy.seed = 1;
   o.policy.threshold_s = cfg.threshold_s;
+  o.policy.switch_cost_s = cfg.switch_cost_s;
   o.introspection = true;
   o.interval_s = 3600;
   o.record_events = false;

@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "cli/commands.h"
+#include "common/defaults.h"
 #include "common/format.h"
 #include "common/fs.h"
 #include "planner/planner.h"
@@ -18,7 +19,7 @@ struct PlanOptions {
   std::string cluster;
   std::string profile;
   std::string solver = "auto";
-  double time_limit_s = 10.0;
+  double time_limit_s = defaults::kSolverTimeLimitS;
   uint64_t seed = 0;
   int threads = 1;
   std::string output;
@@ -68,7 +69,8 @@ void AddPlanCommand(CLI::App& app, int* status) {
   cmd->add_option("--solver", o->solver,
                   "auto | milp | saturn-milp | current-practice | max | min | random | optimus");
   cmd->add_option("--time-limit", o->time_limit_s, "Solver time limit in wall seconds")
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   cmd->add_option("--seed", o->seed, "Random seed (solvers are deterministic for a seed)");
   cmd->add_option("--threads", o->threads, "Solver threads")->check(CLI::Range(1, 256));
   cmd->add_option("--output", o->output, "Write the plan JSON here (default: stdout)");

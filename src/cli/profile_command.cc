@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "cli/commands.h"
+#include "common/defaults.h"
 #include "common/fs.h"
 #include "profiler/cache.h"
 #include "profiler/profiler.h"
@@ -19,7 +20,7 @@ struct ProfileOptions {
   std::string cache;
   bool refresh = false;
   bool no_cache = false;
-  double trial_timeout_s = 300;
+  double trial_timeout_s = defaults::kTrialTimeoutS;
   int parallel = 1;
   int warmup = -1;
   int measure = kDefaultMeasureSteps;
@@ -62,7 +63,8 @@ void AddProfileCommand(CLI::App& app, int* status) {
                   "Profile cache file (default: " + ProfileCache::DefaultPath() + ")");
   cmd->add_flag("--no-cache", o->no_cache, "Neither read nor write the profile cache");
   cmd->add_option("--trial-timeout", o->trial_timeout_s, "Seconds before a trial is killed")
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   cmd->add_option("--parallel", o->parallel, "Trials at once (1: exact timings on shared cores)")
       ->check(CLI::Range(1, 64));
   cmd->add_option("--warmup", o->warmup, "Steps before timing (default: the worker's)")

@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "cli/commands.h"
+#include "common/defaults.h"
 #include "common/error.h"
 #include "common/format.h"
 #include "common/fs.h"
@@ -25,11 +26,11 @@ struct SimulateOptions {
   double noise = 0.0;
   double config_noise = 0.0;
   std::string solver = "auto";
-  double interval_s = 1000.0;
-  double threshold_s = 500.0;
-  double switch_cost_s = 60.0;
+  double interval_s = defaults::kPaperIntervalS;
+  double threshold_s = defaults::kPaperThresholdS;
+  double switch_cost_s = defaults::kSwitchCostS;
   bool no_introspection = false;
-  double time_limit_s = 10.0;
+  double time_limit_s = defaults::kSolverTimeLimitS;
   uint64_t seed = 0;
 };
 
@@ -183,15 +184,19 @@ void AddSimulateCommand(CLI::App& app, int* status) {
                   "... x U(1-SIGMA, 1+SIGMA) per configuration on top");
   cmd->add_option("--solver", o->solver, "Solver for planning and re-planning");
   cmd->add_option("--interval", o->interval_s, "Seconds between introspection checks")
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   cmd->add_option("--threshold", o->threshold_s,
                   "Switch plans only if they finish this much sooner (s)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   cmd->add_option("--switch-cost", o->switch_cost_s, "Seconds to checkpoint and restart a task")
-      ->check(CLI::NonNegativeNumber);
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   cmd->add_flag("--no-introspection", o->no_introspection, "Follow the first plan to the end");
   cmd->add_option("--time-limit", o->time_limit_s, "Solver time limit per (re-)plan, seconds")
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   cmd->add_option("--seed", o->seed, "Seed for noise and solvers");
   cmd->add_option("--output", o->output, "Write the result JSON here (default: stdout)");
   cmd->add_option("--gantt", o->gantt, "Write a Gantt chart of the simulated run (SVG)");

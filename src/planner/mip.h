@@ -14,12 +14,14 @@
 #include <utility>
 #include <vector>
 
+#include "common/defaults.h"
+
 namespace saturn {
 
 constexpr double kMipInf = std::numeric_limits<double>::infinity();
 
 struct MipOptions {
-  double time_limit_s = 10.0;  // wall-clock seconds (CBC's elapsed-time mode)
+  double time_limit_s = defaults::kSolverTimeLimitS;  // wall-clock (CBC's elapsed-time mode)
   int threads = 1;
   long max_nodes = -1;      // -1: no limit; deterministic effort cap for tests
   double cutoff = kMipInf;  // only look for solutions with objective below this

@@ -10,6 +10,7 @@
 
 #include <string>
 
+#include "common/defaults.h"
 #include "planner/registry.h"
 #include "planner/solver.h"
 #include "spec/plan.h"
@@ -18,7 +19,7 @@ namespace saturn {
 
 struct PlanRequest {
   std::string solver = "auto";
-  double time_limit_s = 10.0;
+  double time_limit_s = defaults::kSolverTimeLimitS;
   uint64_t seed = 0;
   int threads = 1;
   double work_scale = 1.0;

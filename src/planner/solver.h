@@ -18,13 +18,14 @@
 #include <string_view>
 
 #include "common/clock.h"
+#include "common/defaults.h"
 #include "planner/problem.h"
 #include "planner/schedule.h"
 
 namespace saturn {
 
 struct SolveContext {
-  double time_limit_s = 10.0;
+  double time_limit_s = defaults::kSolverTimeLimitS;
   uint64_t seed = 0;
   int threads = 1;
   // Deterministic effort scale: 1 is the default effort; tests use less.

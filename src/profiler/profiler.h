@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "common/defaults.h"
 #include "launch/backend.h"
 #include "launch/worker.h"
 #include "spec/profile.h"
@@ -41,13 +42,13 @@ struct ProfilerOptions {
   std::string worker;      // saturn-worker; "" = FindWorkerBinary()
   std::string cache_path;  // "" = ProfileCache::DefaultPath()
   bool use_cache = true;
-  bool refresh = false;                // re-measure and overwrite cached trials
-  double trial_timeout_s = 300.0;      // wall seconds per trial
-  int warmup = -1;                     // steps before measuring (-1: worker default)
-  int measure = kDefaultMeasureSteps;  // steps measured (-1: worker default)
-  int parallel = 1;                    // trials at once
-  std::string work_dir;                // trial files; "" = a fresh temporary folder
-  LaunchBackend* backend = nullptr;    // "" = local
+  bool refresh = false;                               // re-measure and overwrite cached trials
+  double trial_timeout_s = defaults::kTrialTimeoutS;  // wall seconds per trial
+  int warmup = -1;                                    // steps before measuring (-1: worker default)
+  int measure = kDefaultMeasureSteps;                 // steps measured (-1: worker default)
+  int parallel = 1;                                   // trials at once
+  std::string work_dir;                               // trial files; "" = a fresh temporary folder
+  LaunchBackend* backend = nullptr;                   // "" = local
   bool progress = true;
   // The executor's checkpoint interval (steps; 0: its default, a tenth of the
   // task): runtimes include the checkpoints a run writes.

@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "common/defaults.h"
 #include "planner/problem.h"
 #include "planner/schedule.h"
 #include "spec/plan.h"
@@ -48,12 +49,12 @@ struct TaskProgress {
 
 struct ReplanPolicy {
   std::string solver = "auto";
-  double time_limit_s = 2.0;
+  double time_limit_s = defaults::kReplanTimeLimitS;
   double work_scale = 1.0;
   uint64_t seed = 0;
-  double threshold_s = 500.0;    // switch only if the plan improves by more (the paper: 500 s)
-  double switch_cost_s = 60.0;   // checkpoint + restart of one task
-  bool allow_preemption = true;  // false: running tasks always keep running
+  double threshold_s = defaults::kPaperThresholdS;  // switch only if the plan improves by more
+  double switch_cost_s = defaults::kSwitchCostS;    // checkpoint + restart of one task
+  bool allow_preemption = true;                     // false: running tasks always keep running
 };
 
 // The remaining work as a planning problem. Task k is base task base_index[k];

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "common/defaults.h"
 #include "planner/problem.h"
 #include "replan/replan.h"
 #include "spec/events.h"
@@ -29,7 +30,7 @@ namespace saturn {
 struct SimOptions {
   ReplanPolicy policy;
   bool introspection = true;
-  double interval_s = 1000.0;  // the paper's default
+  double interval_s = defaults::kPaperIntervalS;
   // A running task's true speed becomes known after it ran this long.
   double observe_after_s = 60.0;
   int utilization_points = 200;

@@ -6,7 +6,9 @@
 #include <cstdio>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
+#include "common/defaults.h"
 #include "common/fs.h"
 
 namespace saturn {
@@ -141,6 +143,42 @@ TEST_F(Cli, SimulateRejectsConflictingOrMissingTruth) {
              " --truth " + Path("truth.csv") + " --noise 0.1");
   EXPECT_EQ(r.status, 2);
   EXPECT_THAT(r.output, HasSubstr("either --truth or --noise"));
+}
+
+// "--flag TYPE=VALUE" as CLI11 prints a captured default.
+std::string WithDefault(const std::string& flag_and_type, double value) {
+  std::ostringstream text;
+  text << flag_and_type << "=" << value;
+  return text.str();
+}
+
+TEST(CliHelp, ShowsEachDefaultOfTheOptionTable) {
+  std::string run = Saturn("run --help").output;
+  EXPECT_THAT(run,
+              HasSubstr(WithDefault("--time-limit FLOAT:POSITIVE", defaults::kSolverTimeLimitS)));
+  EXPECT_THAT(run,
+              HasSubstr(WithDefault("--switch-cost FLOAT:NONNEGATIVE", defaults::kSwitchCostS)));
+  EXPECT_THAT(run, HasSubstr(WithDefault("--max-retries INT:NONNEGATIVE", defaults::kMaxRetries)));
+  EXPECT_THAT(run, HasSubstr(WithDefault("--stop-grace FLOAT:POSITIVE", defaults::kStopGraceS)));
+  EXPECT_THAT(run,
+              HasSubstr(WithDefault("--trial-timeout FLOAT:POSITIVE", defaults::kTrialTimeoutS)));
+  EXPECT_THAT(run, HasSubstr("re-planning checks (default: auto"));
+  EXPECT_THAT(run, HasSubstr("much sooner (s) (default: auto"));
+
+  std::string simulate = Saturn("simulate --help").output;
+  EXPECT_THAT(simulate,
+              HasSubstr(WithDefault("--interval FLOAT:POSITIVE", defaults::kPaperIntervalS)));
+  EXPECT_THAT(simulate,
+              HasSubstr(WithDefault("--threshold FLOAT:NONNEGATIVE", defaults::kPaperThresholdS)));
+  EXPECT_THAT(simulate,
+              HasSubstr(WithDefault("--switch-cost FLOAT:NONNEGATIVE", defaults::kSwitchCostS)));
+  EXPECT_THAT(simulate,
+              HasSubstr(WithDefault("--time-limit FLOAT:POSITIVE", defaults::kSolverTimeLimitS)));
+
+  EXPECT_THAT(Saturn("plan --help").output,
+              HasSubstr(WithDefault("--time-limit FLOAT:POSITIVE", defaults::kSolverTimeLimitS)));
+  EXPECT_THAT(Saturn("profile --help").output,
+              HasSubstr(WithDefault("--trial-timeout FLOAT:POSITIVE", defaults::kTrialTimeoutS)));
 }
 
 }  // namespace

@@ -1,0 +1,43 @@
+// The defaults users see, each written once: the option structs start from
+// them and the CLI's --help shows them (CLI11 capture_default_str), so the
+// code, the help and the docs cannot disagree.
+//
+//   struct PlanOptions { double time_limit_s = defaults::kSolverTimeLimitS; };
+//   cmd->add_option("--time-limit", o->time_limit_s, "...")->capture_default_str();
+//
+// `saturn run` adapts introspection to the plan: its interval and threshold
+// are "auto" by default (see executor.h). `saturn simulate` and the re-planning
+// policy (replan.h) default to the paper's fixed interval and threshold.
+#pragma once
+
+namespace saturn::defaults {
+
+// Solver wall-clock limit per plan and re-plan (seconds): saturn plan, run
+// and simulate, and the planner's and MILP's option structs.
+inline constexpr double kSolverTimeLimitS = 10.0;
+
+// Wall-clock limit of one re-plan inside the re-planning policy (seconds),
+// where callers do not set one.
+inline constexpr double kReplanTimeLimitS = 2.0;
+
+// What pre-empting a task and resuming it elsewhere costs (seconds): its
+// checkpoint plus a restart to its first step. The estimate `saturn run`
+// has always used on this system; the simulator and the re-planning policy
+// use the same.
+inline constexpr double kSwitchCostS = 10.0;
+
+// The paper's introspection settings (seconds): re-plan every interval,
+// switch plans only if the new one finishes this much sooner.
+inline constexpr double kPaperIntervalS = 1000.0;
+inline constexpr double kPaperThresholdS = 500.0;
+
+// `saturn run`: how long a pre-empted worker may take to checkpoint before
+// it is killed (seconds), and retries of a failing task before it is marked
+// failed.
+inline constexpr double kStopGraceS = 60.0;
+inline constexpr int kMaxRetries = 2;
+
+// Profiling: wall seconds before a trial is killed.
+inline constexpr double kTrialTimeoutS = 300.0;
+
+}  // namespace saturn::defaults
