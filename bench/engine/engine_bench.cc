@@ -1,20 +1,27 @@
-// bench/engine: how fast do the engine's techniques train, against PyTorch
-// and against each other? Everything is measured in this run, side by side:
-//   - C++ single and ddp (2 ranks) step time over the same model in Python
-//     PyTorch (same LibTorch, model, batch, optimizer and threads);
-//   - fsdp over ddp at 2 ranks; pipeline's measured bubble against GPipe's
-//     (p-1)/(m+p-1); spill over single for a model that fits both;
-//   - model FLOPs utilisation: a step's model FLOPs per second over this
-//     machine's measured matrix-multiply FLOP/s (per device x devices).
-// See README.md for how to run it.
+// bench/engine: is a training step in our engine at least as fast as the
+// PyTorch a user would otherwise write, and how do the techniques compare
+// with PyTorch and with theory? Everything is measured in this run:
+//   1. single against idiomatic PyTorch (idiomatic.py: standard modules,
+//      torch.optim) for every zoo family at three sizes, 1 and 2 threads,
+//      every optimizer on the middle size; with our step's phase breakdown
+//      (data, forward, backward, optimizer, communication, bookkeeping) and
+//      model FLOPs utilisation on both sides;
+//   2. ddp against torch DistributedDataParallel over Gloo (2 processes),
+//      fsdp over ddp, pipeline's bubble against GPipe's (p-1)/(m+p-1), and
+//      spill over single.
+// Our side and PyTorch's alternate, round after round, so that changing load
+// hits both alike; each figure is the median over rounds. See README.md.
 #include <ATen/ATen.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -25,10 +32,25 @@ namespace {
 
 using nlohmann::json;
 
-struct Config {
-  int layers = 4, d_model = 128, heads = 4, seq_len = 64, batch = 16;
-  int warmup = 2, measure = 8, threads = 1;
-  int rounds = 3;  // C++ against PyTorch
+struct Options {
+  bool quick = false;
+  int rounds = 3;
+  int warmup = 2, measure = 6;
+  std::vector<int> threads{1, 2};
+  std::vector<std::string> families{"gpt", "vit", "resnet", "mlp"};
+  bool single = true, techniques = true;
+  std::string device = "cpu";      // or cuda (a CUDA LibTorch; scripts/gpu-check.sh)
+  std::string precision = "fp32";  // or bf16
+  bool gpt2 = false;               // only a GPT-2-small-sized GPT (12 x 768, seq 1024)
+};
+
+// One comparison: a model, a batch, an optimizer, a thread budget.
+struct Case {
+  std::string family, size;
+  json model;
+  int batch;
+  std::string optimizer;
+  int threads;
 };
 
 double Now() {
@@ -37,24 +59,33 @@ double Now() {
 }
 
 double Median(std::vector<double> values) {
+  values.erase(std::remove_if(values.begin(), values.end(), [](double v) { return !(v > 0); }),
+               values.end());
+  if (values.empty()) return 0.0;
   std::sort(values.begin(), values.end());
-  return values.empty() ? 0.0 : values[values.size() / 2];
+  size_t mid = values.size() / 2;
+  return values.size() % 2 == 1 ? values[mid] : 0.5 * (values[mid - 1] + values[mid]);
 }
 
-// fp32 matrix-multiply FLOP/s of one device with its thread budget.
-double MatmulFlops(int threads) {
-  saturn::engine::Device device(
-      saturn::engine::DeviceSpec{saturn::engine::DeviceKind::kCpu, 0, threads, 0});
-  constexpr int64_t n = 1024;
-  at::Tensor a = at::randn({n, n}), b = at::randn({n, n});
+// Matrix-multiply FLOP/s of one device with `threads` threads, in the
+// precision the models compute in (fp32, or bf16 for bf16 autocast).
+double MatmulFlops(const Options& o, int threads) {
+  bool cuda = o.device == "cuda";
+  saturn::engine::Device device(saturn::engine::DeviceSpec{
+      cuda ? saturn::engine::DeviceKind::kCuda : saturn::engine::DeviceKind::kCpu, 0, threads, 0});
+  int64_t n = cuda ? 8192 : 1024;
+  at::TensorOptions options = device.Options(o.precision == "bf16" ? at::kBFloat16 : at::kFloat);
+  at::Tensor a = at::randn({n, n}, options), b = at::randn({n, n}, options);
   at::mm(a, b);
+  device.Synchronize();
   std::vector<double> seconds;
   for (int i = 0; i < 9; ++i) {
     double start = Now();
     at::mm(a, b);
+    device.Synchronize();
     seconds.push_back(Now() - start);
   }
-  return 2.0 * n * n * n / Median(seconds);
+  return 2.0 * static_cast<double>(n * n * n) / Median(seconds);
 }
 
 std::string Python() {
@@ -62,14 +93,11 @@ std::string Python() {
   return std::filesystem::exists("/usr/bin/python3") ? "/usr/bin/python3" : "python3";
 }
 
-json RunPyTorch(const Config& c, int ranks) {
-  std::string command =
-      "OPENBLAS_NUM_THREADS=" + std::to_string(c.threads) + " " + Python() + " " +
-      SATURN_BENCH_DIR + "/torch_bench.py" + " --layers " + std::to_string(c.layers) +
-      " --d-model " + std::to_string(c.d_model) + " --heads " + std::to_string(c.heads) +
-      " --seq-len " + std::to_string(c.seq_len) + " --batch " + std::to_string(c.batch) +
-      " --threads " + std::to_string(c.threads) + " --warmup " + std::to_string(c.warmup) +
-      " --measure " + std::to_string(c.measure) + " --ranks " + std::to_string(ranks);
+std::string Quote(const std::string& text) {
+  return "'" + text + "'";
+}
+
+json RunCommand(const std::string& command, const std::string& what) {
   FILE* pipe = popen(command.c_str(), "r");
   std::string out;
   char buffer[4096];
@@ -79,24 +107,50 @@ json RunPyTorch(const Config& c, int ranks) {
   int status = pipe != nullptr ? pclose(pipe) : -1;
   json result = json::parse(out, nullptr, false);
   if (status != 0 || result.is_discarded()) {
-    std::fprintf(stderr, "engine_bench: PyTorch run failed: %s\n", command.c_str());
+    std::fprintf(stderr, "engine_bench: %s failed: %s\n", what.c_str(), command.c_str());
     return json::object();
   }
   return result;
 }
 
-json RunSearch(const Config& c, const std::string& dir, const std::string& task,
+json RunPyTorch(const Options& o, const Case& c, int ranks) {
+  std::ostringstream command;
+  command << "OPENBLAS_NUM_THREADS=" << c.threads << " " << Python() << " " << SATURN_BENCH_DIR
+          << "/idiomatic.py --family " << c.family << " --model " << Quote(c.model.dump())
+          << " --batch " << c.batch << " --optimizer " << c.optimizer << " --threads " << c.threads
+          << " --warmup " << o.warmup << " --measure " << o.measure << " --ranks " << ranks
+          << " --device " << o.device << " --precision " << o.precision;
+  return RunCommand(command.str(), "PyTorch run");
+}
+
+std::string TaskFile(const Options& o, const std::string& dir, const Case& c) {
+  json task = {{"name", "bench"},       {"precision", o.precision},
+               {"model", c.model},      {"data", {{"type", "synthetic"}}},
+               {"batch_size", c.batch}, {"optimizer", {{"type", c.optimizer}, {"lr", 1e-3}}}};
+  if (c.optimizer == "sgd") task["optimizer"]["momentum"] = 0.9;
+  std::string path = dir + "/task-" + c.family + "-" + c.size + "-" + c.optimizer + ".json";
+  saturn::WriteFileAtomic(path, task.dump());
+  return path;
+}
+
+json RunSearch(const Options& o, const std::string& dir, const Case& c,
                const std::string& technique, int gpus) {
   std::string out = dir + "/" + technique + "-" + std::to_string(gpus) + ".json";
-  std::string command = std::string(SATURN_WORKER_PATH) + " search --task " + task +
-                        " --technique " + technique + " --gpus " + std::to_string(gpus) +
-                        " --out " + out + " --threads " + std::to_string(c.threads) + " --warmup " +
-                        std::to_string(c.warmup) + " --measure " + std::to_string(c.measure);
-  if (std::system(command.c_str()) != 0) {
-    std::fprintf(stderr, "engine_bench: search failed: %s\n", command.c_str());
+  std::ostringstream command;
+  command << SATURN_WORKER_PATH << " search --task " << TaskFile(o, dir, c) << " --technique "
+          << technique << " --gpus " << gpus << " --out " << out << " --threads " << c.threads
+          << " --device-kind " << o.device << " --warmup " << o.warmup << " --measure " << o.measure
+          << " >/dev/null";
+  if (std::system(command.str().c_str()) != 0) {
+    std::fprintf(stderr, "engine_bench: search failed: %s\n", command.str().c_str());
     return json::object();
   }
   return json::parse(saturn::ReadFile(out));
+}
+
+double StepS(const json& result) {
+  return result.contains("step_s") && result["step_s"].is_number() ? result["step_s"].get<double>()
+                                                                   : 0.0;
 }
 
 std::string Ratio(double numerator, double denominator) {
@@ -106,116 +160,271 @@ std::string Ratio(double numerator, double denominator) {
   return text;
 }
 
-double StepS(const json& result) {
-  return result.contains("step_s") && result["step_s"].is_number() ? result["step_s"].get<double>()
-                                                                   : 0.0;
+// The zoo at three sizes per family; GPT's first two are the configurations
+// a user compared by hand, the third has sequence 512.
+std::vector<Case> Cases(const Options& o) {
+  struct Size {
+    std::string family, size;
+    json model;
+    int batch;
+  };
+  std::vector<Size> sizes = {
+      {"gpt",
+       "S",
+       {{"type", "gpt"}, {"layers", 4}, {"d_model", 512}, {"heads", 8}, {"seq_len", 32}},
+       4},
+      {"gpt",
+       "M",
+       {{"type", "gpt"}, {"layers", 4}, {"d_model", 256}, {"heads", 4}, {"seq_len", 128}},
+       16},
+      {"gpt",
+       "L",
+       {{"type", "gpt"}, {"layers", 2}, {"d_model", 256}, {"heads", 4}, {"seq_len", 512}},
+       4},
+      {"vit",
+       "S",
+       {{"type", "vit"},
+        {"layers", 4},
+        {"d_model", 128},
+        {"heads", 4},
+        {"image_size", 32},
+        {"patch", 4}},
+       16},
+      {"vit",
+       "M",
+       {{"type", "vit"},
+        {"layers", 6},
+        {"d_model", 256},
+        {"heads", 8},
+        {"image_size", 32},
+        {"patch", 4}},
+       16},
+      {"vit",
+       "L",
+       {{"type", "vit"},
+        {"layers", 4},
+        {"d_model", 256},
+        {"heads", 8},
+        {"image_size", 64},
+        {"patch", 4}},
+       8},
+      {"resnet", "S", {{"type", "resnet"}, {"blocks", 2}, {"width", 32}, {"image_size", 32}}, 16},
+      {"resnet", "M", {{"type", "resnet"}, {"blocks", 4}, {"width", 64}, {"image_size", 32}}, 16},
+      {"resnet", "L", {{"type", "resnet"}, {"blocks", 4}, {"width", 128}, {"image_size", 32}}, 8},
+      {"mlp", "S", {{"type", "mlp"}, {"layers", 4}, {"width", 512}}, 64},
+      {"mlp", "M", {{"type", "mlp"}, {"layers", 4}, {"width", 1024}}, 64},
+      {"mlp", "L", {{"type", "mlp"}, {"layers", 4}, {"width", 2048}}, 128},
+  };
+  std::vector<Case> cases;
+  if (o.gpt2) {
+    json gpt2 = {
+        {"type", "gpt"}, {"layers", 12}, {"d_model", 768}, {"heads", 12}, {"seq_len", 1024}};
+    for (int threads : o.threads)
+      cases.push_back({"gpt", "gpt2-small", gpt2, 8, "adamw", threads});
+    return cases;
+  }
+  for (const Size& s : sizes) {
+    if (std::find(o.families.begin(), o.families.end(), s.family) == o.families.end()) continue;
+    if (o.quick && s.size != "S") continue;
+    for (int threads : o.threads) {
+      cases.push_back({s.family, s.size, s.model, s.batch, "adamw", threads});
+      if (s.size == "M" && threads == o.threads.front()) {
+        cases.push_back({s.family, s.size, s.model, s.batch, "adam", threads});
+        cases.push_back({s.family, s.size, s.model, s.batch, "sgd", threads});
+      }
+    }
+  }
+  return cases;
 }
 
-}  // namespace
+// "fwd 40 bwd 80 ..." in milliseconds per step.
+std::string PhaseText(const json& result) {
+  const json phases = result.value("stats", json::object()).value("phases", json::object());
+  std::string text;
+  for (const auto& [name, abbreviation] :
+       std::vector<std::pair<std::string, std::string>>{{"data", "data"},
+                                                        {"forward", "fwd"},
+                                                        {"backward", "bwd"},
+                                                        {"optimizer", "opt"},
+                                                        {"communication", "comm"},
+                                                        {"bookkeeping", "other"}}) {
+    if (!phases.contains(name)) continue;
+    char part[32];
+    std::snprintf(part, sizeof part, "%s %.1f ", abbreviation.c_str(),
+                  1000 * phases[name].get<double>());
+    text += part;
+  }
+  return text;
+}
 
-int main(int argc, char** argv) {
-  Config c;
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    if (arg == "--quick") {
-      c = Config{2, 64, 2, 32, 8, 1, 3, 1, 1};
-    } else if (arg == "--rounds" && i + 1 < argc) {
-      c.rounds = std::max(1, std::atoi(argv[++i]));
-    } else if (arg == "--threads" && i + 1 < argc) {
-      c.threads = std::atoi(argv[++i]);
-    } else {
-      std::fprintf(stderr, "usage: engine_bench [--quick] [--threads N] [--rounds R]\n");
-      return 2;
+int BenchSingle(const Options& o, const std::string& dir, std::map<int, double>& matmul) {
+  std::printf("1. single against idiomatic PyTorch (median of %d rounds, %d steps after %d)\n",
+              o.rounds, o.measure, o.warmup);
+  std::printf("%-7s %-4s %-3s %-6s %-9s %-9s %-7s %-6s %-6s %s\n", "family", "size", "thr", "optim",
+              "ours s", "torch s", "ratio", "MFU", "torch", "our phases, ms/step");
+  std::vector<double> ratios;
+  int within = 0;
+  for (const Case& c : Cases(o)) {
+    std::vector<double> ours, theirs;
+    json last;
+    for (int round = 0; round < o.rounds; ++round) {
+      last = RunSearch(o, dir, c, "single", 1);
+      ours.push_back(StepS(last));
+      theirs.push_back(StepS(RunPyTorch(o, c, 1)));
+    }
+    double our = Median(ours), their = Median(theirs);
+    double flops = last.value("model_flops_per_step", 0.0);
+    double rate = matmul.at(c.threads);
+    std::printf("%-7s %-4s %-3d %-6s %-9.4f %-9.4f %-7s %-5.0f%% %-5.0f%% %s\n", c.family.c_str(),
+                c.size.c_str(), c.threads, c.optimizer.c_str(), our, their,
+                Ratio(our, their).c_str(), our > 0 ? 100 * flops / our / rate : 0.0,
+                their > 0 ? 100 * flops / their / rate : 0.0, PhaseText(last).c_str());
+    std::fflush(stdout);
+    if (our > 0 && their > 0) {
+      ratios.push_back(our / their);
+      within += our <= their ? 1 : 0;
     }
   }
-  std::string dir = std::filesystem::temp_directory_path().string() + "/saturn-engine-bench";
-  std::filesystem::remove_all(dir);
-  json model = {{"type", "gpt"},
-                {"layers", c.layers},
-                {"d_model", c.d_model},
-                {"heads", c.heads},
-                {"seq_len", c.seq_len}};
-  json task_json = {{"name", "bench"},
-                    {"model", model},
-                    {"data", {{"type", "synthetic"}}},
-                    {"batch_size", c.batch},
-                    {"optimizer", {{"type", "adamw"}, {"lr", 1e-3}}}};
-  std::string task = dir + "/task.json";
-  saturn::WriteFileAtomic(task, task_json.dump());
-
+  if (ratios.empty()) return 1;
+  double log_sum = 0.0;
+  for (double r : ratios)
+    log_sum += std::log(r);
   std::printf(
-      "engine benchmark: gpt layers=%d d_model=%d heads=%d seq_len=%d, batch %d, AdamW, "
-      "%d thread(s) per device, median of %d steps after %d\n",
-      c.layers, c.d_model, c.heads, c.seq_len, c.batch, c.threads, c.measure, c.warmup);
-  double matmul = MatmulFlops(c.threads);
-  std::printf("matmul 1024x1024 fp32: %.1f GFLOP/s per device\n\n", matmul / 1e9);
+      "  ours / PyTorch: geometric mean %.2fx, worst %.2fx, best %.2fx; %d of %zu at or below "
+      "1.00x (target: all)\n\n",
+      std::exp(log_sum / static_cast<double>(ratios.size())),
+      *std::max_element(ratios.begin(), ratios.end()),
+      *std::min_element(ratios.begin(), ratios.end()), within, ratios.size());
+  return 0;
+}
 
-  struct Row {
-    std::string technique;
-    int gpus;
-    json result;
-  };
-  // C++ and PyTorch alternate, round after round, so that changing load on
-  // the machine hits both alike; each figure is the median over the rounds.
-  std::vector<double> cpp_single, torch_single, cpp_ddp, torch_ddp;
-  json single_result, ddp_result;
-  for (int round = 0; round < c.rounds; ++round) {
-    single_result = RunSearch(c, dir, task, "single", 1);
-    cpp_single.push_back(StepS(single_result));
-    torch_single.push_back(StepS(RunPyTorch(c, 1)));
-    ddp_result = RunSearch(c, dir, task, "ddp", 2);
-    cpp_ddp.push_back(StepS(ddp_result));
-    torch_ddp.push_back(StepS(RunPyTorch(c, 2)));
+void BenchTechniques(const Options& o, const std::string& dir, std::map<int, double>& matmul) {
+  Case c{"gpt",
+         "M",
+         {{"type", "gpt"}, {"layers", 4}, {"d_model", 256}, {"heads", 4}, {"seq_len", 128}},
+         16,
+         "adamw",
+         o.threads.front()};
+  if (o.quick) {
+    c.model = {{"type", "gpt"}, {"layers", 2}, {"d_model", 64}, {"heads", 2}, {"seq_len", 32}};
+    c.batch = 8;
   }
-  single_result["step_s"] = Median(cpp_single);
-  ddp_result["step_s"] = Median(cpp_ddp);
-  std::vector<Row> rows{{"single", 1, single_result}, {"ddp", 2, ddp_result}};
-  for (auto [technique, gpus] :
-       std::vector<std::pair<std::string, int>>{{"fsdp", 2}, {"pipeline", 2}, {"spill", 1}}) {
-    rows.push_back({technique, gpus, RunSearch(c, dir, task, technique, gpus)});
+  std::printf("2. techniques on gpt %s, batch %d, AdamW, %d thread(s) per device\n",
+              c.model.dump().c_str(), c.batch, c.threads);
+  std::vector<double> our_single, torch_single, our_ddp, torch_ddp;
+  json single, ddp;
+  for (int round = 0; round < o.rounds; ++round) {
+    single = RunSearch(o, dir, c, "single", 1);
+    our_single.push_back(StepS(single));
+    torch_single.push_back(StepS(RunPyTorch(o, c, 1)));
+    ddp = RunSearch(o, dir, c, "ddp", 2);
+    our_ddp.push_back(StepS(ddp));
+    torch_ddp.push_back(StepS(RunPyTorch(o, c, 2)));
   }
-
+  single["step_s"] = Median(our_single);
+  ddp["step_s"] = Median(our_ddp);
+  json fsdp = RunSearch(o, dir, c, "fsdp", 2);
+  json pipeline = RunSearch(o, dir, c, "pipeline", 2);
+  json spill = RunSearch(o, dir, c, "spill", 1);
+  double rate = matmul.at(c.threads);
   std::printf("%-10s %-8s %-10s %-14s %-6s %s\n", "technique", "devices", "step_s", "peak MiB/dev",
-              "MFU", "knobs");
-  for (const Row& row : rows) {
-    double step_s = StepS(row.result);
-    double peak = 0;
-    for (const json& bytes : row.result.value("peak_memory_bytes", json::array())) {
+              "MFU", "knobs / phases ms");
+  for (auto [name, gpus, result] :
+       std::vector<std::tuple<std::string, int, json>>{{"single", 1, single},
+                                                       {"ddp", 2, ddp},
+                                                       {"fsdp", 2, fsdp},
+                                                       {"pipeline", 2, pipeline},
+                                                       {"spill", 1, spill}}) {
+    double step_s = StepS(result), peak = 0;
+    for (const json& bytes : result.value("peak_memory_bytes", json::array()))
       peak = std::max(peak, bytes.get<double>() / (1 << 20));
-    }
     double mfu =
-        step_s > 0 ? row.result["model_flops_per_step"].get<double>() / step_s / (matmul * row.gpus)
-                   : 0.0;
-    std::printf("%-10s %-8d %-10.4f %-14.1f %-5.1f%% %s\n", row.technique.c_str(), row.gpus, step_s,
-                peak, 100 * mfu, row.result.value("knobs", json::object()).dump().c_str());
+        step_s > 0 ? result.value("model_flops_per_step", 0.0) / step_s / (rate * gpus) : 0.0;
+    std::printf("%-10s %-8d %-10.4f %-14.1f %-5.1f%% %s %s\n", name.c_str(), gpus, step_s, peak,
+                100 * mfu, result.value("knobs", json::object()).dump().c_str(),
+                PhaseText(result).c_str());
   }
-  std::printf("%-10s %-8d %-10.4f (PyTorch)\n", "single", 1, Median(torch_single));
-  std::printf("%-10s %-8d %-10.4f (PyTorch)\n\n", "ddp", 2, Median(torch_ddp));
-
-  double single = StepS(rows[0].result), ddp = StepS(rows[1].result);
+  std::printf("%-10s %-8d %-10.4f (PyTorch, idiomatic)\n", "single", 1, Median(torch_single));
+  std::printf("%-10s %-8d %-10.4f (PyTorch DistributedDataParallel, Gloo)\n\n", "ddp", 2,
+              Median(torch_ddp));
+  double s = StepS(single), d = StepS(ddp);
   std::printf("ratios, measured in this run\n");
-  std::printf("  C++ single / PyTorch single   %s   (target <= 1.0; median of %d rounds)\n",
-              Ratio(single, Median(torch_single)).c_str(), c.rounds);
-  std::printf("  C++ ddp / PyTorch ddp (2)     %s   (target <= 1.0; median of %d rounds)\n",
-              Ratio(ddp, Median(torch_ddp)).c_str(), c.rounds);
-  std::printf("  fsdp / ddp (2 ranks)          %s\n", Ratio(StepS(rows[2].result), ddp).c_str());
-  std::printf("  spill / single                %s  (best blocks_per_shard)\n",
-              Ratio(StepS(rows[4].result), single).c_str());
-  for (const json& candidate : rows[4].result.value("candidates", json::array())) {
-    if (candidate.contains("step_s")) {
-      std::printf("    blocks_per_shard %-3d          %s\n",
-                  candidate["knobs"]["blocks_per_shard"].get<int>(),
-                  Ratio(candidate["step_s"].get<double>(), single).c_str());
-    }
-  }
-  std::printf("  pipeline bubble (2 stages), measured vs GPipe (p-1)/(m+p-1)\n");
-  for (const json& candidate : rows[3].result.value("candidates", json::array())) {
+  std::printf("  single / PyTorch               %s   (target <= 1.0)\n",
+              Ratio(s, Median(torch_single)).c_str());
+  std::printf("  ddp / PyTorch DDP (2 ranks)    %s   (target <= 1.0)\n",
+              Ratio(d, Median(torch_ddp)).c_str());
+  std::printf("  fsdp / ddp (2 ranks)           %s   (target <= 1.15)\n",
+              Ratio(StepS(fsdp), d).c_str());
+  std::printf("  spill / single                 %s   (target <= 1.2; best blocks_per_shard)\n",
+              Ratio(StepS(spill), s).c_str());
+  std::printf(
+      "  pipeline bubble (2 stages), measured vs GPipe (p-1)/(m+p-1) (target: within 20%%"
+      " for m >= 4)\n");
+  for (const json& candidate : pipeline.value("candidates", json::array())) {
     if (!candidate.contains("stats") || !candidate["stats"].contains("bubble")) continue;
     const json& stats = candidate["stats"];
     std::printf("    m=%-3d measured %.2f  GPipe %.2f  (step %.4f s)\n",
                 stats["micro_batches"].get<int>(), stats["bubble"].get<double>(),
                 stats["gpipe_bubble"].get<double>(), candidate["step_s"].get<double>());
   }
+}
+
+std::vector<std::string> Split(const std::string& text) {
+  std::vector<std::string> parts;
+  std::stringstream in(text);
+  std::string part;
+  while (std::getline(in, part, ','))
+    if (!part.empty()) parts.push_back(part);
+  return parts;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    bool has_value = i + 1 < argc;
+    if (arg == "--quick") {
+      o.quick = true, o.rounds = 1, o.warmup = 1, o.measure = 3, o.threads = {1};
+    } else if (arg == "--rounds" && has_value) {
+      o.rounds = std::max(1, std::atoi(argv[++i]));
+    } else if (arg == "--threads" && has_value) {
+      o.threads.clear();
+      for (const std::string& t : Split(argv[++i]))
+        o.threads.push_back(std::max(1, std::atoi(t.c_str())));
+    } else if (arg == "--families" && has_value) {
+      o.families = Split(argv[++i]);
+    } else if (arg == "--device" && has_value) {
+      o.device = argv[++i];
+    } else if (arg == "--precision" && has_value) {
+      o.precision = argv[++i];
+    } else if (arg == "--gpt2") {
+      o.gpt2 = true;
+    } else if (arg == "--only" && has_value) {
+      std::string part = argv[++i];
+      o.single = part == "single";
+      o.techniques = part == "techniques";
+    } else {
+      std::fprintf(stderr,
+                   "usage: engine_bench [--quick] [--rounds R] [--threads 1,2] "
+                   "[--families gpt,vit,resnet,mlp] [--only single|techniques] [--device cpu|cuda] "
+                   "[--precision fp32|bf16] [--gpt2]\n");
+      return 2;
+    }
+  }
+  std::string dir = std::filesystem::temp_directory_path().string() + "/saturn-engine-bench";
   std::filesystem::remove_all(dir);
-  return 0;
+  std::filesystem::create_directories(dir);
+  std::map<int, double> matmul;
+  for (int threads : o.threads) {
+    matmul[threads] = MatmulFlops(o, threads);
+    std::printf("matmul %s %s, %d thread(s): %.1f GFLOP/s (MFU denominator)\n", o.device.c_str(),
+                o.precision.c_str(), threads, matmul[threads] / 1e9);
+  }
+  std::printf("\n");
+  int status = o.single ? BenchSingle(o, dir, matmul) : 0;
+  if (o.techniques) BenchTechniques(o, dir, matmul);
+  std::filesystem::remove_all(dir);
+  return status;
 }

@@ -36,9 +36,11 @@ class BlockSet {
   BlockState& StateOf(int index) { return state_[index - begin_]; }
 
   at::Tensor Forward(at::Tensor x);
-  // Applies the optimizer to every parameter that has a gradient, then zeroes
-  // the gradients.
-  void Update(int64_t optimizer_step);
+  // Applies the optimizer to every parameter that has a gradient, then
+  // releases the gradients (kRelease) or zeroes them in place (kZero: for
+  // gradients that are views of buffers the technique owns).
+  enum class Grads { kRelease, kZero };
+  void Update(int64_t optimizer_step, Grads grads = Grads::kRelease);
   void Save(CheckpointWriter& out) const;
   void Load(const CheckpointReader& in);
 
@@ -48,6 +50,12 @@ class BlockSet {
   std::vector<std::unique_ptr<Block>> blocks_;
   std::vector<BlockState> state_;
 };
+
+// One block's forward pass at the task's precision: for bf16, under autocast
+// (matrix multiplies and convolutions in bf16, reductions in fp32) with the
+// output returned in fp32, so that block boundaries (pipeline sends, sharded
+// and spilled backward passes, checkpointed recomputation) always see fp32.
+at::Tensor RunBlock(Block& block, const at::Tensor& x, const TrainContext& ctx);
 
 // Bytes of parameters, gradients and optimizer state of the whole model.
 int64_t ModelStateBytes(const TrainContext& ctx);

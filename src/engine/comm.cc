@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "engine/errors.h"
+#include "engine/phases.h"
 
 #ifdef USE_C10D_NCCL
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
@@ -46,6 +47,7 @@ void Work::Then(std::function<void()> then) {
 }
 
 void Work::Wait() {
+  PhaseScope phase(Phase::kCommunication);
   if (work_) {
     c10::intrusive_ptr<c10d::Work> work = std::move(work_);
     try {

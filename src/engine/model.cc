@@ -4,6 +4,7 @@
 
 #include "common/error.h"
 #include "engine/device.h"
+#include "engine/phases.h"
 
 namespace saturn::engine {
 
@@ -76,6 +77,7 @@ std::string ShapeText(const at::Tensor& t) {
 }  // namespace
 
 at::Tensor Model::LossSum(const at::Tensor& outputs, const at::Tensor& targets) const {
+  PhaseScope phase(Phase::kForward);
   at::Tensor sum;
   if (Loss() == LossKind::kMse) {
     if (outputs.sizes() != targets.sizes() || !at::isFloatingType(targets.scalar_type())) {

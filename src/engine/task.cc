@@ -103,6 +103,10 @@ TaskSpec ParseTask(const nlohmann::json& json, const std::string& source) {
   spec.batch_size = task.Int("batch_size", 1);
   spec.steps = task.IntOr("steps", 0, 1);
   spec.seed = static_cast<uint64_t>(task.IntOr("seed", 0, 0));
+  spec.precision = task.StringOr("precision", "fp32");
+  if (spec.precision != "fp32" && spec.precision != "bf16") {
+    task.Fail("precision", "expected fp32 or bf16, got " + Quote(spec.precision));
+  }
 
   JsonFields data(task.Object("data"), source, "data");
   spec.data.type = data.String("type");

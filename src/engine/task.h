@@ -44,6 +44,9 @@ struct TaskSpec {
   int64_t batch_size = 0;
   int64_t steps = 0;  // 0 when the task does not say
   uint64_t seed = 0;
+  // fp32, or bf16: forward passes under bf16 autocast, with fp32 parameters
+  // (master weights), gradients, optimizer state and checkpoints.
+  std::string precision = "fp32";
 };
 
 // Typed, checked access to the fields of one JSON object. `path` prefixes

@@ -8,6 +8,7 @@
 
 #include "common/error.h"
 #include "engine/errors.h"
+#include "engine/phases.h"
 
 namespace saturn::engine {
 namespace {
@@ -53,9 +54,36 @@ double TimedStep(TrainContext& ctx, Trainer& trainer, int64_t step, double* loss
   return Now() - start;
 }
 
+// One step with its phases recorded (phases.h). On a CUDA device the
+// recorder synchronises at every phase change, which costs overlap, so
+// there the phases come from an extra step that is not timed as a sample.
+PhaseTimes RecordedStep(TrainContext& ctx, Trainer& trainer, int64_t step, double* seconds) {
+  PhaseRecorder& recorder = PhaseRecorder::Get();
+  const Device& device = ctx.device;
+  recorder.BeginStep(device.IsCuda() ? std::function<void()>([&device] { device.Synchronize(); })
+                                     : std::function<void()>());
+  double loss = 0.0;
+  *seconds = TimedStep(ctx, trainer, step, &loss);
+  return recorder.EndStep();
+}
+
+// Mean seconds per phase over `steps`: {"data": s, "forward": s, ...}.
+nlohmann::json PhasesJson(const std::vector<PhaseTimes>& steps) {
+  nlohmann::json out = nlohmann::json::object();
+  if (steps.empty()) return out;
+  for (int p = 0; p < kPhaseCount; ++p) {
+    double sum = 0.0;
+    for (const PhaseTimes& t : steps)
+      sum += t.seconds[p];
+    out[PhaseName(static_cast<Phase>(p))] = sum / static_cast<double>(steps.size());
+  }
+  return out;
+}
+
 }  // namespace
 
 Batch TrainContext::StepSamples(int64_t step, int64_t offset, int64_t count) const {
+  PhaseScope phase(Phase::kData);
   Batch batch = data.Samples(step * task.batch_size + offset, count);
   return {device.Place(batch.inputs), device.Place(batch.targets)};
 }
@@ -140,6 +168,7 @@ SearchResult Technique::Search(TrainContext& ctx, const SearchOptions& options) 
     ctx.device.ResetPeak();
     std::unique_ptr<Trainer> trainer;
     std::vector<double> samples, warmup;
+    std::vector<PhaseTimes> phases;
     bool over = false;
     std::string hard_limit_error;
     double setup_s = 0.0;
@@ -147,11 +176,22 @@ SearchResult Technique::Search(TrainContext& ctx, const SearchOptions& options) 
       double built = Now();
       trainer = MakeTrainer(ctx, knobs);
       setup_s = Now() - built;
+      bool record_in_samples = !ctx.device.IsCuda();
       for (int i = 0; i < options.warmup + options.measure && !over; ++i) {
-        double loss = 0.0;
-        double seconds = TimedStep(ctx, *trainer, i, &loss);
+        double seconds = 0.0;
+        if (i >= options.warmup && record_in_samples) {
+          phases.push_back(RecordedStep(ctx, *trainer, i, &seconds));
+        } else {
+          double loss = 0.0;
+          seconds = TimedStep(ctx, *trainer, i, &loss);
+        }
         over = AgreeAfterStep(ctx, false).over_capacity;
         (i >= options.warmup ? samples : warmup).push_back(seconds);
+      }
+      if (!over && !record_in_samples) {
+        double seconds = 0.0;
+        phases.push_back(RecordedStep(ctx, *trainer, options.warmup + options.measure, &seconds));
+        over = AgreeAfterStep(ctx, false).over_capacity;
       }
     } catch (const std::exception& e) {
       // Past the hard limit. Alone, we can go on with the next setting; in a
@@ -164,6 +204,7 @@ SearchResult Technique::Search(TrainContext& ctx, const SearchOptions& options) 
     std::vector<int64_t> peaks = ctx.comm.Gather(ctx.device.PeakBytes());
     std::vector<int64_t> resident = ctx.comm.Gather(ctx.device.LiveBytes());
     nlohmann::json stats = trainer ? trainer->Stats() : nlohmann::json::object();
+    if (!phases.empty()) stats["phases"] = PhasesJson(phases);
     if (over) {
       trainer.reset();
       std::string reason =

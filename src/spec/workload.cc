@@ -80,7 +80,7 @@ class TaskReader {
       ReadCommand(&t);
     } else if (type == "train") {
       f_.AllowOnly({"name", "type", "model", "data", "batch_size", "optimizer", "steps", "epochs",
-                    "seed", "sweep", "techniques", "gpu_range"});
+                    "seed", "sweep", "techniques", "gpu_range", "precision"});
       t.spec = json::object();
       t.spec["name"] = t.name;
       t.spec["model"] = ReadModel();
@@ -88,6 +88,11 @@ class TaskReader {
       t.spec["batch_size"] = f_.Int("batch_size", 1);
       t.spec["optimizer"] = ReadOptimizer();
       t.spec["seed"] = f_.OptionalInt("seed", 0).value_or(0);
+      std::string precision = f_.OptionalString("precision").value_or("fp32");
+      if (precision != "fp32" && precision != "bf16") {
+        f_.Fail("precision", "expected fp32 or bf16, got " + Quote(precision));
+      }
+      if (precision != "fp32") t.spec["precision"] = precision;
       ReadTechniques(&t);
     } else {
       f_.Fail("type", "expected train (the default) or command, got " + Quote(type));

@@ -224,6 +224,33 @@ TEST(Optimizers, ShardedUpdateEqualsWholeUpdate) {
   EXPECT_TRUE(at::allclose(whole, parts, 1e-6, 1e-7));
 }
 
+// The fused loops (contiguous fp32 on CPU) and the tensor-op form (any other
+// layout, CUDA, bf16) are the same formula: a transposed view takes the
+// tensor-op path.
+TEST(Optimizers, FusedUpdateEqualsTensorOpUpdate) {
+  for (const std::string type : {"sgd", "adam", "adamw"}) {
+    OptimizerSpec spec{type, 0.01};
+    spec.momentum = 0.9;
+    spec.weight_decay = 0.1;
+    std::unique_ptr<Optimizer> opt = MakeOptimizer(spec);
+    at::Tensor fused = at::randn({40, 70});
+    at::Tensor plain = fused.t().contiguous().t();  // same values, not contiguous
+    ASSERT_FALSE(plain.is_contiguous());
+    std::vector<at::Tensor> fused_state = opt->NewState(fused);
+    std::vector<at::Tensor> plain_state;
+    for (size_t i = 0; i < fused_state.size(); ++i)
+      plain_state.push_back(at::zeros_like(plain));
+    for (int step = 1; step <= 3; ++step) {
+      at::Tensor grad = at::randn({40, 70});
+      opt->Update(fused, grad, fused_state, step);
+      opt->Update(plain, grad.t().contiguous().t(), plain_state, step);
+    }
+    EXPECT_TRUE(at::allclose(fused, plain, 1e-5, 1e-6)) << type;
+    for (size_t i = 0; i < fused_state.size(); ++i)
+      EXPECT_TRUE(at::allclose(fused_state[i], plain_state[i], 1e-5, 1e-7)) << type;
+  }
+}
+
 TEST(Metering, CountsDeviceBytesButNotHostBytes) {
   const Device& device = TestDevice();
   int64_t before = device.LiveBytes();
@@ -298,6 +325,50 @@ TEST(Techniques, SpillMatchesSingleInOneProcess) {
     for (size_t i = 0; i < expected.size(); ++i)
       EXPECT_NEAR(got[i], expected[i], 1e-5);
   }
+}
+
+// bf16 autocast with fp32 master weights trains like fp32 within a few per
+// cent on every family, and really computes in bf16 (the losses differ).
+TEST(Precision, Bf16TrainsLikeFp32OnEveryFamily) {
+  for (const nlohmann::json& family : {kGpt, kVit, kResnet, kMlp}) {
+    TaskSpec fp32 = Task(family), bf16 = Task(family);
+    bf16.precision = "bf16";
+    InProcess a(fp32), b(bf16);
+    std::vector<double> expected = Train(BuiltinTechniques().Get("single"), a, {}, 6);
+    std::vector<double> got = Train(BuiltinTechniques().Get("single"), b, {}, 6);
+    double largest = 0.0;
+    for (size_t i = 0; i < expected.size(); ++i) {
+      ASSERT_TRUE(std::isfinite(got[i])) << family.dump();
+      EXPECT_NEAR(got[i], expected[i], 0.03 * std::fabs(expected[i])) << family.dump() << i;
+      largest = std::max(largest, std::fabs(got[i] - expected[i]));
+    }
+    EXPECT_GT(largest, 0.0) << family.dump() << ": bf16 gave fp32's losses bit for bit";
+  }
+}
+
+// Search reports where a step's time goes; the phases of a step partition
+// it, so their sum is the step's wall time (the mean of the measured steps).
+TEST(Phases, SearchReportsAPartitionOfTheStep) {
+  InProcess run(Task(kGpt));
+  SearchOptions options;
+  options.warmup = 1;
+  options.measure = 3;
+  SearchResult found = BuiltinTechniques().Get("single").Search(run.ctx, options);
+  ASSERT_TRUE(found.feasible);
+  const nlohmann::json& phases = found.stats.at("phases");
+  double sum = 0.0;
+  for (const char* name :
+       {"data", "forward", "backward", "optimizer", "communication", "bookkeeping"}) {
+    ASSERT_TRUE(phases.contains(name)) << name;
+    sum += phases[name].get<double>();
+  }
+  EXPECT_GT(phases["forward"].get<double>(), 0.0);
+  EXPECT_GT(phases["backward"].get<double>(), 0.0);
+  EXPECT_GT(phases["optimizer"].get<double>(), 0.0);
+  double mean = 0.0;
+  for (double s : found.step_samples_s)
+    mean += s / static_cast<double>(found.step_samples_s.size());
+  EXPECT_NEAR(sum, mean, 0.05 * mean + 1e-3);
 }
 
 TEST(Techniques, RegistryListsTheBuiltins) {

@@ -93,6 +93,34 @@ TEST_P(Equivalence, EveryTechniqueGivesSinglesLossTrajectory) {
   }
 }
 
+#ifndef SATURN_FULL_MATRIX
+// bf16 autocast in every technique: each follows bf16 single closely (bf16
+// rounding depends on how a batch is split, so not within fp32's 1e-4), and
+// bf16 single follows fp32 single.
+TEST(Bf16, EveryTechniqueTrainsLikeSingle) {
+  TestDir dir("equivalence_bf16");
+  nlohmann::json task = TaskFor("resnet");
+  std::vector<double> fp32 = Losses(dir, dir.Write("fp32.json", task.dump()), {"single", 1});
+  task["precision"] = "bf16";
+  std::string path = dir.Write("bf16.json", task.dump());
+  std::vector<double> expected = Losses(dir, path, {"single", 1});
+  ASSERT_EQ(expected.size(), fp32.size());
+  for (size_t step = 0; step < expected.size(); ++step)
+    EXPECT_NEAR(expected[step], fp32[step], 0.03 * std::fabs(fp32[step])) << "step " << step;
+  for (const Config& run : std::vector<Config>{{"ddp", 2},
+                                               {"fsdp", 2, {{"checkpointing", true}}},
+                                               {"pipeline", 2, {{"micro_batches", 2}}},
+                                               {"spill", 1, {{"blocks_per_shard", 2}}}}) {
+    std::vector<double> losses = Losses(dir, path, run);
+    ASSERT_EQ(losses.size(), expected.size()) << run.technique;
+    for (size_t step = 0; step < losses.size(); ++step) {
+      EXPECT_NEAR(losses[step], expected[step], 0.02 * std::fabs(expected[step]))
+          << run.technique << " step " << step;
+    }
+  }
+}
+#endif
+
 #ifdef SATURN_FULL_MATRIX
 INSTANTIATE_TEST_SUITE_P(FullMatrix, Equivalence, ::testing::Values("gpt", "vit", "resnet", "mlp"));
 #else

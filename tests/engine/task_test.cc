@@ -111,6 +111,13 @@ TEST(Task, ErrorsNameTheFileAndField) {
   EXPECT_THAT(ErrorOf(json), HasSubstr("seed: expected an integer >= 0"));
 
   EXPECT_THAT(ErrorOf(nlohmann::json::array()), HasSubstr("expected an object"));
+
+  json = Valid();
+  json["precision"] = "fp16";
+  EXPECT_EQ(ErrorOf(json), "task.json: precision: expected fp32 or bf16, got 'fp16'");
+  json["precision"] = "bf16";
+  EXPECT_EQ(ParseTask(json, "task.json").precision, "bf16");
+  EXPECT_EQ(ParseTask(Valid(), "task.json").precision, "fp32");
 }
 
 TEST(Task, JsonFieldsChecksModelFields) {

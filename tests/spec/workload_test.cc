@@ -132,6 +132,16 @@ TEST_F(WorkloadTest, AClusterFromTheSlurmAllocationIsFilledInWhenKnown) {
   }
 }
 
+TEST_F(WorkloadTest, PrecisionReachesTheWorkerAndItsOwnTrials) {
+  Workload fp32 = Parse(kTask + "    steps: 10\n");
+  Workload bf16 = Parse(kTask + "    steps: 10\n    precision: bf16\n");
+  EXPECT_FALSE(fp32.tasks[0].spec.contains("precision"));  // fp32 trials keep their cache keys
+  EXPECT_EQ(bf16.tasks[0].spec["precision"], "bf16");
+  EXPECT_NE(fp32.tasks[0].trial_key, bf16.tasks[0].trial_key);
+  EXPECT_THAT(ErrorOf(kTask + "    steps: 10\n    precision: half\n"),
+              HasSubstr("tasks[0].precision: expected fp32 or bf16, got 'half'"));
+}
+
 TEST_F(WorkloadTest, EveryBadFieldGetsOneClearMessage) {
   EXPECT_THAT(ErrorOf("  - name: x\n    model: {type: transformer}\n"),
               HasSubstr("w.yaml:4: tasks[0].model.type: unknown model type 'transformer'"));

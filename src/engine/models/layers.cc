@@ -3,6 +3,8 @@
 #include <cmath>
 #include <limits>
 
+#include <torch/version.h>
+
 namespace saturn::engine {
 
 Linear::Linear(Block& block, ParamFactory& factory, const std::string& name, int64_t in,
@@ -27,7 +29,8 @@ LayerNorm::LayerNorm(Block& block, ParamFactory& factory, const std::string& nam
 }
 
 at::Tensor LayerNorm::operator()(const at::Tensor& x) const {
-  return at::layer_norm(x, {width_}, weight_, bias_, 1e-5);
+  // In the weights' precision (fp32), also when a bf16 tensor comes in.
+  return at::layer_norm(x.to(weight_.scalar_type()), {width_}, weight_, bias_, 1e-5);
 }
 
 TransformerLayer::TransformerLayer(Block& block, ParamFactory& factory, int64_t width,
@@ -42,18 +45,35 @@ TransformerLayer::TransformerLayer(Block& block, ParamFactory& factory, int64_t 
       fc1_(block, factory, "mlp.fc1", width, 4 * width),
       fc2_(block, factory, "mlp.fc2", 4 * width, width) {}
 
+// Attention as PyTorch's own training path computes it: one copy to lay q, k
+// and v out per head, the scale and the causal mask folded into one batched
+// GEMM (baddbmm: mask + scale * q k^T), softmax, and a second GEMM. The mask
+// is built once per sequence length, not per step. LibTorch 2.x has a fused
+// kernel for the whole of it (flash or memory-efficient on CUDA).
 at::Tensor TransformerLayer::Attention(const at::Tensor& x) const {
   int64_t batch = x.size(0), tokens = x.size(1), head_width = width_ / heads_;
+  // [B, T, 3, H, hd] -> [3, B, H, T, hd]
   at::Tensor qkv = qkv_(x).view({batch, tokens, 3, heads_, head_width}).permute({2, 0, 3, 1, 4});
+#if TORCH_VERSION_MAJOR >= 2
+  at::Tensor mixed = at::scaled_dot_product_attention(qkv[0], qkv[1], qkv[2], {}, 0.0, causal_);
+#else
+  qkv = qkv.contiguous().view({3, batch * heads_, tokens, head_width});
   at::Tensor q = qkv[0], k = qkv[1], v = qkv[2];
-  at::Tensor scores =
-      at::matmul(q, k.transpose(-2, -1)) * (1.0 / std::sqrt(static_cast<double>(head_width)));
-  if (causal_) {
-    at::Tensor future = at::ones({tokens, tokens}, x.options().dtype(at::kBool)).triu(1);
-    scores = scores.masked_fill(future, -std::numeric_limits<float>::infinity());
-  }
-  at::Tensor mixed = at::matmul(at::softmax(scores, -1), v);
+  double scale = 1.0 / std::sqrt(static_cast<double>(head_width));
+  at::Tensor scores = causal_ ? at::baddbmm(CausalMask(tokens, x), q, k.transpose(1, 2), 1.0, scale)
+                              : at::bmm(q * scale, k.transpose(1, 2));
+  at::Tensor mixed = at::bmm(at::softmax(scores, -1), v).view({batch, heads_, tokens, head_width});
+#endif
   return proj_(mixed.transpose(1, 2).reshape({batch, tokens, width_}));
+}
+
+const at::Tensor& TransformerLayer::CausalMask(int64_t tokens, const at::Tensor& like) const {
+  if (!mask_.defined() || mask_.size(0) != tokens || mask_.device() != like.device() ||
+      mask_.scalar_type() != like.scalar_type()) {
+    mask_ =
+        at::full({tokens, tokens}, -std::numeric_limits<float>::infinity(), like.options()).triu(1);
+  }
+  return mask_;
 }
 
 at::Tensor TransformerLayer::operator()(const at::Tensor& x) const {

@@ -50,6 +50,9 @@ class TransformerLayer {
 
  private:
   at::Tensor Attention(const at::Tensor& x) const;
+  // The additive causal mask (0 on and below the diagonal, -inf above) for
+  // `tokens`, on `like`'s device and dtype; built once and kept.
+  const at::Tensor& CausalMask(int64_t tokens, const at::Tensor& like) const;
 
   int64_t width_;
   int64_t heads_;
@@ -60,6 +63,7 @@ class TransformerLayer {
   LayerNorm ln2_;
   Linear fc1_;
   Linear fc2_;
+  mutable at::Tensor mask_;
 };
 
 }  // namespace saturn::engine

@@ -44,8 +44,10 @@ class Norm {
     block.Register(name + ".weight", &weight_);
     block.Register(name + ".bias", &bias_);
   }
+  // In the weights' precision (fp32): under bf16 autocast the convolution
+  // gives bf16, and normalising in fp32 is what CUDA's autocast does too.
   at::Tensor operator()(const at::Tensor& x) const {
-    return at::group_norm(x, groups_, weight_, bias_, 1e-5);
+    return at::group_norm(x.to(weight_.scalar_type()), groups_, weight_, bias_, 1e-5);
   }
 
  private:

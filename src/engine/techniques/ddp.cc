@@ -9,6 +9,7 @@
 #include <torch/csrc/autograd/variable.h>
 
 #include "engine/blocks.h"
+#include "engine/phases.h"
 
 namespace saturn::engine {
 namespace {
@@ -30,12 +31,15 @@ class DdpTrainer final : public Trainer {
     next_launch_ = 0;
     at::Tensor loss = ctx_.model.LossSum(blocks_.Forward(batch.inputs), batch.targets) /
                       static_cast<double>(ctx_.LossItems());
-    loss.backward();
+    {
+      PhaseScope phase(Phase::kBackward);
+      loss.backward();
+    }
     LaunchReady(/*all=*/true);
     for (Work& work : in_flight_)
       work.Wait();
     in_flight_.clear();
-    blocks_.Update(step + 1);
+    blocks_.Update(step + 1, BlockSet::Grads::kZero);
     return ctx_.comm.SumOf(loss.item<double>());
   }
 

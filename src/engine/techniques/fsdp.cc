@@ -22,6 +22,7 @@
 
 #include "common/error.h"
 #include "engine/blocks.h"
+#include "engine/phases.h"
 
 namespace saturn::engine {
 namespace {
@@ -77,9 +78,9 @@ class FsdpTrainer final : public Trainer {
       inputs[i] = i == 0 ? x : x.detach().requires_grad_(!checkpointing_);
       if (checkpointing_) {
         at::NoGradGuard no_grad;
-        x = blocks_[i].block->Forward(inputs[i]);
+        x = RunBlock(*blocks_[i].block, inputs[i], ctx_);
       } else {
-        x = outputs[i] = blocks_[i].block->Forward(inputs[i]);
+        x = outputs[i] = RunBlock(*blocks_[i].block, inputs[i], ctx_);
       }
       if (i < n - 1) Evict(i, /*graph_holds_views=*/!checkpointing_);
     }
@@ -94,13 +95,15 @@ class FsdpTrainer final : public Trainer {
       if (checkpointing_) {
         BindParams(i);
         if (i > 0) inputs[i].requires_grad_(true);
-        outputs[i] = blocks_[i].block->Forward(inputs[i]);
+        outputs[i] = RunBlock(*blocks_[i].block, inputs[i], ctx_);
       }
       if (i == n - 1) {
         loss =
             ctx_.model.LossSum(outputs[i], batch.targets) / static_cast<double>(ctx_.LossItems());
+        PhaseScope backward(Phase::kBackward);
         loss.backward();
       } else {
+        PhaseScope backward(Phase::kBackward);
         torch::autograd::backward({outputs[i]}, {upstream});
       }
       if (i > 0) upstream = inputs[i].grad();
@@ -112,6 +115,7 @@ class FsdpTrainer final : public Trainer {
     }
     reduce.Wait();
     {
+      PhaseScope phase(Phase::kOptimizer);
       std::optional<HostMemoryScope> host;
       if (offload_) host.emplace();
       for (ShardedBlock& sharded : blocks_) {

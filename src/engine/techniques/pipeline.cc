@@ -14,6 +14,7 @@
 
 #include "common/error.h"
 #include "engine/blocks.h"
+#include "engine/phases.h"
 
 namespace saturn::engine {
 namespace {
@@ -70,7 +71,7 @@ std::vector<double> MeasureBlockTimes(TrainContext& ctx, int64_t micro_batch) {
     // memory, kernel selection): keep the fastest of three.
     for (int repeat = 0; repeat < 3; ++repeat) {
       double start = Now();
-      output = block->Forward(input);
+      output = RunBlock(*block, input, ctx);
       output.backward(at::ones_like(output));
       ctx.device.Synchronize();
       best = std::min(best, Now() - start);
@@ -141,12 +142,14 @@ class PipelineTrainer final : public Trainer {
     }
     for (int64_t j = micro_batches_ - 1; j >= 0; --j) {
       if (last) {
+        PhaseScope phase(Phase::kBackward);
         outputs[j].backward();
       } else {
         at::Tensor grad = at::empty_like(outputs[j]);
         double wait = Now();
         ctx_.comm.Recv(grad, stage_ + 1, Tag(j, 2));
         idle += Now() - wait;
+        PhaseScope phase(Phase::kBackward);
         torch::autograd::backward({outputs[j]}, {grad});
       }
       if (!first) sends.push_back(ctx_.comm.Send(inputs[j].grad(), stage_ - 1, Tag(j, 2)));

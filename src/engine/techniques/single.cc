@@ -1,6 +1,7 @@
 // single: the whole model on one device, one process. The baseline every
 // other technique must match step for step.
 #include "engine/blocks.h"
+#include "engine/phases.h"
 
 namespace saturn::engine {
 namespace {
@@ -14,7 +15,10 @@ class SingleTrainer final : public Trainer {
     Batch batch = ctx_.StepSamples(step, 0, ctx_.BatchSize());
     at::Tensor loss = ctx_.model.LossSum(blocks_.Forward(batch.inputs), batch.targets) /
                       static_cast<double>(ctx_.LossItems());
-    loss.backward();
+    {
+      PhaseScope phase(Phase::kBackward);
+      loss.backward();
+    }
     blocks_.Update(step + 1);
     return loss.item<double>();
   }

@@ -15,6 +15,7 @@
 
 #include "common/error.h"
 #include "engine/blocks.h"
+#include "engine/phases.h"
 
 namespace saturn::engine {
 namespace {
@@ -52,6 +53,7 @@ class SpillTrainer final : public Trainer {
         param.requires_grad_(true);
       at::Tensor input = s == 0 ? inputs[s] : inputs[s].detach().requires_grad_(true);
       at::Tensor output = Forward(s, current, input);
+      PhaseScope backward(Phase::kBackward);
       if (s == count - 1) {
         at::Tensor loss =
             ctx_.model.LossSum(output, batch.targets) / static_cast<double>(ctx_.LossItems());
@@ -104,7 +106,7 @@ class SpillTrainer final : public Trainer {
       }
     }
     for (int b = shards_[s].first; b < shards_[s].second; ++b)
-      x = host_.At(b).Forward(x);
+      x = RunBlock(host_.At(b), x, ctx_);
     next = 0;
     for (int b = shards_[s].first; b < shards_[s].second; ++b) {
       for (const ParamSlot& slot : host_.At(b).Params())
@@ -114,6 +116,7 @@ class SpillTrainer final : public Trainer {
   }
 
   void UpdateOnHost(int s, const Paged& paged, int64_t optimizer_step) {
+    PhaseScope phase(Phase::kOptimizer);
     HostMemoryScope host;
     size_t next = 0;
     for (int b = shards_[s].first; b < shards_[s].second; ++b) {

@@ -1,0 +1,248 @@
+#!/usr/bin/env python3
+"""The yardstick of bench/engine: what a user would write in PyTorch.
+
+Not a copy of Saturn's layer code (a copy cannot see our gaps), but the
+idiomatic version of each zoo family, built from standard modules and
+trained with standard optimizers:
+
+  gpt     pre-LN blocks: nn.MultiheadAttention(batch_first=True) with an
+          additive float causal mask, nn.LayerNorm, nn.Linear/nn.GELU MLP 4x;
+          nn.Embedding tokens and learned positions; LayerNorm + Linear head
+  vit     the same blocks (no mask) over patches embedded by a strided
+          nn.Conv2d, a class token, learned positions
+  resnet  torchvision-style basic blocks (conv3x3-BN-ReLU-conv3x3-BN, +x,
+          ReLU) at constant width, a conv3x3-BN-ReLU stem, average pool, fc
+  mlp     nn.Sequential of nn.Linear + nn.ReLU, then a linear head
+
+Optimizers are torch.optim's SGD (momentum 0.9), Adam and AdamW with their
+defaults (the foreach/fused choice is PyTorch's own). Data are random
+batches made before timing (a user's DataLoader prefetches).
+
+    python3 idiomatic.py --family gpt --model '{"layers":4,"d_model":256,"heads":4,"seq_len":128}' \\
+        --batch 16 --optimizer adamw --threads 1 --warmup 2 --measure 8 [--ranks 2]
+prints one JSON line {"step_s": median seconds, "steps_s": [...], ...}.
+--ranks 2 runs DistributedDataParallel over Gloo, one process per rank, and
+reports rank 0's median.
+"""
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+import torch.nn as nn
+import torch.nn.functional as F
+
+VOCAB = 256
+CLASSES = 10
+
+
+class Block(nn.Module):
+    def __init__(self, width, heads):
+        super().__init__()
+        self.ln1 = nn.LayerNorm(width)
+        self.attn = nn.MultiheadAttention(width, heads, batch_first=True)
+        self.ln2 = nn.LayerNorm(width)
+        self.mlp = nn.Sequential(nn.Linear(width, 4 * width), nn.GELU(),
+                                 nn.Linear(4 * width, width))
+
+    def forward(self, x, mask=None):
+        h = self.ln1(x)
+        x = x + self.attn(h, h, h, attn_mask=mask, need_weights=False)[0]
+        return x + self.mlp(self.ln2(x))
+
+
+class Gpt(nn.Module):
+    def __init__(self, layers, d_model, heads, seq_len):
+        super().__init__()
+        self.tokens = nn.Embedding(VOCAB, d_model)
+        self.positions = nn.Embedding(seq_len, d_model)
+        self.blocks = nn.ModuleList(Block(d_model, heads) for _ in range(layers))
+        self.ln = nn.LayerNorm(d_model)
+        self.head = nn.Linear(d_model, VOCAB)
+        mask = torch.full((seq_len, seq_len), float("-inf")).triu(1)
+        self.register_buffer("mask", mask, persistent=False)
+
+    def forward(self, idx):
+        t = idx.shape[1]
+        x = self.tokens(idx) + self.positions(torch.arange(t, device=idx.device))
+        for block in self.blocks:
+            x = block(x, self.mask[:t, :t])
+        return self.head(self.ln(x))
+
+
+class Vit(nn.Module):
+    def __init__(self, layers, d_model, heads, image_size, patch):
+        super().__init__()
+        self.patch = nn.Conv2d(3, d_model, patch, stride=patch)
+        patches = (image_size // patch) ** 2
+        self.cls = nn.Parameter(torch.zeros(1, 1, d_model))
+        self.positions = nn.Parameter(torch.randn(1, patches + 1, d_model) * 0.02)
+        self.blocks = nn.ModuleList(Block(d_model, heads) for _ in range(layers))
+        self.ln = nn.LayerNorm(d_model)
+        self.head = nn.Linear(d_model, CLASSES)
+
+    def forward(self, images):
+        x = self.patch(images).flatten(2).transpose(1, 2)
+        x = torch.cat([self.cls.expand(x.shape[0], -1, -1), x], dim=1) + self.positions
+        for block in self.blocks:
+            x = block(x)
+        return self.head(self.ln(x[:, 0]))
+
+
+class BasicBlock(nn.Module):
+    def __init__(self, width):
+        super().__init__()
+        self.conv1 = nn.Conv2d(width, width, 3, padding=1, bias=False)
+        self.bn1 = nn.BatchNorm2d(width)
+        self.conv2 = nn.Conv2d(width, width, 3, padding=1, bias=False)
+        self.bn2 = nn.BatchNorm2d(width)
+
+    def forward(self, x):
+        out = F.relu(self.bn1(self.conv1(x)))
+        return F.relu(self.bn2(self.conv2(out)) + x)
+
+
+class ResNet(nn.Module):
+    def __init__(self, blocks, width, image_size):
+        super().__init__()
+        self.stem = nn.Sequential(nn.Conv2d(3, width, 3, padding=1, bias=False),
+                                  nn.BatchNorm2d(width), nn.ReLU())
+        self.blocks = nn.Sequential(*[BasicBlock(width) for _ in range(blocks)])
+        self.pool = nn.AdaptiveAvgPool2d(1)
+        self.fc = nn.Linear(width, CLASSES)
+
+    def forward(self, x):
+        return self.fc(torch.flatten(self.pool(self.blocks(self.stem(x))), 1))
+
+
+def mlp(layers, width, input_width=None, classes=CLASSES):
+    input_width = input_width or width
+    modules = []
+    for i in range(layers):
+        modules += [nn.Linear(input_width if i == 0 else width, width), nn.ReLU()]
+    return nn.Sequential(*modules, nn.Linear(width, classes))
+
+
+def build(family, m):
+    """The model, a function making one (inputs, targets) batch, and the loss."""
+    if family == "gpt":
+        model = Gpt(m["layers"], m["d_model"], m["heads"], m["seq_len"])
+
+        def batch(n, g):
+            window = torch.randint(0, VOCAB, (n, m["seq_len"] + 1), generator=g)
+            return window[:, :-1].contiguous(), window[:, 1:].contiguous()
+
+        def loss(out, y):
+            return F.cross_entropy(out.reshape(-1, VOCAB), y.reshape(-1))
+        return model, batch, loss
+    if family in ("vit", "resnet"):
+        if family == "vit":
+            model = Vit(m["layers"], m["d_model"], m["heads"], m["image_size"], m["patch"])
+        else:
+            model = ResNet(m["blocks"], m["width"], m["image_size"])
+        s = m["image_size"]
+
+        def batch(n, g):
+            return (torch.randn(n, 3, s, s, generator=g),
+                    torch.randint(0, CLASSES, (n,), generator=g))
+        return model, batch, F.cross_entropy
+    if family == "mlp":
+        model = mlp(m["layers"], m["width"])
+
+        def batch(n, g):
+            return (torch.randn(n, m["width"], generator=g),
+                    torch.randint(0, CLASSES, (n,), generator=g))
+        return model, batch, F.cross_entropy
+    raise SystemExit("idiomatic.py: unknown family " + family)
+
+
+def make_optimizer(name, params, lr):
+    if name == "sgd":
+        return torch.optim.SGD(params, lr=lr, momentum=0.9)
+    if name == "adam":
+        return torch.optim.Adam(params, lr=lr)
+    if name == "adamw":
+        return torch.optim.AdamW(params, lr=lr)
+    raise SystemExit("idiomatic.py: unknown optimizer " + name)
+
+
+def measure(args, rank, world):
+    torch.manual_seed(0)
+    device = torch.device(args.device)
+    model, make_batch, loss_fn = build(args.family, json.loads(args.model))
+    model.to(device)
+    if world > 1:
+        model = nn.parallel.DistributedDataParallel(model)
+    model.train()
+    optimizer = make_optimizer(args.optimizer, model.parameters(), args.lr)
+    generator = torch.Generator().manual_seed(rank)
+    steps = args.warmup + args.measure
+    batches = [tuple(t.to(device) for t in make_batch(args.batch // world, generator))
+               for _ in range(min(steps, 4))]
+    # bf16: autocast around the forward pass and the loss, fp32 parameters
+    # and optimizer state (what torch.autocast's documentation recommends).
+    autocast = torch.autocast(device.type, dtype=torch.bfloat16,
+                              enabled=args.precision == "bf16")
+    samples = []
+    for step in range(steps):
+        start = time.perf_counter()
+        inputs, targets = batches[step % len(batches)]
+        optimizer.zero_grad()
+        with autocast:
+            loss = loss_fn(model(inputs), targets)
+        loss.backward()
+        optimizer.step()
+        loss.item()
+        if step >= args.warmup:
+            samples.append(time.perf_counter() - start)
+    return samples
+
+
+def rank_main(rank, args, store_path, results):
+    torch.set_num_threads(args.threads)
+    dist.init_process_group("gloo", init_method="file://" + store_path, rank=rank,
+                            world_size=args.ranks)
+    samples = measure(args, rank, args.ranks)
+    if rank == 0:
+        results.put(samples)
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--family", default="gpt")
+    parser.add_argument("--model", default='{"layers":4,"d_model":128,"heads":4,"seq_len":64}')
+    parser.add_argument("--optimizer", default="adamw")
+    parser.add_argument("--lr", type=float, default=1e-3)
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--precision", default="fp32", choices=["fp32", "bf16"])
+    for name, default in [("batch", 16), ("threads", 1), ("warmup", 2), ("measure", 8),
+                          ("ranks", 1)]:
+        parser.add_argument("--" + name, type=int, default=default)
+    args = parser.parse_args()
+    if args.ranks == 1:
+        torch.set_num_threads(args.threads)
+        samples = measure(args, 0, 1)
+    else:
+        with tempfile.TemporaryDirectory() as folder:
+            context = mp.get_context("spawn")
+            results = context.SimpleQueue()
+            mp.spawn(rank_main, args=(args, os.path.join(folder, "store"), results),
+                     nprocs=args.ranks, join=True)
+            samples = results.get()
+    json.dump({"family": args.family, "ranks": args.ranks, "threads": args.threads,
+               "device": args.device, "precision": args.precision,
+               "optimizer": args.optimizer, "step_s": statistics.median(samples),
+               "steps_s": samples, "torch": torch.__version__}, sys.stdout)
+    print()
+
+
+if __name__ == "__main__":
+    main()
