@@ -36,13 +36,19 @@ std::vector<std::string> SolverRegistry::Names() const {
   return names;
 }
 
+namespace {
+
+// Built in place: solvers keep a reference to the registry they are in.
+struct BuiltinRegistry {
+  BuiltinRegistry() { RegisterBuiltinSolvers(registry); }
+  SolverRegistry registry;
+};
+
+}  // namespace
+
 const SolverRegistry& BuiltinSolvers() {
-  static const SolverRegistry registry = [] {
-    SolverRegistry r;
-    RegisterBuiltinSolvers(r);
-    return r;
-  }();
-  return registry;
+  static const BuiltinRegistry builtin;
+  return builtin.registry;
 }
 
 }  // namespace saturn

@@ -29,6 +29,34 @@ TEST(Solvers, RegistryHasEveryContractName) {
   EXPECT_THROW(BuiltinSolvers().Get("gurobi"), InputError);
 }
 
+// A baseline named "max" that counts its calls and otherwise is the built-in one.
+class CountingMax final : public Solver {
+ public:
+  explicit CountingMax(int* calls) : calls_(calls) {}
+  std::string_view Name() const override { return "max"; }
+  std::string_view Description() const override { return "max, counting calls"; }
+  SolveResult Solve(const Problem& problem, const SolveContext& ctx) const override {
+    ++*calls_;
+    return BuiltinSolvers().Get("max").Solve(problem, ctx);
+  }
+
+ private:
+  int* calls_;
+};
+
+TEST(Solvers, AutoComparesWithTheBaselinesOfTheRegistryItIsGiven) {
+  SolverRegistry registry;
+  registry.Register(MakeAutoSolver(registry));
+  int calls = 0;
+  registry.Register(std::make_unique<CountingMax>(&calls));
+  Problem p = testing::MakeProblem(
+      {4}, {{"a", {{"ddp", 4, 100}, {"ddp", 2, 180}}}, {"b", {{"ddp", 4, 100}, {"ddp", 2, 180}}}});
+  PlanResult r = RunPlanner(p, Request("auto"), registry);
+  EXPECT_EQ(calls, 1);  // its registry's max, not the built-in one
+  EXPECT_EQ(r.plan.solver, "auto");
+  EXPECT_TRUE(ValidatePlan(p, r.plan).empty());
+}
+
 TEST(Solvers, CurrentPracticeRunsTasksOneAfterAnotherOnWholeNodes) {
   Problem p = testing::MakeProblem(
       {4}, {{"a", {{"ddp", 4, 100}, {"ddp", 1, 150}}}, {"b", {{"fsdp", 4, 50}, {"ddp", 2, 60}}}});

@@ -2,8 +2,9 @@
 //
 // 1. Constructive plans (construct.h): dual-approximation allotments for
 //    several target makespans around the lower bound, each list-scheduled in
-//    two orders; a caller's warm start joins them. The baselines' plans are
-//    computed too, so auto is never worse than any of them.
+//    two orders; a caller's warm start joins them. The plans of the baselines
+//    in auto's registry are computed too, so auto is never worse than any of
+//    them.
 // 2. Local search on (task order, option per task), decoded by the serial
 //    list scheduler: late-acceptance hill climbing (LAHC), which needs no
 //    temperature tuning, from the best few constructive plans. Moves change a
@@ -212,6 +213,8 @@ class LocalSearch {
 
 class AutoSolver final : public Solver {
  public:
+  explicit AutoSolver(const SolverRegistry& registry) : registry_(registry) {}
+
   std::string_view Name() const override { return "auto"; }
   std::string_view Description() const override {
     return "constructive plans + local search + exact MILP when small (default)";
@@ -321,11 +324,13 @@ class AutoSolver final : public Solver {
     }
   }
 
-  // Auto is never worse than a baseline: takes the best of their plans.
-  static void KeepBestBaseline(const Problem& problem, const SolveContext& ctx,
-                               Schedule& schedule) {
+  // Auto is never worse than a baseline in its registry: takes the best of
+  // their plans.
+  void KeepBestBaseline(const Problem& problem, const SolveContext& ctx, Schedule& schedule) const {
     for (const char* name : kBaselines) {
-      SolveResult baseline = BuiltinSolvers().Get(name).Solve(problem, ctx);
+      const Solver* solver = registry_.Find(name);
+      if (!solver) continue;
+      SolveResult baseline = solver->Solve(problem, ctx);
       if (Makespan(problem, baseline.schedule) < Makespan(problem, schedule)) {
         schedule = std::move(baseline.schedule);
       }
@@ -349,12 +354,14 @@ class AutoSolver final : public Solver {
     Report(ctx, Makespan(problem, result.schedule), result.lower_bound);
     return exact.optimal;
   }
+
+  const SolverRegistry& registry_;
 };
 
 }  // namespace
 
-std::unique_ptr<Solver> MakeAutoSolver() {
-  return std::make_unique<AutoSolver>();
+std::unique_ptr<Solver> MakeAutoSolver(const SolverRegistry& registry) {
+  return std::make_unique<AutoSolver>(registry);
 }
 
 }  // namespace saturn

@@ -5,7 +5,6 @@
 
 namespace saturn {
 
-std::unique_ptr<Solver> MakeAutoSolver();
 std::unique_ptr<Solver> MakeMilpSolver();
 std::unique_ptr<Solver> MakeSaturnMilpSolver();
 std::unique_ptr<Solver> MakeCurrentPracticeSolver();
@@ -15,7 +14,7 @@ std::unique_ptr<Solver> MakeRandomSolver();
 std::unique_ptr<Solver> MakeOptimusSolver();
 
 void RegisterBuiltinSolvers(SolverRegistry& registry) {
-  registry.Register(MakeAutoSolver());
+  registry.Register(MakeAutoSolver(registry));
   registry.Register(MakeMilpSolver());
   registry.Register(MakeSaturnMilpSolver());
   registry.Register(MakeCurrentPracticeSolver());
