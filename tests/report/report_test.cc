@@ -1,0 +1,219 @@
+// The pictures: Gantt charts of plans (one box per contiguous run of a task's
+// GPUs, outlines for a second timeline) and a run's report.json and
+// report.html.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+
+#include "common/fs.h"
+#include "report/gantt.h"
+#include "report/run_report.h"
+
+namespace saturn {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+namespace fs = std::filesystem;
+
+int Count(const std::string& text, const std::string& what) {
+  int n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1))
+    ++n;
+  return n;
+}
+
+Cluster TwoNodes() {
+  Cluster c;
+  c.nodes.resize(2);
+  c.nodes[0].name = "n0";
+  c.nodes[0].gpus = 4;
+  c.nodes[1].name = "n1";
+  c.nodes[1].gpus = 2;
+  return c;
+}
+
+Event Happened(double t, std::string kind, std::string task) {
+  Event e;
+  e.t = t;
+  e.kind = std::move(kind);
+  e.task = std::move(task);
+  return e;
+}
+
+Event Started(double t, std::string task, std::string technique, std::string node,
+              std::vector<int> ids) {
+  Event e = Happened(t, "task_started", std::move(task));
+  e.technique = std::move(technique);
+  e.gpus = static_cast<int>(ids.size());
+  e.node = std::move(node);
+  e.gpu_ids = std::move(ids);
+  return e;
+}
+
+PlanTask Placed(std::string task, std::string technique, std::string node, std::vector<int> ids,
+                double start, double end) {
+  PlanTask t;
+  t.task = std::move(task);
+  t.technique = std::move(technique);
+  t.gpus = static_cast<int>(ids.size());
+  t.node = std::move(node);
+  t.gpu_ids = std::move(ids);
+  t.start_s = start;
+  t.end_s = end;
+  return t;
+}
+
+Plan TwoTaskPlan() {
+  Plan p;
+  p.solver = "auto";
+  p.status = "optimal";
+  p.makespan_s = 300;
+  p.lower_bound_s = 250;
+  p.tasks = {Placed("gpt", "fsdp", "n0", {0, 1, 2}, 0, 300),
+             Placed("vit", "ddp", "n1", {0, 1}, 0, 120)};
+  return p;
+}
+
+TEST(Gantt, FromPlanHasOneBarPerTaskWithItsDevicesAndTimes) {
+  GanttChart chart = GanttFromPlan(TwoTaskPlan(), TwoNodes(), "the plan");
+  EXPECT_EQ(chart.title, "the plan");
+  EXPECT_THAT(chart.subtitle, HasSubstr("solver auto (optimal)"));
+  EXPECT_THAT(chart.subtitle, HasSubstr("2 tasks"));
+  ASSERT_EQ(chart.bars.size(), 2u);
+  const GanttBar& gpt = chart.bars[0];
+  EXPECT_EQ(gpt.node, "n0");
+  EXPECT_EQ(gpt.gpu_ids, (std::vector<int>{0, 1, 2}));
+  EXPECT_DOUBLE_EQ(gpt.start, 0);
+  EXPECT_DOUBLE_EQ(gpt.end, 300);
+  EXPECT_THAT(gpt.label, HasSubstr("gpt"));
+  EXPECT_THAT(gpt.label, HasSubstr("fsdp"));
+  EXPECT_EQ(gpt.color_key, "gpt");
+  EXPECT_FALSE(gpt.outline_only);
+  EXPECT_EQ(chart.nodes.size(), 2u);
+}
+
+TEST(Gantt, SvgDrawsARowLabelPerGpuAndABoxWithTooltipPerBar) {
+  std::string svg = RenderGanttSvg(GanttFromPlan(TwoTaskPlan(), TwoNodes(), "the plan"));
+  EXPECT_EQ(svg.rfind("<svg", 0), 0u) << svg.substr(0, 80);
+  EXPECT_THAT(svg, HasSubstr("</svg>"));
+  EXPECT_THAT(svg, HasSubstr("the plan"));
+  EXPECT_THAT(svg, HasSubstr(">n0<"));
+  EXPECT_THAT(svg, HasSubstr(">n1<"));
+  EXPECT_EQ(Count(svg, ">gpu "), 6);  // 4 + 2 GPU rows, labelled
+  // Each task's box carries its tooltip.
+  EXPECT_EQ(Count(svg, "<title>gpt: fsdp on 3 GPU(s) of n0"), 1);
+  EXPECT_EQ(Count(svg, "<title>vit: ddp on 2 GPU(s) of n1"), 1);
+  EXPECT_THAT(svg, Not(HasSubstr("stroke-dasharray")));  // no outline bars
+}
+
+TEST(Gantt, SplitsABarIntoOneBoxPerRunOfConsecutiveGpus) {
+  Plan p = TwoTaskPlan();
+  p.tasks = {Placed("gpt", "fsdp", "n0", {0, 1, 3}, 0, 300)};
+  std::string svg = RenderGanttSvg(GanttFromPlan(p, TwoNodes(), "split"));
+  EXPECT_EQ(Count(svg, "<title>gpt: fsdp"), 2);  // GPUs 0-1 and GPU 3
+}
+
+TEST(Gantt, OutlineBarsAreDashedAndBarsOnUnknownNodesAreLeftOut) {
+  GanttChart chart = GanttFromPlan(TwoTaskPlan(), TwoNodes(), "overlay");
+  chart.bars[1].outline_only = true;
+  chart.bars.push_back({"elsewhere", {0}, 0, 10, "ghost", "ghost tooltip", "ghost", false});
+  std::string svg = RenderGanttSvg(chart);
+  EXPECT_EQ(Count(svg, "stroke-dasharray"), 1);
+  EXPECT_THAT(svg, Not(HasSubstr("ghost")));
+}
+
+TEST(Gantt, EscapesTextForXml) {
+  Plan p = TwoTaskPlan();
+  p.tasks = {Placed("a<b&c", "ddp", "n1", {0, 1}, 0, 10)};
+  std::string svg = RenderGanttSvg(GanttFromPlan(p, TwoNodes(), "x"));
+  EXPECT_THAT(svg, HasSubstr("a&lt;b&amp;c"));
+  EXPECT_THAT(svg, Not(HasSubstr("a<b&c")));
+}
+
+RunReportTask Task(std::string name, std::string status, std::string technique, int gpus,
+                   std::string node, long steps_done, long steps) {
+  RunReportTask t;
+  t.name = std::move(name);
+  t.status = std::move(status);
+  t.technique = std::move(technique);
+  t.node = std::move(node);
+  t.gpus = gpus;
+  t.steps_done = steps_done;
+  t.steps = steps;
+  t.attempts = 1;
+  return t;
+}
+
+class RunReport : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    in_.run_dir = ::testing::TempDir() + "/saturn_report_" +
+                  ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    fs::remove_all(in_.run_dir);
+    fs::create_directories(in_.run_dir);
+    in_.workload = "workload.yaml";
+    in_.cluster = TwoNodes();
+    in_.first_plan = TwoTaskPlan();
+    in_.makespan_s = 360;
+    in_.profiling_s = 12;
+    in_.planning_s = 3;
+    RunReportTask gpt = Task("gpt", "finished", "fsdp", 3, "n0", 100, 100);
+    gpt.start_s = 0;
+    gpt.end_s = 360;
+    gpt.final_loss = 1.5;
+    gpt.losses = {{10, 3.0}, {50, 2.0}, {100, 1.5}};
+    RunReportTask vit = Task("vit", "failed", "ddp", 2, "n1", 20, 50);
+    vit.attempts = 3;
+    vit.error = "worker failed (exit 1)";
+    in_.tasks = {gpt, vit};
+    in_.events = {Started(0, "gpt", "fsdp", "n0", {0, 1, 2}),
+                  Started(0, "vit", "ddp", "n1", {0, 1}), Happened(90, "plan_switched", ""),
+                  Happened(100, "task_failed", "vit"), Happened(360, "task_finished", "gpt")};
+  }
+
+  RunReportInput in_;
+};
+
+TEST_F(RunReport, JsonSummarisesTheRunAndEveryTask) {
+  nlohmann::json r = WriteRunReport(in_);
+  EXPECT_EQ(r["workload"], "workload.yaml");
+  EXPECT_DOUBLE_EQ(r["makespan_s"].get<double>(), 360);
+  EXPECT_DOUBLE_EQ(r["planned_makespan_s"].get<double>(), 300);
+  EXPECT_DOUBLE_EQ(r["actual_over_planned"].get<double>(), 1.2);
+  EXPECT_EQ(r["plan_switches"], 1);
+  ASSERT_EQ(r["tasks"].size(), 2u);
+  EXPECT_EQ(r["tasks"][0]["task"], "gpt");
+  EXPECT_EQ(r["tasks"][0]["loss_curve"], nlohmann::json::parse("[[10,3.0],[50,2.0],[100,1.5]]"));
+  EXPECT_EQ(r["tasks"][1]["status"], "failed");
+  EXPECT_EQ(r["tasks"][1]["attempts"], 3);
+  EXPECT_EQ(r["tasks"][1]["error"], "worker failed (exit 1)");
+  // The file holds the same JSON.
+  EXPECT_EQ(nlohmann::json::parse(ReadFile(in_.run_dir + "/report.json")), r);
+}
+
+TEST_F(RunReport, HtmlHasTheGanttLossCurvesAndTaskTable) {
+  WriteRunReport(in_);
+  std::string html = ReadFile(in_.run_dir + "/report.html");
+  EXPECT_EQ(html.rfind("<!doctype html>", 0), 0u);
+  EXPECT_THAT(html, HasSubstr("</html>"));
+  // Gantt plus one loss chart per task.
+  EXPECT_EQ(Count(html, "<svg"), 3);
+  // Actual bars (filled, tooltips say how each ended) over the first plan (dashed).
+  EXPECT_THAT(html, HasSubstr("task_finished"));
+  EXPECT_THAT(html, HasSubstr("task_failed"));
+  EXPECT_EQ(Count(html, "stroke-dasharray"), 2);
+  EXPECT_EQ(Count(html, "<polyline"), 1);  // gpt's curve; vit reported none
+  EXPECT_THAT(html, HasSubstr("no loss reported"));
+  // The table: a header and a row per task, the failed one marked.
+  EXPECT_EQ(Count(html, "<tr"), 3);
+  EXPECT_EQ(Count(html, "<tr class=\"failed\">"), 1);
+  EXPECT_THAT(html, HasSubstr("<td>100/100</td>"));
+  EXPECT_THAT(html, HasSubstr("<td>20/50</td>"));
+  EXPECT_THAT(html, HasSubstr("1 plan switches"));
+}
+
+}  // namespace
+}  // namespace saturn
