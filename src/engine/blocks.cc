@@ -168,6 +168,21 @@ void AssignBlockTensors(Block& block, BlockState& state, const std::vector<std::
   }
 }
 
+void ReleaseStorage(const at::Tensor& tensor) {
+  c10::StorageImpl* storage = tensor.storage().unsafeGetStorageImpl();
+  storage->set_data_ptr_noswap(at::DataPtr(nullptr, tensor.device()));
+  storage->set_nbytes(0);
+}
+
+void RefillStorage(const at::Tensor& tensor, size_t bytes) {
+  c10::StorageImpl* storage = tensor.storage().unsafeGetStorageImpl();
+  c10::Allocator* allocator = storage->allocator() != nullptr
+                                  ? storage->allocator()
+                                  : c10::GetAllocator(tensor.device().type());
+  storage->set_data_ptr_noswap(allocator->allocate(bytes));
+  storage->set_nbytes(bytes);
+}
+
 int64_t KnobInt(const Knobs& knobs, const std::string& name, int64_t fallback, int64_t min) {
   if (!knobs.contains(name)) return fallback;
   const Knobs& value = knobs[name];

@@ -57,6 +57,13 @@ class BlockSet {
 // and spilled backward passes, checkpointed recomputation) always see fp32.
 at::Tensor RunBlock(Block& block, const at::Tensor& x, const TrainContext& ctx);
 
+// Frees a tensor's memory while keeping its storage object, which autograd's
+// saved tensors still point at; RefillStorage gives it fresh memory of
+// `bytes` (to be written before use). fsdp and spill keep graphs this way
+// while parameters are off the device.
+void ReleaseStorage(const at::Tensor& tensor);
+void RefillStorage(const at::Tensor& tensor, size_t bytes);
+
 // Bytes of parameters, gradients and optimizer state of the whole model.
 int64_t ModelStateBytes(const TrainContext& ctx);
 

@@ -324,6 +324,15 @@ TEST(Techniques, SpillMatchesSingleInOneProcess) {
         Train(BuiltinTechniques().Get("spill"), spill, {{"blocks_per_shard", 2}}, 4);
     for (size_t i = 0; i < expected.size(); ++i)
       EXPECT_NEAR(got[i], expected[i], 1e-5);
+    // Without recomputation: graphs kept, parameter memory released and
+    // refilled between the passes.
+    for (int per_shard : {1, 2}) {
+      InProcess kept(Task(family, "sgd"));
+      got = Train(BuiltinTechniques().Get("spill"), kept,
+                  {{"blocks_per_shard", per_shard}, {"recompute", false}}, 4);
+      for (size_t i = 0; i < expected.size(); ++i)
+        EXPECT_NEAR(got[i], expected[i], 1e-5) << "blocks_per_shard " << per_shard;
+    }
   }
 }
 

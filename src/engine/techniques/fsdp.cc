@@ -27,23 +27,6 @@
 namespace saturn::engine {
 namespace {
 
-// Frees a tensor's memory while keeping its storage object, which autograd's
-// saved views still point at; Refill gives it fresh memory of the same size.
-void ReleaseStorage(const at::Tensor& tensor) {
-  c10::StorageImpl* storage = tensor.storage().unsafeGetStorageImpl();
-  storage->set_data_ptr_noswap(at::DataPtr(nullptr, tensor.device()));
-  storage->set_nbytes(0);
-}
-
-void RefillStorage(const at::Tensor& tensor, size_t bytes) {
-  c10::StorageImpl* storage = tensor.storage().unsafeGetStorageImpl();
-  c10::Allocator* allocator = storage->allocator() != nullptr
-                                  ? storage->allocator()
-                                  : c10::GetAllocator(tensor.device().type());
-  storage->set_data_ptr_noswap(allocator->allocate(bytes));
-  storage->set_nbytes(bytes);
-}
-
 struct ShardedBlock {
   std::unique_ptr<Block> block;  // slots hold views of `full` while gathered
   std::vector<std::vector<int64_t>> shapes;

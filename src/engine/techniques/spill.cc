@@ -7,7 +7,12 @@
 // through it, and the optimizer updates that shard in host memory. A model
 // many times larger than the device trains as long as two shards fit.
 //
-// Knob: blocks_per_shard (tuned by search).
+// Without recomputation (knob recompute: false) the forward pass keeps each
+// shard's graph, as single does, and releases only the memory of the
+// shard's device parameters; the backward pass refills it from host memory
+// (one copy, no second forward). Activation memory is then single's.
+//
+// Knobs: blocks_per_shard, recompute (tuned by search).
 #include <torch/csrc/autograd/autograd.h>
 
 #include <algorithm>
@@ -22,8 +27,8 @@ namespace {
 
 class SpillTrainer final : public Trainer {
  public:
-  SpillTrainer(TrainContext& ctx, int blocks_per_shard)
-      : ctx_(ctx), host_(ctx, 0, ctx.model.NumBlocks(), Placement::kHost) {
+  SpillTrainer(TrainContext& ctx, int blocks_per_shard, bool recompute)
+      : ctx_(ctx), host_(ctx, 0, ctx.model.NumBlocks(), Placement::kHost), recompute_(recompute) {
     for (int begin = 0; begin < ctx.model.NumBlocks(); begin += blocks_per_shard) {
       shards_.push_back({begin, std::min(begin + blocks_per_shard, ctx.model.NumBlocks())});
     }
@@ -32,27 +37,49 @@ class SpillTrainer final : public Trainer {
   double Step(int64_t step) override {
     int count = static_cast<int>(shards_.size());
     Batch batch = ctx_.StepSamples(step, 0, ctx_.BatchSize());
-    std::vector<at::Tensor> inputs(count);
+    std::vector<at::Tensor> inputs(count), outputs(count);
+    std::vector<Paged> kept(count);
     std::future<Paged> next = PageIn(0);
     Paged current;
     at::Tensor x = batch.inputs;
     for (int s = 0; s < count; ++s) {
       current = next.get();
       if (s + 1 < count) next = PageIn(s + 1);
-      inputs[s] = x;
-      at::NoGradGuard no_grad;
-      x = Forward(s, current, x);
+      if (recompute_) {
+        inputs[s] = x;
+        at::NoGradGuard no_grad;
+        x = Forward(s, current, x);
+        continue;
+      }
+      for (at::Tensor& param : current.params)
+        param.requires_grad_(true);
+      inputs[s] = s == 0 ? x : x.detach().requires_grad_(true);
+      x = outputs[s] = Forward(s, current, inputs[s]);
+      // The graph keeps the shard's parameters for its backward pass: their
+      // memory goes now and is refilled from host memory before it.
+      if (s < count - 1) {
+        for (const at::Tensor& param : current.params)
+          ReleaseStorage(param);
+      }
+      kept[s] = std::move(current);
     }
     // The last shard is still on the device; its backward comes first.
     double loss_value = 0.0;
     at::Tensor upstream;
     for (int s = count - 1; s >= 0; --s) {
-      if (s < count - 1) current = next.get();
-      if (s > 0) next = PageIn(s - 1);
-      for (at::Tensor& param : current.params)
-        param.requires_grad_(true);
-      at::Tensor input = s == 0 ? inputs[s] : inputs[s].detach().requires_grad_(true);
-      at::Tensor output = Forward(s, current, input);
+      if (s < count - 1) {
+        current = next.get();
+      } else if (!recompute_) {
+        current = std::move(kept[s]);
+      }
+      if (s > 0) next = recompute_ ? PageIn(s - 1) : Refill(s - 1, std::move(kept[s - 1]));
+      at::Tensor input = inputs[s], output = outputs[s];
+      if (recompute_) {
+        for (at::Tensor& param : current.params)
+          param.requires_grad_(true);
+        if (s > 0) input = input.detach().requires_grad_(true);
+        output = Forward(s, current, input);
+      }
       PhaseScope backward(Phase::kBackward);
       if (s == count - 1) {
         at::Tensor loss =
@@ -64,6 +91,7 @@ class SpillTrainer final : public Trainer {
       }
       if (s > 0) upstream = input.grad();
       inputs[s].reset();
+      outputs[s].reset();
       UpdateOnHost(s, current, step + 1);
       current = Paged();
     }
@@ -77,6 +105,32 @@ class SpillTrainer final : public Trainer {
   struct Paged {
     std::vector<at::Tensor> params;  // device copies, in the shard's block order
   };
+
+  // Gives shard s's released device parameters their memory back and copies
+  // the host values into it, on another thread.
+  std::future<Paged> Refill(int s, Paged paged) {
+    std::vector<at::Tensor> sources;
+    for (int b = shards_[s].first; b < shards_[s].second; ++b) {
+      for (const ParamSlot& slot : host_.At(b).Params())
+        sources.push_back(*slot.tensor);
+    }
+    return std::async(std::launch::async,
+                      [sources = std::move(sources), paged = std::move(paged)]() mutable {
+                        at::NoGradGuard no_grad;
+                        for (size_t i = 0; i < sources.size(); ++i) {
+                          const at::Tensor& param = paged.params[i];
+                          RefillStorage(param, sources[i].nbytes());
+                          // Written through an alias of the storage: an
+                          // in-place copy into `param` itself would bump the
+                          // version autograd checks its saved tensors by.
+                          at::empty({0}, param.options())
+                              .set_(param.storage(), param.storage_offset(), param.sizes(),
+                                    param.strides())
+                              .copy_(sources[i]);
+                        }
+                        return std::move(paged);
+                      });
+  }
 
   // Copies shard s's parameters to the device on another thread.
   std::future<Paged> PageIn(int s) {
@@ -132,6 +186,7 @@ class SpillTrainer final : public Trainer {
   TrainContext& ctx_;
   BlockSet host_;
   std::vector<std::pair<int, int>> shards_;  // [first block, end block)
+  bool recompute_;
 };
 
 class Spill final : public Technique {
@@ -152,8 +207,14 @@ class Spill final : public Technique {
     std::vector<Knobs> space;
     int blocks = ctx.model.NumBlocks();
     for (int k = 1; k < blocks; k *= 2)
-      space.push_back({{"blocks_per_shard", k}});
-    space.push_back({{"blocks_per_shard", blocks}});
+      space.push_back({{"blocks_per_shard", k}, {"recompute", true}});
+    space.push_back({{"blocks_per_shard", blocks}, {"recompute", true}});
+    // Keeping every shard's activations saves the recomputation (a third of
+    // a step) where activation memory allows; fine shards keep the most
+    // parameter memory free for them.
+    for (int k : {1, 2}) {
+      if (k < blocks) space.push_back({{"blocks_per_shard", k}, {"recompute", false}});
+    }
     return space;
   }
 
@@ -173,8 +234,9 @@ class Spill final : public Technique {
   }
 
   std::unique_ptr<Trainer> MakeTrainer(TrainContext& ctx, const Knobs& knobs) const override {
-    return std::make_unique<SpillTrainer>(
-        ctx, static_cast<int>(KnobInt(knobs, "blocks_per_shard", 1, 1)));
+    return std::make_unique<SpillTrainer>(ctx,
+                                          static_cast<int>(KnobInt(knobs, "blocks_per_shard", 1, 1)),
+                                          KnobBool(knobs, "recompute", true));
   }
 };
 
