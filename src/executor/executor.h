@@ -15,6 +15,14 @@
 // run whose orchestrator was killed. SIGTERM or Ctrl-C stops it gracefully:
 // every worker checkpoints first.
 //
+// The run clock and every interval, grace and time stamp are read from an
+// injected Clock (a SteadyClock by default).
+//
+// The parts, one job each: run_setup.h (set-up and resume), dispatcher.h
+// (dispatch and jobs), replanner.h (the re-planning thread), progress.h
+// (progress, summary and report input), sharing run_context.h; run_events.h
+// builds the event log's events.
+//
 //   RunOptions o; o.workload_path = "examples/quickstart/workload.yaml";
 //   RunSummary s = RunWorkload(o);   // InputError on bad input
 #pragma once
@@ -22,6 +30,7 @@
 #include <string>
 #include <vector>
 
+#include "common/clock.h"
 #include "profiler/profiler.h"
 
 namespace saturn {
@@ -60,6 +69,7 @@ struct RunSummary {
 };
 
 RunSummary RunWorkload(const RunOptions& options);
+RunSummary RunWorkload(const RunOptions& options, const Clock& clock);
 
 // The run directory `saturn run` uses for a workload by default.
 std::string DefaultRunDir(const std::string& workload_path);

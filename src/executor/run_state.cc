@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "common/error.h"
+#include "common/format.h"
 #include "common/fs.h"
 
 namespace saturn {
@@ -54,6 +55,28 @@ struct Statement {
 
 }  // namespace
 
+std::string_view ToString(TaskStatus status) {
+  switch (status) {
+    case TaskStatus::kWaiting:
+      return "waiting";
+    case TaskStatus::kRunning:
+      return "running";
+    case TaskStatus::kFinished:
+      return "finished";
+    case TaskStatus::kFailed:
+      return "failed";
+  }
+  return "waiting";
+}
+
+std::optional<TaskStatus> TaskStatusFromString(std::string_view name) {
+  for (TaskStatus s :
+       {TaskStatus::kWaiting, TaskStatus::kRunning, TaskStatus::kFinished, TaskStatus::kFailed}) {
+    if (ToString(s) == name) return s;
+  }
+  return std::nullopt;
+}
+
 RunState RunState::Open(const std::string& run_dir, bool create) {
   namespace fs = std::filesystem;
   std::string path = run_dir + "/state.sqlite";
@@ -92,12 +115,12 @@ RunState RunState::Open(const std::string& run_dir, bool create) {
       sqlite3_free(err);
       throw InputError(path, 0, "", "cannot create run state: " + msg);
     }
-    state.Set("format", kFormat);
+    state.SetText("format", kFormat);
     return state;
   }
   std::optional<std::string> format;
   try {
-    format = state.Get("format");
+    format = state.GetText("format");
   } catch (const std::exception& e) {
     throw InputError(path, 0, "", std::string("not a Saturn run state (") + e.what() + ")");
   }
@@ -129,16 +152,44 @@ RunState::~RunState() {
   if (events_fd_ >= 0) ::close(events_fd_);
 }
 
-std::optional<std::string> RunState::Get(const std::string& key) {
+std::optional<std::string> RunState::GetText(const std::string& key) {
   Statement s(db_, "SELECT value FROM meta WHERE key = ?");
   s.Bind(1, key);
   if (!s.Step()) return std::nullopt;
   return s.Text(0);
 }
 
-void RunState::Set(const std::string& key, const std::string& value) {
+void RunState::SetText(const std::string& key, const std::string& value) {
   Statement s(db_, "INSERT OR REPLACE INTO meta(key, value) VALUES(?, ?)");
   s.Bind(1, key).Bind(2, value).Step();
+}
+
+std::optional<std::string> RunState::Get(MetaKey<std::string> key) {
+  return GetText(key.name);
+}
+
+std::optional<double> RunState::Get(MetaKey<double> key) {
+  std::optional<std::string> text = GetText(key.name);
+  if (!text) return std::nullopt;
+  return std::stod(*text);
+}
+
+std::optional<int> RunState::Get(MetaKey<int> key) {
+  std::optional<std::string> text = GetText(key.name);
+  if (!text) return std::nullopt;
+  return std::stoi(*text);
+}
+
+void RunState::Set(MetaKey<std::string> key, const std::string& value) {
+  SetText(key.name, value);
+}
+
+void RunState::Set(MetaKey<double> key, double value) {
+  SetText(key.name, FormatNumber(value));
+}
+
+void RunState::Set(MetaKey<int> key, int value) {
+  SetText(key.name, std::to_string(value));
 }
 
 std::vector<TaskRecord> RunState::Tasks() {
@@ -148,7 +199,12 @@ std::vector<TaskRecord> RunState::Tasks() {
     nlohmann::json j = nlohmann::json::parse(s.Text(0));
     TaskRecord t;
     t.name = j.value("name", "");
-    t.status = j.value("status", "waiting");
+    std::string status = j.value("status", "waiting");
+    std::optional<TaskStatus> parsed = TaskStatusFromString(status);
+    if (!parsed) {
+      throw std::runtime_error("run state: task " + t.name + ": unknown status \"" + status + "\"");
+    }
+    t.status = *parsed;
     t.checkpoint_step = j.value("checkpoint_step", 0L);
     t.steps_done = j.value("steps_done", 0L);
     t.attempts = j.value("attempts", 0);
@@ -168,7 +224,7 @@ std::vector<TaskRecord> RunState::Tasks() {
 
 void RunState::SaveTask(const TaskRecord& t) {
   nlohmann::json j = {{"name", t.name},
-                      {"status", t.status},
+                      {"status", std::string(ToString(t.status))},
                       {"checkpoint_step", t.checkpoint_step},
                       {"steps_done", t.steps_done},
                       {"attempts", t.attempts},

@@ -5,13 +5,19 @@
 // (orchestrator killed, machine rebooted) `saturn run --resume` continues
 // from the last checkpoints without redoing finished work.
 //
+// Meta values are read and written through typed keys (`meta::kClockS` is a
+// double), so the key names and their text form live here only.
+//
 //   RunState state = RunState::Open(run_dir, /*create=*/true);
 //   state.SaveTask(row);
-//   state.Append(event);
+//   state.Set(meta::kClockS, 12.5);
+//   double clock = state.Get(meta::kClockS).value_or(0.0);
+//   state.Append(events::TaskStarted(...));   // executor/run_events.h
 #pragma once
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -21,12 +27,20 @@ struct sqlite3;
 
 namespace saturn {
 
+// Where a task stands. Stored as its name ("waiting", "running", "finished",
+// "failed") in the state and in report.json.
+enum class TaskStatus { kWaiting, kRunning, kFinished, kFailed };
+
+std::string_view ToString(TaskStatus status);
+// std::nullopt for a name that is not a status.
+std::optional<TaskStatus> TaskStatusFromString(std::string_view name);
+
 struct TaskRecord {
   std::string name;
-  std::string status = "waiting";  // waiting | running | finished | failed
-  long checkpoint_step = 0;        // resumable from this step
-  long steps_done = 0;             // last step reported
-  int attempts = 0;                // failed attempts so far
+  TaskStatus status = TaskStatus::kWaiting;
+  long checkpoint_step = 0;  // resumable from this step
+  long steps_done = 0;       // last step reported
+  int attempts = 0;          // failed attempts so far
   std::string error;
   double final_loss = 0.0;
   double first_start_s = -1.0;
@@ -38,6 +52,23 @@ struct TaskRecord {
   int worker_pgid = 0;  // process group of a running worker
 };
 
+// A key of the state's meta table and the type of its value.
+template <typename T>
+struct MetaKey {
+  const char* name;
+};
+
+namespace meta {
+inline constexpr MetaKey<std::string> kWorkload{"workload"};  // the workload file's text
+inline constexpr MetaKey<std::string> kCluster{"cluster"};    // the nodes run on, as YAML
+inline constexpr MetaKey<std::string> kPlan{"plan"};          // the plan followed, as JSON
+inline constexpr MetaKey<double> kPlannedMakespanS{"planned_makespan_s"};  // the first plan's
+inline constexpr MetaKey<double> kProfilingS{"profiling_s"};
+inline constexpr MetaKey<double> kPlanningS{"planning_s"};
+inline constexpr MetaKey<double> kClockS{"clock_s"};  // the run clock when last saved
+inline constexpr MetaKey<int> kPlanSwitches{"plan_switches"};
+}  // namespace meta
+
 class RunState {
  public:
   // InputError if `create` is false and there is no run, or the file is not
@@ -47,8 +78,12 @@ class RunState {
   RunState& operator=(RunState&&) noexcept;
   ~RunState();
 
-  std::optional<std::string> Get(const std::string& key);
-  void Set(const std::string& key, const std::string& value);
+  std::optional<std::string> Get(MetaKey<std::string> key);
+  std::optional<double> Get(MetaKey<double> key);
+  std::optional<int> Get(MetaKey<int> key);
+  void Set(MetaKey<std::string> key, const std::string& value);
+  void Set(MetaKey<double> key, double value);
+  void Set(MetaKey<int> key, int value);
 
   std::vector<TaskRecord> Tasks();
   void SaveTask(const TaskRecord& task);
@@ -64,6 +99,9 @@ class RunState {
  private:
   RunState(sqlite3* db, std::string dir, int events_fd)
       : db_(db), dir_(std::move(dir)), events_fd_(events_fd) {}
+  std::optional<std::string> GetText(const std::string& key);
+  void SetText(const std::string& key, const std::string& value);
+
   sqlite3* db_ = nullptr;
   std::string dir_;
   int events_fd_ = -1;

@@ -1,0 +1,261 @@
+#include "executor/dispatcher.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+
+#include "launch/command_task.h"
+
+namespace saturn {
+namespace {
+
+namespace fs = std::filesystem;
+
+void AppendText(const std::string& path, const std::string& text) {
+  FILE* f = std::fopen(path.c_str(), "a");
+  if (!f) return;
+  std::fputs(text.c_str(), f);
+  std::fclose(f);
+}
+
+// A user's program: the engine's worker call in the command contract's terms.
+WorkerJob UsersProgramJob(const WorkloadTask& task, const WorkerCall& call, const ClusterNode& node,
+                          const Assignment& a) {
+  CommandCall c;
+  c.technique = call.technique;
+  c.gpus = call.gpus;
+  c.gpu_ids = a.gpu_ids;
+  c.node = node.name;
+  c.start_step = call.from_step;
+  c.steps = task.steps;
+  c.checkpoint_dir = call.checkpoint_dir;
+  c.device_kind = node.device;
+  return CommandJob(task.spec, c);
+}
+
+}  // namespace
+
+WorkerJob Dispatcher::MakeJob(int j, const Assignment& a) {
+  const LiveTask& l = run_.tasks[j];
+  const WorkloadTask& task = run_.WorkloadTaskOf(j);
+  const Option& option = run_.problem.tasks[j].options[a.option];
+  const ClusterNode& node = run_.workload.cluster.nodes[a.node];
+  std::string dir = run_.TaskDirOf(j);
+  WorkerCall call;
+  call.mode = WorkerCall::kExecute;
+  call.task_path = dir + "/task.json";
+  call.technique = option.technique;
+  call.gpus = option.gpus;
+  call.out_path = dir + "/result.json";
+  call.device_kind = node.device;
+  if (node.device != "cuda") call.device_ids = a.gpu_ids;
+  call.memory_gib = node.gpu_memory_gib.value_or(0.0);
+  call.threads = node.threads_per_gpu;
+  call.from_step = l.record.checkpoint_step;
+  call.to_step = task.steps;
+  call.checkpoint_dir = dir + "/checkpoints";
+  call.checkpoint_every = CheckpointInterval(task.steps, run_.options.checkpoint_every);
+  call.save_model = dir + "/model.pt";
+  if (run_.backend->LaunchesRanks() && option.gpus > 1) {
+    call.rank_from_env = true;
+    call.rendezvous = dir + "/rendezvous-" + std::to_string(++launches_);
+  }
+  call.plugins = run_.workload.plugins;
+  if (const ProfileRow* row = run_.profile.Find(task.name, option.technique, option.gpus)) {
+    call.knobs_json = run_.profile.Extra(*row, "knobs");
+  }
+  std::error_code ec;
+  fs::remove(call.out_path, ec);
+  WorkerJob job;
+  if (task.is_command) {
+    job = UsersProgramJob(task, call, node, a);
+  } else {
+    job.argv = WorkerArgv(run_.worker, call);
+    job.env = WorkerEnv();
+  }
+  job.node = node.name;
+  job.gpu_ids = a.gpu_ids;
+  job.device_kind = node.device;
+  job.ranks = option.gpus;
+  job.pipe_stdout = true;
+  job.stderr_path = dir + "/worker.log";
+  return job;
+}
+
+void Dispatcher::Start(int j, const Assignment& a) {
+  WorkerJob job = MakeJob(j, a);
+  run_.tasks[j].process.emplace(run_.backend->Start(job));
+  MarkStarted(j, a, job);
+}
+
+void Dispatcher::MarkStarted(int j, const Assignment& a, const WorkerJob& job) {
+  LiveTask& l = run_.tasks[j];
+  const Option& option = run_.problem.tasks[j].options[a.option];
+  l.stopping = false;
+  l.on = a;
+  l.step = l.record.checkpoint_step;
+  l.recent_step_s.clear();
+  for (int g : a.gpu_ids)
+    run_.busy_by[a.node][g] = j;
+  l.record.status = TaskStatus::kRunning;
+  l.record.technique = option.technique;
+  l.record.gpus = option.gpus;
+  l.record.node = job.node;
+  l.record.gpu_ids = a.gpu_ids;
+  l.record.worker_pgid = l.process->pid();
+  if (l.record.first_start_s < 0) l.record.first_start_s = run_.Now();
+  run_.state->SaveTask(l.record);
+  run_.Emit(events::TaskStarted(run_.Now(), run_.Where(j), l.record.checkpoint_step));
+}
+
+void Dispatcher::ReadProgress(int j) {
+  LiveTask& l = run_.tasks[j];
+  std::string lines;
+  while (auto line = l.process->ReadLine(0.0)) {
+    lines += *line + "\n";
+    StepReport r;
+    if (!ParseStepLine(*line, &r)) continue;
+    l.step = r.step + 1;
+    l.last_loss = r.loss;
+    if (r.step_s > 0) {
+      l.recent_step_s.push_back(r.step_s);
+      if (l.recent_step_s.size() > 20) l.recent_step_s.pop_front();
+    }
+    long every = std::max(1L, run_.Steps(j) / 500);
+    if (r.step % every == 0 || l.step == run_.Steps(j)) {
+      run_.state->AddLoss(l.record.name, r.step, r.loss);
+    }
+  }
+  if (!lines.empty()) AppendText(run_.TaskDirOf(j) + "/worker.out", lines);
+}
+
+// The worker's result, if it left one; a protocol breach turns `*status`
+// into a failure.
+std::optional<ExecuteResult> Dispatcher::ReadResult(int j, bool was_stopping, int* status) {
+  LiveTask& l = run_.tasks[j];
+  if (!ExitedCleanly(*status)) return std::nullopt;
+  if (run_.WorkloadTaskOf(j).is_command) {
+    // A user's program: a clean exit after SIGTERM is a checkpoint at the
+    // last step it reported; otherwise it ran to the end.
+    ExecuteResult result;
+    result.completed_steps = was_stopping ? l.step : run_.Steps(j);
+    result.final_loss = l.last_loss;
+    result.preempted = was_stopping;
+    return result;
+  }
+  try {
+    return ReadExecuteResult(run_.TaskDirOf(j) + "/result.json");
+  } catch (const std::exception& e) {
+    *status = 1 << 8;  // treat a protocol breach as a failure
+    l.record.error = e.what();
+    return std::nullopt;
+  }
+}
+
+void Dispatcher::HandleExit(int j, int status) {
+  LiveTask& l = run_.tasks[j];
+  ReadProgress(j);
+  for (int g : l.on.gpu_ids)
+    run_.busy_by[l.on.node][g] = -1;
+  l.record.worker_pgid = 0;
+  l.record.steps_done = l.step;
+  bool was_stopping = l.stopping;
+  l.stopping = false;
+  l.process.reset();
+  std::optional<ExecuteResult> result = ReadResult(j, was_stopping, &status);
+  if (result && result->completed_steps >= run_.Steps(j)) {
+    MarkFinished(j, *result);
+  } else if (result || was_stopping) {
+    MarkPreempted(j, result);
+  } else {
+    MarkFailed(j, status);
+  }
+}
+
+void Dispatcher::MarkFinished(int j, const ExecuteResult& result) {
+  TaskRecord& r = run_.tasks[j].record;
+  r.status = TaskStatus::kFinished;
+  r.checkpoint_step = result.completed_steps;
+  r.final_loss = result.final_loss;
+  r.end_s = run_.Now();
+  r.error.clear();
+  run_.state->AddLoss(r.name, run_.Steps(j) - 1, result.final_loss);
+  run_.state->SaveTask(r);
+  run_.Emit(events::TaskFinished(run_.Now(), run_.Where(j), run_.Steps(j), result.final_loss));
+}
+
+// A user's program keeps checkpoints in its own format: Saturn only knows
+// the steps it reported at pre-emptions.
+long Dispatcher::LatestCheckpointOf(int j) const {
+  if (run_.WorkloadTaskOf(j).is_command) return run_.tasks[j].record.checkpoint_step;
+  return LatestCheckpoint(run_.TaskDirOf(j) + "/checkpoints");
+}
+
+void Dispatcher::MarkPreempted(int j, const std::optional<ExecuteResult>& result) {
+  TaskRecord& r = run_.tasks[j].record;
+  r.status = TaskStatus::kWaiting;
+  r.checkpoint_step = result ? result->completed_steps : LatestCheckpointOf(j);
+  run_.state->SaveTask(r);
+  run_.Emit(events::TaskPreempted(run_.Now(), run_.Where(j), r.checkpoint_step));
+}
+
+void Dispatcher::MarkFailed(int j, int status) {
+  TaskRecord& r = run_.tasks[j].record;
+  r.status = TaskStatus::kWaiting;
+  ++r.attempts;
+  std::string tail = LastLines(run_.TaskDirOf(j) + "/worker.log", 8);
+  r.error = DescribeExit(status) + (tail.empty() ? "" : ": " + tail);
+  r.checkpoint_step = LatestCheckpointOf(j);
+  bool give_up = r.attempts > run_.options.max_retries;
+  if (give_up) {
+    r.status = TaskStatus::kFailed;
+    r.end_s = run_.Now();
+  }
+  run_.state->SaveTask(r);
+  run_.Emit(events::TaskFailed(run_.Now(), run_.Where(j), r.error, r.attempts, give_up,
+                               r.checkpoint_step));
+  if (run_.options.progress) {
+    std::fprintf(stderr, "task %s failed (attempt %d%s): %s\n", r.name.c_str(), r.attempts,
+                 give_up ? ", giving up" : ", will retry", DescribeExit(status).c_str());
+  }
+}
+
+void Dispatcher::Poll() {
+  for (int j = 0; j < run_.NumTasks(); ++j) {
+    LiveTask& l = run_.tasks[j];
+    if (l.record.status != TaskStatus::kRunning) continue;
+    ReadProgress(j);
+    if (auto status = l.process->Poll()) {
+      HandleExit(j, *status);
+      continue;
+    }
+    if (l.stopping && run_.Now() - l.stop_requested > run_.options.stop_grace_s) {
+      run_.backend->Kill(*l.process);
+    }
+  }
+}
+
+void Dispatcher::Dispatch() {
+  auto gpu_free = [&](int n, int g) { return run_.busy_by[n][g] < 0; };
+  auto done = [&](int j) { return run_.Done(j); };
+  for (int j : run_.queues.Order()) {
+    if (run_.tasks[j].record.status != TaskStatus::kWaiting) continue;
+    if (run_.queues.CanStart(j, gpu_free, done)) Start(j, *run_.queues.Get(j));
+  }
+}
+
+void Dispatcher::Preempt(int j) {
+  LiveTask& l = run_.tasks[j];
+  if (l.record.status != TaskStatus::kRunning || l.stopping) return;
+  l.stopping = true;
+  l.stop_requested = run_.Now();
+  run_.backend->Stop(*l.process);
+}
+
+bool Dispatcher::AnyRunning() const {
+  return std::any_of(run_.tasks.begin(), run_.tasks.end(),
+                     [](const LiveTask& l) { return l.record.status == TaskStatus::kRunning; });
+}
+
+}  // namespace saturn

@@ -1,0 +1,46 @@
+// Dispatch and jobs (part of `saturn run`, executor.h): starts each task's
+// worker (or the user's program) on its planned devices as soon as it is
+// next on all of them and they are free, reads its step lines, and settles
+// its exit: finished, pre-empted with a checkpoint, or failed (retried from
+// its last checkpoint up to max_retries times).
+//
+//   Dispatcher dispatcher(run);
+//   dispatcher.Poll();       // progress and exits of running workers
+//   dispatcher.Dispatch();   // starts what the plan lets start
+//   dispatcher.Preempt(j);   // SIGTERM: the worker checkpoints, then exits
+#pragma once
+
+#include <optional>
+
+#include "executor/run_context.h"
+#include "launch/worker.h"
+
+namespace saturn {
+
+class Dispatcher {
+ public:
+  explicit Dispatcher(RunContext& run) : run_(run) {}
+
+  void Poll();
+  void Dispatch();
+  void Preempt(int j);
+  // Whether any worker still runs.
+  bool AnyRunning() const;
+
+ private:
+  void Start(int j, const Assignment& a);
+  WorkerJob MakeJob(int j, const Assignment& a);
+  void MarkStarted(int j, const Assignment& a, const WorkerJob& job);
+  void ReadProgress(int j);
+  void HandleExit(int j, int status);
+  std::optional<ExecuteResult> ReadResult(int j, bool was_stopping, int* status);
+  void MarkFinished(int j, const ExecuteResult& result);
+  void MarkPreempted(int j, const std::optional<ExecuteResult>& result);
+  void MarkFailed(int j, int status);
+  long LatestCheckpointOf(int j) const;
+
+  RunContext& run_;
+  int launches_ = 0;
+};
+
+}  // namespace saturn

@@ -1,0 +1,98 @@
+#include "executor/replanner.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <map>
+#include <vector>
+
+#include "common/format.h"
+#include "common/fs.h"
+#include "executor/progress.h"
+
+namespace saturn {
+
+void BackgroundReplanner::Poll(const std::function<Solve()>& prepare,
+                               const std::function<void(const ReplanDecision&)>& apply) {
+  if (pending_.valid()) {
+    if (pending_.wait_for(std::chrono::seconds(0)) != std::future_status::ready) return;
+    apply(pending_.get());
+    next_check_ = clock_.Now() + interval_s_;
+    return;
+  }
+  if (clock_.Now() < next_check_) return;
+  pending_ = std::async(std::launch::async, prepare());
+}
+
+void BackgroundReplanner::Wait() {
+  if (pending_.valid()) pending_.wait();
+}
+
+ReplanPolicy MakeReplanPolicy(RunContext& run, double time_limit_s) {
+  ReplanPolicy policy;
+  policy.solver = run.options.solver;
+  policy.time_limit_s = time_limit_s;
+  policy.seed = run.options.seed + static_cast<uint64_t>(++run.replans);
+  policy.threshold_s = run.threshold_s;
+  policy.switch_cost_s = run.options.switch_cost_s;
+  return policy;
+}
+
+void Replanner::Poll() {
+  if (!run_.options.introspection) return;
+  auto prepare = [&] {
+    double time_limit_s = std::min(run_.options.time_limit_s, std::max(1.0, run_.interval_s / 4));
+    ReplanPolicy policy = MakeReplanPolicy(run_, time_limit_s);
+    double now = run_.Now();
+    return BackgroundReplanner::Solve(
+        [problem = run_.problem, progress = Snapshot(run_), plan = run_.plan, now, policy] {
+          return Replan(problem, progress, plan, now, policy);
+        });
+  };
+  background_.Poll(prepare, [&](const ReplanDecision& d) { Apply(d); });
+}
+
+void Replanner::Apply(const ReplanDecision& d) {
+  run_.estimated_end_s = d.switch_plan ? d.new_end_s : d.current_end_s;
+  if (!d.switch_plan) return;
+  run_.AdoptPlan(d.plan);
+  // Tasks the new plan moves: the ones it pre-empts, and any that started
+  // while it was being solved somewhere other than where it puts them.
+  std::map<std::string, int> index;
+  for (int j = 0; j < run_.NumTasks(); ++j)
+    index[run_.problem.tasks[j].name] = j;
+  std::vector<std::string> moved = d.preempted;
+  for (const PlanTask& t : run_.plan.tasks) {
+    int j = index.at(t.task);
+    const LiveTask& l = run_.tasks[j];
+    if (!run_.Running(j)) continue;
+    const Option& o = run_.problem.tasks[j].options[l.on.option];
+    if (o.technique != t.technique || o.gpus != t.gpus ||
+        run_.problem.nodes[l.on.node].name != t.node || l.on.gpu_ids != t.gpu_ids) {
+      if (std::find(moved.begin(), moved.end(), t.task) == moved.end()) moved.push_back(t.task);
+    }
+  }
+  for (const std::string& name : moved)
+    dispatcher_.Preempt(index.at(name));
+  run_.Emit(events::PlanSwitched(run_.Now(), d.current_end_s, d.new_end_s, moved));
+  run_.Requeue();
+  if (run_.options.progress) {
+    std::fprintf(stderr, "[%s] %s\n", FormatDuration(run_.Now()).c_str(), d.summary.c_str());
+  }
+}
+
+void ReplanForOtherNodes(RunContext& run, const std::string& cluster_now) {
+  ReplanDecision d = Replan(run.problem, Snapshot(run), Plan{}, run.Now(),
+                            MakeReplanPolicy(run, run.options.time_limit_s));
+  run.estimated_end_s = d.new_end_s;
+  run.AdoptPlan(d.plan);
+  run.state->Set(meta::kCluster, cluster_now);
+  WriteFileAtomic(run.run_dir + "/cluster.yaml", cluster_now);
+  run.Emit(events::PlanSwitchedForOtherNodes(run.Now(), d.new_end_s));
+  if (run.options.progress) {
+    std::fprintf(stderr, "[%s] resumed on other nodes; planned the rest for them: ends ~%s\n",
+                 FormatDuration(run.Now()).c_str(), FormatDuration(d.new_end_s).c_str());
+  }
+}
+
+}  // namespace saturn

@@ -1,0 +1,76 @@
+// The re-planning thread (part of `saturn run`, executor.h): every interval
+// the remaining work is solved afresh in the background while training goes
+// on (replan/replan.h); when the new plan finishes sooner by more than the
+// threshold, the run switches to it and pre-empts only the tasks it moves.
+//
+//   Replanner replanner(run, dispatcher);   // first check one interval from now
+//   replanner.Poll();   // each loop turn: applies a finished re-plan or starts a due one
+//   replanner.Wait();   // at the end: lets a re-plan in flight finish
+#pragma once
+
+#include <functional>
+#include <future>
+#include <string>
+
+#include "common/clock.h"
+#include "executor/dispatcher.h"
+#include "executor/run_context.h"
+#include "replan/replan.h"
+
+namespace saturn {
+
+// One re-plan at a time on a background thread, due `interval_s` on `clock`
+// after the last one was applied (after construction at first). Knows
+// nothing of the run, so tests drive it with a ManualClock.
+//
+//   BackgroundReplanner b(clock, 10.0);
+//   b.Poll([&] { return BackgroundReplanner::Solve([=] { return Replan(...); }); },
+//          [&](const ReplanDecision& d) { ... });
+class BackgroundReplanner {
+ public:
+  using Solve = std::function<ReplanDecision()>;
+
+  BackgroundReplanner(const Clock& clock, double interval_s)
+      : clock_(clock), interval_s_(interval_s), next_check_(clock.Now() + interval_s) {}
+
+  // Hands a finished re-plan to `apply` and counts the next interval from
+  // then; otherwise, when one is due, runs `prepare()`'s solve in the
+  // background (prepare runs here, so it may read the run).
+  void Poll(const std::function<Solve()>& prepare,
+            const std::function<void(const ReplanDecision&)>& apply);
+  // Whether a re-plan is in flight.
+  bool Busy() const { return pending_.valid(); }
+  void Wait();
+
+ private:
+  const Clock& clock_;
+  double interval_s_;
+  double next_check_;
+  std::future<ReplanDecision> pending_;
+};
+
+class Replanner {
+ public:
+  Replanner(RunContext& run, Dispatcher& dispatcher)
+      : run_(run), dispatcher_(dispatcher), background_(run.clock, run.interval_s) {}
+
+  void Poll();
+  void Wait() { background_.Wait(); }
+
+ private:
+  void Apply(const ReplanDecision& d);
+
+  RunContext& run_;
+  Dispatcher& dispatcher_;
+  BackgroundReplanner background_;
+};
+
+// Re-planning settings; each call gets its own seed.
+ReplanPolicy MakeReplanPolicy(RunContext& run, double time_limit_s);
+
+// Plans what is left for the nodes a run resumes on, from the tasks'
+// checkpoints (every technique and GPU count resumes from them), and
+// records those nodes as the run's.
+void ReplanForOtherNodes(RunContext& run, const std::string& cluster_now);
+
+}  // namespace saturn

@@ -1,0 +1,250 @@
+#include "executor/run_setup.h"
+
+#include <signal.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "common/error.h"
+#include "common/format.h"
+#include "common/fs.h"
+#include "executor/replanner.h"
+#include "launch/worker.h"
+#include "planner/planner.h"
+#include "profiler/profiler.h"
+
+namespace saturn {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Refuses a run that would clobber another or resume nothing, and the
+// workers and cluster it cannot use; opens the run's state.
+void CheckAndOpen(RunContext& run) {
+  const RunOptions& o = run.options;
+  std::error_code ec;
+  bool exists = fs::exists(run.run_dir + "/state.sqlite", ec);
+  if (exists && !o.resume) {
+    throw InputError(run.run_dir, 0, "",
+                     "a run already lives here; continue it with --resume or choose another "
+                     "folder with --run-dir");
+  }
+  if (!exists && o.resume) {
+    throw InputError(run.run_dir, 0, "--resume", "no run to resume here (no state.sqlite)");
+  }
+  run.worker = o.profiler.worker;
+  bool engine_tasks = std::any_of(run.workload.tasks.begin(), run.workload.tasks.end(),
+                                  [](const WorkloadTask& t) { return !t.is_command; });
+  if (run.worker.empty() && engine_tasks) run.worker = FindWorkerBinary();
+  // Plug-ins load and every task's techniques exist.
+  if (engine_tasks) AvailableTechniques(run.workload, run.worker);
+  run.backend = MakeBackend(o.backend);
+  if (run.workload.from_allocation) {
+    auto nodes = run.backend->AllocatedNodes();
+    if (!nodes) {
+      throw InputError(o.workload_path, 0, "cluster.from",
+                       "the cluster comes from the Slurm allocation: run inside one (sbatch, "
+                       "salloc) with --backend slurm, or list the nodes under cluster.nodes");
+    }
+    UseAllocation(run.workload, *nodes);
+  }
+  run.backend->CheckCluster(run.workload.cluster);
+  MakeDirectories(run.run_dir);
+  run.backend->CheckSharedDir(run.run_dir, run.workload.cluster);
+  run.state.emplace(RunState::Open(run.run_dir, !o.resume));
+}
+
+// Problem task j is workload task run.workload_index[j].
+void BuildProblem(RunContext& run) {
+  const RunOptions& o = run.options;
+  run.problem = ProblemFromProfile(run.profile, run.workload.cluster);
+  std::map<std::string, int> by_name;
+  for (size_t k = 0; k < run.workload.tasks.size(); ++k)
+    by_name[run.workload.tasks[k].name] = k;
+  if (run.problem.NumTasks() != static_cast<int>(run.workload.tasks.size())) {
+    throw InputError(o.profile_path.empty() ? run.run_dir + "/profile.csv" : o.profile_path, 0, "",
+                     "the profile has " + std::to_string(run.problem.NumTasks()) +
+                         " tasks but the workload " + std::to_string(run.workload.tasks.size()));
+  }
+  run.workload_index.clear();
+  for (const Task& t : run.problem.tasks) {
+    auto it = by_name.find(t.name);
+    if (it == by_name.end()) {
+      throw InputError(o.profile_path, 0, "task " + Quote(t.name), "is not in the workload");
+    }
+    run.workload_index.push_back(it->second);
+  }
+  run.tasks.clear();
+  run.tasks.resize(run.problem.NumTasks());
+  run.busy_by.assign(run.problem.NumNodes(), {});
+  for (int n = 0; n < run.problem.NumNodes(); ++n)
+    run.busy_by[n].assign(run.problem.nodes[n].gpus, -1);
+}
+
+ProfileTable Profile(RunContext& run) {
+  const RunOptions& o = run.options;
+  if (!o.profile_path.empty()) return LoadProfileFile(o.profile_path, run.workload.cluster);
+  ProfilerOptions p = o.profiler;
+  p.worker = run.worker;
+  p.progress = o.progress;
+  p.backend = run.backend.get();
+  p.checkpoint_every = o.checkpoint_every;
+  if (p.work_dir.empty()) p.work_dir = run.run_dir + "/trials";
+  ProfileRun profiled = RunProfiler(run.workload, p);
+  if (o.progress) std::fputs(ProfileSummary(run.workload, profiled).c_str(), stderr);
+  return profiled.table;
+}
+
+void ProfileAndPlan(RunContext& run) {
+  const Clock& clock = run.clock.base();
+  double t0 = clock.Now();
+  run.profile = Profile(run);
+  WriteFileAtomic(run.run_dir + "/profile.csv", ProfileToCsv(run.profile));
+  run.profiling_s = clock.Now() - t0;
+  BuildProblem(run);
+  t0 = clock.Now();
+  PlanRequest request;
+  request.solver = run.options.solver;
+  request.time_limit_s = run.options.time_limit_s;
+  request.seed = run.options.seed;
+  PlanResult planned = RunPlanner(run.problem, request);
+  run.planning_s = clock.Now() - t0;
+  run.plan = planned.plan;
+  run.planned_makespan_s = run.plan.makespan_s;
+  // Plan times are on the run clock, which starts after profiling and planning.
+  run.clock.Start();
+  run.SavePlan(0);
+  run.state->Set(meta::kPlannedMakespanS, run.planned_makespan_s);
+  run.state->Set(meta::kProfilingS, run.profiling_s);
+  run.state->Set(meta::kPlanningS, run.planning_s);
+  for (int j = 0; j < run.NumTasks(); ++j) {
+    run.tasks[j].record.name = run.problem.tasks[j].name;
+    run.state->SaveTask(run.tasks[j].record);
+  }
+  run.Emit(events::FirstPlan(run.plan, run.profiling_s, run.planning_s));
+  if (run.options.progress) {
+    std::fprintf(stderr, "plan (%s, %s): %zu tasks, makespan %s (lower bound %s)\n",
+                 run.plan.solver.c_str(), run.plan.status.c_str(), run.plan.tasks.size(),
+                 FormatDuration(run.plan.makespan_s).c_str(),
+                 FormatDuration(run.plan.lower_bound_s).c_str());
+  }
+}
+
+void RestoreTasks(RunContext& run) {
+  std::map<std::string, TaskRecord> saved;
+  for (TaskRecord& r : run.state->Tasks())
+    saved[r.name] = std::move(r);
+  for (int j = 0; j < run.NumTasks(); ++j) {
+    LiveTask& l = run.tasks[j];
+    const std::string& name = run.problem.tasks[j].name;
+    l.record = saved.count(name) ? saved[name] : TaskRecord{};
+    l.record.name = name;
+    if (!run.Done(j)) {
+      // Running when the orchestrator died: its worker got SIGTERM (and
+      // checkpointed); make sure nothing of it is left, resume from disk.
+      if (l.record.worker_pgid > 0) ::kill(-l.record.worker_pgid, SIGKILL);
+      l.record.status = TaskStatus::kWaiting;
+      l.record.worker_pgid = 0;
+      if (!run.WorkloadTaskOf(j).is_command) {
+        l.record.checkpoint_step = LatestCheckpoint(run.TaskDirOf(j) + "/checkpoints");
+      }
+    }
+    l.step = l.record.checkpoint_step;
+    run.state->SaveTask(l.record);
+  }
+}
+
+// The run's profile, its rows limited to what fits the nodes the run
+// resumes on (it was checked against `saved_cluster`, the old ones).
+ProfileTable ProfileOnNewCluster(const RunContext& run, const std::string& saved_cluster) {
+  std::string path = run.run_dir + "/profile.csv";
+  Cluster old = ParseCluster(YAML::Load(saved_cluster), run.run_dir + "/state.sqlite", "cluster");
+  ProfileTable table = ParseProfileCsv(ReadFile(path), path, old);
+  int max_gpus = run.workload.cluster.MaxGpusPerNode();
+  std::erase_if(table.rows, [&](const ProfileRow& r) { return r.gpus > max_gpus; });
+  for (const WorkloadTask& t : run.workload.tasks) {
+    bool any = std::any_of(table.rows.begin(), table.rows.end(),
+                           [&](const ProfileRow& r) { return r.task == t.name && r.feasible; });
+    if (!any) {
+      throw InputError(run.options.workload_path, t.line, "task " + Quote(t.name),
+                       "was profiled for larger nodes than this run resumes on (the largest "
+                       "has " +
+                           std::to_string(max_gpus) + " GPUs); resume it on nodes like:\n" +
+                           saved_cluster);
+    }
+  }
+  return table;
+}
+
+void Resume(RunContext& run, const std::string& workload_text) {
+  RunState& state = *run.state;
+  if (state.Get(meta::kWorkload) != workload_text) {
+    throw InputError(run.options.workload_path, 0, "",
+                     "the workload changed since this run started; resume needs the same file");
+  }
+  // Resumed on other nodes (e.g. a requeued Slurm job): the plan names
+  // the old ones, so the remaining work is planned afresh for these.
+  std::optional<std::string> saved_cluster = state.Get(meta::kCluster);
+  std::string cluster_now = ClusterToYaml(run.workload.cluster);
+  bool moved = saved_cluster && *saved_cluster != cluster_now;
+  run.clock.Start(state.Get(meta::kClockS).value_or(0.0));
+  std::string profile_path = run.run_dir + "/profile.csv";
+  run.profile = moved ? ProfileOnNewCluster(run, *saved_cluster)
+                      : ParseProfileCsv(ReadFile(profile_path), profile_path, run.workload.cluster);
+  BuildProblem(run);
+  run.plan = PlanFromJson(nlohmann::json::parse(*state.Get(meta::kPlan)), run.run_dir);
+  run.planned_makespan_s = state.Get(meta::kPlannedMakespanS).value_or(0.0);
+  run.switches = state.Get(meta::kPlanSwitches).value_or(0);
+  run.profiling_s = state.Get(meta::kProfilingS).value_or(0.0);
+  run.planning_s = state.Get(meta::kPlanningS).value_or(0.0);
+  RestoreTasks(run);
+  run.Emit(events::Resumed(run.Now()));
+  if (moved) ReplanForOtherNodes(run, cluster_now);
+}
+
+void StartFresh(RunContext& run, const std::string& workload_text) {
+  run.clock.Start();
+  std::string cluster = ClusterToYaml(run.workload.cluster);
+  run.state->Set(meta::kWorkload, workload_text);
+  run.state->Set(meta::kCluster, cluster);
+  WriteFileAtomic(run.run_dir + "/workload.yaml", workload_text);
+  WriteFileAtomic(run.run_dir + "/cluster.yaml", cluster);
+  ProfileAndPlan(run);
+}
+
+void WriteTaskFolders(const RunContext& run) {
+  for (size_t k = 0; k < run.workload.tasks.size(); ++k) {
+    std::string dir = run.TaskDir(static_cast<int>(k));
+    MakeDirectories(dir + "/checkpoints");
+    if (!fs::exists(dir + "/task.json")) {
+      WriteFileAtomic(dir + "/task.json", run.workload.tasks[k].spec.dump(2) + "\n");
+    }
+  }
+}
+
+}  // namespace
+
+void SetUpRun(RunContext& run) {
+  const RunOptions& o = run.options;
+  run.run_dir = fs::absolute(o.run_dir.empty() ? DefaultRunDir(o.workload_path) : o.run_dir)
+                    .lexically_normal()
+                    .string();
+  std::string workload_text = ReadFile(o.workload_path);
+  run.workload = LoadWorkloadFile(o.workload_path, o.plugins);
+  CheckAndOpen(run);
+  if (o.resume) {
+    Resume(run, workload_text);
+  } else {
+    StartFresh(run, workload_text);
+  }
+  WriteTaskFolders(run);
+  double span = std::max(1.0, run.planned_makespan_s);
+  run.interval_s = o.interval_s > 0 ? o.interval_s : std::clamp(span / 10, 10.0, 1000.0);
+  run.threshold_s = o.threshold_s >= 0 ? o.threshold_s : std::max(0.02 * span, 2 * o.switch_cost_s);
+  run.Requeue();
+}
+
+}  // namespace saturn

@@ -1,0 +1,159 @@
+// The parts of `saturn run` on their own: the re-planning thread's timing on
+// a fake clock, the run clock, the task status's stored names, the run
+// state's typed meta keys (the same text the state has always held, so runs
+// started by older builds resume), and the event helpers' exact lines.
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+
+#include <filesystem>
+#include <string>
+
+#include "common/clock.h"
+#include "executor/replanner.h"
+#include "executor/run_context.h"
+#include "executor/run_events.h"
+#include "executor/run_state.h"
+
+namespace saturn {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A re-plan that says when it was prepared (its new_end_s).
+struct CountingReplans {
+  explicit CountingReplans(const Clock& clock) : clock(clock) {}
+  std::function<BackgroundReplanner::Solve()> Prepare() {
+    return [this] {
+      ++started;
+      double at = clock.Now();
+      return BackgroundReplanner::Solve([at] {
+        ReplanDecision d;
+        d.new_end_s = at;
+        return d;
+      });
+    };
+  }
+  std::function<void(const ReplanDecision&)> Apply() {
+    return [this](const ReplanDecision& d) { applied.push_back(d.new_end_s); };
+  }
+  const Clock& clock;
+  int started = 0;
+  std::vector<double> applied;
+};
+
+TEST(RunReplanning, ReplansOnlyEveryIntervalCountedFromTheLastApplied) {
+  ManualClock clock;
+  clock.Set(100.0);
+  BackgroundReplanner replanner(clock, 10.0);
+  CountingReplans replans(clock);
+  clock.Set(109.9);
+  replanner.Poll(replans.Prepare(), replans.Apply());
+  EXPECT_EQ(replans.started, 0) << "due only 10 s after construction";
+  EXPECT_FALSE(replanner.Busy());
+
+  clock.Set(110.0);
+  replanner.Poll(replans.Prepare(), replans.Apply());
+  EXPECT_EQ(replans.started, 1);
+  EXPECT_TRUE(replanner.Busy());
+  replanner.Wait();
+  clock.Set(115.0);  // the solve took 5 s
+  replanner.Poll(replans.Prepare(), replans.Apply());
+  ASSERT_EQ(replans.applied.size(), 1u);
+  EXPECT_EQ(replans.applied[0], 110.0);
+  EXPECT_FALSE(replanner.Busy());
+
+  // The next one is due 10 s after the last was applied (115), not started.
+  clock.Set(124.9);
+  replanner.Poll(replans.Prepare(), replans.Apply());
+  EXPECT_EQ(replans.started, 1);
+  clock.Set(125.0);
+  replanner.Poll(replans.Prepare(), replans.Apply());
+  EXPECT_EQ(replans.started, 2);
+  replanner.Wait();
+}
+
+TEST(RunClock, CountsFromItsStartOnTheInjectedClockPlusTheResumedOffset) {
+  ManualClock base;
+  base.Set(1000.0);
+  RunClock clock(base);
+  clock.Start();
+  base.Advance(2.5);
+  EXPECT_DOUBLE_EQ(clock.Now(), 2.5);
+  clock.Start(40.0);  // a resumed run had reached 40 s
+  base.Advance(1.0);
+  EXPECT_DOUBLE_EQ(clock.Now(), 41.0);
+}
+
+TEST(RunTaskStatus, NamesRoundTripAndUnknownNamesAreRefused) {
+  for (TaskStatus s :
+       {TaskStatus::kWaiting, TaskStatus::kRunning, TaskStatus::kFinished, TaskStatus::kFailed}) {
+    EXPECT_EQ(TaskStatusFromString(ToString(s)), s);
+  }
+  EXPECT_EQ(ToString(TaskStatus::kFinished), "finished");
+  EXPECT_EQ(ToString(TaskStatus::kWaiting), "waiting");
+  EXPECT_EQ(TaskStatusFromString("done"), std::nullopt);
+}
+
+std::string RawText(const std::string& db_path, const std::string& sql) {
+  sqlite3* db = nullptr;
+  EXPECT_EQ(sqlite3_open(db_path.c_str(), &db), SQLITE_OK);
+  sqlite3_stmt* stmt = nullptr;
+  EXPECT_EQ(sqlite3_prepare_v2(db, sql.c_str(), -1, &stmt, nullptr), SQLITE_OK);
+  std::string text;
+  if (sqlite3_step(stmt) == SQLITE_ROW) {
+    text = reinterpret_cast<const char*>(sqlite3_column_text(stmt, 0));
+  }
+  sqlite3_finalize(stmt);
+  sqlite3_close(db);
+  return text;
+}
+
+TEST(RunState, TypedValuesAreStoredAsTheTextOlderRunsHold) {
+  std::string dir = ::testing::TempDir() + "/saturn_run_state_typed";
+  fs::remove_all(dir);
+  {
+    RunState state = RunState::Open(dir, /*create=*/true);
+    state.Set(meta::kClockS, 12.5);
+    state.Set(meta::kPlanSwitches, 3);
+    TaskRecord r;
+    r.name = "a";
+    r.status = TaskStatus::kFinished;
+    state.SaveTask(r);
+  }
+  std::string db = dir + "/state.sqlite";
+  EXPECT_EQ(RawText(db, "SELECT value FROM meta WHERE key = 'clock_s'"), "12.5");
+  EXPECT_EQ(RawText(db, "SELECT value FROM meta WHERE key = 'plan_switches'"), "3");
+  EXPECT_NE(RawText(db, "SELECT record FROM tasks").find("\"status\":\"finished\""),
+            std::string::npos);
+  RunState state = RunState::Open(dir, /*create=*/false);
+  EXPECT_EQ(state.Get(meta::kClockS), 12.5);
+  EXPECT_EQ(state.Get(meta::kPlanSwitches), 3);
+  EXPECT_EQ(state.Get(meta::kPlan), std::nullopt);
+  ASSERT_EQ(state.Tasks().size(), 1u);
+  EXPECT_EQ(state.Tasks()[0].status, TaskStatus::kFinished);
+}
+
+TEST(RunEvents, HelpersWriteTheLinesOfTheEventLog) {
+  events::TaskPlace at{"a", "ddp", 2, "n0", {0, 1}};
+  events::TaskPlace unplaced;
+  unplaced.task = "b";
+  EXPECT_EQ(EventToJsonLine(events::TaskStarted(1.5, at, 10)),
+            "{\"event\":\"task_started\",\"gpu_ids\":[0,1],\"gpus\":2,\"node\":\"n0\","
+            "\"step\":10,\"t\":1.5,\"task\":\"a\",\"technique\":\"ddp\"}\n");
+  EXPECT_EQ(EventToJsonLine(events::TaskPreempted(2.0, unplaced, 5)),
+            "{\"event\":\"task_stopped\",\"reason\":\"preempted\",\"step\":5,\"t\":2.0,"
+            "\"task\":\"b\"}\n");
+  EXPECT_EQ(EventToJsonLine(events::TaskFailed(3.0, at, "exit 1", 2, true, 4)),
+            "{\"attempt\":2,\"error\":\"exit 1\",\"event\":\"task_failed\",\"gave_up\":true,"
+            "\"gpu_ids\":[0,1],\"gpus\":2,\"node\":\"n0\",\"step\":4,\"t\":3.0,\"task\":\"a\","
+            "\"technique\":\"ddp\"}\n");
+  EXPECT_EQ(EventToJsonLine(events::PlanSwitchedForOtherNodes(4.0, 9.0)),
+            "{\"event\":\"plan_switched\",\"new_end_s\":9.0,\"preempted\":[],\"t\":4.0,"
+            "\"why\":\"other nodes\"}\n");
+  EXPECT_EQ(EventToJsonLine(events::RunFinished(5.0, 2, 1, 4.5)),
+            "{\"event\":\"run_finished\",\"failed\":1,\"finished\":2,\"makespan_s\":4.5,"
+            "\"t\":5.0}\n");
+}
+
+}  // namespace
+}  // namespace saturn
