@@ -114,7 +114,7 @@ void SwitchCost(const std::string& worker, const saturn::Workload& w, const std:
   }
   p.Wait();
   double stop_s = Seconds(t0);
-  ExecuteResult stopped = ReadExecuteResult(c.out_path);
+  WorkerExecuteResult stopped = ReadExecuteResult(c.out_path);
   c.from_step = stopped.completed_steps;
   spec.argv = WorkerArgv(worker, c);
   t0 = std::chrono::steady_clock::now();

@@ -157,6 +157,14 @@ class Technique {
   virtual std::string_view Name() const = 0;
   virtual std::string_view Description() const = 0;
   virtual Layout ProcessLayout() const = 0;
+  // Traits the orchestrators plan with (reported by `saturn-worker
+  // techniques`, so technique knowledge lives here only): the device counts
+  // the technique can run on (MaxGpus 0: no upper bound; a one-process
+  // technique runs on exactly one), and whether it splits each batch across
+  // its devices (then every device needs at least one sample).
+  virtual int MinGpus() const { return 1; }
+  virtual int MaxGpus() const { return ProcessLayout() == Layout::kOneProcess ? 1 : 0; }
+  virtual bool SplitsBatch() const { return false; }
 
   // Why the technique cannot train `task` on `gpus` devices at all ("needs at
   // least 2 devices"), or "" when it can. Called before any process starts.

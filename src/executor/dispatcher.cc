@@ -19,21 +19,6 @@ void AppendText(const std::string& path, const std::string& text) {
   std::fclose(f);
 }
 
-// A user's program: the engine's worker call in the command contract's terms.
-WorkerJob UsersProgramJob(const WorkloadTask& task, const WorkerCall& call, const ClusterNode& node,
-                          const Assignment& a) {
-  CommandCall c;
-  c.technique = call.technique;
-  c.gpus = call.gpus;
-  c.gpu_ids = a.gpu_ids;
-  c.node = node.name;
-  c.start_step = call.from_step;
-  c.steps = task.steps;
-  c.checkpoint_dir = call.checkpoint_dir;
-  c.device_kind = node.device;
-  return CommandJob(task.spec, c);
-}
-
 }  // namespace
 
 WorkerJob Dispatcher::MakeJob(int j, const Assignment& a) {
@@ -67,17 +52,8 @@ WorkerJob Dispatcher::MakeJob(int j, const Assignment& a) {
   }
   std::error_code ec;
   fs::remove(call.out_path, ec);
-  WorkerJob job;
-  if (task.is_command) {
-    job = UsersProgramJob(task, call, node, a);
-  } else {
-    job.argv = WorkerArgv(run_.worker, call);
-    job.env = WorkerEnv();
-  }
-  job.node = node.name;
-  job.gpu_ids = a.gpu_ids;
-  job.device_kind = node.device;
-  job.ranks = option.gpus;
+  WorkerJob job =
+      TaskJob(task.spec, run_.worker, call, JobTarget{node.name, a.gpu_ids, option.gpus});
   job.pipe_stdout = true;
   job.stderr_path = dir + "/worker.log";
   return job;
@@ -132,13 +108,13 @@ void Dispatcher::ReadProgress(int j) {
 
 // The worker's result, if it left one; a protocol breach turns `*status`
 // into a failure.
-std::optional<ExecuteResult> Dispatcher::ReadResult(int j, bool was_stopping, int* status) {
+std::optional<WorkerExecuteResult> Dispatcher::ReadResult(int j, bool was_stopping, int* status) {
   LiveTask& l = run_.tasks[j];
   if (!ExitedCleanly(*status)) return std::nullopt;
   if (run_.WorkloadTaskOf(j).is_command) {
     // A user's program: a clean exit after SIGTERM is a checkpoint at the
     // last step it reported; otherwise it ran to the end.
-    ExecuteResult result;
+    WorkerExecuteResult result;
     result.completed_steps = was_stopping ? l.step : run_.Steps(j);
     result.final_loss = l.last_loss;
     result.preempted = was_stopping;
@@ -163,7 +139,7 @@ void Dispatcher::HandleExit(int j, int status) {
   bool was_stopping = l.stopping;
   l.stopping = false;
   l.process.reset();
-  std::optional<ExecuteResult> result = ReadResult(j, was_stopping, &status);
+  std::optional<WorkerExecuteResult> result = ReadResult(j, was_stopping, &status);
   if (result && result->completed_steps >= run_.Steps(j)) {
     MarkFinished(j, *result);
   } else if (result || was_stopping) {
@@ -173,7 +149,7 @@ void Dispatcher::HandleExit(int j, int status) {
   }
 }
 
-void Dispatcher::MarkFinished(int j, const ExecuteResult& result) {
+void Dispatcher::MarkFinished(int j, const WorkerExecuteResult& result) {
   TaskRecord& r = run_.tasks[j].record;
   r.status = TaskStatus::kFinished;
   r.checkpoint_step = result.completed_steps;
@@ -192,7 +168,7 @@ long Dispatcher::LatestCheckpointOf(int j) const {
   return LatestCheckpoint(run_.TaskDirOf(j) + "/checkpoints");
 }
 
-void Dispatcher::MarkPreempted(int j, const std::optional<ExecuteResult>& result) {
+void Dispatcher::MarkPreempted(int j, const std::optional<WorkerExecuteResult>& result) {
   TaskRecord& r = run_.tasks[j].record;
   r.status = TaskStatus::kWaiting;
   r.checkpoint_step = result ? result->completed_steps : LatestCheckpointOf(j);

@@ -33,9 +33,9 @@ class Dispatcher {
   void MarkStarted(int j, const Assignment& a, const WorkerJob& job);
   void ReadProgress(int j);
   void HandleExit(int j, int status);
-  std::optional<ExecuteResult> ReadResult(int j, bool was_stopping, int* status);
-  void MarkFinished(int j, const ExecuteResult& result);
-  void MarkPreempted(int j, const std::optional<ExecuteResult>& result);
+  std::optional<WorkerExecuteResult> ReadResult(int j, bool was_stopping, int* status);
+  void MarkFinished(int j, const WorkerExecuteResult& result);
+  void MarkPreempted(int j, const std::optional<WorkerExecuteResult>& result);
   void MarkFailed(int j, int status);
   long LatestCheckpointOf(int j) const;
 

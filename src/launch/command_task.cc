@@ -32,6 +32,35 @@ std::string ExpandCommand(const std::string& templ, const CommandCall& c) {
   return out;
 }
 
+bool IsCommandTask(const nlohmann::json& spec) {
+  return spec.is_object() && spec.value("type", "") == "command";
+}
+
+WorkerJob TaskJob(const nlohmann::json& spec, const std::string& worker, const WorkerCall& call,
+                  const JobTarget& target) {
+  WorkerJob job;
+  if (IsCommandTask(spec)) {
+    CommandCall c;
+    c.technique = call.technique;
+    c.gpus = call.gpus;
+    c.gpu_ids = target.gpu_ids;
+    c.node = target.node;
+    c.start_step = call.from_step;
+    c.steps = call.to_step;
+    c.checkpoint_dir = call.checkpoint_dir;
+    c.device_kind = call.device_kind;
+    job = CommandJob(spec, c);
+  } else {
+    job.argv = WorkerArgv(worker, call);
+    job.env = WorkerEnv();
+  }
+  job.node = target.node;
+  job.gpu_ids = target.gpu_ids;
+  job.device_kind = call.device_kind;
+  job.ranks = target.ranks;
+  return job;
+}
+
 WorkerJob CommandJob(const nlohmann::json& spec, const CommandCall& c) {
   WorkerJob job;
   std::string templ = spec.at("commands").at(c.technique).get<std::string>();
@@ -58,9 +87,9 @@ WorkerJob CommandJob(const nlohmann::json& spec, const CommandCall& c) {
   return job;
 }
 
-SearchResult CommandSearchResult(const std::string& log, int exit_status, double wall_s, long steps,
-                                 int warmup) {
-  SearchResult r;
+WorkerSearchResult CommandSearchResult(const std::string& log, int exit_status, double wall_s,
+                                       long steps, int warmup) {
+  WorkerSearchResult r;
   if (!ExitedCleanly(exit_status)) {
     std::string tail = LastLines(log, 5);
     r.reason = "the program failed (" + DescribeExit(exit_status) + ")" +

@@ -44,9 +44,28 @@ std::string ExpandCommand(const std::string& templ, const CommandCall& call);
 // A job running the task's program (spec: the task's JSON, type command).
 WorkerJob CommandJob(const nlohmann::json& spec, const CommandCall& call);
 
+// The one test for a user's program: the task JSON says `type: command`.
+bool IsCommandTask(const nlohmann::json& spec);
+
+// Where a task's job runs: a node's devices, and how many processes the
+// launch backend starts for it.
+struct JobTarget {
+  std::string node;
+  std::vector<int> gpu_ids;
+  int ranks = 1;
+};
+
+// The one way the profiler and the executor call a task: the engine's
+// worker for `call` (search or execute), or, for a command task, the user's
+// program in the command contract's terms (technique, GPUs, steps
+// [call.from_step, call.to_step), checkpoint folder). Paths for stdout and
+// stderr are the caller's.
+WorkerJob TaskJob(const nlohmann::json& spec, const std::string& worker, const WorkerCall& call,
+                  const JobTarget& target);
+
 // The outcome of a profiling run of a program that ran `steps` steps
 // (`warmup` of them untimed) in `wall_s` seconds with output in `log`.
-SearchResult CommandSearchResult(const std::string& log, int exit_status, double wall_s, long steps,
-                                 int warmup);
+WorkerSearchResult CommandSearchResult(const std::string& log, int exit_status, double wall_s,
+                                       long steps, int warmup);
 
 }  // namespace saturn

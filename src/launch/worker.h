@@ -6,7 +6,7 @@
 //   call.mode = WorkerCall::kSearch; call.task_path = "t.json"; call.technique = "fsdp";
 //   call.gpus = 2; call.out_path = "r.json";
 //   std::vector<std::string> argv = WorkerArgv(FindWorkerBinary(), call);
-//   SearchResult r = ReadSearchResult("r.json");
+//   WorkerSearchResult r = ReadSearchResult("r.json");
 #pragma once
 
 #include <map>
@@ -14,20 +14,11 @@
 #include <string>
 #include <vector>
 
+#include "protocol/worker_protocol.h"
+
 namespace saturn {
 
 struct Workload;
-
-constexpr int kWorkerProtocol = 1;
-
-// Exit codes of the worker (docs/worker.md).
-enum WorkerExit {
-  kWorkerOk = 0,
-  kWorkerInternal = 1,
-  kWorkerBadInput = 2,
-  kWorkerOom = 3,
-  kWorkerPeerFailure = 4
-};
 
 struct WorkerCall {
   enum Mode { kSearch, kExecute } mode = kSearch;
@@ -70,54 +61,26 @@ std::vector<std::string> WorkerArgv(const std::string& worker, const WorkerCall&
 // two thread pools would fight over the device's cores.
 std::map<std::string, std::string> WorkerEnv();
 
-// A technique a worker can train with (`saturn-worker techniques`).
-struct WorkerTechnique {
-  std::string name;
-  bool one_process = false;  // runs on exactly one device
-  std::string plugin;        // the plug-in that provides it; "" if built in
-};
-
-// The techniques a workload's engine tasks may use: the built-ins, plus, when
-// it lists plug-ins, those the worker reports after loading them (the worker
-// is run once, so a plug-in it refuses stops everything before any trial or
-// training). Then checks every task's `techniques` list against them.
-// Throws InputError naming the workload field (a refused plug-in, an unknown
-// technique), std::runtime_error if the worker cannot run.
+// The techniques a workload's engine tasks may use, as the worker reports
+// them after loading the workload's plug-ins (the worker runs once per
+// worker and plug-in list in a process, so a plug-in it refuses stops
+// everything before any trial or training). Then checks every task against
+// them: each name in its `techniques` is known, and a task allowed only
+// batch-splitting techniques has a sample for each of its GPUs.
+// Throws InputError naming the workload's file, line and field (a refused
+// plug-in, an unknown technique, a batch too small), std::runtime_error if
+// the worker cannot run.
 std::vector<WorkerTechnique> AvailableTechniques(const Workload& workload,
                                                  const std::string& worker);
+// The GPU counts from [lo, hi] that `technique` can run on.
+std::vector<int> GpuCounts(const WorkerTechnique& technique, int lo, int hi);
 // Names of `techniques`.
 std::vector<std::string> TechniqueNames(const std::vector<WorkerTechnique>& techniques);
-
-struct SearchResult {
-  bool feasible = false;
-  std::string reason;
-  double step_s = 0.0;
-  std::vector<double> step_samples_s;
-  std::vector<double> warmup_step_s;  // warm-up steps: what a fresh start costs extra
-  // A launch's fixed costs, besides the steps: from asking for the process
-  // to its first step (process start, rendezvous, model and data, building
-  // the trainer), and writing one checkpoint.
-  double ready_unix_s = 0.0;  // when the worker was ready to build its trainer
-  double setup_s = 0.0;       // building the chosen setting's trainer
-  double done_unix_s = 0.0;   // when it had written its result (then shut down)
-  double launch_s = 0.0;      // set by the launcher: SetLaunchCost
-  double checkpoint_s = 0.0;
-  std::vector<double> peak_memory_bytes;
-  nlohmann::json knobs = nlohmann::json::object();
-};
-
-struct ExecuteResult {
-  long completed_steps = 0;
-  double final_loss = 0.0;
-  bool preempted = false;
-  std::string checkpoint;
-  std::vector<double> peak_memory_bytes;
-};
 
 // Fills r.launch_s for a worker asked to start at `spawned_unix_s` and seen
 // to end at `ended_unix_s`: start-up to ready, building the trainer, and
 // shutting down after its result.
-void SetLaunchCost(SearchResult& r, double spawned_unix_s, double ended_unix_s);
+void SetLaunchCost(WorkerSearchResult& r, double spawned_unix_s, double ended_unix_s);
 
 // Steps between periodic checkpoints of a task of `steps` steps: `every`, or
 // a tenth of the task when 0 (what `saturn run --checkpoint-every` means).
@@ -125,22 +88,5 @@ long CheckpointInterval(long steps, long every);
 // Checkpoints an uninterrupted run of the task writes: the periodic ones,
 // the last one, and the trained model.
 long CheckpointWrites(long steps, long every);
-
-// Throw std::runtime_error (the worker broke the protocol) on a missing file,
-// bad JSON or a foreign protocol version.
-SearchResult ReadSearchResult(const std::string& path);
-ExecuteResult ReadExecuteResult(const std::string& path);
-nlohmann::json SearchResultToJson(const SearchResult& r);
-SearchResult SearchResultFromJson(const nlohmann::json& j);
-
-// A progress line "saturn: step=N loss=X step_s=Y [peak_mem_gib=Z]"; false if
-// the line is not one.
-struct StepReport {
-  long step = -1;
-  double loss = 0.0;
-  double step_s = 0.0;
-  double peak_mem_gib = -1.0;
-};
-bool ParseStepLine(const std::string& line, StepReport* report);
 
 }  // namespace saturn

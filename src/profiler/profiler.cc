@@ -84,10 +84,13 @@ class TechniqueCatalogue {
 
   std::vector<std::string> Names() const { return TechniqueNames(available_); }
 
-  // A plug-in that runs in one process is tried on one device only.
-  bool OneProcessPlugin(const std::string& technique) const {
+  // The GPU counts in [lo, hi] a task's trials try with `technique`. A
+  // user's program says itself what it can run on: it tries every count.
+  std::vector<int> Counts(const WorkloadTask& task, const std::string& technique, int lo,
+                          int hi) const {
     auto it = by_name_.find(technique);
-    return it != by_name_.end() && !it->second->plugin.empty() && it->second->one_process;
+    if (task.is_command || it == by_name_.end()) return GpuCounts(WorkerTechnique{}, lo, hi);
+    return GpuCounts(*it->second, lo, hi);
   }
 
   // A plug-in's trials are cached under its file's identity; "" for built-ins.
@@ -127,7 +130,7 @@ class TrialCache {
 
   // Keeps a finished trial's result, unless it may differ next time.
   void Keep(const Trial& t) {
-    if (cache_ && !t.transient) cache_->Put(Key(t), SearchResultToJson(t.result));
+    if (cache_ && !t.transient) cache_->Put(Key(t), ToJson(t.result));
   }
 
  private:
@@ -173,13 +176,7 @@ std::map<std::string, json> EnumerateTrials(const Workload& workload,
     std::vector<int> mine;
     for (const std::string& technique : TaskTechniques(task, techniques.Names())) {
       int hi = std::min(task.gpu_max, max_gpus);
-      // A user's program says itself what it can run on: try every count.
-      std::vector<int> counts = task.is_command ? TechniqueGpuCounts("", task.gpu_min, hi)
-                                                : TechniqueGpuCounts(technique, task.gpu_min, hi);
-      if (!task.is_command && techniques.OneProcessPlugin(technique)) {
-        counts = TechniqueGpuCounts("single", task.gpu_min, hi);
-      }
-      for (int g : counts) {
+      for (int g : techniques.Counts(task, technique, task.gpu_min, hi)) {
         std::string id = task.trial_key + "|" + technique + "|" + std::to_string(g);
         auto [it, fresh] = trial_index.emplace(id, static_cast<int>(run.trials.size()));
         if (fresh) {
@@ -282,27 +279,16 @@ double StepEstimate(const std::vector<double>& samples, double fallback) {
   return sum / kept;
 }
 
-double StartCost(const SearchResult& r) {
+double StartCost(const WorkerSearchResult& r) {
   double extra = 0;
   for (double s : r.warmup_step_s)
     if (s > 0 && std::isfinite(s)) extra += s - r.step_s;
   return std::max(0.0, extra);
 }
 
-double RuntimeEstimate(const SearchResult& r, long steps, long checkpoint_every) {
+double RuntimeEstimate(const WorkerSearchResult& r, long steps, long checkpoint_every) {
   return r.step_s * static_cast<double>(steps) + StartCost(r) + r.launch_s +
          r.checkpoint_s * static_cast<double>(CheckpointWrites(steps, checkpoint_every));
-}
-
-std::vector<int> TechniqueGpuCounts(const std::string& technique, int lo, int hi) {
-  std::vector<int> counts;
-  for (int g = std::max(1, lo); g <= hi; ++g) {
-    bool one_device = technique == "single" || technique == "spill";
-    bool multi_device = technique == "ddp" || technique == "fsdp" || technique == "pipeline";
-    if ((one_device && g != 1) || (multi_device && g < 2)) continue;
-    counts.push_back(g);
-  }
-  return counts;
 }
 
 namespace {
@@ -373,7 +359,7 @@ ProfileRun RunProfiler(const Workload& workload, const ProfilerOptions& options)
   const std::string dir = TrialDir(options);
 
   const TechniqueCatalogue techniques(engine_tasks ? AvailableTechniques(workload, worker)
-                                                   : AvailableTechniques(Workload{}, ""));
+                                                   : std::vector<WorkerTechnique>{});
   const std::map<std::string, json> trial_task = EnumerateTrials(workload, techniques, run);
   TrialCache cache(options, worker.empty() ? "" : WorkerBuild(worker), techniques);
   const std::vector<int> todo = TrialsToRun(run, cache);

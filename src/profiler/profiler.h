@@ -55,11 +55,6 @@ struct ProfilerOptions {
   long checkpoint_every = 0;
 };
 
-// The GPU counts a technique is tried at within [lo, hi]: single and spill
-// run on one device; ddp, fsdp and pipeline need two or more; other
-// (plug-in or command) techniques are tried at every count.
-std::vector<int> TechniqueGpuCounts(const std::string& technique, int lo, int hi);
-
 // The step time a task's runtime is extrapolated from: the mean of the
 // measured steps, leaving out gross outliers (over 3x the median: a one-off
 // stall), since a long run pays for its ordinary slow steps too. `fallback`
@@ -70,11 +65,11 @@ double StepEstimate(const std::vector<double>& samples, double fallback);
 // as many steady steps (first-step allocations, lazy initialisation). Every
 // launch of a task pays it, so a short task's runtime is not just steps x
 // step time.
-double StartCost(const SearchResult& r);
+double StartCost(const WorkerSearchResult& r);
 // A task's runtime in a configuration, as one uninterrupted launch:
 // steps x step_s + StartCost + launch_s + checkpoint_s x the checkpoints it
 // writes with `checkpoint_every` (CheckpointWrites).
-double RuntimeEstimate(const SearchResult& r, long steps, long checkpoint_every);
+double RuntimeEstimate(const WorkerSearchResult& r, long steps, long checkpoint_every);
 
 struct Trial {
   std::string trial_key;
@@ -85,7 +80,7 @@ struct Trial {
   int threads = 1;
   std::string example_task;  // a task that uses this trial (for messages)
   // Outcome.
-  SearchResult result;
+  WorkerSearchResult result;
   bool cached = false;
   bool transient = false;  // crash or timeout: not cached, tried again next time
   double wall_s = 0.0;

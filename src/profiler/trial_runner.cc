@@ -31,23 +31,7 @@ TrialRunner::Running TrialRunner::Start(int index, const Trial& t, const json& t
   std::error_code ec;
   fs::remove(result_path, ec);
   fs::remove(log_path, ec);
-  if (task_spec.value("type", "") == "command") {
-    // The user's program, run for a few steps.
-    CommandCall c;
-    c.technique = t.technique;
-    c.gpus = t.gpus;
-    for (int g = 0; g < t.gpus; ++g)
-      c.gpu_ids.push_back(g);
-    c.node = "profiling";
-    c.steps = CommandSteps();
-    c.checkpoint_dir = dir_ + "/" + stem + ".checkpoints";
-    c.device_kind = t.device_kind;
-    WorkerJob job = CommandJob(task_spec, c);
-    job.stdout_path = log_path;
-    job.stderr_path = log_path;
-    return Running{
-        index, backend_.Start(job), "", log_path, std::chrono::steady_clock::now(), spawned_unix_s};
-  }
+  bool command = IsCommandTask(task_spec);
   WorkerCall call;
   call.mode = WorkerCall::kSearch;
   call.task_path = task_path;
@@ -61,18 +45,24 @@ TrialRunner::Running TrialRunner::Start(int index, const Trial& t, const json& t
   call.warmup = o_.warmup;
   call.measure = o_.measure;
   call.plugins = plugins_;
-  WorkerJob job;
-  job.argv = WorkerArgv(worker_, call);
-  job.env = WorkerEnv();
+  // A user's program is profiled by running it for a few steps.
+  call.to_step = CommandSteps();
+  call.checkpoint_dir = dir_ + "/" + stem + ".checkpoints";
+  JobTarget target;
+  // No node: the backend picks one (a program sees SATURN_NODE=profiling).
+  if (command) target.node = "profiling";
+  for (int g = 0; g < t.gpus; ++g)
+    target.gpu_ids.push_back(g);
+  target.ranks = 1;  // the worker starts its own ranks; a program, its own processes
+  WorkerJob job = TaskJob(task_spec, worker_, call, target);
   job.stdout_path = log_path;
   job.stderr_path = log_path;
-  job.device_kind = t.device_kind;
-  job.ranks = 1;  // the worker starts its own ranks
-  for (int g = 0; g < t.gpus; ++g)
-    job.gpu_ids.push_back(g);
-  return Running{
-      index,         backend_.Start(job), result_path, log_path, std::chrono::steady_clock::now(),
-      spawned_unix_s};
+  return Running{index,
+                 backend_.Start(job),
+                 command ? "" : result_path,
+                 log_path,
+                 std::chrono::steady_clock::now(),
+                 spawned_unix_s};
 }
 
 void TrialRunner::Finish(Running& r, Trial& t, bool timed_out) {

@@ -86,6 +86,8 @@ class TaskReader {
       t.spec["model"] = ReadModel();
       t.spec["data"] = ReadData();
       t.spec["batch_size"] = f_.Int("batch_size", 1);
+      t.batch_size_line = YamlLine(f_.Required("batch_size"));
+      t.field = f_.path();
       t.spec["optimizer"] = ReadOptimizer();
       t.spec["seed"] = f_.OptionalInt("seed", 0).value_or(0);
       std::string precision = f_.OptionalString("precision").value_or("fp32");
@@ -98,7 +100,6 @@ class TaskReader {
       f_.Fail("type", "expected train (the default) or command, got " + Quote(type));
     }
     ReadGpuRange(&t);
-    if (!t.is_command) CheckBatchSplits(t);
     return t;
   }
 
@@ -233,17 +234,9 @@ class TaskReader {
     }
     for (size_t i = 0; i < list.size(); ++i) {
       std::string field = f_.FieldPath("techniques") + "[" + std::to_string(i) + "]";
-      std::string name = YamlToString(list[i], w_.source, field);
-      const auto& builtin = BuiltinTechniqueNames();
-      if (w_.plugins.empty() && std::find(builtin.begin(), builtin.end(), name) == builtin.end()) {
-        std::string known;
-        for (const std::string& b : builtin)
-          known += (known.empty() ? "" : ", ") + b;
-        throw InputError(w_.source, YamlLine(list[i]), field,
-                         "unknown technique " + Quote(name) + "; expected one of: " + known +
-                             " (or one from a plug-in listed under plugins)");
-      }
-      t->techniques.push_back(name);
+      // Names are checked against the worker's techniques (AvailableTechniques).
+      t->techniques.push_back(YamlToString(list[i], w_.source, field));
+      t->technique_lines.push_back(YamlLine(list[i]));
     }
   }
 
@@ -260,21 +253,6 @@ class TaskReader {
     // A cluster from the allocation is checked once it is known (UseAllocation).
     if (!w_.from_allocation && t->gpu_min > w_.cluster.MaxGpusPerNode()) {
       f_.Fail("gpu_range", TooFewGpus(t->gpu_min, w_.cluster));
-    }
-  }
-
-  // Data-parallel techniques split each batch across the GPUs; a task that
-  // allows nothing else must leave every GPU at least one sample.
-  void CheckBatchSplits(const WorkloadTask& t) {
-    if (t.techniques.empty()) return;
-    for (const std::string& technique : t.techniques) {
-      if (technique != "ddp" && technique != "fsdp") return;
-    }
-    long batch = t.spec["batch_size"].get<long>();
-    if (batch < t.gpu_min) {
-      f_.Fail("batch_size", "batch_size " + std::to_string(batch) + " cannot be split across the " +
-                                std::to_string(t.gpu_min) +
-                                "+ GPUs gpu_range asks for with data-parallel techniques only");
     }
   }
 
@@ -442,11 +420,6 @@ void ReadTaskAndSweep(const YAML::Node& node, const std::string& path,
 }
 
 }  // namespace
-
-const std::vector<std::string>& BuiltinTechniqueNames() {
-  static const std::vector<std::string> names = {"single", "ddp", "fsdp", "pipeline", "spill"};
-  return names;
-}
 
 std::vector<std::string> TaskTechniques(const WorkloadTask& task,
                                         const std::vector<std::string>& available) {

@@ -33,14 +33,17 @@
 namespace saturn {
 
 // Techniques built into the engine; plug-ins may add more.
-const std::vector<std::string>& BuiltinTechniqueNames();
-
 struct WorkloadTask {
   std::string name;
   bool is_command = false;              // type: command (the user's own program)
   nlohmann::json spec;                  // the worker's task JSON (Contract 5 names)
   long steps = 0;                       // total training steps
   std::vector<std::string> techniques;  // allowed; empty = every technique
+  // Where each of `techniques` and batch_size are written, for the errors of
+  // checks that need the worker's technique catalogue (launch/worker.h).
+  std::vector<int> technique_lines;
+  int batch_size_line = 0;
+  std::string field;  // "tasks[0]"
   int gpu_min = 1;
   int gpu_max = 1 << 20;
   std::string trial_key;  // canonical JSON of what determines speed and memory

@@ -32,6 +32,7 @@ class YamlFields {
 
   const YAML::Node& node() const { return node_; }
   const std::string& source() const { return source_; }
+  const std::string& path() const { return path_; }
   // "path.key" (or "key" at the root).
   std::string FieldPath(std::string_view key) const;
 

@@ -1,4 +1,5 @@
-// Command line of saturn-worker (protocol version 1, docs/worker.md), parsed
+// Command line of saturn-worker (docs/worker.md; the messages and the protocol
+// version are in protocol/worker_protocol.h), parsed
 // and checked without LibTorch.
 //
 //   WorkerOptions o = ParseWorkerOptions(argc, argv);   // InputError on bad flags
@@ -10,8 +11,6 @@
 #include <vector>
 
 namespace saturn::worker {
-
-constexpr int kProtocolVersion = 1;
 
 enum class Mode { kSearch, kExecute, kTechniques };
 

@@ -14,6 +14,7 @@
 #include "engine/errors.h"
 #include "engine/plugin.h"
 #include "engine/technique.h"
+#include "protocol/worker_protocol.h"
 #include "worker/launcher.h"
 
 namespace saturn::worker {
@@ -38,21 +39,23 @@ Knobs ParseKnobs(const std::string& text) {
   return knobs;
 }
 
-void WriteResult(const std::string& path, nlohmann::json result) {
-  result["protocol"] = kProtocolVersion;
-  WriteFileAtomic(path, result.dump(2) + "\n");
+template <typename Message>
+void WriteResult(const std::string& path, const Message& message) {
+  WriteFileAtomic(path, ToJson(message).dump(2) + "\n");
+}
+
+template <typename T>
+std::vector<double> Doubles(const std::vector<T>& values) {
+  return std::vector<double>(values.begin(), values.end());
 }
 
 // An infeasible search result; a feasible one fills in the measurements.
-nlohmann::json SearchResultJson(const WorkerOptions& o, const std::string& reason) {
-  return {{"feasible", false},
-          {"technique", o.technique},
-          {"gpus", o.gpus},
-          {"reason", reason},
-          {"step_s", nullptr},
-          {"step_samples_s", nlohmann::json::array()},
-          {"peak_memory_bytes", nlohmann::json::array()},
-          {"knobs", Knobs::object()}};
+WorkerSearchResult Infeasible(const WorkerOptions& o, const std::string& reason) {
+  WorkerSearchResult r;
+  r.technique = o.technique;
+  r.gpus = o.gpus;
+  r.reason = reason;
+  return r;
 }
 
 struct Job {
@@ -99,24 +102,24 @@ int RunRank(const WorkerOptions& o, const Job& job, int rank, int world_size) {
     engine::SearchResult found = job.technique->Search(
         ctx, engine::SearchOptions{o.warmup, o.measure, o.out + ".checkpoint-probe"});
     if (rank != 0) return 0;
-    nlohmann::json result = SearchResultJson(o, found.reason);
-    result["ready_unix_s"] = ready_unix_s;
+    WorkerSearchResult result = Infeasible(o, found.reason);
+    result.ready_unix_s = ready_unix_s;
     if (found.feasible) {
-      result["feasible"] = true;
-      result["step_s"] = found.step_s;
-      result["step_samples_s"] = found.step_samples_s;
-      result["warmup_step_s"] = found.warmup_samples_s;
-      result["peak_memory_bytes"] = found.peak_memory_bytes;
-      result["resident_bytes"] = found.resident_bytes;
-      result["setup_s"] = found.setup_s;
-      result["checkpoint_s"] = found.checkpoint_s;
-      result["knobs"] = found.knobs;
-      result["stats"] = found.stats;
+      result.feasible = true;
+      result.step_s = found.step_s;
+      result.step_samples_s = found.step_samples_s;
+      result.warmup_step_s = found.warmup_samples_s;
+      result.peak_memory_bytes = Doubles(found.peak_memory_bytes);
+      result.resident_bytes = Doubles(found.resident_bytes);
+      result.setup_s = found.setup_s;
+      result.checkpoint_s = found.checkpoint_s;
+      result.knobs = found.knobs;
+      result.stats = found.stats;
     }
-    result["candidates"] = found.candidates;
-    result["capacity_bytes"] = device.CapacityBytes();
-    result["model_flops_per_step"] = flops_per_step;
-    result["done_unix_s"] = UnixClock().Now();  // what follows is shutting down
+    result.candidates = found.candidates;
+    result.capacity_bytes = static_cast<double>(device.CapacityBytes());
+    result.model_flops_per_step = flops_per_step;
+    result.done_unix_s = UnixClock().Now();  // what follows is shutting down
     WriteResult(o.out, result);
     return 0;
   }
@@ -131,23 +134,24 @@ int RunRank(const WorkerOptions& o, const Job& job, int rank, int world_size) {
   run.on_step = [&](int64_t step, double loss, double step_s) {
     losses.push_back(loss);
     if (rank != 0) return;
-    std::printf("saturn: step=%lld loss=%.9g step_s=%.6f\n", static_cast<long long>(step), loss,
-                step_s);
+    std::printf("%s\n", FormatStepLine({static_cast<long>(step), loss, step_s, -1.0}).c_str());
     std::fflush(stdout);
   };
   Knobs knobs = ParseKnobs(o.knobs);
   engine::ExecuteResult done = job.technique->Execute(ctx, knobs, run);
   if (rank != 0) return 0;
   if (!o.save_model.empty()) engine::ExportModel(done.checkpoint, o.save_model);
-  WriteResult(o.out, {{"completed_steps", done.completed_steps},
-                      {"final_loss", done.final_loss},
-                      {"preempted", done.preempted},
-                      {"checkpoint", done.checkpoint},
-                      {"peak_memory_bytes", done.peak_memory_bytes},
-                      {"resident_bytes", done.resident_bytes},
-                      {"losses", losses},
-                      {"knobs", knobs},
-                      {"stats", done.stats}});
+  WorkerExecuteResult result;
+  result.completed_steps = static_cast<long>(done.completed_steps);
+  result.final_loss = done.final_loss;
+  result.preempted = done.preempted;
+  result.checkpoint = done.checkpoint;
+  result.peak_memory_bytes = Doubles(done.peak_memory_bytes);
+  result.resident_bytes = Doubles(done.resident_bytes);
+  result.losses = losses;
+  result.knobs = knobs;
+  result.stats = done.stats;
+  WriteResult(o.out, result);
   return 0;
 }
 
@@ -164,7 +168,7 @@ int Launch(const WorkerOptions& o) {
   LaunchResult launched = LaunchRanks(args, o.gpus, dir);
   int status = launched.status;
   if (status == 3 && o.mode == Mode::kSearch) {
-    WriteResult(o.out, SearchResultJson(o, launched.message));
+    WriteResult(o.out, Infeasible(o, launched.message));
     status = 0;
   } else if (status != 0) {
     std::fprintf(stderr, "saturn-worker: rank %d failed: %s\n", launched.failed_rank,
@@ -199,18 +203,21 @@ int ListTechniques(const WorkerOptions& o) {
     for (const std::string& name : engine::LoadTechniquePlugin(path, engine::Techniques()))
       source[name] = path;
   }
-  nlohmann::json list = nlohmann::json::array();
+  std::vector<WorkerTechnique> list;
   const engine::TechniqueRegistry& registry = engine::Techniques();
   for (const std::string& name : registry.Names()) {
     const Technique& t = registry.Get(name);
-    list.push_back(
-        {{"name", name},
-         {"description", std::string(t.Description())},
-         {"layout",
-          t.ProcessLayout() == Technique::Layout::kOneProcess ? "one-process" : "rank-per-device"},
-         {"plugin", source.count(name) ? nlohmann::json(source[name]) : nullptr}});
+    WorkerTechnique w;
+    w.name = name;
+    w.description = std::string(t.Description());
+    w.one_process = t.ProcessLayout() == Technique::Layout::kOneProcess;
+    w.min_gpus = t.MinGpus();
+    w.max_gpus = t.MaxGpus();
+    w.splits_batch = t.SplitsBatch();
+    w.plugin = source.count(name) ? source[name] : "";
+    list.push_back(std::move(w));
   }
-  nlohmann::json out = {{"protocol", kProtocolVersion}, {"techniques", list}};
+  nlohmann::json out = ToJson(list);
   std::printf("%s\n", out.dump(2).c_str());
   return 0;
 }
@@ -228,7 +235,7 @@ int RunWorker(const WorkerOptions& o) {
     std::string unsupported = job.technique->Unsupported(job.task, *job.model, o.gpus);
     if (!unsupported.empty()) {
       if (o.mode == Mode::kExecute) throw InputError("", 0, "--technique", unsupported);
-      WriteResult(o.out, SearchResultJson(o, unsupported));
+      WriteResult(o.out, Infeasible(o, unsupported));
       return 0;
     }
     if (job.technique->ProcessLayout() == Technique::Layout::kRankPerDevice && o.gpus > 1) {

@@ -144,7 +144,7 @@ TEST(CommandSearchResult, UsesTheMedianOfTheStepsAfterWarmUp) {
       LogFile("median",
               "saturn: step=0 step_s=9\nsaturn: step=1 step_s=0.3\n"
               "saturn: step=2 step_s=0.1 peak_mem_gib=2\nsaturn: step=3 step_s=0.2\n");
-  SearchResult r = CommandSearchResult(log, 0, 10.0, 4, 1);
+  WorkerSearchResult r = CommandSearchResult(log, 0, 10.0, 4, 1);
   ASSERT_TRUE(r.feasible) << r.reason;
   EXPECT_DOUBLE_EQ(r.step_s, 0.2);
   EXPECT_EQ(r.step_samples_s, (std::vector<double>{0.3, 0.1, 0.2}));
@@ -155,7 +155,7 @@ TEST(CommandSearchResult, UsesTheMedianOfTheStepsAfterWarmUp) {
 
 TEST(CommandSearchResult, ASilentProgramIsTimedFromOutside) {
   std::string log = LogFile("silent", "hello\n");
-  SearchResult r = CommandSearchResult(log, 0, 8.0, 4, 1);
+  WorkerSearchResult r = CommandSearchResult(log, 0, 8.0, 4, 1);
   ASSERT_TRUE(r.feasible);
   EXPECT_DOUBLE_EQ(r.step_s, 2.0);
   EXPECT_EQ(r.knobs, (nlohmann::json{{"timed", "externally"}}));
@@ -164,14 +164,14 @@ TEST(CommandSearchResult, ASilentProgramIsTimedFromOutside) {
 
 TEST(CommandSearchResult, StepsWithoutTimesAfterWarmUpAreInfeasible) {
   std::string log = LogFile("untimed", "saturn: step=0 loss=1\nsaturn: step=1 loss=0.5\n");
-  SearchResult r = CommandSearchResult(log, 0, 8.0, 2, 1);
+  WorkerSearchResult r = CommandSearchResult(log, 0, 8.0, 2, 1);
   EXPECT_FALSE(r.feasible);
   EXPECT_THAT(r.reason, HasSubstr("no step_s after 1 warm-up steps"));
 }
 
 TEST(CommandSearchResult, AFailedProgramIsInfeasibleWithItsOutput) {
   std::string log = LogFile("failed", "Traceback\nValueError: bad shape\n");
-  SearchResult r = CommandSearchResult(log, 3 << 8, 1.0, 4, 1);  // exit status 3
+  WorkerSearchResult r = CommandSearchResult(log, 3 << 8, 1.0, 4, 1);  // exit status 3
   EXPECT_FALSE(r.feasible);
   EXPECT_THAT(r.reason, StartsWith("the program failed ("));
   EXPECT_THAT(r.reason, HasSubstr("ValueError: bad shape"));

@@ -164,7 +164,7 @@ TEST(StepEstimate, MeanOfTheStepsWithoutGrossOutliers) {
 }
 
 TEST(RuntimeEstimate, StepsTimesStepTimePlusWhatTheFirstStepsCostExtra) {
-  SearchResult r;
+  WorkerSearchResult r;
   r.step_s = 0.5;
   r.warmup_step_s = {3.0, 0.7};  // first step 2.5 s slower, second 0.2 s
   EXPECT_DOUBLE_EQ(StartCost(r), 2.7);
@@ -174,7 +174,7 @@ TEST(RuntimeEstimate, StepsTimesStepTimePlusWhatTheFirstStepsCostExtra) {
 }
 
 TEST(RuntimeEstimate, AddsTheLaunchAndEveryCheckpointTheRunWrites) {
-  SearchResult r;
+  WorkerSearchResult r;
   r.step_s = 0.5;
   r.launch_s = 1.5;
   r.checkpoint_s = 0.1;
@@ -191,14 +191,14 @@ TEST(LaunchCost, OfAUsersProgramIsItsWallTimeBeyondTheStepsItReported) {
   WriteFileAtomic(log,
                   "loading\nsaturn: step=0 loss=3 step_s=0.5\nsaturn: step=1 loss=2 step_s=0.2\n"
                   "saturn: step=2 loss=1 step_s=0.2\n");
-  SearchResult r = CommandSearchResult(log, 0, 2.0, 3, 1);
+  WorkerSearchResult r = CommandSearchResult(log, 0, 2.0, 3, 1);
   ASSERT_TRUE(r.feasible);
   EXPECT_DOUBLE_EQ(r.step_s, 0.2);
   EXPECT_NEAR(r.launch_s, 2.0 - 0.9, 1e-9);
 }
 
 TEST(LaunchCost, StartingUpBuildingTheTrainerAndShuttingDown) {
-  SearchResult r;
+  WorkerSearchResult r;
   r.ready_unix_s = 1000.8;
   r.setup_s = 0.2;
   SetLaunchCost(r, 1000.0, 1005.0);
@@ -208,7 +208,7 @@ TEST(LaunchCost, StartingUpBuildingTheTrainerAndShuttingDown) {
   EXPECT_NEAR(r.launch_s, 1.3, 1e-9);
   SetLaunchCost(r, 1001.0, 1004.0);  // clocks out of step: never negative
   EXPECT_NEAR(r.launch_s, 0.2, 1e-9);
-  SearchResult old;  // a worker that does not report when it was ready
+  WorkerSearchResult old;  // a worker that does not report when it was ready
   SetLaunchCost(old, 1000.0, 1005.0);
   EXPECT_EQ(old.launch_s, 0.0);
 }

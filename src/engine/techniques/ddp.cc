@@ -125,6 +125,8 @@ class Ddp final : public Technique {
     return "data parallel: a replica per device, bucketed gradient all-reduce overlapping backward";
   }
   Layout ProcessLayout() const override { return Layout::kRankPerDevice; }
+  int MinGpus() const override { return 2; }
+  bool SplitsBatch() const override { return true; }
   std::optional<int64_t> StaticBytesPerDevice(const TrainContext& ctx,
                                               const Knobs&) const override {
     return ModelStateBytes(ctx);

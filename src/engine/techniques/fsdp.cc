@@ -271,6 +271,8 @@ class Fsdp final : public Technique {
            "offload";
   }
   Layout ProcessLayout() const override { return Layout::kRankPerDevice; }
+  int MinGpus() const override { return 2; }
+  bool SplitsBatch() const override { return true; }
 
   std::string Unsupported(const TaskSpec& task, const Model& model, int gpus) const override {
     if (std::string why = model.WhyNotSplittable(); !why.empty()) return why;

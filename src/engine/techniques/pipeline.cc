@@ -215,6 +215,7 @@ class Pipeline final : public Technique {
     return "GPipe: time-balanced stages, micro-batches, synchronous flush";
   }
   Layout ProcessLayout() const override { return Layout::kRankPerDevice; }
+  int MinGpus() const override { return 2; }
 
   std::string Unsupported(const TaskSpec& task, const Model& model, int gpus) const override {
     if (std::string why = model.WhyNotSplittable(); !why.empty()) return why;

@@ -114,22 +114,21 @@ class SpillTrainer final : public Trainer {
       for (const ParamSlot& slot : host_.At(b).Params())
         sources.push_back(*slot.tensor);
     }
-    return std::async(std::launch::async,
-                      [sources = std::move(sources), paged = std::move(paged)]() mutable {
-                        at::NoGradGuard no_grad;
-                        for (size_t i = 0; i < sources.size(); ++i) {
-                          const at::Tensor& param = paged.params[i];
-                          RefillStorage(param, sources[i].nbytes());
-                          // Written through an alias of the storage: an
-                          // in-place copy into `param` itself would bump the
-                          // version autograd checks its saved tensors by.
-                          at::empty({0}, param.options())
-                              .set_(param.storage(), param.storage_offset(), param.sizes(),
-                                    param.strides())
-                              .copy_(sources[i]);
-                        }
-                        return std::move(paged);
-                      });
+    return std::async(
+        std::launch::async, [sources = std::move(sources), paged = std::move(paged)]() mutable {
+          at::NoGradGuard no_grad;
+          for (size_t i = 0; i < sources.size(); ++i) {
+            const at::Tensor& param = paged.params[i];
+            RefillStorage(param, sources[i].nbytes());
+            // Written through an alias of the storage: an
+            // in-place copy into `param` itself would bump the
+            // version autograd checks its saved tensors by.
+            at::empty({0}, param.options())
+                .set_(param.storage(), param.storage_offset(), param.sizes(), param.strides())
+                .copy_(sources[i]);
+          }
+          return std::move(paged);
+        });
   }
 
   // Copies shard s's parameters to the device on another thread.
@@ -234,9 +233,9 @@ class Spill final : public Technique {
   }
 
   std::unique_ptr<Trainer> MakeTrainer(TrainContext& ctx, const Knobs& knobs) const override {
-    return std::make_unique<SpillTrainer>(ctx,
-                                          static_cast<int>(KnobInt(knobs, "blocks_per_shard", 1, 1)),
-                                          KnobBool(knobs, "recompute", true));
+    return std::make_unique<SpillTrainer>(
+        ctx, static_cast<int>(KnobInt(knobs, "blocks_per_shard", 1, 1)),
+        KnobBool(knobs, "recompute", true));
   }
 };
 

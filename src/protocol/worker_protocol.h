@@ -1,0 +1,110 @@
+// The worker protocol (docs/worker.md) in one place: its version, exit
+// statuses, the messages saturn-worker writes (search and execute results,
+// its technique catalogue, progress lines) and their JSON, used by both
+// sides — the worker (src/worker) writes them, the orchestrators
+// (src/launch, profiler, executor) read them. Torch-free.
+//
+//   WorkerSearchResult r;                 // worker: fill from the engine's result
+//   WriteFileAtomic(out, ToJson(r).dump());
+//   WorkerSearchResult back = ReadSearchResult(out);   // orchestrator
+//   StepReport s;
+//   if (ParseStepLine("saturn: step=3 loss=2.5 step_s=0.1", &s)) ...;
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+namespace saturn {
+
+constexpr int kWorkerProtocol = 1;
+
+enum WorkerExit {
+  kWorkerOk = 0,
+  kWorkerInternal = 1,
+  kWorkerBadInput = 2,
+  kWorkerOom = 3,
+  kWorkerPeerFailure = 4
+};
+
+// `saturn-worker search --out F`: the best knob setting of one technique on
+// one GPU count, or why none fits.
+struct WorkerSearchResult {
+  bool feasible = false;
+  std::string reason;  // why not, when infeasible
+  std::string technique;
+  int gpus = 0;
+  double step_s = 0.0;  // median of the measured steps
+  std::vector<double> step_samples_s;
+  std::vector<double> warmup_step_s;  // warm-up steps: what a fresh start costs extra
+  // A launch's fixed costs, besides the steps: from asking for the process
+  // to its first step (process start, rendezvous, model and data, building
+  // the trainer), and writing one checkpoint.
+  double ready_unix_s = 0.0;  // when the worker was ready to build its trainer
+  double setup_s = 0.0;       // building the chosen setting's trainer
+  double done_unix_s = 0.0;   // when it had written its result (then shut down)
+  double launch_s = 0.0;      // set by the orchestrator (SetLaunchCost), not the worker
+  double checkpoint_s = 0.0;
+  std::vector<double> peak_memory_bytes;  // per device
+  std::vector<double> resident_bytes;     // per device, between steps
+  double capacity_bytes = 0.0;
+  double model_flops_per_step = 0.0;
+  nlohmann::json knobs = nlohmann::json::object();
+  nlohmann::json stats = nlohmann::json::object();      // technique measurements, "phases"
+  nlohmann::json candidates = nlohmann::json::array();  // every setting tried
+};
+
+// `saturn-worker execute --out F`: what a run of steps [from, to) did.
+struct WorkerExecuteResult {
+  long completed_steps = 0;
+  double final_loss = 0.0;
+  bool preempted = false;
+  std::string checkpoint;
+  std::vector<double> peak_memory_bytes;
+  std::vector<double> resident_bytes;
+  std::vector<double> losses;  // one per step run
+  nlohmann::json knobs = nlohmann::json::object();
+  nlohmann::json stats = nlohmann::json::object();
+};
+
+// `saturn-worker techniques`: one technique it can train with, and the
+// traits the orchestrators plan with (technique knowledge lives in the
+// engine only).
+struct WorkerTechnique {
+  std::string name;
+  std::string description;
+  bool one_process = false;   // runs in one process, on exactly one device
+  int min_gpus = 1;           // device counts it can run on: [min_gpus, max_gpus]
+  int max_gpus = 0;           // 0: no upper bound
+  bool splits_batch = false;  // each device takes a slice of every batch
+  std::string plugin;         // the plug-in that provides it; "" if built in
+};
+
+// A progress line "saturn: step=N loss=X step_s=Y [peak_mem_gib=Z]", as the
+// worker (and a user's program, docs/byo.md) prints one per step.
+struct StepReport {
+  long step = -1;
+  double loss = 0.0;
+  double step_s = 0.0;
+  double peak_mem_gib = -1.0;  // < 0: not reported
+};
+
+// Each message with its "protocol" version; FromJson throws
+// std::runtime_error (the worker broke the protocol) on a foreign version or
+// a malformed message.
+nlohmann::json ToJson(const WorkerSearchResult& r);
+nlohmann::json ToJson(const WorkerExecuteResult& r);
+nlohmann::json ToJson(const std::vector<WorkerTechnique>& techniques);
+WorkerSearchResult SearchResultFromJson(const nlohmann::json& j);
+WorkerExecuteResult ExecuteResultFromJson(const nlohmann::json& j);
+std::vector<WorkerTechnique> TechniquesFromJson(const nlohmann::json& j);
+
+// Reads a result file; std::runtime_error naming it if missing or broken.
+WorkerSearchResult ReadSearchResult(const std::string& path);
+WorkerExecuteResult ReadExecuteResult(const std::string& path);
+
+std::string FormatStepLine(const StepReport& report);
+// False if `line` is not a progress line.
+bool ParseStepLine(const std::string& line, StepReport* report);
+
+}  // namespace saturn
