@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "common/clock.h"
+#include "common/defaults.h"
 #include "profiler/profiler.h"
 
 namespace saturn {
@@ -41,16 +42,16 @@ struct RunOptions {
   std::string run_dir;               // "" = saturn-runs/<workload file name>
   bool resume = false;
   std::string solver = "auto";
-  double time_limit_s = 10.0;  // per plan and re-plan
+  double time_limit_s = defaults::kSolverTimeLimitS;  // per plan and re-plan
   uint64_t seed = 0;
   bool introspection = true;
-  double interval_s = 0.0;      // 0: a tenth of the planned makespan, in [10 s, 1000 s]
-  double threshold_s = -1.0;    // < 0: 2% of the planned makespan, at least 2 switch costs
-  double switch_cost_s = 10.0;  // estimated cost of checkpoint + restart
-  int max_retries = 2;
-  long checkpoint_every = 0;   // steps; 0: a tenth of the task's steps
-  double stop_grace_s = 60.0;  // SIGTERM, then SIGKILL after this long
-  std::string profile_path;    // use this profile instead of profiling
+  double interval_s = 0.0;    // 0: a tenth of the planned makespan, in [10 s, 1000 s]
+  double threshold_s = -1.0;  // < 0: 2% of the planned makespan, at least 2 switch costs
+  double switch_cost_s = defaults::kSwitchCostS;  // estimated cost of checkpoint + restart
+  int max_retries = defaults::kMaxRetries;
+  long checkpoint_every = 0;                    // steps; 0: a tenth of the task's steps
+  double stop_grace_s = defaults::kStopGraceS;  // SIGTERM, then SIGKILL after this long
+  std::string profile_path;                     // use this profile instead of profiling
   ProfilerOptions profiler;
   std::string backend = "local";
   bool progress = true;
