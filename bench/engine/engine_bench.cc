@@ -137,7 +137,9 @@ json RunSearch(const Options& o, const std::string& dir, const Case& c,
                const std::string& technique, int gpus) {
   std::string out = dir + "/" + technique + "-" + std::to_string(gpus) + ".json";
   std::ostringstream command;
-  command << SATURN_WORKER_PATH << " search --task " << TaskFile(o, dir, c) << " --technique "
+  // What WorkerEnv (launch/worker.h) gives every worker Saturn starts.
+  command << (std::getenv("OMP_WAIT_POLICY") ? "" : "OMP_WAIT_POLICY=PASSIVE ")
+          << SATURN_WORKER_PATH << " search --task " << TaskFile(o, dir, c) << " --technique "
           << technique << " --gpus " << gpus << " --out " << out << " --threads " << c.threads
           << " --device-kind " << o.device << " --warmup " << o.warmup << " --measure " << o.measure
           << " >/dev/null";

@@ -7,6 +7,7 @@
 #include "cli/commands.h"
 #include "common/defaults.h"
 #include "common/fs.h"
+#include "launch/backend.h"
 #include "profiler/cache.h"
 #include "profiler/profiler.h"
 #include "spec/workload.h"
@@ -26,11 +27,15 @@ struct ProfileOptions {
   int measure = kDefaultMeasureSteps;
   long checkpoint_every = 0;
   std::vector<std::string> plugins;
+  std::string backend = "local";
 };
 
 int RunProfile(const ProfileOptions& o) {
   Workload workload = LoadWorkloadFile(o.workload, o.plugins);
+  std::unique_ptr<LaunchBackend> backend = MakeBackend(o.backend);
+  UseBackendAllocation(workload, *backend);
   ProfilerOptions options;
+  options.backend = backend.get();
   options.cache_path = o.cache;
   options.use_cache = !o.no_cache;
   options.refresh = o.refresh;
@@ -75,6 +80,9 @@ void AddProfileCommand(CLI::App& app, int* status) {
                   "(default: a tenth of each task)")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--plugin", o->plugins, "Technique plug-in (shared library); repeatable");
+  cmd->add_option("--backend", o->backend,
+                  "Where trials run: local (this machine) or slurm (job steps in the allocation)")
+      ->capture_default_str();
   cmd->callback([o, status] { *status = RunProfile(*o); });
 }
 

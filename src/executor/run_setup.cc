@@ -42,16 +42,7 @@ void CheckAndOpen(RunContext& run) {
   // Plug-ins load and every task's techniques exist.
   if (engine_tasks) AvailableTechniques(run.workload, run.worker);
   run.backend = MakeBackend(o.backend);
-  if (run.workload.from_allocation) {
-    auto nodes = run.backend->AllocatedNodes();
-    if (!nodes) {
-      throw InputError(o.workload_path, 0, "cluster.from",
-                       "the cluster comes from the Slurm allocation: run inside one (sbatch, "
-                       "salloc) with --backend slurm, or list the nodes under cluster.nodes");
-    }
-    UseAllocation(run.workload, *nodes);
-  }
-  run.backend->CheckCluster(run.workload.cluster);
+  UseBackendAllocation(run.workload, *run.backend);
   MakeDirectories(run.run_dir);
   run.backend->CheckSharedDir(run.run_dir, run.workload.cluster);
   run.state.emplace(RunState::Open(run.run_dir, !o.resume));

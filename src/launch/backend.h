@@ -24,6 +24,8 @@
 
 namespace saturn {
 
+struct Workload;
+
 struct WorkerJob {
   std::vector<std::string> argv;
   std::map<std::string, std::string> env;
@@ -73,5 +75,10 @@ std::unique_ptr<LaunchBackend> MakeLocalBackend();
 
 // A backend by name: "local" or "slurm". InputError for an unknown name.
 std::unique_ptr<LaunchBackend> MakeBackend(const std::string& name);
+
+// Fills a workload's cluster from the backend's allocation when it says
+// `cluster: {from: slurm}` (InputError outside one), then lets the backend
+// check the cluster. `saturn run` and `saturn profile` both start with it.
+void UseBackendAllocation(Workload& workload, LaunchBackend& backend);
 
 }  // namespace saturn

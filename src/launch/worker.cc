@@ -82,6 +82,7 @@ std::vector<std::string> WorkerArgv(const std::string& worker, const WorkerCall&
 std::map<std::string, std::string> WorkerEnv() {
   std::map<std::string, std::string> env;
   if (!std::getenv("OPENBLAS_NUM_THREADS")) env["OPENBLAS_NUM_THREADS"] = "1";
+  if (!std::getenv("OMP_WAIT_POLICY")) env["OMP_WAIT_POLICY"] = "PASSIVE";
   return env;
 }
 

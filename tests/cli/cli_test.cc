@@ -181,5 +181,26 @@ TEST(CliHelp, ShowsEachDefaultOfTheOptionTable) {
               HasSubstr(WithDefault("--trial-timeout FLOAT:POSITIVE", defaults::kTrialTimeoutS)));
 }
 
+// saturn profile runs trials where --backend says; a workload whose cluster
+// comes from a Slurm allocation needs that backend inside one.
+TEST_F(Cli, ProfileTakesABackend) {
+  WriteFileAtomic(Path("w.yaml"),
+                  "cluster: {from: slurm, device: cpu}\n"
+                  "tasks:\n"
+                  "  - name: a\n"
+                  "    model: {type: mlp, layers: 1, width: 8}\n"
+                  "    data: {type: synthetic}\n"
+                  "    batch_size: 4\n"
+                  "    optimizer: {type: sgd, lr: 0.1}\n"
+                  "    steps: 5\n");
+  Result r = Saturn("profile " + Path("w.yaml") + " --backend nosuch");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.output, HasSubstr("--backend: unknown launch backend 'nosuch'"));
+  r = Saturn("profile " + Path("w.yaml") + " --no-cache");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.output, HasSubstr("cluster.from: the cluster comes from the Slurm allocation"));
+  EXPECT_THAT(Saturn("profile --help").output, HasSubstr("--backend TEXT=local"));
+}
+
 }  // namespace
 }  // namespace saturn
