@@ -6,6 +6,7 @@
 
 #include "cli/commands.h"
 #include "common/defaults.h"
+#include "common/error.h"
 #include "common/fs.h"
 #include "launch/backend.h"
 #include "profiler/cache.h"
@@ -28,6 +29,7 @@ struct ProfileOptions {
   long checkpoint_every = 0;
   std::vector<std::string> plugins;
   std::string backend = "local";
+  std::string work_dir;
 };
 
 int RunProfile(const ProfileOptions& o) {
@@ -36,6 +38,15 @@ int RunProfile(const ProfileOptions& o) {
   UseBackendAllocation(workload, *backend);
   ProfilerOptions options;
   options.backend = backend.get();
+  options.work_dir = o.work_dir;
+  if (!o.work_dir.empty()) {
+    MakeDirectories(o.work_dir);
+    backend->CheckSharedDir(o.work_dir, workload.cluster);
+  } else if (o.backend != "local") {
+    throw InputError("", 0, "--work-dir",
+                     "trials on " + o.backend +
+                         " run on other nodes: give a folder they all see (shared storage)");
+  }
   options.cache_path = o.cache;
   options.use_cache = !o.no_cache;
   options.refresh = o.refresh;
@@ -83,6 +94,9 @@ void AddProfileCommand(CLI::App& app, int* status) {
   cmd->add_option("--backend", o->backend,
                   "Where trials run: local (this machine) or slurm (job steps in the allocation)")
       ->capture_default_str();
+  cmd->add_option("--work-dir", o->work_dir,
+                  "Folder for the trials' files (default: a temporary one; with --backend slurm, "
+                  "required and on storage every node sees)");
   cmd->callback([o, status] { *status = RunProfile(*o); });
 }
 

@@ -41,7 +41,8 @@ void AddRunCommand(CLI::App& app, int* status) {
   cmd->add_option("workload", o->workload_path, "Workload file (YAML, Contract 5)")->required();
   cmd->add_option("--run-dir", o->run_dir, "Run directory (default: saturn-runs/<workload file>)");
   cmd->add_flag("--resume", o->resume, "Continue the run found in the run directory");
-  cmd->add_option("--solver", o->solver, "Solver for planning and re-planning");
+  cmd->add_option("--solver", o->solver, "Solver for planning and re-planning")
+      ->capture_default_str();
   cmd->add_option("--time-limit", o->time_limit_s, "Solver time limit per plan, seconds")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
@@ -66,7 +67,8 @@ void AddRunCommand(CLI::App& app, int* status) {
       ->check(CLI::PositiveNumber);
   cmd->add_option("--profile", o->profile_path, "Use this profile table instead of profiling");
   cmd->add_option("--plugin", o->plugins, "Technique plug-in (shared library); repeatable");
-  cmd->add_option("--backend", o->backend, "Where workers run: local (this machine) or slurm");
+  cmd->add_option("--backend", o->backend, "Where workers run: local (this machine) or slurm")
+      ->capture_default_str();
   cmd->add_option("--stop-grace", o->stop_grace_s,
                   "Seconds a pre-empted worker may take to checkpoint before it is killed")
       ->check(CLI::PositiveNumber)

@@ -53,7 +53,7 @@ WorkerJob Dispatcher::MakeJob(int j, const Assignment& a) {
   std::error_code ec;
   fs::remove(call.out_path, ec);
   WorkerJob job =
-      TaskJob(task.spec, run_.worker, call, JobTarget{node.name, a.gpu_ids, option.gpus});
+      TaskJob(task.spec, run_.worker, call, JobTarget{node.name, a.gpu_ids, option.gpus, ""});
   job.pipe_stdout = true;
   job.stderr_path = dir + "/worker.log";
   return job;

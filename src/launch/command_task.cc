@@ -44,7 +44,7 @@ WorkerJob TaskJob(const nlohmann::json& spec, const std::string& worker, const W
     c.technique = call.technique;
     c.gpus = call.gpus;
     c.gpu_ids = target.gpu_ids;
-    c.node = target.node;
+    c.node = target.node.empty() ? target.node_label : target.node;
     c.start_step = call.from_step;
     c.steps = call.to_step;
     c.checkpoint_dir = call.checkpoint_dir;

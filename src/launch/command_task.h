@@ -50,9 +50,12 @@ bool IsCommandTask(const nlohmann::json& spec);
 // Where a task's job runs: a node's devices, and how many processes the
 // launch backend starts for it.
 struct JobTarget {
-  std::string node;
+  std::string node;  // "": the backend picks one
   std::vector<int> gpu_ids;
   int ranks = 1;
+  // What a user's program is told its node is ({node}, SATURN_NODE) when
+  // `node` is empty.
+  std::string node_label;
 };
 
 // The one way the profiler and the executor call a task: the engine's

@@ -48,7 +48,7 @@ struct ProfilerOptions {
   int measure = kDefaultMeasureSteps;                 // steps measured (-1: worker default)
   int parallel = 1;                                   // trials at once
   std::string work_dir;                               // trial files; "" = a fresh temporary folder
-  LaunchBackend* backend = nullptr;                   // "" = local
+  LaunchBackend* backend = nullptr;                   // nullptr = local
   bool progress = true;
   // The executor's checkpoint interval (steps; 0: its default, a tenth of the
   // task): runtimes include the checkpoints a run writes.

@@ -49,8 +49,8 @@ TrialRunner::Running TrialRunner::Start(int index, const Trial& t, const json& t
   call.to_step = CommandSteps();
   call.checkpoint_dir = dir_ + "/" + stem + ".checkpoints";
   JobTarget target;
-  // No node: the backend picks one (a program sees SATURN_NODE=profiling).
-  if (command) target.node = "profiling";
+  // No node: the backend picks one; a program sees SATURN_NODE=profiling.
+  target.node_label = "profiling";
   for (int g = 0; g < t.gpus; ++g)
     target.gpu_ids.push_back(g);
   target.ranks = 1;  // the worker starts its own ranks; a program, its own processes
