@@ -88,7 +88,9 @@ if [ "$mode" = search ]; then
 fi
 # execute
 # 50 / (10 + step), with bash arithmetic only (no process per step).
-loss() { local m=$((50000000 / (10 + $1))); printf '%d.%06d' $((m / 1000000)) $((m % 1000000)); }
+# Sets LOSS (no command substitution in the step loop: bash 5.2 can abort
+# when the SIGTERM trap runs while it parses one, "reader_loop: bad jump").
+loss() { local m=$((50000000 / (10 + $1))); printf -v LOSS '%d.%06d' $((m / 1000000)) $((m % 1000000)); }
 checkpoint() {
   [ "$rank" = 0 ] || return 0
   mkdir -p "$ckdir/checkpoint-$1.partial"
@@ -97,8 +99,9 @@ checkpoint() {
 }
 result() {
   [ "$rank" = 0 ] || return 0
+  loss "$1"
   printf '{"protocol": 1, "completed_steps": %s, "final_loss": %s, "preempted": %s, "checkpoint": "%s/checkpoint-%s"}\n' \
-    "$1" "$(loss $1)" "$2" "$ckdir" "$1" > "$out.tmp" && mv "$out.tmp" "$out"
+    "$1" "$LOSS" "$2" "$ckdir" "$1" > "$out.tmp" && mv "$out.tmp" "$out"
 }
 stop=0
 trap 'stop=1' TERM
@@ -108,7 +111,7 @@ while [ "$step" -lt "$to" ]; do
     steplog end crashed; echo "fake worker: crashed at step $step" >&2; exit 1
   fi
   sleep "$step_s"
-  [ "$rank" = 0 ] && echo "saturn: step=$step loss=$(loss $step) step_s=$step_s"
+  if [ "$rank" = 0 ]; then loss "$step"; echo "saturn: step=$step loss=$LOSS step_s=$step_s"; fi
   step=$((step + 1))
   if [ "$every" -gt 0 ] && [ $((step % every)) -eq 0 ]; then checkpoint $step; fi
   if [ "$stop" = 1 ]; then checkpoint $step; result $step true; steplog end preempted; exit 0; fi
