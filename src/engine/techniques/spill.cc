@@ -106,14 +106,20 @@ class SpillTrainer final : public Trainer {
     std::vector<at::Tensor> params;  // device copies, in the shard's block order
   };
 
+  // Shard s's parameters in host memory, in the shard's block order.
+  std::vector<at::Tensor> HostParams(int s) {
+    std::vector<at::Tensor> params;
+    for (int b = shards_[s].first; b < shards_[s].second; ++b) {
+      for (const ParamSlot& slot : host_.At(b).Params())
+        params.push_back(*slot.tensor);
+    }
+    return params;
+  }
+
   // Gives shard s's released device parameters their memory back and copies
   // the host values into it, on another thread.
   std::future<Paged> Refill(int s, Paged paged) {
-    std::vector<at::Tensor> sources;
-    for (int b = shards_[s].first; b < shards_[s].second; ++b) {
-      for (const ParamSlot& slot : host_.At(b).Params())
-        sources.push_back(*slot.tensor);
-    }
+    std::vector<at::Tensor> sources = HostParams(s);
     return std::async(
         std::launch::async, [sources = std::move(sources), paged = std::move(paged)]() mutable {
           at::NoGradGuard no_grad;
@@ -133,11 +139,7 @@ class SpillTrainer final : public Trainer {
 
   // Copies shard s's parameters to the device on another thread.
   std::future<Paged> PageIn(int s) {
-    std::vector<at::Tensor> sources;
-    for (int b = shards_[s].first; b < shards_[s].second; ++b) {
-      for (const ParamSlot& slot : host_.At(b).Params())
-        sources.push_back(*slot.tensor);
-    }
+    std::vector<at::Tensor> sources = HostParams(s);
     const Device& device = ctx_.device;
     return std::async(std::launch::async, [sources = std::move(sources), &device] {
       Paged paged;
