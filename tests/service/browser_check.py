@@ -1,0 +1,292 @@
+#!/usr/bin/python3
+"""Loads the dashboard in headless Chromium and checks what it renders against
+the API it reads. Standard library only: Chromium is driven over the DevTools
+protocol on a pipe (--remote-debugging-pipe), because `--dump-dom` with
+`--virtual-time-budget` never returns while the page holds the open
+/v1/events stream.
+
+  browser_check.py --server http://127.0.0.1:PORT --artifacts DIR
+                   [--token T] [--expect-tasks a,b] [--wait-status TASK=STATUS ...]
+                   [--expect-empty] [--timeout 60]
+
+Checks, polling until they hold or --timeout passes:
+  - the page loaded its data (body[data-ready=1]) and follows /v1/events
+    (#conn[data-state=live]), and threw no JavaScript exception;
+  - one row per task of GET /v1/tasks (tr[data-task]), with the API's status
+    (data-status) and step count, and a progress bar whose data-steps-done is
+    the API's steps_done within what a second of training moves it;
+  - each --wait-status holds (the page follows live changes), and a running
+    task's progress moves on the page without a reload;
+  - the Gantt chart has a planned bar per GPU of each plan entry and an actual
+    bar for every running task; a loss curve for each task with steps done;
+  - with --expect-empty: the empty state, no rows.
+Writes DIR/dashboard.png (screenshot), DIR/dashboard.html (the rendered DOM)
+and DIR/check.log. Exit 0 when all hold, 1 with the failed checks otherwise.
+"""
+import argparse
+import base64
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+SUMMARY_JS = r"""
+(() => {
+  if (!document.body || !document.getElementById('last-event')) return JSON.stringify({ready: null});
+  const q = s => [...document.querySelectorAll(s)];
+  const rows = q('#task-rows tr[data-task]').map(r => {
+    const p = r.querySelector('.progress');
+    return {id: r.dataset.task, status: r.dataset.status,
+            steps_done: p ? Number(p.dataset.stepsDone) : null,
+            steps: p ? Number(p.dataset.steps) : null,
+            text: r.innerText};
+  });
+  return JSON.stringify({
+    ready: document.body.dataset.ready, conn: document.body.dataset.conn || null,
+    rows, empty: !!document.getElementById('empty-state'),
+    planned: q('#gantt rect[data-kind=planned]:not([data-stale])').map(e => e.dataset.task),
+    actual: q('#gantt rect[data-kind=actual]').map(e => [e.dataset.task, e.dataset.how]),
+    curves: q('#loss path[data-task]').map(e => [e.dataset.task, Number(e.dataset.points)]),
+    lastEvent: document.getElementById('last-event').dataset.seconds,
+  });
+})()
+"""
+
+
+class Chromium:
+    """Headless Chromium on a DevTools pipe: fd 3 to it, fd 4 from it, messages
+    ending in NUL."""
+
+    def __init__(self, binary, width, height):
+        self.profile = tempfile.mkdtemp(prefix="saturn-chromium-")
+        to_r, self.to_w = os.pipe()
+        self.from_r, from_w = os.pipe()
+        os.set_inheritable(to_r, True)
+        os.set_inheritable(from_w, True)
+
+        def fds():  # in the child, before exec: the pipe ends become fds 3 and 4
+            r, w = os.dup(to_r), os.dup(from_w)  # (either end may itself be 3 or 4)
+            os.dup2(r, 3)
+            os.dup2(w, 4)
+
+        self.proc = subprocess.Popen(
+            [binary, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+             "--disable-extensions", "--disable-dev-shm-usage", "--hide-scrollbars",
+             "--remote-debugging-pipe", "--user-data-dir=" + self.profile,
+             "--window-size=%d,%d" % (width, height), "about:blank"],
+            preexec_fn=fds, pass_fds=(3, 4), stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        os.close(to_r)
+        os.close(from_w)
+        self.buf = b""
+        self.next_id = 0
+        self.session = None
+        self.exceptions = []
+        self.console_errors = []
+
+    def _read_message(self, deadline):
+        while b"\0" not in self.buf:
+            if time.monotonic() > deadline:
+                raise TimeoutError("no answer from Chromium")
+            chunk = os.read(self.from_r, 1 << 16)
+            if not chunk:
+                raise RuntimeError("Chromium closed the DevTools pipe (it exited?)")
+            self.buf += chunk
+        msg, self.buf = self.buf.split(b"\0", 1)
+        return json.loads(msg)
+
+    def call(self, method, params=None, session=True, timeout=30):
+        self.next_id += 1
+        msg = {"id": self.next_id, "method": method, "params": params or {}}
+        if session and self.session:
+            msg["sessionId"] = self.session
+        os.write(self.to_w, json.dumps(msg).encode() + b"\0")
+        deadline = time.monotonic() + timeout
+        while True:
+            reply = self._read_message(deadline)
+            if reply.get("id") == self.next_id:
+                if "error" in reply:
+                    raise RuntimeError("%s: %s" % (method, reply["error"]))
+                return reply.get("result", {})
+            self._note(reply)
+
+    def _note(self, event):
+        if event.get("method") == "Runtime.exceptionThrown":
+            details = event["params"]["exceptionDetails"]
+            text = details.get("exception", {}).get("description") or details.get("text")
+            self.exceptions.append(text)
+        elif event.get("method") == "Runtime.consoleAPICalled" and \
+                event["params"].get("type") == "error":
+            self.console_errors.append(" ".join(
+                str(a.get("value", a.get("description", ""))) for a in event["params"]["args"]))
+
+    def open(self, url, width, height):
+        target = self.call("Target.createTarget", {"url": "about:blank"}, session=False)
+        self.session = self.call("Target.attachToTarget",
+                                 {"targetId": target["targetId"], "flatten": True},
+                                 session=False)["sessionId"]
+        self.call("Runtime.enable")
+        self.call("Page.enable")
+        self.call("Emulation.setDeviceMetricsOverride",
+                  {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": False})
+        self.call("Page.navigate", {"url": url})
+
+    def evaluate(self, expression):
+        result = self.call("Runtime.evaluate", {"expression": expression, "returnByValue": True})
+        if "exceptionDetails" in result:
+            raise RuntimeError("evaluate: %s" % result["exceptionDetails"])
+        return result["result"].get("value")
+
+    def screenshot(self, path):
+        data = self.call("Page.captureScreenshot", {"format": "png", "captureBeyondViewport": True})
+        with open(path, "wb") as f:
+            f.write(base64.b64decode(data["data"]))
+
+    def close(self):
+        try:
+            self.call("Browser.close", session=False, timeout=5)
+        except Exception:
+            pass
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        os.close(self.to_w)
+        os.close(self.from_r)
+        shutil.rmtree(self.profile, ignore_errors=True)
+
+
+def api(server, path, token):
+    req = urllib.request.Request(server + path)
+    if token:
+        req.add_header("Authorization", "Bearer " + token)
+    with urllib.request.urlopen(req, timeout=10) as r:
+        return json.loads(r.read())
+
+
+def problems(page, tasks, plan, args, first, moved):
+    """What the rendered page gets wrong against the API's answer (empty: all
+    holds)."""
+    out = []
+    if page.get("ready") != "1":
+        return ["the page never loaded its data (body[data-ready] is %r)" % page.get("ready")]
+    if page["conn"] != "live":
+        out.append("the page does not follow /v1/events (connection %r)" % page["conn"])
+    rows = {r["id"]: r for r in page["rows"]}
+    if args.expect_empty:
+        if rows or not page["empty"]:
+            out.append("expected the empty state, got %d rows" % len(rows))
+        return out
+    api_ids = [t["id"] for t in tasks]
+    for want in args.expect_tasks:
+        if want not in api_ids:
+            out.append("the API has no task %s" % want)
+    if sorted(rows) != sorted(api_ids):
+        out.append("rows %s, API tasks %s" % (sorted(rows), sorted(api_ids)))
+    for t in tasks:
+        r = rows.get(t["id"])
+        if r is None:
+            continue
+        if r["status"] != t["status"]:
+            out.append("%s: page says %s, API says %s" % (t["id"], r["status"], t["status"]))
+        if r["steps"] != (t["steps"] or 0):  # null before a task is planned
+            out.append("%s: page shows %s steps, API %s" % (t["id"], r["steps"], t["steps"]))
+        # The API is asked after the page is read, so the page may be behind;
+        # a progress event may also be a moment ahead of the API's task view.
+        if not (t["steps_done"] - args.step_slack <= r["steps_done"] <= t["steps_done"] + 10):
+            out.append("%s: page shows %s steps done, API %s" % (
+                t["id"], r["steps_done"], t["steps_done"]))
+        if t["status"] == "running" and t["id"] not in {a[0] for a in page["actual"]
+                                                       if a[1] == "running"}:
+            out.append("%s is running but has no open bar in the Gantt chart" % t["id"])
+        if t["steps_done"] > 0 and t["id"] not in {c[0] for c in page["curves"]}:
+            out.append("%s has %d steps done but no loss curve" % (t["id"], t["steps_done"]))
+    for p in plan.get("tasks", []):
+        n = page["planned"].count(p["task"])
+        if n != len(p.get("gpu_ids", [])):
+            out.append("plan entry %s: %d planned bars for %d GPUs" % (
+                p["task"], n, len(p.get("gpu_ids", []))))
+    for cond in args.wait_status:
+        task, status = cond.split("=", 1)
+        if rows.get(task, {}).get("status") != status:
+            out.append("waiting for %s to be %s on the page (it is %s)" % (
+                task, status, rows.get(task, {}).get("status")))
+    if args.expect_moving:
+        # Seen once is enough: the task may have finished since.
+        moved.update(i for i, r in rows.items() if i in first and r["status"] == "running" and
+                     r["steps_done"] > first[i])
+        if not moved:
+            out.append("no running task's progress moved on the page since it loaded")
+    return out
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--server", required=True)
+    p.add_argument("--artifacts", required=True)
+    p.add_argument("--token", default="")
+    p.add_argument("--chromium", default=shutil.which("chromium") or "chromium")
+    p.add_argument("--expect-tasks", default="", type=lambda s: [x for x in s.split(",") if x])
+    p.add_argument("--wait-status", action="append", default=[])
+    p.add_argument("--expect-empty", action="store_true")
+    p.add_argument("--expect-moving", action="store_true",
+                   help="a running task's progress must move on the page")
+    p.add_argument("--step-slack", type=int, default=50,
+                   help="how many steps the page may be behind the API")
+    p.add_argument("--timeout", type=float, default=60)
+    p.add_argument("--width", type=int, default=1440)
+    p.add_argument("--height", type=int, default=1500)
+    args = p.parse_args()
+    os.makedirs(args.artifacts, exist_ok=True)
+    log = open(os.path.join(args.artifacts, "check.log"), "w")
+
+    def say(*a):
+        print(*a, file=log, flush=True)
+        print("browser_check:", *a, file=sys.stderr, flush=True)
+
+    url = args.server + "/" + ("#token=" + args.token if args.token else "")
+    browser = Chromium(args.chromium, args.width, args.height)
+    failures = ["the page was never read"]
+    try:
+        browser.open(url, args.width, args.height)
+        deadline = time.monotonic() + args.timeout
+        first, moved = {}, set()
+        while True:
+            page = json.loads(browser.evaluate(SUMMARY_JS) or "{}")
+            tasks = api(args.server, "/v1/tasks", args.token)["tasks"]
+            plan = api(args.server, "/v1/plan", args.token)
+            for r in page.get("rows", []):  # each task's progress when the page first showed it
+                first.setdefault(r["id"], r["steps_done"])
+            failures = problems(page, tasks, plan, args, first, moved)
+            failures += ["JavaScript exception: %s" % e for e in browser.exceptions]
+            if not failures or time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
+        # The screenshot after the last check, with the page at rest.
+        browser.screenshot(os.path.join(args.artifacts, "dashboard.png"))
+        with open(os.path.join(args.artifacts, "dashboard.html"), "w") as f:
+            f.write(browser.evaluate("document.documentElement.outerHTML"))
+        say("page:", json.dumps({k: page[k] for k in ("ready", "conn", "lastEvent")}))
+        for r in page["rows"]:
+            say("  row %-16s %-10s %s/%s" % (r["id"], r["status"], r["steps_done"], r["steps"]))
+        say("  gantt: %d planned bars, %d actual bars; %d loss curves" % (
+            len(page["planned"]), len(page["actual"]), len(page["curves"])))
+        for e in browser.console_errors:
+            say("  console error:", e)
+    finally:
+        browser.close()
+    if failures:
+        for f in failures:
+            say("FAILED:", f)
+        return 1
+    say("ok: the page shows what the API says; artifacts in", args.artifacts)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,145 @@
+#!/usr/bin/env bash
+# The dashboard in a real browser: starts an API, loads the page in headless
+# Chromium and checks that the rendered DOM shows the API's tasks, their status
+# and progress, the Gantt chart and the loss curves, following /v1/events
+# live (tests/service/browser_check.py does the checking).
+#
+#   browser_test.sh mock   ARTIFACT_DIR            # tests/service/mock_api.py, canned data
+#   browser_test.sh server ARTIFACT_DIR SATURN     # `saturn serve` + `saturn submit`, fake workers
+#
+# Artifacts: ARTIFACT_DIR/<case>/dashboard.png (screenshot), dashboard.html
+# (the rendered DOM), check.log, and the server's log. Exits 77 (ctest skip)
+# when Chromium is not installed: scripts/setup.sh installs Debian's chromium.
+set -u
+mode=${1:?usage: browser_test.sh mock|server ARTIFACT_DIR [SATURN]}
+artifacts=${2:?usage: browser_test.sh mock|server ARTIFACT_DIR [SATURN]}
+saturn=${3:-}
+here=$(cd "$(dirname "$0")" && pwd)
+source_dir=$(cd "$here/../.." && pwd)
+python=/usr/bin/python3
+
+chromium=$(command -v chromium || command -v chromium-browser || true)
+if [[ -z "$chromium" ]]; then
+  echo "SKIP: chromium is not installed (Debian package 'chromium'; scripts/setup.sh installs it)"
+  exit 77
+fi
+
+rm -rf "$artifacts"
+mkdir -p "$artifacts"
+pids=()
+cleanup() {
+  for pid in "${pids[@]}"; do
+    kill "$pid" 2>/dev/null
+    wait "$pid" 2>/dev/null
+  done
+}
+trap cleanup EXIT
+
+# wait_for_line FILE REGEX: waits (up to 30 s) until FILE has a line matching
+# REGEX, prints its first match.
+wait_for_line() {
+  for _ in $(seq 300); do
+    if grep -qE "$2" "$1" 2>/dev/null; then
+      grep -oE "$2" "$1" | head -1
+      return 0
+    fi
+    sleep 0.1
+  done
+  echo "FAILED: no line matching '$2' in $1:" >&2
+  cat "$1" >&2
+  return 1
+}
+
+free_port() {
+  "$python" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# check CASE ARGS...: runs the browser check of one case into $artifacts/CASE.
+check() {
+  local case=$1
+  shift
+  echo "--- $case"
+  if ! "$python" "$here/browser_check.py" --chromium "$chromium" \
+      --artifacts "$artifacts/$case" "$@"; then
+    echo "FAILED: $case (see $artifacts/$case/check.log and dashboard.png)"
+    return 1
+  fi
+}
+
+# start_mock CASE ARGS...: the mock API with its scenario; sets $url.
+start_mock() {
+  local case=$1
+  shift
+  mkdir -p "$artifacts/$case"
+  "$python" "$here/mock_api.py" --port 0 --verbose "$@" >"$artifacts/$case/api.log" 2>&1 &
+  pids+=($!)
+  local port
+  port=$(wait_for_line "$artifacts/$case/api.log" 'listening on [0-9]+' | grep -oE '[0-9]+$') || exit 1
+  url=http://127.0.0.1:$port
+}
+
+status=0
+case "$mode" in
+  mock)
+    # A busy run: every status, three plans, live progress; t5-small starts
+    # 4 s after the mock does, so the page must follow the stream to pass.
+    start_mock busy --scenario busy --token s3cret-token
+    check busy --server "$url" --token s3cret-token \
+      --expect-tasks gpt2-lr1e-4,gpt2-lr3e-4,bert-base,resnet50,vit-small,gpt2-lr1e-3,t5-small,llama-tiny \
+      --wait-status t5-small=running --expect-moving --timeout 60 || status=1
+    # Nothing submitted yet: the empty state.
+    start_mock empty --scenario empty
+    check empty --server "$url" --expect-empty --timeout 30 || status=1
+    ;;
+  server)
+    [[ -x "$saturn" ]] || { echo "FAILED: no saturn binary at '$saturn'"; exit 1; }
+    work="$artifacts/work"
+    mkdir -p "$work"
+    head -c 3000 /dev/zero | tr '\0' z >"$work/corpus.txt"
+    cat >"$work/cluster.yaml" <<'EOF'
+nodes: [{name: node0, gpus: 4, gpu_memory_gib: 1}]
+EOF
+    {
+      echo "tasks:"
+      for name in gpt-a gpt-b gpt-c; do
+        echo "  - name: $name"
+        echo "    model: {type: gpt, layers: 1, d_model: 16, heads: 2, seq_len: 8}"
+        echo "    data: {type: text, path: corpus.txt}"
+        echo "    batch_size: 4"
+        echo "    optimizer: {type: sgd, lr: 0.1}"
+        echo "    steps: 60"
+      done
+    } >"$work/workload.yaml"
+    port=$(free_port)
+    url=http://127.0.0.1:$port
+    # Fake workers (tests/testing/fake_worker.sh): 0.2 s a step, no training.
+    SATURN_WORKER="$source_dir/tests/testing/fake_worker.sh" FAKE_STEP_S=0.2 \
+      "$saturn" serve --cluster "$work/cluster.yaml" --listen "127.0.0.1:$port" \
+      --state-dir "$work/state" >"$artifacts/server.log" 2>&1 &
+    pids+=($!)
+    "$python" - "$url" <<'PY' || { echo "FAILED: saturn serve never answered"; cat "$artifacts/server.log"; exit 1; }
+import sys, time, urllib.request
+for _ in range(150):
+    try:
+        urllib.request.urlopen(sys.argv[1] + "/v1/tasks", timeout=2)
+        sys.exit(0)
+    except OSError:
+        time.sleep(0.2)
+sys.exit(1)
+PY
+    "$saturn" submit "$work/workload.yaml" --server "$url" >"$artifacts/submit.log" 2>&1 || {
+      echo "FAILED: saturn submit"
+      cat "$artifacts/submit.log" "$artifacts/server.log"
+      exit 1
+    }
+    check server --server "$url" --expect-tasks gpt-a,gpt-b,gpt-c --expect-moving \
+      --wait-status gpt-a=finished --wait-status gpt-b=finished --wait-status gpt-c=finished \
+      --timeout 120 || status=1
+    ;;
+  *)
+    echo "usage: browser_test.sh mock|server ARTIFACT_DIR [SATURN]" >&2
+    exit 2
+    ;;
+esac
+echo "screenshots: $artifacts/*/dashboard.png"
+exit $status

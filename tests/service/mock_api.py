@@ -1,0 +1,418 @@
+#!/usr/bin/python3
+"""A stand-in for `saturn serve`'s HTTP API (docs: /v1 in docs/contracts.md,
+Contract 6) with canned data, for developing and testing the dashboard without
+the server. Standard library only.
+
+  mock_api.py --port 8470 [--dashboard-dir src/service/dashboard]
+              [--scenario busy|empty] [--token T] [--speed 1.0]
+
+The `busy` scenario is a run at 620 s on two 4-GPU nodes: tasks running,
+finished, pre-empted and resumed, failed, cancelled, profiling and queued, and
+the plans made so far. Its clock stands still until the first API request
+(the page loading), then runs on (times --speed): progress events stream about
+once a second per running task, 3.5 s later a new plan drops vit-small (failed)
+and places the arrivals, and at 4 s t5-small starts, so a page that follows
+/v1/events sees the plan and a task change live. `empty` is a server that has
+been given nothing yet.
+
+Prints "listening on PORT" once it accepts connections (--port 0 picks one).
+"""
+import argparse
+import json
+import math
+import re
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from urllib.parse import parse_qs, urlparse
+
+START_S = 620.0  # the run clock when the mock starts
+
+
+def loss_at(task, step):
+    """A deterministic, plausible training loss."""
+    seed = sum(ord(c) for c in task)
+    floor = 1.4 + (seed % 7) * 0.15
+    return round(floor + 5.0 * math.exp(-step / (180 + seed % 5 * 60)) +
+                 0.04 * math.sin(step * 0.37 + seed), 4)
+
+
+class Segment:
+    """One stretch of a task on devices: started at `start`, ended at `end`
+    (None: still running) by `how` (task_stopped / task_finished /
+    task_failed)."""
+
+    def __init__(self, start, end, technique, gpus, node, gpu_ids, from_step,
+                 step_s, how=None, **extra):
+        self.start, self.end, self.how = start, end, how
+        self.technique, self.gpus, self.node = technique, gpus, node
+        self.gpu_ids, self.from_step, self.step_s = gpu_ids, from_step, step_s
+        self.extra = extra
+
+    def step_at(self, t, steps):
+        return min(steps, self.from_step + int(max(0.0, t - self.start) / self.step_s))
+
+
+class Task:
+    def __init__(self, id, steps, arrived, segments=(), cancelled=None,
+                 profiling_until=None):
+        self.id, self.steps, self.arrived = id, steps, arrived
+        self.segments = list(segments)
+        self.cancelled = cancelled
+        self.profiling_until = profiling_until
+
+
+def busy_scenario():
+    tasks = [
+        Task("gpt2-lr1e-4", 2000, 0.0, [
+            Segment(32, None, "fsdp", 4, "node0", [0, 1, 2, 3], 0, 0.8)]),
+        Task("gpt2-lr3e-4", 1000, 0.0, [
+            Segment(32, 532, "ddp", 2, "node1", [0, 1], 0, 0.5, "task_finished")]),
+        Task("bert-base", 1500, 0.0, [
+            Segment(32, 300, "pipeline", 2, "node1", [2, 3], 0, 1.0, "task_stopped",
+                    reason="preempted"),
+            Segment(540, None, "ddp", 2, "node1", [0, 1], 250, 0.6)]),
+        Task("resnet50", 2400, 120.0, [
+            Segment(300, None, "single", 1, "node1", [2], 0, 0.4)]),
+        Task("vit-small", 900, 120.0, [
+            Segment(540, 561, "spill", 1, "node1", [3], 0, 0.7, "task_failed",
+                    error="worker exited with signal 9 (host out of memory)")]),
+        Task("gpt2-lr1e-3", 2000, 0.0, cancelled=200.0),
+        Task("t5-small", 600, 590.0, [
+            Segment(START_S + 4, None, "single", 1, "node1", [3], 0, 0.5)],
+            profiling_until=START_S + 4),
+        Task("llama-tiny", 3000, 600.0),
+    ]
+    plan_tasks = [
+        ("gpt2-lr1e-4", "fsdp", 4, "node0", [0, 1, 2, 3], 32, 1580),
+        ("bert-base", "ddp", 2, "node1", [0, 1], 540, 1300),
+        ("resnet50", "single", 1, "node1", [2], 300, 1200),
+        ("t5-small", "single", 1, "node1", [3], 624, 930),
+        ("llama-tiny", "fsdp", 4, "node0", [0, 1, 2, 3], 1580, 2520),
+    ]
+    def plan(entries, makespan, bound, solve_s):
+        return {"solver": "auto", "status": "optimal", "makespan_s": makespan,
+                "lower_bound_s": bound, "solve_time_s": solve_s,
+                "tasks": [{"task": t, "technique": q, "gpus": g, "node": n, "gpu_ids": ids,
+                           "start_s": float(s), "end_s": float(e)}
+                          for (t, q, g, n, ids, s, e) in entries]}
+    # The plan of t=538 until the arrivals' re-plan 3.5 s after the mock starts,
+    # which drops vit-small (failed) and places t5-small and llama-tiny.
+    before = [e for e in plan_tasks if e[0] not in ("t5-small", "llama-tiny")]
+    before.append(("vit-small", "spill", 1, "node1", [3], 540, 1100))
+    plans = [(538.0, plan(before, 1580.0, 1490.0, 0.41)),
+             (START_S + 3.5, plan(plan_tasks, 2520.0, 2395.0, 0.83))]
+    events = [
+        {"t": 0.0, "event": "task_arrived", "task": "gpt2-lr1e-4"},
+        {"t": 0.0, "event": "task_arrived", "task": "gpt2-lr3e-4"},
+        {"t": 0.0, "event": "task_arrived", "task": "bert-base"},
+        {"t": 0.0, "event": "task_arrived", "task": "gpt2-lr1e-3"},
+        {"t": 30.0, "event": "plan", "makespan_s": 1650.0, "solver": "auto",
+         "status": "optimal"},
+        {"t": 120.0, "event": "task_arrived", "task": "resnet50"},
+        {"t": 120.0, "event": "task_arrived", "task": "vit-small"},
+        {"t": 200.0, "event": "task_cancelled", "task": "gpt2-lr1e-3", "step": 0},
+        {"t": 299.0, "event": "plan_switched", "why": "arrivals",
+         "arrived": ["resnet50", "vit-small"], "new_end_s": 1900.0,
+         "preempted": ["bert-base"]},
+        {"t": 538.0, "event": "plan_switched", "new_end_s": 1700.0, "preempted": []},
+        {"t": 590.0, "event": "task_arrived", "task": "t5-small"},
+        {"t": 600.0, "event": "task_arrived", "task": "llama-tiny"},
+        {"t": START_S + 3.5, "event": "plan_switched", "why": "arrivals",
+         "arrived": ["t5-small", "llama-tiny"], "new_end_s": 2520.0, "preempted": []},
+    ]
+    for task in tasks:
+        for seg in task.segments:
+            place = {"task": task.id, "technique": seg.technique, "gpus": seg.gpus,
+                     "node": seg.node, "gpu_ids": seg.gpu_ids}
+            events.append({"t": float(seg.start), "event": "task_started", **place,
+                           "step": seg.from_step})
+            if seg.end is not None:
+                step = seg.step_at(seg.end, task.steps)
+                end = {"t": float(seg.end), "event": seg.how, **place, "step": step,
+                       **seg.extra}
+                if seg.how == "task_finished":
+                    end["steps"] = task.steps
+                    end["loss"] = end["final_loss"] = loss_at(task.id, task.steps)
+                events.append(end)
+    events.sort(key=lambda e: e["t"])
+    return tasks, plans, events
+
+
+class World:
+    """The canned run and its clock; thread-safe."""
+
+    def __init__(self, scenario, speed):
+        self.lock = threading.Condition()
+        self.speed = speed
+        self.started = None  # the clock runs from the first API request
+        if scenario == "busy":
+            self.tasks, self.plans, self.pending = busy_scenario()
+            self.start_s = START_S
+        else:
+            self.tasks, self.plans, self.pending = [], [], []
+            self.start_s = 0.0
+        self.log = []  # (id, event) of every event due so far
+        self.seq = 0
+        self.progress = []  # (id, event): the latest progress events, stream only
+        self.last_progress_s = {}
+        threading.Thread(target=self._tick, daemon=True).start()
+
+    def start_clock(self):
+        with self.lock:
+            if self.started is None:
+                self.started = time.monotonic()
+
+    def now(self):
+        if self.started is None:
+            return self.start_s
+        return round(self.start_s + (time.monotonic() - self.started) * self.speed, 3)
+
+    def _append(self, event, stored=True):
+        self.seq += 1
+        (self.log if stored else self.progress).append((self.seq, event))
+        if not stored:
+            del self.progress[:-200]
+        self.lock.notify_all()
+
+    def _tick(self):
+        while True:
+            with self.lock:
+                now = self.now()
+                while self.pending and self.pending[0]["t"] <= now:
+                    self._append(self.pending.pop(0))
+                for task in self.tasks:
+                    seg = self.current_segment(task, now)
+                    if seg is None or now - self.last_progress_s.get(task.id, -1e9) < 1.0:
+                        continue
+                    self.last_progress_s[task.id] = now
+                    step = seg.step_at(now, task.steps)
+                    self._append({"t": now, "event": "progress", "task": task.id,
+                                  "step": step, "steps": task.steps,
+                                  "loss": loss_at(task.id, step)}, stored=False)
+            time.sleep(0.1)
+
+    def plan(self, now):
+        """The latest plan made by `now`."""
+        made = [p for (t, p) in self.plans if t <= now]
+        return made[-1] if made else {"tasks": []}
+
+    def current_segment(self, task, now):
+        if task.cancelled is not None and task.cancelled <= now:
+            return None
+        for seg in task.segments:
+            if seg.start <= now and (seg.end is None or now < seg.end):
+                return seg
+        return None
+
+    def task_json(self, task, now, with_losses=False):
+        status, seg_shown, steps_done, loss, final_loss, error = "queued", None, 0, None, None, ""
+        for seg in task.segments:
+            if seg.start > now:
+                break
+            seg_shown = seg
+            if seg.end is not None and seg.end <= now:
+                steps_done = seg.step_at(seg.end, task.steps)
+                status = {"task_finished": "finished", "task_failed": "failed",
+                          "task_stopped": "waiting"}[seg.how]
+                error = seg.extra.get("error", "")
+            else:
+                steps_done = seg.step_at(now, task.steps)
+                status = "running"
+        if status == "waiting" or (status == "queued" and task.profiling_until is None):
+            status = "queued" if steps_done == 0 else "waiting"
+        if task.profiling_until is not None and task.arrived <= now < task.profiling_until:
+            status = "profiling"
+        if task.cancelled is not None and task.cancelled <= now:
+            status = "cancelled"
+        if steps_done:
+            loss = loss_at(task.id, steps_done)
+        if status == "finished":
+            final_loss = loss_at(task.id, task.steps)
+        planned = next((p for p in self.plan(now)["tasks"] if p["task"] == task.id), None)
+        eta = planned["end_s"] if planned and status in (
+            "queued", "waiting", "running", "profiling") else None
+        placed = seg_shown if status in ("running", "finished", "failed") else None
+        out = {"id": task.id, "status": status,
+               "technique": placed.technique if placed else None,
+               "gpus": placed.gpus if placed else None,
+               "node": placed.node if placed else None,
+               "gpu_ids": placed.gpu_ids if placed else [],
+               "steps_done": steps_done, "steps": task.steps, "eta_s": eta,
+               "loss": loss, "final_loss": final_loss, "submitted_s": task.arrived,
+               "error": error}
+        if with_losses:
+            every = max(1, steps_done // 150)
+            steps = sorted(set(range(every, steps_done + 1, every)) | {steps_done} - {0})
+            out["losses"] = [[s, loss_at(task.id, s)] for s in steps]
+        return out
+
+    def visible_tasks(self, now):
+        return [t for t in self.tasks if t.arrived <= now]
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server_version = "saturn-mock/1"
+
+    def log_message(self, fmt, *args):
+        if self.server.verbose:
+            sys.stderr.write("mock_api: " + fmt % args + "\n")
+
+    def _send(self, code, body, content_type="application/json"):
+        if not isinstance(body, bytes):
+            body = (json.dumps(body) + "\n").encode()
+        self.send_response(code)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Cache-Control", "no-store")
+        self.end_headers()
+        self.wfile.write(body)
+
+    def _authorized(self, query):
+        token = self.server.token
+        if not token:
+            return True
+        if self.headers.get("Authorization", "") == "Bearer " + token:
+            return True
+        return self.command == "GET" and query.get("access_token", [""])[0] == token
+
+    def do_GET(self):
+        url = urlparse(self.path)
+        query = parse_qs(url.query)
+        world = self.server.world
+        if url.path in ("/", "/index.html") or url.path.startswith("/dashboard/"):
+            name = "index.html" if url.path in ("/", "/index.html") else url.path[11:]
+            path = Path(self.server.dashboard_dir) / name
+            if "/" in name or not path.is_file():
+                return self._send(404, {"error": "no dashboard file " + name})
+            types = {".html": "text/html; charset=utf-8", ".js": "text/javascript",
+                     ".css": "text/css", ".svg": "image/svg+xml"}
+            return self._send(200, path.read_bytes(),
+                              types.get(path.suffix, "application/octet-stream"))
+        if not self._authorized(query):
+            return self._send(401, {"error": "missing or wrong token"})
+        world.start_clock()
+        with world.lock:
+            now = world.now()
+            if url.path == "/v1/tasks":
+                return self._send(200, {"version": 1, "now_s": now, "tasks": [
+                    world.task_json(t, now) for t in world.visible_tasks(now)]})
+            m = re.fullmatch(r"/v1/tasks/([^/]+)", url.path)
+            if m:
+                task = next((t for t in world.visible_tasks(now) if t.id == m.group(1)), None)
+                if task is None:
+                    return self._send(404, {"error": "no task " + m.group(1)})
+                return self._send(200, world.task_json(task, now, with_losses=True))
+            if url.path == "/v1/plan":
+                return self._send(200, world.plan(now))
+        if url.path == "/v1/events":
+            since = self.headers.get("Last-Event-ID") or query.get("since", ["0"])[0]
+            return self._stream(int(since or 0))
+        return self._send(404, {"error": "no such endpoint " + url.path})
+
+    def do_DELETE(self):
+        url = urlparse(self.path)
+        if not self._authorized(parse_qs(url.query)):
+            return self._send(401, {"error": "missing or wrong token"})
+        m = re.fullmatch(r"/v1/tasks/([^/]+)", url.path)
+        world = self.server.world
+        with world.lock:
+            now = world.now()
+            task = next((t for t in world.visible_tasks(now) if t.id == m.group(1)), None) \
+                if m else None
+            if task is None:
+                return self._send(404, {"error": "no task " + url.path})
+            seg = world.current_segment(task, now)
+            if seg:
+                seg.end, seg.how = now, "task_stopped"
+                seg.extra = {"reason": "cancelled"}
+            task.cancelled = now
+            world._append({"t": now, "event": "task_cancelled", "task": task.id,
+                           "step": seg.step_at(now, task.steps) if seg else 0})
+        return self._send(200, {"task": task.id, "status": "cancelled"})
+
+    def do_POST(self):
+        url = urlparse(self.path)
+        if not self._authorized(parse_qs(url.query)):
+            return self._send(401, {"error": "missing or wrong token"})
+        if url.path != "/v1/workloads":
+            return self._send(404, {"error": "no such endpoint " + url.path})
+        body = self.rfile.read(int(self.headers.get("Content-Length", 0))).decode()
+        try:
+            text = json.loads(body)["workload"]
+        except (ValueError, KeyError, TypeError):
+            text = body
+        names = re.findall(r"name:\s*([A-Za-z0-9_.-]+)", text)
+        world = self.server.world
+        with world.lock:
+            now = world.now()
+            known = {t.id for t in world.tasks}
+            clash = [n for n in names if n in known]
+            if not names or clash:
+                return self._send(409 if clash else 400,
+                                  {"error": "task already exists: " + ", ".join(clash)
+                                   if clash else "workload: no tasks"})
+            for name in names:
+                world.tasks.append(Task(name, 1000, now))
+                world._append({"t": now, "event": "task_arrived", "task": name})
+        return self._send(201, {"tasks": names})
+
+    def _stream(self, since):
+        world = self.server.world
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-store")
+        self.end_headers()
+        sent = since
+        with world.lock:
+            began = world.seq
+        try:
+            while True:
+                with world.lock:
+                    due = [(i, e) for (i, e) in world.log + world.progress if i > sent]
+                    if not due:
+                        world.lock.wait(timeout=10)
+                        due = [(i, e) for (i, e) in world.log + world.progress if i > sent]
+                due.sort(key=lambda p: p[0])
+                # Progress is not replayed: only what happened after this stream began.
+                chunk = "".join("id: %d\ndata: %s\n\n" % (i, json.dumps(e)) for (i, e) in due
+                                if e["event"] != "progress" or i > began)
+                if not due:
+                    chunk = ": keep-alive\n\n"
+                else:
+                    sent = due[-1][0]
+                self.wfile.write(chunk.encode())
+                self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError):
+            return
+
+
+class Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--port", type=int, default=8470)
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--dashboard-dir",
+                   default=str(Path(__file__).resolve().parents[2] / "src/service/dashboard"))
+    p.add_argument("--scenario", choices=["busy", "empty"], default="busy")
+    p.add_argument("--token", default="")
+    p.add_argument("--speed", type=float, default=1.0)
+    p.add_argument("--verbose", action="store_true")
+    args = p.parse_args()
+    server = Server((args.host, args.port), Handler)
+    server.world = World(args.scenario, args.speed)
+    server.dashboard_dir = args.dashboard_dir
+    server.token = args.token
+    server.verbose = args.verbose
+    print("listening on %d" % server.server_address[1], flush=True)
+    server.serve_forever()
+
+
+if __name__ == "__main__":
+    main()
