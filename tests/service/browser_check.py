@@ -15,13 +15,16 @@ Checks, polling until they hold or --timeout passes:
   - one row per task of GET /v1/tasks (tr[data-task]), with the API's status
     (data-status) and step count, and a progress bar whose data-steps-done is
     the API's steps_done within what a second of training moves it;
-  - each --wait-status holds (the page follows live changes), and a running
+  - each --wait-status holds (the page follows live changes), the page has
+    opened /v1/events at least --min-streams times (reconnected), and a running
     task's progress moves on the page without a reload;
-  - the Gantt chart has a planned bar per GPU of each plan entry and an actual
-    bar for every running task; a loss curve for each task with steps done;
+  - the Gantt chart has a planned bar per GPU of each plan entry, an actual
+    bar for every running task and no bar twice (a replayed stream's events
+    are not counted again); a loss curve for each task with steps done;
   - with --expect-empty: the empty state, no rows.
-Writes DIR/dashboard.png (screenshot), DIR/dashboard.html (the rendered DOM)
-and DIR/check.log. Exit 0 when all hold, 1 with the failed checks otherwise.
+Writes DIR/dashboard.png (screenshot at the end), DIR/dashboard-live.png (when
+progress was first seen moving), DIR/dashboard.html (the rendered DOM) and
+DIR/check.log. Exit 0 when all hold, 1 with the failed checks otherwise.
 """
 import argparse
 import base64
@@ -47,9 +50,11 @@ SUMMARY_JS = r"""
   });
   return JSON.stringify({
     ready: document.body.dataset.ready, conn: document.body.dataset.conn || null,
+    streams: Number(document.body.dataset.streams || 0),
     rows, empty: !!document.getElementById('empty-state'),
     planned: q('#gantt rect[data-kind=planned]:not([data-stale])').map(e => e.dataset.task),
-    actual: q('#gantt rect[data-kind=actual]').map(e => [e.dataset.task, e.dataset.how]),
+    actual: q('#gantt rect[data-kind=actual]').map(e => [e.dataset.task, e.dataset.how,
+      e.getAttribute('x') + ',' + e.getAttribute('y')]),
     curves: q('#loss path[data-task]').map(e => [e.dataset.task, Number(e.dataset.points)]),
     lastEvent: document.getElementById('last-event').dataset.seconds,
   });
@@ -206,11 +211,18 @@ def problems(page, tasks, plan, args, first, moved):
             out.append("%s is running but has no open bar in the Gantt chart" % t["id"])
         if t["steps_done"] > 0 and t["id"] not in {c[0] for c in page["curves"]}:
             out.append("%s has %d steps done but no loss curve" % (t["id"], t["steps_done"]))
+    places = [(a[0], a[2]) for a in page["actual"]]
+    doubled = sorted({p[0] for p in places if places.count(p) > 1})
+    if doubled:
+        out.append("actual bars drawn twice (events counted twice?) for %s" % ", ".join(doubled))
     for p in plan.get("tasks", []):
         n = page["planned"].count(p["task"])
         if n != len(p.get("gpu_ids", [])):
             out.append("plan entry %s: %d planned bars for %d GPUs" % (
                 p["task"], n, len(p.get("gpu_ids", []))))
+    if page["streams"] < args.min_streams:
+        out.append("waiting for the page to open /v1/events %d times (it has %d)" % (
+            args.min_streams, page["streams"]))
     for cond in args.wait_status:
         task, status = cond.split("=", 1)
         if rows.get(task, {}).get("status") != status:
@@ -234,6 +246,8 @@ def main():
     p.add_argument("--expect-tasks", default="", type=lambda s: [x for x in s.split(",") if x])
     p.add_argument("--wait-status", action="append", default=[])
     p.add_argument("--expect-empty", action="store_true")
+    p.add_argument("--min-streams", type=int, default=1,
+                   help="hold only once the page has (re)opened /v1/events this often")
     p.add_argument("--expect-moving", action="store_true",
                    help="a running task's progress must move on the page")
     p.add_argument("--step-slack", type=int, default=50,
@@ -262,7 +276,10 @@ def main():
             plan = api(args.server, "/v1/plan", args.token)
             for r in page.get("rows", []):  # each task's progress when the page first showed it
                 first.setdefault(r["id"], r["steps_done"])
+            had_moved = bool(moved)
             failures = problems(page, tasks, plan, args, first, moved)
+            if moved and not had_moved:  # a picture of the run in progress
+                browser.screenshot(os.path.join(args.artifacts, "dashboard-live.png"))
             failures += ["JavaScript exception: %s" % e for e in browser.exceptions]
             if not failures or time.monotonic() > deadline:
                 break
@@ -271,7 +288,7 @@ def main():
         browser.screenshot(os.path.join(args.artifacts, "dashboard.png"))
         with open(os.path.join(args.artifacts, "dashboard.html"), "w") as f:
             f.write(browser.evaluate("document.documentElement.outerHTML"))
-        say("page:", json.dumps({k: page[k] for k in ("ready", "conn", "lastEvent")}))
+        say("page:", json.dumps({k: page.get(k) for k in ("ready", "conn", "streams", "lastEvent")}))
         for r in page["rows"]:
             say("  row %-16s %-10s %s/%s" % (r["id"], r["status"], r["steps_done"], r["steps"]))
         say("  gantt: %d planned bars, %d actual bars; %d loss curves" % (

@@ -50,10 +50,6 @@ wait_for_line() {
   return 1
 }
 
-free_port() {
-  "$python" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
-
 # check CASE ARGS...: runs the browser check of one case into $artifacts/CASE.
 check() {
   local case=$1
@@ -81,12 +77,13 @@ start_mock() {
 status=0
 case "$mode" in
   mock)
-    # A busy run: every status, three plans, live progress; t5-small starts
-    # 4 s after the mock does, so the page must follow the stream to pass.
-    start_mock busy --scenario busy --token s3cret-token
+    # A busy run with a token: every status, a re-plan and t5-small starting
+    # 3.5-4 s after the page loads, so the page must follow the stream to pass.
+    # Streams end every 2 s and replay everything: nothing may be counted twice.
+    start_mock busy --scenario busy --token s3cret-token --drop-streams-after 2
     check busy --server "$url" --token s3cret-token \
       --expect-tasks gpt2-lr1e-4,gpt2-lr3e-4,bert-base,resnet50,vit-small,gpt2-lr1e-3,t5-small,llama-tiny \
-      --wait-status t5-small=running --expect-moving --timeout 60 || status=1
+      --wait-status t5-small=running --expect-moving --min-streams 2 --timeout 60 || status=1
     # Nothing submitted yet: the empty state.
     start_mock empty --scenario empty
     check empty --server "$url" --expect-empty --timeout 30 || status=1
@@ -100,6 +97,7 @@ case "$mode" in
 nodes: [{name: node0, gpus: 4, gpu_memory_gib: 1}]
 EOF
     {
+      echo "cluster: cluster.yaml"
       echo "tasks:"
       for name in gpt-a gpt-b gpt-c; do
         echo "  - name: $name"
@@ -110,23 +108,23 @@ EOF
         echo "    steps: 60"
       done
     } >"$work/workload.yaml"
-    port=$(free_port)
-    url=http://127.0.0.1:$port
     # Fake workers (tests/testing/fake_worker.sh): 0.2 s a step, no training.
+    # Port 0: the server picks a free one and writes its URL to server.json.
     SATURN_WORKER="$source_dir/tests/testing/fake_worker.sh" FAKE_STEP_S=0.2 \
-      "$saturn" serve --cluster "$work/cluster.yaml" --listen "127.0.0.1:$port" \
-      --state-dir "$work/state" >"$artifacts/server.log" 2>&1 &
+      "$saturn" serve --cluster "$work/cluster.yaml" --listen 127.0.0.1:0 \
+      --state-dir "$work/state" --cache "$work/cache.sqlite" >"$artifacts/server.log" 2>&1 &
     pids+=($!)
-    "$python" - "$url" <<'PY' || { echo "FAILED: saturn serve never answered"; cat "$artifacts/server.log"; exit 1; }
-import sys, time, urllib.request
-for _ in range(150):
+    url=$("$python" - "$work/state/server.json" <<'PY'
+import json, sys, time
+for _ in range(300):
     try:
-        urllib.request.urlopen(sys.argv[1] + "/v1/tasks", timeout=2)
+        print(json.load(open(sys.argv[1]))["url"])
         sys.exit(0)
-    except OSError:
-        time.sleep(0.2)
+    except (OSError, ValueError, KeyError):
+        time.sleep(0.1)
 sys.exit(1)
 PY
+) || { echo "FAILED: saturn serve never wrote its URL"; cat "$artifacts/server.log"; exit 1; }
     "$saturn" submit "$work/workload.yaml" --server "$url" >"$artifacts/submit.log" 2>&1 || {
       echo "FAILED: saturn submit"
       cat "$artifacts/submit.log" "$artifacts/server.log"

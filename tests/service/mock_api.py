@@ -5,6 +5,7 @@ the server. Standard library only.
 
   mock_api.py --port 8470 [--dashboard-dir src/service/dashboard]
               [--scenario busy|empty] [--token T] [--speed 1.0]
+              [--drop-streams-after S]
 
 The `busy` scenario is a run at 620 s on two 4-GPU nodes: tasks running,
 finished, pre-empted and resumed, failed, cancelled, profiling and queued, and
@@ -14,6 +15,10 @@ once a second per running task, 3.5 s later a new plan drops vit-small (failed)
 and places the arrivals, and at 4 s t5-small starts, so a page that follows
 /v1/events sees the plan and a task change live. `empty` is a server that has
 been given nothing yet.
+
+With --drop-streams-after S every /v1/events stream ends after S seconds, and
+a reconnecting client gets the whole log again (Last-Event-ID ignored): the
+page must neither lose nor double anything.
 
 Prints "listening on PORT" once it accepts connections (--port 0 picks one).
 """
@@ -310,6 +315,8 @@ class Handler(BaseHTTPRequestHandler):
                 return self._send(200, world.plan(now))
         if url.path == "/v1/events":
             since = self.headers.get("Last-Event-ID") or query.get("since", ["0"])[0]
+            if self.server.drop_after:
+                since = 0
             return self._stream(int(since or 0))
         return self._send(404, {"error": "no such endpoint " + url.path})
 
@@ -369,25 +376,31 @@ class Handler(BaseHTTPRequestHandler):
         sent = since
         with world.lock:
             began = world.seq
+        quiet_since = time.monotonic()
+        ends = time.monotonic() + self.server.drop_after if self.server.drop_after else None
         try:
-            while True:
+            while ends is None or time.monotonic() < ends:
                 with world.lock:
                     due = [(i, e) for (i, e) in world.log + world.progress if i > sent]
                     if not due:
-                        world.lock.wait(timeout=10)
+                        world.lock.wait(timeout=1)
                         due = [(i, e) for (i, e) in world.log + world.progress if i > sent]
                 due.sort(key=lambda p: p[0])
                 # Progress is not replayed: only what happened after this stream began.
                 chunk = "".join("id: %d\ndata: %s\n\n" % (i, json.dumps(e)) for (i, e) in due
                                 if e["event"] != "progress" or i > began)
-                if not due:
-                    chunk = ": keep-alive\n\n"
-                else:
+                if due:
                     sent = due[-1][0]
+                elif time.monotonic() - quiet_since < 10:
+                    continue
+                else:
+                    chunk = ": keep-alive\n\n"
+                quiet_since = time.monotonic()
                 self.wfile.write(chunk.encode())
                 self.wfile.flush()
         except (BrokenPipeError, ConnectionResetError):
-            return
+            pass
+        self.close_connection = True
 
 
 class Server(ThreadingHTTPServer):
@@ -403,6 +416,7 @@ def main():
     p.add_argument("--scenario", choices=["busy", "empty"], default="busy")
     p.add_argument("--token", default="")
     p.add_argument("--speed", type=float, default=1.0)
+    p.add_argument("--drop-streams-after", type=float, default=0)
     p.add_argument("--verbose", action="store_true")
     args = p.parse_args()
     server = Server((args.host, args.port), Handler)
@@ -410,6 +424,7 @@ def main():
     server.dashboard_dir = args.dashboard_dir
     server.token = args.token
     server.verbose = args.verbose
+    server.drop_after = args.drop_streams_after
     print("listening on %d" % server.server_address[1], flush=True)
     server.serve_forever()
 
