@@ -6,7 +6,7 @@ protocol on a pipe (--remote-debugging-pipe), because `--dump-dom` with
 /v1/events stream.
 
   browser_check.py --server http://127.0.0.1:PORT --artifacts DIR
-                   [--token T] [--expect-tasks a,b] [--wait-status TASK=STATUS ...]
+                   [--token T [--token-in-query]] [--expect-tasks a,b] [--wait-status TASK=STATUS ...]
                    [--expect-empty] [--timeout 60]
 
 Checks, polling until they hold or --timeout passes:
@@ -35,6 +35,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.parse
 import urllib.request
 
 SUMMARY_JS = r"""
@@ -242,6 +243,8 @@ def main():
     p.add_argument("--server", required=True)
     p.add_argument("--artifacts", required=True)
     p.add_argument("--token", default="")
+    p.add_argument("--token-in-query", action="store_true",
+                   help="open /?access_token=TOKEN rather than /#token=TOKEN")
     p.add_argument("--chromium", default=shutil.which("chromium") or "chromium")
     p.add_argument("--expect-tasks", default="", type=lambda s: [x for x in s.split(",") if x])
     p.add_argument("--wait-status", action="append", default=[])
@@ -263,7 +266,12 @@ def main():
         print(*a, file=log, flush=True)
         print("browser_check:", *a, file=sys.stderr, flush=True)
 
-    url = args.server + "/" + ("#token=" + args.token if args.token else "")
+    if not args.token:
+        url = args.server + "/"
+    elif args.token_in_query:
+        url = args.server + "/?access_token=" + urllib.parse.quote(args.token)
+    else:
+        url = args.server + "/#token=" + urllib.parse.quote(args.token)
     browser = Chromium(args.chromium, args.width, args.height)
     failures = ["the page was never read"]
     try:

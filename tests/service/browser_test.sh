@@ -84,6 +84,9 @@ case "$mode" in
     check busy --server "$url" --token s3cret-token \
       --expect-tasks gpt2-lr1e-4,gpt2-lr3e-4,bert-base,resnet50,vit-small,gpt2-lr1e-3,t5-small,llama-tiny \
       --wait-status t5-small=running --expect-moving --min-streams 2 --timeout 60 || status=1
+    # A server that wants the token for the page too: /?access_token=.
+    start_mock query-token --scenario busy --token s3cret-token --token-for-page
+    check query-token --server "$url" --token s3cret-token --token-in-query --timeout 30 || status=1
     # Nothing submitted yet: the empty state.
     start_mock empty --scenario empty
     check empty --server "$url" --expect-empty --timeout 30 || status=1

@@ -5,7 +5,7 @@ the server. Standard library only.
 
   mock_api.py --port 8470 [--dashboard-dir src/service/dashboard]
               [--scenario busy|empty] [--token T] [--speed 1.0]
-              [--drop-streams-after S]
+              [--drop-streams-after S] [--token-for-page]
 
 The `busy` scenario is a run at 620 s on two 4-GPU nodes: tasks running,
 finished, pre-empted and resumed, failed, cancelled, profiling and queued, and
@@ -16,6 +16,8 @@ and places the arrivals, and at 4 s t5-small starts, so a page that follows
 /v1/events sees the plan and a task change live. `empty` is a server that has
 been given nothing yet.
 
+With --token the API needs the token (Authorization: Bearer, or
+?access_token= on GETs); with --token-for-page too the page itself does.
 With --drop-streams-after S every /v1/events stream ends after S seconds, and
 a reconnecting client gets the whole log again (Last-Event-ID ignored): the
 page must neither lose nor double anything.
@@ -288,7 +290,10 @@ class Handler(BaseHTTPRequestHandler):
         url = urlparse(self.path)
         query = parse_qs(url.query)
         world = self.server.world
-        if url.path in ("/", "/index.html") or url.path.startswith("/dashboard/"):
+        page = url.path in ("/", "/index.html") or url.path.startswith("/dashboard/")
+        if page and self.server.token_for_page and not self._authorized(query):
+            return self._send(401, {"error": "missing or wrong token"})
+        if page:
             name = "index.html" if url.path in ("/", "/index.html") else url.path[11:]
             path = Path(self.server.dashboard_dir) / name
             if "/" in name or not path.is_file():
@@ -379,6 +384,8 @@ class Handler(BaseHTTPRequestHandler):
         quiet_since = time.monotonic()
         ends = time.monotonic() + self.server.drop_after if self.server.drop_after else None
         try:
+            if ends is not None:  # reconnect after 0.5 s, not the browser's default 3 s
+                self.wfile.write(b"retry: 500\n\n")
             while ends is None or time.monotonic() < ends:
                 with world.lock:
                     due = [(i, e) for (i, e) in world.log + world.progress if i > sent]
@@ -416,6 +423,7 @@ def main():
     p.add_argument("--scenario", choices=["busy", "empty"], default="busy")
     p.add_argument("--token", default="")
     p.add_argument("--speed", type=float, default=1.0)
+    p.add_argument("--token-for-page", action="store_true")
     p.add_argument("--drop-streams-after", type=float, default=0)
     p.add_argument("--verbose", action="store_true")
     args = p.parse_args()
@@ -425,6 +433,7 @@ def main():
     server.token = args.token
     server.verbose = args.verbose
     server.drop_after = args.drop_streams_after
+    server.token_for_page = args.token_for_page
     print("listening on %d" % server.server_address[1], flush=True)
     server.serve_forever()
 
