@@ -30,6 +30,7 @@ import argparse
 import base64
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -130,7 +131,7 @@ class Chromium:
             self.console_errors.append(" ".join(
                 str(a.get("value", a.get("description", ""))) for a in event["params"]["args"]))
 
-    def open(self, url, width, height):
+    def open(self, url, width, height, scripts=()):
         target = self.call("Target.createTarget", {"url": "about:blank"}, session=False)
         self.session = self.call("Target.attachToTarget",
                                  {"targetId": target["targetId"], "flatten": True},
@@ -139,6 +140,8 @@ class Chromium:
         self.call("Page.enable")
         self.call("Emulation.setDeviceMetricsOverride",
                   {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": False})
+        for source in scripts:  # run in the page before its own scripts
+            self.call("Page.addScriptToEvaluateOnNewDocument", {"source": source})
         self.call("Page.navigate", {"url": url})
 
     def evaluate(self, expression):
@@ -238,6 +241,37 @@ def problems(page, tasks, plan, args, first, moved):
     return out
 
 
+WATCH_JS = r"""
+(() => {
+  // When (wall clock, ms) the row of %(task)s first showed %(status)s.
+  const seen = () => document.querySelector('tr[data-task="%(task)s"][data-status="%(status)s"]');
+  const note = () => { if (!window.__shownAt && seen()) window.__shownAt = Date.now(); };
+  const start = () => {
+    note();
+    new MutationObserver(note).observe(document.body, {subtree: true, childList: true, attributes: true});
+  };
+  if (document.body) start(); else document.addEventListener('DOMContentLoaded', start);
+})()
+"""
+
+
+def say_delay(browser, spec, say):
+    cond, pattern, log = spec.split(":", 2)
+    shown = browser.evaluate("window.__shownAt || 0") / 1000.0
+    emitted = None
+    with open(log) as f:
+        for line in f:
+            m = re.search(pattern + r".* at ([0-9.]+)$", line.strip())
+            if m:
+                emitted = float(m.group(1))
+                break
+    if emitted and shown:
+        say("delay: %s shown %.0f ms after the API emitted the event" % (
+            cond, (shown - emitted) * 1000))
+    else:
+        say("delay: %s not measured (emitted %s, shown %s)" % (cond, emitted, shown))
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--server", required=True)
@@ -255,6 +289,9 @@ def main():
                    help="a running task's progress must move on the page")
     p.add_argument("--step-slack", type=int, default=50,
                    help="how many steps the page may be behind the API")
+    p.add_argument("--delay-of", default="",
+                   help="TASK=STATUS:EVENT_LINE_REGEX:LOG — print how long after the API logged "
+                        "the event (a line 'emitted ... at UNIX_TIME' in LOG) the row showed STATUS")
     p.add_argument("--timeout", type=float, default=60)
     p.add_argument("--width", type=int, default=1440)
     p.add_argument("--height", type=int, default=1500)
@@ -275,7 +312,11 @@ def main():
     browser = Chromium(args.chromium, args.width, args.height)
     failures = ["the page was never read"]
     try:
-        browser.open(url, args.width, args.height)
+        scripts = []
+        if args.delay_of:
+            task, status = args.delay_of.split(":")[0].split("=", 1)
+            scripts.append(WATCH_JS % {"task": task, "status": status})
+        browser.open(url, args.width, args.height, scripts)
         deadline = time.monotonic() + args.timeout
         first, moved = {}, set()
         while True:
@@ -296,6 +337,8 @@ def main():
         browser.screenshot(os.path.join(args.artifacts, "dashboard.png"))
         with open(os.path.join(args.artifacts, "dashboard.html"), "w") as f:
             f.write(browser.evaluate("document.documentElement.outerHTML"))
+        if args.delay_of:
+            say_delay(browser, args.delay_of, say)
         say("page:", json.dumps({k: page.get(k) for k in ("ready", "conn", "streams", "lastEvent")}))
         for r in page["rows"]:
             say("  row %-16s %-10s %s/%s" % (r["id"], r["status"], r["steps_done"], r["steps"]))

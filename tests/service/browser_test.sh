@@ -83,7 +83,8 @@ case "$mode" in
     start_mock busy --scenario busy --token s3cret-token --drop-streams-after 2
     check busy --server "$url" --token s3cret-token \
       --expect-tasks gpt2-lr1e-4,gpt2-lr3e-4,bert-base,resnet50,vit-small,gpt2-lr1e-3,t5-small,llama-tiny \
-      --wait-status t5-small=running --expect-moving --min-streams 2 --timeout 60 || status=1
+      --wait-status t5-small=running --expect-moving --min-streams 2 --timeout 60 \
+      --delay-of "t5-small=running:emitted task_started t5-small:$artifacts/busy/api.log" || status=1
     # A server that wants the token for the page too: /?access_token=.
     start_mock query-token --scenario busy --token s3cret-token --token-for-page
     check query-token --server "$url" --token s3cret-token --token-in-query --timeout 30 || status=1

@@ -189,7 +189,12 @@ class World:
             with self.lock:
                 now = self.now()
                 while self.pending and self.pending[0]["t"] <= now:
-                    self._append(self.pending.pop(0))
+                    event = self.pending.pop(0)
+                    self._append(event)
+                    if self.started is not None:  # for measuring the page's delay
+                        sys.stderr.write("mock_api: emitted %s %s at %.3f\n" % (
+                            event["event"], event.get("task", "-"), time.time()))
+                        sys.stderr.flush()
                 for task in self.tasks:
                     seg = self.current_segment(task, now)
                     if seg is None or now - self.last_progress_s.get(task.id, -1e9) < 1.0:
