@@ -20,6 +20,9 @@ struct PlanOptions {
   std::string profile;
   std::string solver = "auto";
   double time_limit_s = defaults::kSolverTimeLimitS;
+  double gap = 0.0;
+  double work_limit = 0.0;
+  bool log = false;
   uint64_t seed = 0;
   int threads = 1;
   std::string output;
@@ -35,6 +38,17 @@ int RunPlan(const PlanOptions& o) {
   request.time_limit_s = o.time_limit_s;
   request.seed = o.seed;
   request.threads = o.threads;
+  // Anytime: auto uses the time limit while the gap is open; a work limit
+  // makes it deterministic instead (the same plan on any machine).
+  request.anytime = o.work_limit <= 0;
+  request.work_limit = o.work_limit;
+  request.gap = o.gap;
+  if (o.log) {
+    request.on_progress = [](double makespan, double bound) {
+      std::fprintf(stderr, "  incumbent %.1f s, bound %.1f s (gap %.2f%%)\n", makespan, bound,
+                   makespan > 0 ? 100.0 * (makespan - bound) / makespan : 0.0);
+    };
+  }
   BuiltinSolvers().Get(o.solver);  // unknown name: exit 2 before any work
   std::fprintf(stderr, "planning %d tasks on %d GPUs (%zu nodes) with %s, limit %s\n",
                problem.NumTasks(), cluster.TotalGpus(), cluster.nodes.size(), o.solver.c_str(),
@@ -68,9 +82,23 @@ void AddPlanCommand(CLI::App& app, int* status) {
   cmd->add_option("--profile", o->profile, "Profile table (CSV, Contract 2)")->required();
   cmd->add_option("--solver", o->solver,
                   "auto | milp | saturn-milp | current-practice | max | min | random | optimus");
-  cmd->add_option("--time-limit", o->time_limit_s, "Solver time limit in wall seconds")
+  cmd->add_option("--time-limit", o->time_limit_s,
+                  "Solver time limit in wall seconds (auto uses it while the gap to the bound "
+                  "is open)")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  cmd->add_option("--gap", o->gap,
+                  "Stop once (makespan - lower bound) / makespan is at most this (0.01 = 1%; "
+                  "0: only at the bound)")
+      ->check(CLI::Range(0.0, 0.99))
+      ->capture_default_str();
+  cmd->add_option("--work-limit", o->work_limit,
+                  "Deterministic effort in work units (10^6 placements tried, ~20 a second "
+                  "here): the same plan on any machine for a seed; 0: anytime, use the time "
+                  "limit")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  cmd->add_flag("--log", o->log, "Print the incumbent and bound to stderr as they improve");
   cmd->add_option("--seed", o->seed, "Random seed (solvers are deterministic for a seed)");
   cmd->add_option("--threads", o->threads, "Solver threads")->check(CLI::Range(1, 256));
   cmd->add_option("--output", o->output, "Write the plan JSON here (default: stdout)");

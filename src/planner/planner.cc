@@ -21,6 +21,9 @@ PlanResult RunPlanner(const Problem& problem, const PlanRequest& request,
   ctx.seed = request.seed;
   ctx.threads = request.threads;
   ctx.work_scale = request.work_scale;
+  ctx.anytime = request.anytime;
+  ctx.work_limit = request.work_limit;
+  ctx.gap = request.gap;
   ctx.clock = &clock;
   ctx.lower_bound = MakespanLowerBound(problem);
   ctx.warm_start = request.warm_start;
@@ -44,6 +47,18 @@ PlanResult RunPlanner(const Problem& problem, const PlanRequest& request,
   out.plan = ScheduleToPlan(problem, out.schedule, std::string(solver.Name()), out.status, bound,
                             clock.Now() - started);
   if (!result.note.empty()) out.plan.extra["note"] = result.note;
+  if (!result.improvements.empty()) {
+    nlohmann::json steps = nlohmann::json::array();
+    for (const Improvement& i : result.improvements) {
+      steps.push_back({{"time_s", i.time_s},
+                       {"work", i.work},
+                       {"makespan_s", i.makespan},
+                       {"bound_s", i.bound}});
+    }
+    out.plan.extra["improvements"] = std::move(steps);
+    out.plan.extra["work"] = result.work;
+  }
+  out.improvements = std::move(result.improvements);
   std::vector<std::string> errors = ValidatePlan(problem, out.plan);
   if (!errors.empty()) {
     throw std::logic_error("solver " + std::string(solver.Name()) +

@@ -2,9 +2,17 @@
 //
 // A solver returns how it ended (SolveStatus: proven optimal, feasible without
 // proof, stopped by the time limit, or infeasible) apart from whether the call
-// worked (an exception means a bug). Solvers are deterministic for a given
-// seed as long as the wall-clock limit does not cut them short: effort is
-// bounded by `work_limit` (iterations, nodes), time is only a safety net.
+// worked (an exception means a bug).
+//
+// Effort, three ways (auto; the other solvers have fixed effort):
+//  - bounded (the default): the solver's default effort x `work_scale`,
+//    deterministic for a seed; the time limit is only a safety net;
+//  - `work_limit` > 0: exactly that much work (work units, see below),
+//    deterministic for a seed on any machine, as CP-SAT's deterministic time;
+//  - `anytime`: keeps improving until the time limit, unless the gap to the
+//    bound closes (or meets `gap`) first; not reproducible across machines.
+// A work unit is 10^6 (task, node) placements tried by the decoder: on one
+// core of this project's 2-core machine about 20 units a second.
 //
 //   SolveContext ctx{.time_limit_s = 2, .seed = 7};
 //   SolveResult r = solver.Solve(problem, ctx);
@@ -16,6 +24,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "common/clock.h"
 #include "common/defaults.h"
@@ -35,8 +44,23 @@ struct SolveContext {
   double lower_bound = 0.0;
   // A known feasible schedule to start from (re-planning), or empty.
   Schedule warm_start;
+  // Keep searching until the time limit while the gap is open (see above).
+  bool anytime = false;
+  // Deterministic effort in work units; 0: none (bounded or anytime decides).
+  double work_limit = 0.0;
+  // Stop once (makespan - bound) / makespan <= gap; 0: only at the bound.
+  double gap = 0.0;
   // Called with (best makespan so far, best bound so far) as the solver goes.
   std::function<void(double, double)> on_progress;
+};
+
+// One step of the incumbent's history: when (seconds since the solve began
+// and work units spent) the best plan improved, and to what.
+struct Improvement {
+  double time_s = 0.0;
+  double work = 0.0;
+  double makespan = 0.0;
+  double bound = 0.0;
 };
 
 struct SolveResult {
@@ -44,6 +68,8 @@ struct SolveResult {
   Schedule schedule;
   double lower_bound = 0.0;  // the best bound the solver knows (>= ctx.lower_bound)
   std::string note;          // how it went, for humans (e.g. "CBC stopped at 60 s, gap 12%")
+  std::vector<Improvement> improvements;  // the incumbent over time (auto), oldest first
+  double work = 0.0;                      // work units spent (auto)
 };
 
 class Solver {

@@ -8,6 +8,7 @@
 
 #include "common/format.h"
 #include "planner/list_scheduler.h"
+#include "planner/lower_bound.h"
 #include "planner/planner.h"
 #include "planner/timeline.h"
 
@@ -164,16 +165,7 @@ ReplanDecision Replan(const Problem& base, const std::vector<TaskProgress>& prog
   }
   Schedule retimed = RetimePlan(remaining, current);
   double current_span = Makespan(remaining.problem, retimed);
-  PlanRequest request;
-  request.solver = policy.solver;
-  request.time_limit_s = policy.time_limit_s;
-  request.seed = policy.seed;
-  request.work_scale = policy.work_scale;
-  request.warm_start = retimed;
-  PlanResult fresh = RunPlanner(remaining.problem, request);
-  double fresh_span = fresh.plan.makespan_s;
   d.current_end_s = now + current_span;
-  d.new_end_s = now + fresh_span;
 
   // New tasks (arrivals) are not in the current plan: the re-timed plan only
   // appends them, so the fresh plan (which solved for them, warm-started
@@ -187,6 +179,38 @@ ReplanDecision Replan(const Problem& base, const std::vector<TaskProgress>& prog
     for (const Task& t : remaining.problem.tasks)
       arrivals = arrivals || !planned.count(t.name);
   }
+  // Incremental: no plan can end before the lower bound, so when the
+  // re-timed plan is within the threshold of it (progress as planned, within
+  // noise) no solve can make a switch worth it: keep the plan, in
+  // milliseconds, without running the solver.
+  if (!arrivals) {
+    double bound = MakespanLowerBound(remaining.problem);
+    if (current_span - policy.threshold_s <= bound) {
+      d.new_end_s = d.current_end_s;
+      d.plan = Absolute(ScheduleToPlan(remaining.problem, retimed, current.solver,
+                                       SolveStatus::kFeasible, std::min(bound, current_span), 0.0),
+                        now);
+      for (int k = 0; k < remaining.problem.NumTasks(); ++k) {
+        if (remaining.keep_option[k] >= 0 && retimed[k].option != remaining.keep_option[k]) {
+          d.preempted.push_back(remaining.problem.tasks[k].name);
+        }
+      }
+      d.summary = "keep: current plan ends at " + FormatDuration(d.current_end_s) +
+                  ", within the threshold of the lower bound (" + FormatDuration(now + bound) +
+                  "); no solve";
+      return d;
+    }
+  }
+  PlanRequest request;
+  request.solver = policy.solver;
+  request.time_limit_s = policy.time_limit_s;
+  request.seed = policy.seed;
+  request.work_scale = policy.work_scale;
+  request.warm_start = retimed;
+  PlanResult fresh = RunPlanner(remaining.problem, request);
+  double fresh_span = fresh.plan.makespan_s;
+  d.new_end_s = now + fresh_span;
+
   d.switch_plan =
       arrivals ? fresh_span <= current_span : fresh_span < current_span - policy.threshold_s;
   const Schedule& chosen = d.switch_plan ? fresh.schedule : retimed;

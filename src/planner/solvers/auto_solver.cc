@@ -15,201 +15,34 @@
 // 3. When the instance is small enough, the exact resource-flow MILP
 //    (flow_milp.h), warm-started with the best plan, to prove it optimal or
 //    improve it.
-// It stops early when the plan meets the lower bound. Effort is counted in
-// decoder evaluations and MILP nodes (deterministic for a seed); the time
-// limit only cuts it short, and the status then says time_limit.
+// Steps 1-3 are the default effort (bounded: deterministic for a seed, about
+// 2 s here at any size); on 8 or more nodes half of it goes to step 4.
+// Anytime (ctx.anytime) or with a work limit beyond the default effort,
+// step 4 follows with the rest:
+// 4. Rounds of large-neighbourhood search over groups of nodes
+//    (node_groups.h: the critical node and a few others re-optimised as a
+//    small problem, ~100x cheaper per plan than the whole) and global climbs
+//    from its plan, until the time limit or the work limit.
+// It stops early when the plan meets the lower bound or the gap target
+// (ctx.gap). Effort is counted in work units (solver.h) and MILP nodes; the
+// time limit only cuts it short, and the status then says time_limit. The
+// incumbent's history goes to SolveResult::improvements and the note.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <random>
 
+#include "common/format.h"
 #include "planner/construct.h"
 #include "planner/flow_milp.h"
 #include "planner/list_scheduler.h"
+#include "planner/local_search.h"
+#include "planner/node_groups.h"
 #include "planner/registry.h"
 #include "planner/solver.h"
 
 namespace saturn {
 namespace {
-
-// Solutions compare by makespan, then by mean end time.
-struct Cost {
-  double makespan = 0.0;
-  double mean_end = 0.0;
-  double Scalar() const { return makespan + 1e-3 * mean_end; }
-  bool BetterThan(const Cost& o) const {
-    if (makespan < o.makespan * (1 - 1e-12)) return true;
-    if (makespan > o.makespan * (1 + 1e-12)) return false;
-    return mean_end < o.mean_end * (1 - 1e-12);
-  }
-};
-
-class LocalSearch {
- public:
-  LocalSearch(const Problem& problem, const Deadline& deadline, double lower_bound, uint64_t seed)
-      : problem_(problem),
-        decoder_(problem),
-        deadline_(deadline),
-        lower_bound_(lower_bound),
-        rng_(seed) {
-    for (const Task& t : problem.tasks) {
-      std::vector<int> useful;
-      for (int o : UsefulOptions(t)) {
-        if (problem.FitsSomewhere(t.options[o])) useful.push_back(o);
-      }
-      std::stable_sort(useful.begin(), useful.end(),
-                       [&](int a, int b) { return t.options[a].gpus < t.options[b].gpus; });
-      useful_.push_back(std::move(useful));
-    }
-  }
-
-  Cost Evaluate(const Candidate& c, Schedule* schedule) {
-    double makespan = decoder_.Decode(c.order, c.option, schedule);
-    double total = 0.0;
-    for (size_t j = 0; j < schedule->size(); ++j)
-      total += EndOf(problem_, *schedule, j);
-    ++evaluations_;
-    return {makespan, schedule->empty() ? 0.0 : total / schedule->size()};
-  }
-
-  // Runs LAHC from `start` for `iterations`; updates best/best_cost.
-  void Run(Candidate start, long iterations, Candidate* best, Cost* best_cost) {
-    const int T = problem_.NumTasks();
-    Candidate cur = std::move(start);
-    Schedule cur_schedule, cand_schedule;
-    Cost cur_cost = Evaluate(cur, &cur_schedule);
-    Consider(cur, cur_cost, best, best_cost);
-    constexpr int kHistory = 50;
-    std::vector<double> history(kHistory, cur_cost.Scalar());
-    std::vector<int> critical;
-    for (long it = 0; it < iterations; ++it) {
-      if ((it & 63) == 0 && (deadline_.Expired() || Optimal(*best_cost))) {
-        stopped_by_time_ = stopped_by_time_ || deadline_.Expired();
-        return;
-      }
-      critical.clear();
-      for (int j = 0; j < T; ++j) {
-        if (EndOf(problem_, cur_schedule, j) >= cur_cost.makespan * (1 - 1e-12)) {
-          critical.push_back(j);
-        }
-      }
-      Undo undo = Move(cur, critical);
-      if (undo.kind == Undo::kNone) continue;
-      Cost cand_cost = Evaluate(cur, &cand_schedule);
-      double& slot = history[it % kHistory];
-      if (cand_cost.Scalar() <= slot || cand_cost.Scalar() <= cur_cost.Scalar()) {
-        cur_cost = cand_cost;
-        std::swap(cur_schedule, cand_schedule);
-        Consider(cur, cur_cost, best, best_cost);
-      } else {
-        Revert(cur, undo);
-      }
-      if (cur_cost.Scalar() < slot) slot = cur_cost.Scalar();
-    }
-  }
-
-  // `moves` random moves away from `c` (the kick of iterated local search).
-  Candidate Perturb(Candidate c, int moves) {
-    for (int k = 0; k < moves; ++k)
-      Move(c, {});
-    return c;
-  }
-
-  bool Optimal(const Cost& c) const { return c.makespan <= lower_bound_ * (1 + 1e-9); }
-  bool stopped_by_time() const { return stopped_by_time_; }
-  long evaluations() const { return evaluations_; }
-
- private:
-  struct Undo {
-    enum Kind { kNone, kOption, kMove, kSwap } kind = kNone;
-    int a = 0, b = 0;  // task and old option, or positions
-  };
-
-  int Uniform(int n) { return std::uniform_int_distribution<int>(0, n - 1)(rng_); }
-
-  Undo Move(Candidate& c, const std::vector<int>& critical) {
-    const int T = problem_.NumTasks();
-    bool focus = !critical.empty() && Uniform(2) == 0;
-    int task = focus ? critical[Uniform(static_cast<int>(critical.size()))] : Uniform(T);
-    int kind = Uniform(3);
-    if (kind == 0 && useful_[task].size() > 1) {
-      int old = c.option[task];
-      const std::vector<int>& opts = useful_[task];
-      int pick;
-      if (Uniform(2) == 0) {
-        // A neighbouring GPU count (useful options are sorted by GPUs).
-        int at = static_cast<int>(std::find(opts.begin(), opts.end(), old) - opts.begin());
-        int step = Uniform(2) == 0 ? -1 : 1;
-        int next = at + step;
-        if (at >= static_cast<int>(opts.size()) || next < 0 ||
-            next >= static_cast<int>(opts.size())) {
-          next = at - step;
-        }
-        if (next < 0 || next >= static_cast<int>(opts.size())) return {};
-        pick = opts[next];
-      } else {
-        pick = opts[Uniform(static_cast<int>(opts.size()))];
-      }
-      if (pick == old) return {};
-      c.option[task] = pick;
-      return {Undo::kOption, task, old};
-    }
-    if (T < 2) return {};
-    int from = static_cast<int>(std::find(c.order.begin(), c.order.end(), task) - c.order.begin());
-    if (kind == 1 || kind == 0) {
-      if (from == 0) return {};
-      int to = Uniform(from);  // strictly earlier
-      MoveElement(c.order, from, to);
-      return {Undo::kMove, to, from};
-    }
-    int other = Uniform(T);
-    if (other == from) return {};
-    std::swap(c.order[from], c.order[other]);
-    return {Undo::kSwap, from, other};
-  }
-
-  static void MoveElement(std::vector<int>& v, int from, int to) {
-    int x = v[from];
-    if (from > to) {
-      std::move_backward(v.begin() + to, v.begin() + from, v.begin() + from + 1);
-    } else {
-      std::move(v.begin() + from + 1, v.begin() + to + 1, v.begin() + from);
-    }
-    v[to] = x;
-  }
-
-  void Revert(Candidate& c, const Undo& u) {
-    switch (u.kind) {
-      case Undo::kOption:
-        c.option[u.a] = u.b;
-        break;
-      case Undo::kMove:
-        MoveElement(c.order, u.a, u.b);
-        break;
-      case Undo::kSwap:
-        std::swap(c.order[u.a], c.order[u.b]);
-        break;
-      case Undo::kNone:
-        break;
-    }
-  }
-
-  void Consider(const Candidate& c, const Cost& cost, Candidate* best, Cost* best_cost) {
-    if (best->order.empty() || cost.BetterThan(*best_cost)) {
-      *best = c;
-      best->makespan = cost.makespan;
-      *best_cost = cost;
-    }
-  }
-
-  const Problem& problem_;
-  SerialDecoder decoder_;
-  const Deadline& deadline_;
-  double lower_bound_;
-  std::mt19937_64 rng_;
-  std::vector<std::vector<int>> useful_;
-  long evaluations_ = 0;
-  bool stopped_by_time_ = false;
-};
 
 class AutoSolver final : public Solver {
  public:
@@ -224,35 +57,60 @@ class AutoSolver final : public Solver {
     SteadyClock steady;
     const Clock& clock = ctx.clock ? *ctx.clock : steady;
     Deadline deadline(clock, ctx.time_limit_s);
-    if (problem.NumTasks() == 0) return {SolveStatus::kOptimal, {}, 0.0, ""};
+    if (problem.NumTasks() == 0) return {SolveStatus::kOptimal, {}, 0.0, "", {}, 0.0};
+    Progress progress(ctx, clock, problem);
 
     std::vector<Candidate> seeds = ConstructiveCandidates(problem, ctx.lower_bound);
     if (!ctx.warm_start.empty()) {
       seeds.insert(seeds.begin(), CandidateFromSchedule(problem, ctx.warm_start));
     }
-    LocalSearch search(problem, deadline, ctx.lower_bound, ctx.seed);
+    LocalSearch search(problem, deadline, progress.Target(), ctx.seed);
     Scored best = BestSeed(search, seeds);
-    Report(ctx, best.cost.makespan, ctx.lower_bound);
-    Climb(problem, ctx, deadline, seeds, search, best);
-    Report(ctx, best.cost.makespan, ctx.lower_bound);
+    progress.Improved(best.cost.makespan, search.evaluations());
+
+    // Phase 1: the default effort (deterministic), capped by a work limit.
+    const Budget budget = BudgetFor(problem, ctx);
+    Climb(problem, deadline, seeds, search, progress, budget.first, best);
 
     SerialDecoder decoder(problem);
     SolveResult result;
     decoder.Decode(best.plan.order, best.plan.option, &result.schedule);
-    KeepBestBaseline(problem, ctx, result.schedule);
+    if (KeepBestBaseline(problem, ctx, result.schedule)) {
+      best.plan = CandidateFromSchedule(problem, result.schedule);
+      best.cost = search.Evaluate(best.plan, nullptr);
+    }
+    progress.Improved(Makespan(problem, result.schedule), search.evaluations());
     result.lower_bound = ctx.lower_bound;
-    result.note = std::to_string(search.evaluations()) + " plans evaluated";
 
-    bool proven = Makespan(problem, result.schedule) <= ctx.lower_bound * (1 + 1e-9);
     // The exact model proves optimality of small instances within seconds; on
     // larger ones CBC rarely improves on the search in the time auto has.
+    bool proven = progress.Reached(Makespan(problem, result.schedule), ctx.lower_bound);
     bool exact_fits = problem.NumTasks() <= kMaxExactTasks &&
                       FlowMilpSize(problem) <= kMaxExactVariables &&
                       ctx.work_scale >= kMinExactWorkScale;
+    std::string exact_note;
     if (!proven && exact_fits && deadline.Remaining() > 0.1) {
-      proven = ImproveExactly(problem, ctx, deadline, result);
+      proven = ImproveExactly(problem, ctx, deadline, result, exact_note);
+      progress.SetBound(result.lower_bound);
+      progress.Improved(Makespan(problem, result.schedule), search.evaluations());
+      if (!proven)
+        proven = progress.Reached(Makespan(problem, result.schedule), result.lower_bound);
     }
-    if (proven) {
+
+    // Phase 2 (anytime, or a work limit beyond the default effort): keep
+    // improving the best plan until the gap closes or time or work ends.
+    std::string anytime_note;
+    if (!proven && budget.second > 0 && !deadline.Expired()) {
+      proven = Anytime(problem, deadline, search, progress, budget.second, result, anytime_note);
+    }
+
+    result.work = progress.Work(search.evaluations());
+    result.improvements = progress.history();
+    result.note = std::to_string(search.evaluations()) + " plans evaluated (" +
+                  FormatWork(result.work) + " work units)" + exact_note + anytime_note +
+                  progress.Summary();
+    bool optimal = Makespan(problem, result.schedule) <= result.lower_bound * (1 + 1e-9);
+    if (optimal || (proven && ctx.gap <= 0)) {
       result.status = SolveStatus::kOptimal;
     } else if (deadline.Expired() || search.stopped_by_time()) {
       result.status = SolveStatus::kTimeLimit;
@@ -269,18 +127,132 @@ class AutoSolver final : public Solver {
   // which no node limit bounds, would dominate.
   static constexpr double kMinExactWorkScale = 0.2;
   static constexpr long kClimbEvaluations = 2000;
+  static constexpr int kGroupNodes = 8;
   static constexpr double kWalkSlack = 0.002;
   static constexpr const char* kBaselines[] = {"current-practice", "max", "min", "optimus",
                                                "random"};
 
-  static void Report(const SolveContext& ctx, double best, double bound) {
-    if (ctx.on_progress) ctx.on_progress(best, bound);
-  }
+  // The incumbent's history and the stopping rule (bound and gap target).
+  class Progress {
+   public:
+    Progress(const SolveContext& ctx, const Clock& clock, const Problem& problem)
+        : ctx_(ctx),
+          clock_(clock),
+          started_(clock.Now()),
+          size_(static_cast<double>(problem.NumTasks()) * problem.NumNodes()),
+          bound_(ctx.lower_bound) {}
+
+    // The makespan at which search may stop: the bound, or the gap target.
+    double Target() const {
+      return ctx_.gap > 0 ? bound_ / (1 - std::min(ctx_.gap, 0.99)) : bound_;
+    }
+    bool Reached(double makespan, double bound) const {
+      double target = ctx_.gap > 0 ? bound / (1 - std::min(ctx_.gap, 0.99)) : bound;
+      return makespan <= target * (1 + 1e-9);
+    }
+    uint64_t seed() const { return ctx_.seed; }
+    void SetBound(double bound) { bound_ = std::max(bound_, bound); }
+    // Work units: the main search's evaluations plus work done elsewhere.
+    double Work(long evaluations) const { return evaluations * size_ / 1e6 + extra_work_; }
+    void SetExtraWork(double work) { extra_work_ = work; }
+
+    void Improved(double makespan, long evaluations) {
+      if (!history_.empty() && makespan >= history_.back().makespan * (1 - 1e-12)) return;
+      history_.push_back({clock_.Now() - started_, Work(evaluations), makespan, bound_});
+      if (ctx_.on_progress) ctx_.on_progress(makespan, bound_);
+    }
+    const std::vector<Improvement>& history() const { return history_; }
+
+    // "; incumbent 1.047x the bound at 0.9 s, 1.012x at 28 s", first and last steps.
+    std::string Summary() const {
+      if (history_.size() < 2 || bound_ <= 0) return "";
+      auto step = [&](const Improvement& i) {
+        return FormatFixed(i.makespan / bound_, 4) + "x at " + FormatFixed(i.time_s, 1) + " s";
+      };
+      return "; incumbent " + step(history_.front()) + " -> " + step(history_.back()) + " (" +
+             std::to_string(history_.size()) + " improvements)";
+    }
+
+   private:
+    const SolveContext& ctx_;
+    const Clock& clock_;
+    double started_;
+    double size_;
+    double bound_;
+    double extra_work_ = 0.0;
+    std::vector<Improvement> history_;
+  };
+
+  static std::string FormatWork(double work) { return FormatFixed(work, work < 10 ? 2 : 0); }
 
   struct Scored {
     Candidate plan;
     Cost cost;
   };
+
+  // Phase 1's decoder evaluations (the default effort: evaluations scale
+  // inversely with the size of one, tasks x nodes, about 2 s on one core of a
+  // 2-core machine for any size) and phase 2's work units (+inf: until the
+  // deadline; 0: no phase 2). On kGroupNodes or more nodes half of the
+  // default effort goes to phase 2, whose node-group search improves such
+  // plans far more per unit of work than whole-plan climbs (bench/planner).
+  using Budget = std::pair<long, double>;
+  static Budget BudgetFor(const Problem& problem, const SolveContext& ctx) {
+    const double size = static_cast<double>(problem.NumTasks()) * problem.NumNodes();
+    long first = static_cast<long>(ctx.work_scale * std::clamp(4e7 / size, 300.0, 4e6));
+    if (ctx.work_limit > 0) first = std::min(first, static_cast<long>(ctx.work_limit * 1e6 / size));
+    first = std::max(1L, first);
+    const long handed_on = problem.NumNodes() >= kGroupNodes ? first / 2 : 0;
+    first -= handed_on;
+    if (ctx.work_limit > 0) return {first, std::max(0.0, ctx.work_limit - first * size / 1e6)};
+    if (ctx.anytime) return {first, std::numeric_limits<double>::infinity()};
+    return {first, handed_on * size / 1e6};
+  }
+
+  // Phase 2: rounds of node-group search (node_groups.h; on 3+ nodes) and
+  // global climbs from its plan, until `work` units are spent, the deadline,
+  // or the target. Returns whether the target was reached.
+  static bool Anytime(const Problem& problem, const Deadline& deadline, LocalSearch& search,
+                      Progress& progress, double work, SolveResult& result, std::string& note) {
+    search.set_target(progress.Target());
+    NodeGroupSearch groups(problem, deadline, {progress.Target(), progress.seed() * 7919 + 1});
+    auto spent = [&] {
+      progress.SetExtraWork(groups.work());
+      return progress.Work(search.evaluations());
+    };
+    const double end = spent() + work;
+    auto reached = [&] {
+      return progress.Reached(Makespan(problem, result.schedule), result.lower_bound);
+    };
+    SerialDecoder decoder(problem);
+    while (spent() < end && !deadline.Expired() && !reached()) {
+      if (problem.NumNodes() >= 3) {
+        result.schedule = groups.Improve(result.schedule, end - spent(), [&](double makespan) {
+          progress.SetExtraWork(groups.work());
+          progress.Improved(makespan, search.evaluations());
+        });
+        if (spent() >= end || deadline.Expired() || reached()) break;
+      }
+      // A global climb from the plan (and kicks of it) moves work between
+      // groups the node-group search never pairs.
+      Scored best;
+      best.plan = CandidateFromSchedule(problem, result.schedule);
+      best.cost = search.Evaluate(best.plan, nullptr);
+      const double size = static_cast<double>(problem.NumTasks()) * problem.NumNodes();
+      long evaluations =
+          std::max(1L, static_cast<long>(std::min(end - spent(), 20.0) * 1e6 / size));
+      Climb(problem, deadline, {best.plan}, search, progress, evaluations, best);
+      Schedule climbed;
+      decoder.Decode(best.plan.order, best.plan.option, &climbed);
+      if (Makespan(problem, climbed) < Makespan(problem, result.schedule)) {
+        result.schedule = std::move(climbed);
+      }
+    }
+    spent();
+    note = "; node groups: " + std::to_string(groups.groups_improved()) + " of " +
+           std::to_string(groups.groups_tried()) + " improved";
+    return reached();
+  }
 
   static Scored BestSeed(LocalSearch& search, const std::vector<Candidate>& seeds) {
     Scored best;
@@ -296,19 +268,18 @@ class AutoSolver final : public Solver {
   // (kick the walk's plan a few moves away and climb again), every third
   // climb from a kicked seed instead, for diversity. Many short climbs beat a
   // few long ones (measured: a climb stalls within a few thousand evaluations).
-  static void Climb(const Problem& problem, const SolveContext& ctx, const Deadline& deadline,
-                    const std::vector<Candidate>& seeds, LocalSearch& search, Scored& best) {
-    // Effort: evaluations scale inversely with the size of one (tasks x nodes),
-    // about 2 s on one core of a 2-core machine for any size.
-    const double evaluation_size = static_cast<double>(problem.NumTasks()) * problem.NumNodes();
-    long evaluations =
-        static_cast<long>(ctx.work_scale * std::clamp(4e7 / evaluation_size, 300.0, 4e6));
-    const long climb = std::min<long>(evaluations, kClimbEvaluations);
-    const long climbs = std::max<long>(1, evaluations / climb);
+  // `evaluations` < 0: until the deadline.
+  static void Climb(const Problem& problem, const Deadline& deadline,
+                    const std::vector<Candidate>& seeds, LocalSearch& search, Progress& progress,
+                    long evaluations, Scored& best) {
+    (void)problem;
+    const long end =
+        evaluations < 0 ? std::numeric_limits<long>::max() : search.evaluations() + evaluations;
     // The walk moves between local optima: a climb's result replaces it when
     // no more than kWalkSlack worse, so the search can cross small ridges.
     Scored walk = best;
-    for (long r = 0; r < climbs && !search.Optimal(best.cost) && !deadline.Expired(); ++r) {
+    for (long r = 0;
+         search.evaluations() < end && !search.Optimal(best.cost) && !deadline.Expired(); ++r) {
       Candidate start;
       if (r < static_cast<long>(std::min<size_t>(3, seeds.size()))) {
         start = seeds[r];
@@ -318,28 +289,35 @@ class AutoSolver final : public Solver {
         start = search.Perturb(walk.plan, 2 + static_cast<int>(r % 4));
       }
       Scored found;
+      const long climb = std::min<long>(end - search.evaluations(), kClimbEvaluations);
       search.Run(std::move(start), climb, &found.plan, &found.cost);
-      if (found.cost.BetterThan(best.cost)) best = found;
+      if (found.cost.BetterThan(best.cost)) {
+        best = found;
+        progress.Improved(best.cost.makespan, search.evaluations());
+      }
       if (found.cost.makespan <= walk.cost.makespan * (1 + kWalkSlack)) walk = std::move(found);
     }
   }
 
   // Auto is never worse than a baseline in its registry: takes the best of
-  // their plans.
-  void KeepBestBaseline(const Problem& problem, const SolveContext& ctx, Schedule& schedule) const {
+  // their plans. Returns whether one was better.
+  bool KeepBestBaseline(const Problem& problem, const SolveContext& ctx, Schedule& schedule) const {
+    bool replaced = false;
     for (const char* name : kBaselines) {
       const Solver* solver = registry_.Find(name);
       if (!solver) continue;
       SolveResult baseline = solver->Solve(problem, ctx);
       if (Makespan(problem, baseline.schedule) < Makespan(problem, schedule)) {
         schedule = std::move(baseline.schedule);
+        replaced = true;
       }
     }
+    return replaced;
   }
 
   // The exact MILP, warm-started with the plan; returns whether it proved it optimal.
   static bool ImproveExactly(const Problem& problem, const SolveContext& ctx,
-                             const Deadline& deadline, SolveResult& result) {
+                             const Deadline& deadline, SolveResult& result, std::string& note) {
     MipOptions options;
     options.time_limit_s = deadline.Remaining();
     options.threads = ctx.threads;
@@ -349,9 +327,8 @@ class AutoSolver final : public Solver {
       result.schedule = exact.schedule;
     }
     result.lower_bound = std::max(result.lower_bound, exact.bound);
-    result.note += "; exact MILP: " + std::to_string(exact.nodes) + " nodes" +
-                   (exact.optimal ? ", proven optimal" : "");
-    Report(ctx, Makespan(problem, result.schedule), result.lower_bound);
+    note = "; exact MILP: " + std::to_string(exact.nodes) + " nodes" +
+           (exact.optimal ? ", proven optimal" : "");
     return exact.optimal;
   }
 

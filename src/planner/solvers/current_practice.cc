@@ -19,7 +19,7 @@ class CurrentPracticeSolver final : public Solver {
   SolveResult Solve(const Problem& problem, const SolveContext&) const override {
     std::vector<int> order(problem.tasks.size());
     std::iota(order.begin(), order.end(), 0);
-    return {SolveStatus::kFeasible, WholeNodeSchedule(problem, order), 0.0, ""};
+    return {SolveStatus::kFeasible, WholeNodeSchedule(problem, order), 0.0, "", {}, 0.0};
   }
 };
 

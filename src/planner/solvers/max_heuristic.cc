@@ -27,7 +27,7 @@ class MaxSolver final : public Solver {
     std::iota(order.begin(), order.end(), 0);
     std::stable_sort(order.begin(), order.end(),
                      [&](int a, int b) { return runtime[a] > runtime[b]; });
-    return {SolveStatus::kFeasible, WholeNodeSchedule(problem, order), 0.0, ""};
+    return {SolveStatus::kFeasible, WholeNodeSchedule(problem, order), 0.0, "", {}, 0.0};
   }
 };
 

@@ -18,7 +18,7 @@ class MilpSolver final : public Solver {
   }
   SolveResult Solve(const Problem& problem, const SolveContext& ctx) const override {
     SolveResult result;
-    if (problem.tasks.empty()) return {SolveStatus::kOptimal, {}, 0.0, ""};
+    if (problem.tasks.empty()) return {SolveStatus::kOptimal, {}, 0.0, "", {}, 0.0};
     Schedule incumbent = ctx.warm_start;
     SerialDecoder decoder(problem);
     for (const Candidate& c : ConstructiveCandidates(problem, ctx.lower_bound)) {

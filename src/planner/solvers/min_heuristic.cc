@@ -31,7 +31,7 @@ class MinSolver final : public Solver {
       option[j] = grown >= 0 && problem.FitsSomewhere(task.options[grown]) ? grown : smallest;
     }
     SerialDecoder decoder(problem);
-    SolveResult result{SolveStatus::kFeasible, {}, 0.0, ""};
+    SolveResult result{SolveStatus::kFeasible, {}, 0.0, "", {}, 0.0};
     decoder.Decode(LongestFirst(problem, option), option, &result.schedule);
     return result;
   }

@@ -59,7 +59,7 @@ class OptimusSolver final : public Solver {
       option[best_task] = best_option;
     }
     SerialDecoder decoder(problem);
-    SolveResult result{SolveStatus::kFeasible, {}, 0.0, ""};
+    SolveResult result{SolveStatus::kFeasible, {}, 0.0, "", {}, 0.0};
     decoder.Decode(LongestFirst(problem, option), option, &result.schedule);
     return result;
   }

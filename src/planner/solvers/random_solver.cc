@@ -38,7 +38,7 @@ class RandomSolver final : public Solver {
     std::iota(order.begin(), order.end(), 0);
     std::shuffle(order.begin(), order.end(), rng);
     SerialDecoder decoder(problem);
-    SolveResult result{SolveStatus::kFeasible, {}, 0.0, ""};
+    SolveResult result{SolveStatus::kFeasible, {}, 0.0, "", {}, 0.0};
     decoder.Decode(order, option, &result.schedule);
     return result;
   }

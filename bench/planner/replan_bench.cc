@@ -1,0 +1,147 @@
+// bench/planner/replan_bench: what one re-plan costs on a large batch when
+// progress matches the plan within noise.
+//
+// A batch of mixed Saturn-like tasks (bench/planner/mixed.h; default 2,000
+// tasks on 64 nodes x 8 GPUs; --gavel: Gavel-derived tasks) is planned once; then at several points
+// of the plan (10%..90% of its makespan) every task's progress is what the plan says, each task
+// running up to +-2% off its profile (the noise), and Replan (src/replan) is asked whether to
+// switch, with the paper's threshold (500 s). Compared in the same run with the same checks where a
+// solve is forced (threshold 0: the re-plan cost before incremental re-planning, and still the cost
+// when progress did move). Prints the median and max wall time of each, and how many checks solved.
+//
+//   planner_replan_bench                     # 2,000 tasks, 64 nodes, 9 checks
+//   planner_replan_bench --tasks 500 --nodes 8 --gavel
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "bench/common/instances.h"
+#include "bench/planner/mixed.h"
+#include "planner/planner.h"
+#include "replan/replan.h"
+
+namespace saturn::bench {
+namespace {
+
+// Progress at time `now` if every task ran as `plan` says, with runtimes
+// off by a factor in [1 - noise, 1 + noise].
+std::vector<TaskProgress> ProgressAt(const Problem& problem, const Plan& plan, double now,
+                                     double noise, uint64_t seed) {
+  std::map<std::string, int> task_index, node_index;
+  for (int j = 0; j < problem.NumTasks(); ++j)
+    task_index[problem.tasks[j].name] = j;
+  for (int n = 0; n < problem.NumNodes(); ++n)
+    node_index[problem.nodes[n].name] = n;
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> off(1 - noise, 1 + noise);
+  std::vector<TaskProgress> progress(problem.NumTasks());
+  for (const PlanTask& t : plan.tasks) {
+    int j = task_index.at(t.task);
+    TaskProgress& q = progress[j];
+    double slowdown = off(rng);
+    if (t.end_s <= now) {
+      q.finished = true;
+      q.done = 1.0;
+    } else if (t.start_s <= now) {
+      int option = -1;
+      const Task& task = problem.tasks[j];
+      for (int o = 0; o < static_cast<int>(task.options.size()); ++o) {
+        if (task.options[o].technique == t.technique && task.options[o].gpus == t.gpus) option = o;
+      }
+      q.running = RunningOn{option, node_index.at(t.node), t.gpu_ids};
+      q.slowdown = slowdown;
+      q.done = std::min(0.99, (now - t.start_s) / ((t.end_s - t.start_s) * slowdown));
+      q.has_checkpoint = true;
+    }
+  }
+  return progress;
+}
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0.0 : v[v.size() / 2];
+}
+
+int Main(int argc, char** argv) {
+  int tasks = 2000, nodes = 64, checks = 9;
+  double noise = 0.02;
+  bool gavel = false;
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--tasks") && i + 1 < argc) {
+      tasks = std::atoi(argv[++i]);
+    } else if (!std::strcmp(argv[i], "--nodes") && i + 1 < argc) {
+      nodes = std::atoi(argv[++i]);
+    } else if (!std::strcmp(argv[i], "--checks") && i + 1 < argc) {
+      checks = std::atoi(argv[++i]);
+    } else if (!std::strcmp(argv[i], "--gavel")) {
+      gavel = true;
+    } else if (!std::strcmp(argv[i], "--noise") && i + 1 < argc) {
+      noise = std::atof(argv[++i]);
+    } else {
+      std::fprintf(stderr,
+                   "usage: planner_replan_bench [--tasks N] [--nodes N] [--checks N] [--noise "
+                   "F] [--gavel]\n");
+      return 2;
+    }
+  }
+  Instance inst =
+      gavel ? GavelInstance(LoadGavelThroughputs(SourceDir() + "/bench/data/gavel_v100.csv"), tasks,
+                            nodes, 8, 1)
+            : MixedSaturnInstance(tasks, nodes, 1);
+  Problem problem = ProblemFromProfile(inst.profile, inst.cluster);
+  PlanRequest request;
+  request.seed = 1;
+  auto t0 = std::chrono::steady_clock::now();
+  Plan plan = RunPlanner(problem, request).plan;
+  double plan_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::printf("instance %s: %d tasks, %d GPUs; first plan %.1f s (bound %.1f s) in %.2f s\n",
+              inst.name.c_str(), problem.NumTasks(), problem.TotalGpus(), plan.makespan_s,
+              plan.lower_bound_s, plan_s);
+
+  struct Mode {
+    const char* label;
+    double threshold_s;
+    std::vector<double> wall_s;
+    int solved = 0, switched = 0;
+  };
+  std::vector<Mode> modes = {{"forced solve (threshold 0)", 0.0, {}},
+                             {"incremental (threshold 500 s)", 500.0, {}}};
+  for (int c = 1; c <= checks; ++c) {
+    double now = plan.makespan_s * c / (checks + 1);
+    std::vector<TaskProgress> progress = ProgressAt(problem, plan, now, noise, c);
+    for (Mode& m : modes) {
+      ReplanPolicy policy;
+      policy.threshold_s = m.threshold_s;
+      policy.seed = c;
+      auto s0 = std::chrono::steady_clock::now();
+      ReplanDecision d = Replan(problem, progress, plan, now, policy);
+      m.wall_s.push_back(
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - s0).count());
+      m.solved += d.summary.find("no solve") == std::string::npos;
+      m.switched += d.switch_plan;
+    }
+  }
+  std::printf("\n%-32s %12s %10s %8s %9s\n", "re-plan", "median_ms", "max_ms", "solved",
+              "switched");
+  for (const Mode& m : modes) {
+    std::printf("%-32s %12.1f %10.1f %5d/%-2d %9d\n", m.label, 1e3 * Median(m.wall_s),
+                1e3 * *std::max_element(m.wall_s.begin(), m.wall_s.end()), m.solved, checks,
+                m.switched);
+  }
+  std::printf("\nincremental / forced, median: %.4f\n",
+              Median(modes[1].wall_s) / Median(modes[0].wall_s));
+  return 0;
+}
+
+}  // namespace
+}  // namespace saturn::bench
+
+int main(int argc, char** argv) {
+  return saturn::bench::Main(argc, argv);
+}
