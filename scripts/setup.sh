@@ -11,6 +11,7 @@ packages=(
   nlohmann-json3-dev         # plans, reports, profiles' knobs
   libcli11-dev               # command line
   libsqlite3-dev             # profile cache, run state
+  libcpp-httplib-dev         # saturn serve (HTTP API)
   libgtest-dev libgmock-dev  # tests
 )
 torch_packages=(

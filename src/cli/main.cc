@@ -16,6 +16,7 @@ int main(int argc, char** argv) {
   saturn::AddPlanCommand(app, &status);
   saturn::AddValidateCommand(app, &status);
   saturn::AddSimulateCommand(app, &status);
+  saturn::AddServiceCommands(app, &status);
   saturn::AddWorkerCommand(app, &status);
   try {
     app.parse(argc, argv);

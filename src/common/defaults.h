@@ -20,6 +20,10 @@ inline constexpr double kSolverTimeLimitS = 10.0;
 // where callers do not set one.
 inline constexpr double kReplanTimeLimitS = 2.0;
 
+// Limit of the re-plan that takes arrivals in (seconds): an arrival waits
+// for it, so it is short; the background re-planner improves it later.
+inline constexpr double kArrivalPlanTimeLimitS = 1.0;
+
 // What pre-empting a task and resuming it elsewhere costs (seconds): its
 // checkpoint plus a restart to its first step. The estimate `saturn run`
 // has always used on this system; the simulator and the re-planning policy

@@ -36,4 +36,8 @@ std::string FormatNumber(double value) {
   return std::string(buf, result.ptr);
 }
 
+std::string Plural(long n, const std::string& word) {
+  return std::to_string(n) + " " + word + (n == 1 ? "" : "s");
+}
+
 }  // namespace saturn

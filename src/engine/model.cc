@@ -117,36 +117,6 @@ std::vector<int64_t> Model::BlockParamCounts() const {
   return counts;
 }
 
-void ModelRegistry::Register(std::unique_ptr<ModelFamily> family) {
-  families_.push_back(std::move(family));
-}
-
-const ModelFamily* ModelRegistry::Find(std::string_view name) const {
-  for (const auto& family : families_) {
-    if (family->Name() == name) return family.get();
-  }
-  return nullptr;
-}
-
-const ModelFamily& ModelRegistry::Get(std::string_view name) const {
-  if (const ModelFamily* family = Find(name)) return *family;
-  throw InputError("", 0, "model.type", UnknownTypeMessage(name));
-}
-
-std::string ModelRegistry::UnknownTypeMessage(std::string_view name) const {
-  std::string known;
-  for (const std::string& n : Names())
-    known += (known.empty() ? "" : ", ") + n;
-  return "unknown model type " + Quote(name) + " (known: " + known + ")";
-}
-
-std::vector<std::string> ModelRegistry::Names() const {
-  std::vector<std::string> names;
-  for (const auto& family : families_)
-    names.emplace_back(family->Name());
-  return names;
-}
-
 const ModelRegistry& BuiltinModels() {
   static const ModelRegistry* registry = [] {
     auto* r = new ModelRegistry;
@@ -159,8 +129,7 @@ const ModelRegistry& BuiltinModels() {
 std::unique_ptr<Model> BuildModel(const TaskSpec& task) {
   const ModelFamily* family = BuiltinModels().Find(task.model_type);
   if (family == nullptr) {
-    throw InputError(task.source, 0, "model.type",
-                     BuiltinModels().UnknownTypeMessage(task.model_type));
+    throw InputError(task.source, 0, "model.type", BuiltinModels().UnknownMessage(task.model_type));
   }
   return family->Build(task);
 }

@@ -34,6 +34,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/registry.h"
 #include "engine/task.h"
 
 namespace saturn::engine {
@@ -135,17 +136,9 @@ class ModelFamily {
   virtual std::unique_ptr<Model> Build(const TaskSpec& task) const = 0;
 };
 
-class ModelRegistry {
+class ModelRegistry : public Registry<ModelFamily> {
  public:
-  void Register(std::unique_ptr<ModelFamily> family);
-  const ModelFamily* Find(std::string_view name) const;
-  // Like Find; an unknown name is an InputError listing the known ones.
-  const ModelFamily& Get(std::string_view name) const;
-  std::vector<std::string> Names() const;
-  std::string UnknownTypeMessage(std::string_view name) const;
-
- private:
-  std::vector<std::unique_ptr<ModelFamily>> families_;
+  ModelRegistry() : Registry("model type", "model.type") {}
 };
 
 void RegisterBuiltinModels(ModelRegistry& registry);

@@ -295,43 +295,6 @@ ExecuteResult Technique::Execute(TrainContext& ctx, const Knobs& knobs,
   return result;
 }
 
-void TechniqueRegistry::Register(std::unique_ptr<Technique> technique) {
-  if (technique == nullptr) throw InputError("", 0, "", "a null technique was registered");
-  std::string name(technique->Name());
-  if (name.empty() || name.find_first_of(" \t\n,") != std::string::npos) {
-    throw InputError(
-        "", 0, "",
-        "technique name " + Quote(name) + " must be non-empty, without spaces or commas");
-  }
-  if (Find(name) != nullptr) {
-    throw InputError("", 0, "", "technique " + Quote(name) + " is already registered");
-  }
-  techniques_.push_back(std::move(technique));
-}
-
-const Technique* TechniqueRegistry::Find(std::string_view name) const {
-  for (const auto& technique : techniques_) {
-    if (technique->Name() == name) return technique.get();
-  }
-  return nullptr;
-}
-
-const Technique& TechniqueRegistry::Get(std::string_view name) const {
-  if (const Technique* technique = Find(name)) return *technique;
-  std::string known;
-  for (const std::string& n : Names())
-    known += (known.empty() ? "" : ", ") + n;
-  throw InputError("", 0, "--technique",
-                   "unknown technique " + Quote(name) + " (known: " + known + ")");
-}
-
-std::vector<std::string> TechniqueRegistry::Names() const {
-  std::vector<std::string> names;
-  for (const auto& technique : techniques_)
-    names.emplace_back(technique->Name());
-  return names;
-}
-
 const TechniqueRegistry& BuiltinTechniques() {
   static const TechniqueRegistry* registry = [] {
     auto* r = new TechniqueRegistry;

@@ -61,6 +61,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/registry.h"
 #include "engine/checkpoint.h"
 #include "engine/comm.h"
 #include "engine/data.h"
@@ -184,16 +185,9 @@ class Technique {
                                 const ExecuteOptions& options) const;
 };
 
-class TechniqueRegistry {
+class TechniqueRegistry : public Registry<Technique> {
  public:
-  void Register(std::unique_ptr<Technique> technique);
-  const Technique* Find(std::string_view name) const;
-  // Like Find; an unknown name is an InputError listing the known ones.
-  const Technique& Get(std::string_view name) const;
-  std::vector<std::string> Names() const;
-
- private:
-  std::vector<std::unique_ptr<Technique>> techniques_;
+  TechniqueRegistry() : Registry("technique", "--technique") {}
 };
 
 void RegisterBuiltinTechniques(TechniqueRegistry& registry);

@@ -60,8 +60,16 @@ WorkerJob Dispatcher::MakeJob(int j, const Assignment& a) {
 }
 
 void Dispatcher::Start(int j, const Assignment& a) {
-  WorkerJob job = MakeJob(j, a);
-  run_.tasks[j].process.emplace(run_.backend->Start(job));
+  // A profiling trial of an arrival holds one of the devices: start later.
+  if (!run_.devices.ClaimForTask(a.node, a.gpu_ids)) return;
+  WorkerJob job;
+  try {
+    job = MakeJob(j, a);
+    run_.tasks[j].process.emplace(run_.backend->Start(job));
+  } catch (...) {
+    run_.devices.FreeFromTask(a.node, a.gpu_ids);
+    throw;
+  }
   MarkStarted(j, a, job);
 }
 
@@ -134,14 +142,19 @@ void Dispatcher::HandleExit(int j, int status) {
   ReadProgress(j);
   for (int g : l.on.gpu_ids)
     run_.busy_by[l.on.node][g] = -1;
+  run_.devices.FreeFromTask(l.on.node, l.on.gpu_ids);
   l.record.worker_pgid = 0;
   l.record.steps_done = l.step;
   bool was_stopping = l.stopping;
+  bool cancelled = l.cancelling;
   l.stopping = false;
+  l.cancelling = false;
   l.process.reset();
   std::optional<WorkerExecuteResult> result = ReadResult(j, was_stopping, &status);
   if (result && result->completed_steps >= run_.Steps(j)) {
     MarkFinished(j, *result);
+  } else if (cancelled) {
+    MarkCancelled(j, result ? result->completed_steps : LatestCheckpointOf(j));
   } else if (result || was_stopping) {
     MarkPreempted(j, result);
   } else {
@@ -197,6 +210,26 @@ void Dispatcher::MarkFailed(int j, int status) {
   }
 }
 
+void Dispatcher::MarkCancelled(int j, long checkpoint_step) {
+  TaskRecord& r = run_.tasks[j].record;
+  r.status = TaskStatus::kCancelled;
+  r.checkpoint_step = checkpoint_step;
+  r.end_s = run_.Now();
+  run_.state->SaveTask(r);
+  run_.Emit(events::TaskCancelled(run_.Now(), run_.Where(j), checkpoint_step));
+}
+
+void Dispatcher::Cancel(int j) {
+  LiveTask& l = run_.tasks[j];
+  if (run_.Done(j)) return;
+  if (l.record.status == TaskStatus::kRunning) {
+    Preempt(j);
+    l.cancelling = true;
+    return;
+  }
+  MarkCancelled(j, l.record.checkpoint_step);
+}
+
 void Dispatcher::Poll() {
   for (int j = 0; j < run_.NumTasks(); ++j) {
     LiveTask& l = run_.tasks[j];
@@ -213,7 +246,7 @@ void Dispatcher::Poll() {
 }
 
 void Dispatcher::Dispatch() {
-  auto gpu_free = [&](int n, int g) { return run_.busy_by[n][g] < 0; };
+  auto gpu_free = [&](int n, int g) { return run_.busy_by[n][g] < 0 && !run_.devices.Lent(n, g); };
   auto done = [&](int j) { return run_.Done(j); };
   for (int j : run_.queues.Order()) {
     if (run_.tasks[j].record.status != TaskStatus::kWaiting) continue;

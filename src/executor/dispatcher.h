@@ -8,6 +8,7 @@
 //   dispatcher.Poll();       // progress and exits of running workers
 //   dispatcher.Dispatch();   // starts what the plan lets start
 //   dispatcher.Preempt(j);   // SIGTERM: the worker checkpoints, then exits
+//   dispatcher.Cancel(j);    // the same, and the task ends cancelled
 #pragma once
 
 #include <optional>
@@ -24,6 +25,9 @@ class Dispatcher {
   void Poll();
   void Dispatch();
   void Preempt(int j);
+  // Stops the task for good (saturn cancel): a running worker checkpoints
+  // first; the task ends cancelled and keeps its last checkpoint.
+  void Cancel(int j);
   // Whether any worker still runs.
   bool AnyRunning() const;
 
@@ -37,6 +41,7 @@ class Dispatcher {
   void MarkFinished(int j, const WorkerExecuteResult& result);
   void MarkPreempted(int j, const std::optional<WorkerExecuteResult>& result);
   void MarkFailed(int j, int status);
+  void MarkCancelled(int j, long checkpoint_step);
   long LatestCheckpointOf(int j) const;
 
   RunContext& run_;

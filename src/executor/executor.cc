@@ -1,13 +1,11 @@
 #include "executor/executor.h"
 
-#include <signal.h>
-
-#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <thread>
 
+#include "common/signals.h"
 #include "executor/dispatcher.h"
 #include "executor/progress.h"
 #include "executor/replanner.h"
@@ -16,20 +14,6 @@
 
 namespace saturn {
 namespace {
-
-// Set by SIGTERM/SIGINT: stop the run gracefully (workers checkpoint).
-std::atomic<bool> g_interrupted{false};
-
-void OnInterrupt(int) {
-  g_interrupted = true;
-}
-
-void CatchInterrupts() {
-  struct sigaction action {};
-  action.sa_handler = OnInterrupt;
-  sigaction(SIGTERM, &action, nullptr);
-  sigaction(SIGINT, &action, nullptr);
-}
 
 void Pause() {
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
@@ -53,11 +37,11 @@ class Executor {
  private:
   void Loop(Dispatcher& dispatcher, Replanner& replanner) {
     double last_save = -1e9, last_print = -1e9;
-    CatchInterrupts();
+    CatchStopSignals();
     while (true) {
       dispatcher.Poll();
       if (run_.AllDone()) break;
-      if (g_interrupted) {
+      if (StopRequested()) {
         Interrupt(dispatcher);
         break;
       }
@@ -110,7 +94,22 @@ class Executor {
 }  // namespace
 
 std::string DefaultRunDir(const std::string& workload_path) {
-  return "saturn-runs/" + std::filesystem::path(workload_path).filename().string();
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::path file = fs::weakly_canonical(fs::absolute(workload_path), ec);
+  if (ec) file = fs::absolute(workload_path).lexically_normal();
+  fs::path cwd = fs::current_path(ec);
+  fs::path shown = file.lexically_relative(cwd);
+  if (shown.empty() || *shown.begin() == "..") shown = file.relative_path();
+  shown.replace_extension();
+  // One folder name per file: "examples/quickstart/workload.yaml" runs in
+  // saturn-runs/examples-quickstart-workload.
+  std::string name;
+  for (const fs::path& part : shown) {
+    if (part == "." || part.empty()) continue;
+    name += (name.empty() ? "" : "-") + part.string();
+  }
+  return "saturn-runs/" + (name.empty() ? std::string("workload") : name);
 }
 
 RunSummary RunWorkload(const RunOptions& options, const Clock& clock) {

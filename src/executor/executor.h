@@ -39,7 +39,7 @@ namespace saturn {
 struct RunOptions {
   std::string workload_path;
   std::vector<std::string> plugins;  // --plugin: added to the workload's plugins
-  std::string run_dir;               // "" = saturn-runs/<workload file name>
+  std::string run_dir;               // "" = DefaultRunDir(workload_path)
   bool resume = false;
   std::string solver = "auto";
   double time_limit_s = defaults::kSolverTimeLimitS;  // per plan and re-plan
@@ -72,7 +72,11 @@ struct RunSummary {
 RunSummary RunWorkload(const RunOptions& options);
 RunSummary RunWorkload(const RunOptions& options, const Clock& clock);
 
-// The run directory `saturn run` uses for a workload by default.
+// The run directory `saturn run` uses for a workload by default: under
+// saturn-runs/, named after the file's path from the current folder (from /
+// outside it) without its extension, parts joined by '-':
+// "examples/quickstart/workload.yaml" -> "saturn-runs/examples-quickstart-workload".
+// Two workload files never share one.
 std::string DefaultRunDir(const std::string& workload_path);
 
 }  // namespace saturn

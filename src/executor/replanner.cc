@@ -44,6 +44,7 @@ void Replanner::Poll() {
     double time_limit_s = std::min(run_.options.time_limit_s, std::max(1.0, run_.interval_s / 4));
     ReplanPolicy policy = MakeReplanPolicy(run_, time_limit_s);
     double now = run_.Now();
+    solving_for_ = run_.task_set_version;
     return BackgroundReplanner::Solve(
         [problem = run_.problem, progress = Snapshot(run_), plan = run_.plan, now, policy] {
           return Replan(problem, progress, plan, now, policy);
@@ -53,32 +54,40 @@ void Replanner::Poll() {
 }
 
 void Replanner::Apply(const ReplanDecision& d) {
+  // Tasks arrived while it was solved: its task numbers are stale.
+  if (solving_for_ != run_.task_set_version) return;
   run_.estimated_end_s = d.switch_plan ? d.new_end_s : d.current_end_s;
   if (!d.switch_plan) return;
-  run_.AdoptPlan(d.plan);
+  std::vector<std::string> moved = SwitchTo(run_, dispatcher_, d);
+  run_.Emit(events::PlanSwitched(run_.Now(), d.current_end_s, d.new_end_s, moved));
+  if (run_.options.progress) {
+    std::fprintf(stderr, "[%s] %s\n", FormatDuration(run_.Now()).c_str(), d.summary.c_str());
+  }
+}
+
+std::vector<std::string> SwitchTo(RunContext& run, Dispatcher& dispatcher,
+                                  const ReplanDecision& d) {
+  run.AdoptPlan(d.plan);
   // Tasks the new plan moves: the ones it pre-empts, and any that started
   // while it was being solved somewhere other than where it puts them.
   std::map<std::string, int> index;
-  for (int j = 0; j < run_.NumTasks(); ++j)
-    index[run_.problem.tasks[j].name] = j;
+  for (int j = 0; j < run.NumTasks(); ++j)
+    index[run.problem.tasks[j].name] = j;
   std::vector<std::string> moved = d.preempted;
-  for (const PlanTask& t : run_.plan.tasks) {
+  for (const PlanTask& t : run.plan.tasks) {
     int j = index.at(t.task);
-    const LiveTask& l = run_.tasks[j];
-    if (!run_.Running(j)) continue;
-    const Option& o = run_.problem.tasks[j].options[l.on.option];
+    const LiveTask& l = run.tasks[j];
+    if (!run.Running(j)) continue;
+    const Option& o = run.problem.tasks[j].options[l.on.option];
     if (o.technique != t.technique || o.gpus != t.gpus ||
-        run_.problem.nodes[l.on.node].name != t.node || l.on.gpu_ids != t.gpu_ids) {
+        run.problem.nodes[l.on.node].name != t.node || l.on.gpu_ids != t.gpu_ids) {
       if (std::find(moved.begin(), moved.end(), t.task) == moved.end()) moved.push_back(t.task);
     }
   }
   for (const std::string& name : moved)
-    dispatcher_.Preempt(index.at(name));
-  run_.Emit(events::PlanSwitched(run_.Now(), d.current_end_s, d.new_end_s, moved));
-  run_.Requeue();
-  if (run_.options.progress) {
-    std::fprintf(stderr, "[%s] %s\n", FormatDuration(run_.Now()).c_str(), d.summary.c_str());
-  }
+    dispatcher.Preempt(index.at(name));
+  run.Requeue();
+  return moved;
 }
 
 void ReplanForOtherNodes(RunContext& run, const std::string& cluster_now) {

@@ -11,6 +11,7 @@
 #include <functional>
 #include <future>
 #include <string>
+#include <vector>
 
 #include "common/clock.h"
 #include "executor/dispatcher.h"
@@ -63,7 +64,13 @@ class Replanner {
   RunContext& run_;
   Dispatcher& dispatcher_;
   BackgroundReplanner background_;
+  int solving_for_ = -1;  // the task set version the re-plan in flight was solved for
 };
+
+// Follows the decision's plan from now on and pre-empts the running tasks it
+// moves (those it pre-empts, and any that started while it was solved
+// somewhere other than where it puts them); returns their names.
+std::vector<std::string> SwitchTo(RunContext& run, Dispatcher& dispatcher, const ReplanDecision& d);
 
 // Re-planning settings; each call gets its own seed.
 ReplanPolicy MakeReplanPolicy(RunContext& run, double time_limit_s);

@@ -20,7 +20,7 @@ bool RunContext::Running(int j) const {
 
 bool RunContext::Done(int j) const {
   TaskStatus s = tasks[j].record.status;
-  return s == TaskStatus::kFinished || s == TaskStatus::kFailed;
+  return s == TaskStatus::kFinished || s == TaskStatus::kFailed || s == TaskStatus::kCancelled;
 }
 
 bool RunContext::AllDone() const {

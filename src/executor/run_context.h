@@ -11,6 +11,7 @@
 #pragma once
 
 #include <deque>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -18,6 +19,7 @@
 
 #include "common/clock.h"
 #include "common/process.h"
+#include "executor/device_leases.h"
 #include "executor/executor.h"
 #include "executor/run_events.h"
 #include "executor/run_state.h"
@@ -58,6 +60,7 @@ struct LiveTask {
   std::optional<Process> process;
   Assignment on;  // where it runs
   bool stopping = false;
+  bool cancelling = false;  // stopping to be cancelled, not to move
   double stop_requested = 0.0;
 };
 
@@ -86,6 +89,13 @@ struct RunContext {
   double planning_s = 0.0;
   int switches = 0;
   int replans = 0;
+  // Who holds each device: tasks, or profiling trials of arrivals.
+  DeviceLeases devices;
+  // Counts changes of the task set (arrivals): a re-plan solved for an older
+  // set is dropped.
+  int task_set_version = 0;
+  // Told every event after it is logged (saturn serve streams them).
+  std::function<void(const Event&)> on_event;
 
   double Now() const { return clock.Now(); }
   int NumTasks() const { return problem.NumTasks(); }
@@ -99,7 +109,10 @@ struct RunContext {
   bool AllDone() const;
   // The task with where it last ran.
   events::TaskPlace Where(int j) const;
-  void Emit(const Event& event) { state->Append(event); }
+  void Emit(const Event& event) {
+    state->Append(event);
+    if (on_event) on_event(event);
+  }
   // Writes the plan followed as plan-<index>.json and into the state.
   void SavePlan(int index);
   // Follows `next` from now on (saved as plan-<switches>.json).

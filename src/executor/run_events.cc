@@ -78,4 +78,22 @@ Event TaskFailed(double t, const TaskPlace& at, const std::string& error, int at
                    {{"error", error}, {"attempt", attempt}, {"gave_up", gave_up}, {"step", step}});
 }
 
+Event TaskCancelled(double t, const TaskPlace& at, long step) {
+  return TaskEvent(t, "task_cancelled", at, {{"step", step}});
+}
+
+Event TaskArrived(double t, const std::string& task, int configurations) {
+  return TaskEvent(t, "task_arrived", TaskPlace{task, "", 0, "", {}},
+                   {{"configurations", configurations}});
+}
+
+Event PlanExtended(double t, const std::vector<std::string>& arrived, double new_end_s,
+                   const std::vector<std::string>& preempted) {
+  return RunEvent(t, "plan_switched",
+                  {{"why", "arrivals"},
+                   {"arrived", arrived},
+                   {"new_end_s", new_end_s},
+                   {"preempted", preempted}});
+}
+
 }  // namespace saturn::events

@@ -41,5 +41,13 @@ Event TaskFinished(double t, const TaskPlace& at, long steps, double loss);
 Event TaskPreempted(double t, const TaskPlace& at, long step);
 Event TaskFailed(double t, const TaskPlace& at, const std::string& error, int attempt, bool gave_up,
                  long step);
+// Cancelled (saturn cancel), keeping its checkpoint at `step`.
+Event TaskCancelled(double t, const TaskPlace& at, long step);
+// Joined a run that was already going (saturn serve, or a resume whose
+// workload added it), with its profiled configurations.
+Event TaskArrived(double t, const std::string& task, int configurations);
+// A re-plan that took arrivals in.
+Event PlanExtended(double t, const std::vector<std::string>& arrived, double new_end_s,
+                   const std::vector<std::string>& preempted);
 
 }  // namespace saturn::events

@@ -7,10 +7,12 @@
 #include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "common/error.h"
 #include "common/format.h"
 #include "common/fs.h"
+#include "executor/arrivals.h"
 #include "executor/replanner.h"
 #include "launch/worker.h"
 #include "planner/planner.h"
@@ -48,7 +50,8 @@ void CheckAndOpen(RunContext& run) {
   run.state.emplace(RunState::Open(run.run_dir, !o.resume));
 }
 
-// Problem task j is workload task run.workload_index[j].
+}  // namespace
+
 void BuildProblem(RunContext& run) {
   const RunOptions& o = run.options;
   run.problem = ProblemFromProfile(run.profile, run.workload.cluster);
@@ -71,9 +74,15 @@ void BuildProblem(RunContext& run) {
   run.tasks.clear();
   run.tasks.resize(run.problem.NumTasks());
   run.busy_by.assign(run.problem.NumNodes(), {});
-  for (int n = 0; n < run.problem.NumNodes(); ++n)
+  std::vector<std::pair<std::string, int>> nodes;
+  for (int n = 0; n < run.problem.NumNodes(); ++n) {
     run.busy_by[n].assign(run.problem.nodes[n].gpus, -1);
+    nodes.emplace_back(run.problem.nodes[n].name, run.problem.nodes[n].gpus);
+  }
+  run.devices.Reset(nodes);
 }
+
+namespace {
 
 ProfileTable Profile(RunContext& run) {
   const RunOptions& o = run.options;
@@ -124,6 +133,8 @@ void ProfileAndPlan(RunContext& run) {
   }
 }
 
+}  // namespace
+
 void RestoreTasks(RunContext& run) {
   std::map<std::string, TaskRecord> saved;
   for (TaskRecord& r : run.state->Tasks())
@@ -146,7 +157,20 @@ void RestoreTasks(RunContext& run) {
     l.step = l.record.checkpoint_step;
     run.state->SaveTask(l.record);
   }
+  if (!run.options.progress) return;
+  std::string line;
+  for (int j = 0; j < run.NumTasks(); ++j) {
+    const TaskRecord& r = run.tasks[j].record;
+    line += "\n  " + r.name + ": " +
+            (run.Done(j) ? std::string(ToString(r.status))
+                         : "from step " + std::to_string(r.checkpoint_step) + " of " +
+                               std::to_string(run.Steps(j)));
+  }
+  std::fprintf(stderr, "resuming %s at %s of training:%s\n", Plural(run.NumTasks(), "task").c_str(),
+               FormatDuration(run.Now()).c_str(), line.c_str());
 }
+
+namespace {
 
 // The run's profile, its rows limited to what fits the nodes the run
 // resumes on (it was checked against `saved_cluster`, the old ones).
@@ -170,11 +194,101 @@ ProfileTable ProfileOnNewCluster(const RunContext& run, const std::string& saved
   return table;
 }
 
+// What a resumed workload changes: the tasks it adds join the run (as do
+// tasks it changes that have not started: they re-enter as new); changing or
+// removing a task that has started is refused, naming those tasks.
+struct WorkloadChange {
+  std::vector<WorkloadTask> added;
+  std::set<std::string> dropped;  // saved tasks that leave the run (removed or re-entering)
+};
+
+WorkloadChange CompareWithSaved(RunContext& run, const std::string& saved_text) {
+  const std::string& path = run.options.workload_path;
+  Workload saved = ParseWorkload(saved_text, path, run.workload.base_dir, run.options.plugins);
+  std::map<std::string, TaskRecord> records;
+  for (TaskRecord& r : run.state->Tasks())
+    records[r.name] = std::move(r);
+  auto started = [&](const std::string& name) {
+    auto it = records.find(name);
+    return it != records.end() &&
+           (it->second.first_start_s >= 0 || it->second.checkpoint_step > 0 ||
+            it->second.status != TaskStatus::kWaiting);
+  };
+  std::map<std::string, const WorkloadTask*> now;
+  for (const WorkloadTask& t : run.workload.tasks)
+    now[t.name] = &t;
+  WorkloadChange change;
+  std::string refused;
+  for (const WorkloadTask& old : saved.tasks) {
+    auto it = now.find(old.name);
+    if (it != now.end() && it->second->spec == old.spec) continue;
+    if (started(old.name)) {
+      refused += (refused.empty() ? "" : ", ") + old.name +
+                 (it == now.end() ? " (removed)" : " (changed)");
+    } else {
+      change.dropped.insert(old.name);
+    }
+  }
+  if (!refused.empty()) {
+    throw InputError(
+        path, 0, "",
+        "the workload changes tasks that have started since this run began: " + refused +
+            "; a resumed run may add tasks and change those that have not started "
+            "(or start a new run with another --run-dir)");
+  }
+  std::set<std::string> saved_names;
+  for (const WorkloadTask& t : saved.tasks)
+    saved_names.insert(t.name);
+  for (const WorkloadTask& t : run.workload.tasks) {
+    if (!saved_names.count(t.name) || change.dropped.count(t.name)) change.added.push_back(t);
+  }
+  return change;
+}
+
+// Takes in what a changed workload adds, drops what it removed or changed
+// before it started, and plans the rest afresh.
+void ApplyChange(RunContext& run, const WorkloadChange& change, const std::string& workload_text) {
+  std::erase_if(run.plan.tasks,
+                [&](const PlanTask& t) { return change.dropped.count(t.task) > 0; });
+  std::vector<std::string> names;
+  if (!change.added.empty()) {
+    ProfileRun profiled = ProfileArrivals(run, change.added, nullptr);
+    if (run.options.progress) {
+      Workload batch = run.workload;
+      batch.tasks = change.added;
+      std::fputs(ProfileSummary(batch, profiled).c_str(), stderr);
+    }
+    JoinRun(run, change.added, profiled.table);
+    for (const WorkloadTask& t : change.added)
+      names.push_back(t.name);
+  }
+  ExtendPlan(run, nullptr, names);
+  // Last: a crash before this resumes with the same change again.
+  run.state->Set(meta::kWorkload, workload_text);
+  WriteFileAtomic(run.run_dir + "/workload.yaml", workload_text);
+}
+
+// Whether a task that is not done is missing from the plan followed.
+bool UnplannedTasks(const RunContext& run) {
+  std::set<std::string> planned;
+  for (const PlanTask& t : run.plan.tasks)
+    planned.insert(t.task);
+  for (int j = 0; j < run.NumTasks(); ++j) {
+    if (!run.Done(j) && !planned.count(run.problem.tasks[j].name)) return true;
+  }
+  return false;
+}
+
 void Resume(RunContext& run, const std::string& workload_text) {
   RunState& state = *run.state;
+  std::optional<WorkloadChange> change;
   if (state.Get(meta::kWorkload) != workload_text) {
-    throw InputError(run.options.workload_path, 0, "",
-                     "the workload changed since this run started; resume needs the same file");
+    change = CompareWithSaved(run, *state.Get(meta::kWorkload));
+    // The run resumes with the tasks it keeps; the added ones join below.
+    std::erase_if(run.workload.tasks, [&](const WorkloadTask& t) {
+      return std::any_of(change->added.begin(), change->added.end(),
+                         [&](const WorkloadTask& a) { return a.name == t.name; });
+    });
   }
   // Resumed on other nodes (e.g. a requeued Slurm job): the plan names
   // the old ones, so the remaining work is planned afresh for these.
@@ -185,6 +299,14 @@ void Resume(RunContext& run, const std::string& workload_text) {
   std::string profile_path = run.run_dir + "/profile.csv";
   run.profile = moved ? ProfileOnNewCluster(run, *saved_cluster)
                       : ParseProfileCsv(ReadFile(profile_path), profile_path, run.workload.cluster);
+  // Rows of the tasks the run keeps (a crash in a resume that added tasks
+  // may have left rows of tasks that join again below).
+  std::set<std::string> kept;
+  for (const WorkloadTask& t : run.workload.tasks)
+    kept.insert(t.name);
+  std::erase_if(run.profile.rows, [&](const ProfileRow& r) {
+    return !kept.count(r.task) || (change && change->dropped.count(r.task));
+  });
   BuildProblem(run);
   run.plan = PlanFromJson(nlohmann::json::parse(*state.Get(meta::kPlan)), run.run_dir);
   run.planned_makespan_s = state.Get(meta::kPlannedMakespanS).value_or(0.0);
@@ -193,7 +315,12 @@ void Resume(RunContext& run, const std::string& workload_text) {
   run.planning_s = state.Get(meta::kPlanningS).value_or(0.0);
   RestoreTasks(run);
   run.Emit(events::Resumed(run.Now()));
-  if (moved) ReplanForOtherNodes(run, cluster_now);
+  if (change) ApplyChange(run, *change, workload_text);
+  if (moved) {
+    ReplanForOtherNodes(run, cluster_now);
+  } else if (!change && UnplannedTasks(run)) {
+    ExtendPlan(run, nullptr, {});
+  }
 }
 
 void StartFresh(RunContext& run, const std::string& workload_text) {
@@ -206,6 +333,8 @@ void StartFresh(RunContext& run, const std::string& workload_text) {
   ProfileAndPlan(run);
 }
 
+}  // namespace
+
 void WriteTaskFolders(const RunContext& run) {
   for (size_t k = 0; k < run.workload.tasks.size(); ++k) {
     std::string dir = run.TaskDir(static_cast<int>(k));
@@ -216,8 +345,6 @@ void WriteTaskFolders(const RunContext& run) {
   }
 }
 
-}  // namespace
-
 void SetUpRun(RunContext& run) {
   const RunOptions& o = run.options;
   run.run_dir = fs::absolute(o.run_dir.empty() ? DefaultRunDir(o.workload_path) : o.run_dir)
@@ -226,6 +353,7 @@ void SetUpRun(RunContext& run) {
   std::string workload_text = ReadFile(o.workload_path);
   run.workload = LoadWorkloadFile(o.workload_path, o.plugins);
   CheckAndOpen(run);
+  if (o.progress) std::fprintf(stderr, "run folder: %s\n", run.run_dir.c_str());
   if (o.resume) {
     Resume(run, workload_text);
   } else {

@@ -13,4 +13,15 @@ namespace saturn {
 
 void SetUpRun(RunContext& run);
 
+// The run's problem from its profile, for the workload's tasks (problem task
+// j is workload task run.workload_index[j]); every task's live state starts
+// afresh and every device is free.
+void BuildProblem(RunContext& run);
+// Every task from the state after a crash or a stop: finished ones stay
+// finished; any other continues from its newest checkpoint (a worker left
+// from before is killed first).
+void RestoreTasks(RunContext& run);
+// Each task's folder and its task.json (kept if it exists).
+void WriteTaskFolders(const RunContext& run);
+
 }  // namespace saturn

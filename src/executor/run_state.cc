@@ -65,13 +65,15 @@ std::string_view ToString(TaskStatus status) {
       return "finished";
     case TaskStatus::kFailed:
       return "failed";
+    case TaskStatus::kCancelled:
+      return "cancelled";
   }
   return "waiting";
 }
 
 std::optional<TaskStatus> TaskStatusFromString(std::string_view name) {
-  for (TaskStatus s :
-       {TaskStatus::kWaiting, TaskStatus::kRunning, TaskStatus::kFinished, TaskStatus::kFailed}) {
+  for (TaskStatus s : {TaskStatus::kWaiting, TaskStatus::kRunning, TaskStatus::kFinished,
+                       TaskStatus::kFailed, TaskStatus::kCancelled}) {
     if (ToString(s) == name) return s;
   }
   return std::nullopt;
@@ -116,6 +118,7 @@ RunState RunState::Open(const std::string& run_dir, bool create) {
       throw InputError(path, 0, "", "cannot create run state: " + msg);
     }
     state.SetText("format", kFormat);
+    state.CreateSubmissions();
     return state;
   }
   std::optional<std::string> format;
@@ -125,7 +128,32 @@ RunState RunState::Open(const std::string& run_dir, bool create) {
     throw InputError(path, 0, "", std::string("not a Saturn run state (") + e.what() + ")");
   }
   if (format != kFormat) throw InputError(path, 0, "", "not a Saturn run state");
+  state.CreateSubmissions();
   return state;
+}
+
+void RunState::CreateSubmissions() {
+  Check(db_,
+        sqlite3_exec(db_,
+                     "CREATE TABLE IF NOT EXISTS submissions(seq INTEGER PRIMARY KEY AUTOINCREMENT,"
+                     " source TEXT NOT NULL, base_dir TEXT NOT NULL, text TEXT NOT NULL)",
+                     nullptr, nullptr, nullptr),
+        "create submissions");
+}
+
+long RunState::AddSubmission(const Submission& submission) {
+  Statement s(db_, "INSERT INTO submissions(source, base_dir, text) VALUES(?, ?, ?)");
+  s.Bind(1, submission.source).Bind(2, submission.base_dir).Bind(3, submission.text).Step();
+  return static_cast<long>(sqlite3_last_insert_rowid(db_));
+}
+
+std::vector<Submission> RunState::Submissions() {
+  std::vector<Submission> all;
+  Statement s(db_, "SELECT seq, source, base_dir, text FROM submissions ORDER BY seq");
+  while (s.Step()) {
+    all.push_back({std::stol(s.Text(0)), s.Text(1), s.Text(2), s.Text(3)});
+  }
+  return all;
 }
 
 RunState::RunState(RunState&& o) noexcept

@@ -28,8 +28,9 @@ struct sqlite3;
 namespace saturn {
 
 // Where a task stands. Stored as its name ("waiting", "running", "finished",
-// "failed") in the state and in report.json.
-enum class TaskStatus { kWaiting, kRunning, kFinished, kFailed };
+// "failed", "cancelled") in the state and in report.json. Cancelled (by
+// `saturn cancel`) keeps the task's last checkpoint.
+enum class TaskStatus { kWaiting, kRunning, kFinished, kFailed, kCancelled };
 
 std::string_view ToString(TaskStatus status);
 // std::nullopt for a name that is not a status.
@@ -50,6 +51,15 @@ struct TaskRecord {
   std::string node;
   std::vector<int> gpu_ids;
   int worker_pgid = 0;  // process group of a running worker
+};
+
+// A workload submitted to `saturn serve`, as it was sent: its text, the
+// file it came from and the folder its relative paths resolve against.
+struct Submission {
+  long seq = 0;  // order of arrival, from 1
+  std::string source;
+  std::string base_dir;
+  std::string text;
 };
 
 // A key of the state's meta table and the type of its value.
@@ -94,6 +104,10 @@ class RunState {
   void Append(const Event& event);
   std::vector<Event> Events();
 
+  // saturn serve's submissions, stored before they are acknowledged.
+  long AddSubmission(const Submission& submission);
+  std::vector<Submission> Submissions();
+
   const std::string& dir() const { return dir_; }
 
  private:
@@ -101,6 +115,7 @@ class RunState {
       : db_(db), dir_(std::move(dir)), events_fd_(events_fd) {}
   std::optional<std::string> GetText(const std::string& key);
   void SetText(const std::string& key, const std::string& value);
+  void CreateSubmissions();
 
   sqlite3* db_ = nullptr;
   std::string dir_;

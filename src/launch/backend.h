@@ -10,16 +10,19 @@
 //   Process p = b->Start(job);
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
 #include <signal.h>
 
 #include "common/process.h"
+#include "common/registry.h"
 #include "spec/cluster.h"
 
 namespace saturn {
@@ -73,7 +76,22 @@ class LaunchBackend {
 // This machine. CUDA jobs see their devices as CUDA_VISIBLE_DEVICES.
 std::unique_ptr<LaunchBackend> MakeLocalBackend();
 
-// A backend by name: "local" or "slurm". InputError for an unknown name.
+// A kind of backend as the registry holds it: its name and how to make one.
+struct BackendKind {
+  std::string name;
+  std::function<std::unique_ptr<LaunchBackend>()> make;
+  std::string_view Name() const { return name; }
+};
+
+class BackendRegistry : public Registry<BackendKind> {
+ public:
+  BackendRegistry() : Registry("launch backend", "--backend") {}
+};
+
+// Every backend, registered in one place (launch/backends.cc).
+const BackendRegistry& Backends();
+
+// A backend by name ("local", "slurm"). InputError for an unknown name.
 std::unique_ptr<LaunchBackend> MakeBackend(const std::string& name);
 
 // Fills a workload's cluster from the backend's allocation when it says

@@ -6,11 +6,27 @@
 
 namespace saturn {
 
+namespace {
+
+void Add(BackendRegistry& registry, std::string name,
+         std::function<std::unique_ptr<LaunchBackend>()> make) {
+  registry.Register(std::make_unique<BackendKind>(BackendKind{std::move(name), std::move(make)}));
+}
+
+}  // namespace
+
+const BackendRegistry& Backends() {
+  static const BackendRegistry* registry = [] {
+    auto* r = new BackendRegistry;
+    Add(*r, "local", MakeLocalBackend);
+    Add(*r, "slurm", MakeSlurmBackend);
+    return r;
+  }();
+  return *registry;
+}
+
 std::unique_ptr<LaunchBackend> MakeBackend(const std::string& name) {
-  if (name == "local") return MakeLocalBackend();
-  if (name == "slurm") return MakeSlurmBackend();
-  throw InputError("", 0, "--backend",
-                   "unknown launch backend " + Quote(name) + "; expected local or slurm");
+  return Backends().Get(name).make();
 }
 
 void UseBackendAllocation(Workload& workload, LaunchBackend& backend) {

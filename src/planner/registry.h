@@ -8,7 +8,7 @@
 //
 // A solver may use others from the registry it is registered in (auto runs
 // the baselines), so a registry stays where it was made: it is neither
-// copied nor moved.
+// copied nor moved. Names follow common/registry.h's one rule.
 #pragma once
 
 #include <memory>
@@ -16,24 +16,14 @@
 #include <string_view>
 #include <vector>
 
+#include "common/registry.h"
 #include "planner/solver.h"
 
 namespace saturn {
 
-class SolverRegistry {
+class SolverRegistry : public Registry<Solver> {
  public:
-  SolverRegistry() = default;
-  SolverRegistry(const SolverRegistry&) = delete;
-  SolverRegistry& operator=(const SolverRegistry&) = delete;
-
-  void Register(std::unique_ptr<Solver> solver);
-  const Solver* Find(std::string_view name) const;
-  // Like Find, but an unknown name is an InputError naming the known ones.
-  const Solver& Get(std::string_view name) const;
-  std::vector<std::string> Names() const;
-
- private:
-  std::vector<std::unique_ptr<Solver>> solvers_;
+  SolverRegistry() : Registry("solver", "--solver") {}
 };
 
 void RegisterBuiltinSolvers(SolverRegistry& registry);

@@ -9,6 +9,7 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -215,7 +216,7 @@ std::string Describe(const Trial& t) {
 }
 
 // Runs the trials in `todo`, options.parallel at a time, each with a timeout.
-void RunTrials(const std::vector<int>& todo, const std::map<std::string, json>& trial_task,
+void RunTrials(std::vector<int> todo, const std::map<std::string, json>& trial_task,
                const ProfilerOptions& options, TrialRunner& runner, TrialCache& cache,
                ProfileRun& run) {
   Progress progress("profiling", static_cast<long>(todo.size()));
@@ -225,14 +226,28 @@ void RunTrials(const std::vector<int>& todo, const std::map<std::string, json>& 
   long done = 0;
   while (next < todo.size() || !active.empty()) {
     while (next < todo.size() && static_cast<int>(active.size()) < std::max(1, options.parallel)) {
-      int i = todo[next++];
+      std::optional<TrialDevices::Lease> lease;
+      if (options.devices) {
+        // The first trial left that fits the devices free now.
+        for (size_t k = next; k < todo.size() && !lease; ++k) {
+          lease = options.devices->Acquire(run.trials[todo[k]].gpus);
+          if (lease) std::swap(todo[next], todo[k]);
+        }
+        if (!lease) break;  // every device is busy: ask again after a pause
+      }
+      int i = todo[next];
+      ++next;
       progress.Update(done, "running " + Describe(run.trials[i]));
-      active.push_back(runner.Start(i, run.trials[i], trial_task.at(run.trials[i].trial_key)));
+      active.push_back(
+          runner.Start(i, run.trials[i], trial_task.at(run.trials[i].trial_key), lease));
+    }
+    if (active.empty()) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      continue;
     }
     for (size_t a = 0; a < active.size();) {
       TrialRunner::Running& r = active[a];
-      double age =
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - r.started).count();
+      double age = runner.Age(r);
       bool ended = r.process.WaitFor(0.02).has_value();
       bool timed_out = !ended && age > options.trial_timeout_s;
       if (!ended && !timed_out) {
@@ -245,6 +260,7 @@ void RunTrials(const std::vector<int>& todo, const std::map<std::string, json>& 
       }
       Trial& t = run.trials[r.trial];
       runner.Finish(r, t, timed_out);
+      if (r.lease) options.devices->Release(*r.lease);
       ++run.trials_run;
       ++done;
       cache.Keep(t);
@@ -344,7 +360,9 @@ void BuildTable(const Workload& workload, const ProfilerOptions& options, Profil
 
 ProfileRun RunProfiler(const Workload& workload, const ProfilerOptions& options) {
   RequireListedCluster(workload);
-  auto started = std::chrono::steady_clock::now();
+  const SteadyClock steady;
+  const Clock& clock = options.clock ? *options.clock : steady;
+  const double started = clock.Now();
   ProfileRun run;
   bool engine_tasks = std::any_of(workload.tasks.begin(), workload.tasks.end(),
                                   [](const WorkloadTask& t) { return !t.is_command; });
@@ -363,7 +381,7 @@ ProfileRun RunProfiler(const Workload& workload, const ProfilerOptions& options)
   const std::map<std::string, json> trial_task = EnumerateTrials(workload, techniques, run);
   TrialCache cache(options, worker.empty() ? "" : WorkerBuild(worker), techniques);
   const std::vector<int> todo = TrialsToRun(run, cache);
-  TrialRunner runner(options, *backend, worker, dir, workload.plugins);
+  TrialRunner runner(options, clock, *backend, worker, dir, workload.plugins);
   RunTrials(todo, trial_task, options, runner, cache, run);
 
   // Step times to extrapolate from (the cache keeps the worker's samples).
@@ -371,7 +389,7 @@ ProfileRun RunProfiler(const Workload& workload, const ProfilerOptions& options)
     if (t.result.feasible) t.result.step_s = StepEstimate(t.result.step_samples_s, t.result.step_s);
   }
   BuildTable(workload, options, run);
-  run.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  run.wall_s = clock.Now() - started;
   if (options.work_dir.empty()) {
     std::error_code ec;
     fs::remove_all(dir, ec);

@@ -22,9 +22,11 @@
 //   std::fputs(ProfileSummary(workload, run).c_str(), stderr);
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "common/clock.h"
 #include "common/defaults.h"
 #include "launch/backend.h"
 #include "launch/worker.h"
@@ -38,6 +40,22 @@ namespace saturn {
 // where the median of 5 was 20-30% low (bench/executor).
 constexpr int kDefaultMeasureSteps = 10;
 
+// Where trials run while tasks train (tasks that arrive during a run): the
+// devices no task holds, lent one trial at a time. Without it a trial uses
+// devices 0..gpus-1 of whichever node the backend picks.
+class TrialDevices {
+ public:
+  virtual ~TrialDevices() = default;
+  struct Lease {
+    std::string node;
+    std::vector<int> gpu_ids;
+  };
+  // `gpus` devices of one node that no task holds, held until Release;
+  // nullopt while there are none (asked again a moment later).
+  virtual std::optional<Lease> Acquire(int gpus) = 0;
+  virtual void Release(const Lease& lease) = 0;
+};
+
 struct ProfilerOptions {
   std::string worker;      // saturn-worker; "" = FindWorkerBinary()
   std::string cache_path;  // "" = ProfileCache::DefaultPath()
@@ -50,6 +68,10 @@ struct ProfilerOptions {
   std::string work_dir;                               // trial files; "" = a fresh temporary folder
   LaunchBackend* backend = nullptr;                   // nullptr = local
   bool progress = true;
+  // Where trial ages (timeouts) and the profiling wall time are read;
+  // nullptr = the steady wall clock. Tests drive it by hand.
+  const Clock* clock = nullptr;
+  TrialDevices* devices = nullptr;  // nullptr = any devices
   // The executor's checkpoint interval (steps; 0: its default, a tenth of the
   // task): runtimes include the checkpoints a run writes.
   long checkpoint_every = 0;

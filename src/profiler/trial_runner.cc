@@ -21,7 +21,8 @@ std::string Hash(const std::string& text) {
 
 }  // namespace
 
-TrialRunner::Running TrialRunner::Start(int index, const Trial& t, const json& task_spec) {
+TrialRunner::Running TrialRunner::Start(int index, const Trial& t, const json& task_spec,
+                                        const std::optional<TrialDevices::Lease>& lease) {
   double spawned_unix_s = UnixClock().Now();
   std::string stem = Hash(t.trial_key) + "-" + t.technique + "-" + std::to_string(t.gpus);
   std::string task_path = dir_ + "/" + Hash(t.trial_key) + ".task.json";
@@ -51,23 +52,25 @@ TrialRunner::Running TrialRunner::Start(int index, const Trial& t, const json& t
   JobTarget target;
   // No node: the backend picks one; a program sees SATURN_NODE=profiling.
   target.node_label = "profiling";
-  for (int g = 0; g < t.gpus; ++g)
-    target.gpu_ids.push_back(g);
+  if (lease) {
+    target.node = lease->node;
+    target.gpu_ids = lease->gpu_ids;
+  } else {
+    for (int g = 0; g < t.gpus; ++g)
+      target.gpu_ids.push_back(g);
+  }
   target.ranks = 1;  // the worker starts its own ranks; a program, its own processes
   WorkerJob job = TaskJob(task_spec, worker_, call, target);
   job.stdout_path = log_path;
   job.stderr_path = log_path;
-  return Running{index,
-                 backend_.Start(job),
-                 command ? "" : result_path,
-                 log_path,
-                 std::chrono::steady_clock::now(),
-                 spawned_unix_s};
+  return Running{index,    backend_.Start(job), command ? "" : result_path,
+                 log_path, clock_.Now(),        spawned_unix_s,
+                 lease};
 }
 
 void TrialRunner::Finish(Running& r, Trial& t, bool timed_out) {
   double ended_unix_s = UnixClock().Now();
-  t.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - r.started).count();
+  t.wall_s = Age(r);
   std::string tail = LastLines(r.log_path, 5);
   if (timed_out) {
     t.result = {};

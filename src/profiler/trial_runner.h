@@ -3,7 +3,7 @@
 // task) for a few steps, through the launch backend, and turns how the
 // process ended into the trial's result.
 //
-//   TrialRunner runner(options, backend, worker, dir, workload.plugins);
+//   TrialRunner runner(options, clock, backend, worker, dir, workload.plugins);
 //   TrialRunner::Running r = runner.Start(index, trial, task_spec);
 //   r.process.Wait();
 //   runner.Finish(r, trial, /*timed_out=*/false);  // trial.result is filled
@@ -11,10 +11,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include <chrono>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "common/clock.h"
 #include "common/process.h"
 #include "launch/backend.h"
 #include "profiler/profiler.h"
@@ -23,9 +24,10 @@ namespace saturn {
 
 class TrialRunner {
  public:
-  TrialRunner(const ProfilerOptions& o, LaunchBackend& backend, std::string worker, std::string dir,
-              std::vector<std::string> plugins)
+  TrialRunner(const ProfilerOptions& o, const Clock& clock, LaunchBackend& backend,
+              std::string worker, std::string dir, std::vector<std::string> plugins)
       : o_(o),
+        clock_(clock),
         backend_(backend),
         worker_(std::move(worker)),
         dir_(std::move(dir)),
@@ -35,13 +37,19 @@ class TrialRunner {
     int trial;
     Process process;
     std::string result_path, log_path;
-    std::chrono::steady_clock::time_point started;
+    double started;         // on the runner's clock
     double spawned_unix_s;  // to compare with the worker's ready_unix_s
+    std::optional<TrialDevices::Lease> lease;
   };
 
   // Starts the trial's search in a worker (or a user's program for a few
   // steps) through the backend.
-  Running Start(int index, const Trial& t, const nlohmann::json& task_spec);
+  // `lease`: the devices to run on (nullopt: devices 0..gpus-1 of any node).
+  Running Start(int index, const Trial& t, const nlohmann::json& task_spec,
+                const std::optional<TrialDevices::Lease>& lease = std::nullopt);
+
+  // Seconds since the trial started, on the runner's clock.
+  double Age(const Running& r) const { return clock_.Now() - r.started; }
 
   // Fills the trial's outcome once its process has ended (or timed out).
   void Finish(Running& r, Trial& t, bool timed_out);
@@ -51,6 +59,7 @@ class TrialRunner {
   long CommandSteps() const { return Warmup() + (o_.measure > 0 ? o_.measure : 5); }
 
   const ProfilerOptions& o_;
+  const Clock& clock_;
   LaunchBackend& backend_;
   std::string worker_;
   std::string dir_;

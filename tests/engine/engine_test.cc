@@ -123,7 +123,7 @@ TEST(Models, BadFieldsAreInputErrors) {
     FAIL();
   } catch (const InputError& e) {
     EXPECT_THAT(e.what(),
-                HasSubstr("unknown model type 'bert' (known: gpt, vit, resnet, mlp, torchscript)"));
+                HasSubstr("unknown model type 'bert'; expected one of: gpt, vit, resnet, mlp, torchscript)"));
   }
 }
 
@@ -387,7 +387,7 @@ TEST(Techniques, RegistryListsTheBuiltins) {
     BuiltinTechniques().Get("zero");
     FAIL();
   } catch (const InputError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("unknown technique 'zero' (known: single, ddp, fsdp"));
+    EXPECT_THAT(e.what(), HasSubstr("unknown technique 'zero'; expected one of: single, ddp, fsdp"));
   }
   InProcess run(Task(kMlp));
   EXPECT_THAT(BuiltinTechniques().Get("single").Unsupported(run.task, *run.model, 2),

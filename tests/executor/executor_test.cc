@@ -165,6 +165,48 @@ TEST_F(Run, ResumesAfterTheOrchestratorIsKilled) {
     EXPECT_EQ(t["status"], "finished");
 }
 
+TEST_F(Run, AResumedWorkloadMayAddTasksButNotChangeOnesThatStarted) {
+  Workload(3, 30);
+  std::string original = ReadFile(dir_ + "/w.yaml");
+  StartThenKillOnceATaskFinished("--no-introspection --checkpoint-every 5");
+  size_t before = Events().size();
+  std::set<std::string> finished_before;
+  for (const Event& e : Events()) {
+    if (e.kind == "task_finished") finished_before.insert(e.task);
+  }
+  ASSERT_LT(finished_before.size(), 3u) << "the run ended before it could be killed";
+  // t0 has started: changing its learning rate is refused, naming it.
+  std::string changed = original;
+  changed.replace(changed.find("lr: 0.1"), 7, "lr: 0.2");
+  WriteFileAtomic(dir_ + "/w.yaml", changed);
+  EXPECT_EQ(RunSaturn("--resume --no-introspection --checkpoint-every 5"), 2);
+  EXPECT_THAT(ReadFile(dir_ + "/out.log"), HasSubstr("t0 (changed)"));
+  // Adding a task is not: it is profiled and planned in, the rest resume.
+  std::string added = original +
+                      "  - name: t3\n    model: {type: gpt, layers: 1, d_model: 16, heads: 2, "
+                      "seq_len: 8}\n    data: {type: text, path: corpus.txt}\n    batch_size: 4"
+                      "\n    optimizer: {type: sgd, lr: 0.05}\n    steps: 10\n";
+  WriteFileAtomic(dir_ + "/w.yaml", added);
+  ASSERT_EQ(RunSaturn("--resume --no-introspection --checkpoint-every 5"), 0)
+      << ReadFile(dir_ + "/out.log");
+  EXPECT_THAT(ReadFile(dir_ + "/out.log"), HasSubstr("from step"));
+  std::vector<Event> after = Events();
+  bool arrived = false;
+  for (size_t i = before; i < after.size(); ++i) {
+    const Event& e = after[i];
+    arrived = arrived || (e.kind == "task_arrived" && e.task == "t3");
+    if (e.kind == "task_started") {
+      EXPECT_FALSE(finished_before.count(e.task)) << e.task << " finished but was run again";
+    }
+  }
+  EXPECT_TRUE(arrived);
+  json report = Report();
+  ASSERT_EQ(report["tasks"].size(), 4u);
+  for (const json& t : report["tasks"])
+    EXPECT_EQ(t["status"], "finished") << t["task"];
+  ExpectNoSharing();
+}
+
 TEST_F(Run, AFailingTaskIsRetriedThenFailsWhileTheOthersFinish) {
   Workload(3, 6);
   // Every configuration of t1 crashes: the fake's rules match technique and

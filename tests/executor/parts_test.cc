@@ -1,7 +1,8 @@
 // The parts of `saturn run` on their own: the re-planning thread's timing on
 // a fake clock, the run clock, the task status's stored names, the run
 // state's typed meta keys (the same text the state has always held, so runs
-// started by older builds resume), and the event helpers' exact lines.
+// started by older builds resume), the event helpers' exact lines, device
+// leases between tasks and profiling trials, and default run folders.
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 
@@ -9,6 +10,8 @@
 #include <string>
 
 #include "common/clock.h"
+#include "executor/device_leases.h"
+#include "executor/executor.h"
 #include "executor/replanner.h"
 #include "executor/run_context.h"
 #include "executor/run_events.h"
@@ -85,12 +88,13 @@ TEST(RunClock, CountsFromItsStartOnTheInjectedClockPlusTheResumedOffset) {
 }
 
 TEST(RunTaskStatus, NamesRoundTripAndUnknownNamesAreRefused) {
-  for (TaskStatus s :
-       {TaskStatus::kWaiting, TaskStatus::kRunning, TaskStatus::kFinished, TaskStatus::kFailed}) {
+  for (TaskStatus s : {TaskStatus::kWaiting, TaskStatus::kRunning, TaskStatus::kFinished,
+                       TaskStatus::kFailed, TaskStatus::kCancelled}) {
     EXPECT_EQ(TaskStatusFromString(ToString(s)), s);
   }
   EXPECT_EQ(ToString(TaskStatus::kFinished), "finished");
   EXPECT_EQ(ToString(TaskStatus::kWaiting), "waiting");
+  EXPECT_EQ(ToString(TaskStatus::kCancelled), "cancelled");
   EXPECT_EQ(TaskStatusFromString("done"), std::nullopt);
 }
 
@@ -153,6 +157,54 @@ TEST(RunEvents, HelpersWriteTheLinesOfTheEventLog) {
   EXPECT_EQ(EventToJsonLine(events::RunFinished(5.0, 2, 1, 4.5)),
             "{\"event\":\"run_finished\",\"failed\":1,\"finished\":2,\"makespan_s\":4.5,"
             "\"t\":5.0}\n");
+}
+
+TEST(DeviceLeases, ADeviceGoesToATaskOrATrialNeverBoth) {
+  DeviceLeases d;
+  d.Reset({{"n0", 2}, {"n1", 4}});
+  ASSERT_TRUE(d.ClaimForTask(0, {0, 1}));
+  // n0 is full: a two-device trial gets n1's first two.
+  std::optional<TrialDevices::Lease> lease = d.Acquire(2);
+  ASSERT_TRUE(lease.has_value());
+  EXPECT_EQ(lease->node, "n1");
+  EXPECT_EQ(lease->gpu_ids, (std::vector<int>{0, 1}));
+  EXPECT_TRUE(d.Lent(1, 0));
+  EXPECT_FALSE(d.ClaimForTask(1, {1, 2})) << "a trial holds device 1";
+  EXPECT_FALSE(d.Acquire(3).has_value()) << "only n1's 2 and 3 are free";
+  ASSERT_TRUE(d.ClaimForTask(1, {2, 3}));
+  d.Release(*lease);
+  EXPECT_FALSE(d.Lent(1, 0));
+  EXPECT_TRUE(d.ClaimForTask(1, {0, 1}));
+  d.FreeFromTask(0, {0, 1});
+  lease = d.Acquire(2);
+  ASSERT_TRUE(lease.has_value());
+  EXPECT_EQ(lease->node, "n0");
+}
+
+TEST(DeviceLeases, AWaitingTrialGetsDevicesFreedBeforeTheNextTask) {
+  DeviceLeases d;
+  d.Reset({{"n0", 4}});
+  ASSERT_TRUE(d.ClaimForTask(0, {0, 1}));
+  ASSERT_TRUE(d.ClaimForTask(0, {2, 3}));
+  EXPECT_FALSE(d.Acquire(2).has_value());  // a trial waits
+  d.FreeFromTask(0, {0, 1});
+  EXPECT_FALSE(d.ClaimForTask(0, {0, 1})) << "the waiting trial comes first";
+  std::optional<TrialDevices::Lease> lease = d.Acquire(2);
+  ASSERT_TRUE(lease.has_value());
+  d.Release(*lease);
+  EXPECT_TRUE(d.ClaimForTask(0, {0, 1})) << "nothing waits any more";
+}
+
+TEST(DefaultRunDir, TwoWorkloadFilesNeverShareOne) {
+  fs::path cwd = fs::current_path();
+  EXPECT_EQ(DefaultRunDir("examples/quickstart/workload.yaml"),
+            "saturn-runs/examples-quickstart-workload");
+  EXPECT_EQ(DefaultRunDir("./examples/quickstart/workload.yaml"),
+            "saturn-runs/examples-quickstart-workload");
+  EXPECT_EQ(DefaultRunDir((cwd / "w.yaml").string()), "saturn-runs/w");
+  EXPECT_NE(DefaultRunDir("examples/planning/workload.yaml"),
+            DefaultRunDir("examples/quickstart/workload.yaml"));
+  EXPECT_EQ(DefaultRunDir("/tmp/x/w.yaml").rfind("saturn-runs/", 0), 0u);
 }
 
 }  // namespace

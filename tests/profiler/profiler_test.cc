@@ -135,6 +135,31 @@ TEST_F(Profiler, TechniquesAndGpuRangeRestrictTrials) {
   EXPECT_EQ(run.trials.size(), 2u);  // fsdp x3, x4 (the node has 4)
 }
 
+// Every read of this clock moves it a second on: a trial's age grows by
+// polls, not by waiting.
+class TickingClock final : public Clock {
+ public:
+  double Now() const override { return now_ += 1.0; }
+
+ private:
+  mutable double now_ = 0.0;
+};
+
+TEST_F(Profiler, TrialAgesAndWallTimeAreReadOnTheInjectedClock) {
+  Rules("fsdp 3 hang\n");
+  TickingClock clock;
+  options_.clock = &clock;
+  options_.trial_timeout_s = 5;  // five polls, not five seconds
+  std::string one_trial = std::string(kGptGrid) + "    techniques: [fsdp]\n    gpu_range: [3, 3]\n";
+  try {
+    RunProfiler(Load(one_trial), options_);
+    FAIL() << "a hanging only trial leaves the task without a configuration";
+  } catch (const InputError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("fsdp x3: timed out after 5.0s"));
+  }
+  EXPECT_GT(clock.Now(), 6.0);
+}
+
 TEST_F(Profiler, ForeignOrCorruptCacheIsReportedNotTrusted) {
   WriteFileAtomic(options_.cache_path, "this is not a database at all, just text............");
   try {

@@ -1,0 +1,230 @@
+#include "executor/arrivals.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <set>
+#include <stdexcept>
+#include <utility>
+
+#include "common/format.h"
+#include "common/fs.h"
+#include "executor/progress.h"
+#include "executor/replanner.h"
+#include "executor/run_setup.h"
+#include "launch/worker.h"
+
+namespace saturn {
+
+namespace {
+
+// What profiling a batch needs, copied from the run on its own thread, so a
+// background profile reads nothing the run changes.
+struct ArrivalProfile {
+  Workload batch;
+  ProfilerOptions options;
+};
+
+ArrivalProfile PrepareProfile(const RunContext& run, const std::vector<WorkloadTask>& tasks,
+                              TrialDevices* devices) {
+  ArrivalProfile a;
+  a.batch.source = run.workload.source;
+  a.batch.base_dir = run.workload.base_dir;
+  a.batch.cluster = run.workload.cluster;
+  a.batch.plugins = run.workload.plugins;
+  a.batch.tasks = tasks;
+  ProfilerOptions& p = a.options;
+  p = run.options.profiler;
+  p.worker = run.worker;
+  bool engine_tasks = false;
+  for (const WorkloadTask& t : tasks)
+    engine_tasks = engine_tasks || !t.is_command;
+  if (p.worker.empty() && engine_tasks) p.worker = FindWorkerBinary();
+  p.backend = run.backend.get();
+  p.checkpoint_every = run.options.checkpoint_every;
+  p.devices = devices;
+  // Trials of a batch that arrives while others train print nothing: the
+  // run's own progress lines go on.
+  p.progress = devices == nullptr && run.options.progress;
+  if (p.work_dir.empty()) p.work_dir = run.run_dir + "/trials";
+  return a;
+}
+
+}  // namespace
+
+ProfileRun ProfileArrivals(const RunContext& run, const std::vector<WorkloadTask>& tasks,
+                           TrialDevices* devices) {
+  ArrivalProfile a = PrepareProfile(run, tasks, devices);
+  return RunProfiler(a.batch, a.options);
+}
+
+namespace {
+
+// Rebuilds the problem after run.workload and run.profile changed, keeping
+// each remaining task's live state (problem task numbers change).
+void Rebuild(RunContext& run) {
+  std::map<std::string, LiveTask> live;
+  for (int j = 0; j < run.NumTasks(); ++j)
+    live.emplace(run.problem.tasks[j].name, std::move(run.tasks[j]));
+  WriteFileAtomic(run.run_dir + "/profile.csv", ProfileToCsv(run.profile));
+  BuildProblem(run);
+  for (int j = 0; j < run.NumTasks(); ++j) {
+    auto it = live.find(run.problem.tasks[j].name);
+    if (it == live.end()) {
+      run.tasks[j].record.name = run.problem.tasks[j].name;
+      run.state->SaveTask(run.tasks[j].record);
+      continue;
+    }
+    run.tasks[j] = std::move(it->second);
+    const LiveTask& l = run.tasks[j];
+    if (l.record.status == TaskStatus::kRunning) {
+      for (int g : l.on.gpu_ids)
+        run.busy_by[l.on.node][g] = j;
+      run.devices.ClaimForTask(l.on.node, l.on.gpu_ids);
+    }
+  }
+  ++run.task_set_version;
+}
+
+}  // namespace
+
+void JoinRun(RunContext& run, const std::vector<WorkloadTask>& tasks,
+             const ProfileTable& profiled) {
+  for (const WorkloadTask& t : tasks)
+    run.workload.tasks.push_back(t);
+  for (const ProfileRow& r : profiled.rows)
+    run.profile.rows.push_back(r);
+  Rebuild(run);
+  WriteTaskFolders(run);
+  for (const WorkloadTask& t : tasks) {
+    int configurations = 0;
+    for (const ProfileRow& r : profiled.rows)
+      configurations += r.task == t.name && r.feasible;
+    run.Emit(events::TaskArrived(run.Now(), t.name, configurations));
+  }
+}
+
+void LeaveRun(RunContext& run, const std::set<std::string>& names) {
+  for (int j = 0; j < run.NumTasks(); ++j) {
+    if (names.count(run.problem.tasks[j].name) && !run.Done(j)) {
+      throw std::logic_error("task " + run.problem.tasks[j].name + " left the run unfinished");
+    }
+  }
+  std::erase_if(run.workload.tasks, [&](const WorkloadTask& t) { return names.count(t.name); });
+  std::erase_if(run.profile.rows, [&](const ProfileRow& r) { return names.count(r.task); });
+  std::erase_if(run.plan.tasks, [&](const PlanTask& t) { return names.count(t.task); });
+  Rebuild(run);
+  for (const std::string& name : names) {
+    std::string dir = run.run_dir + "/tasks/" + name;
+    std::error_code ec;
+    if (!std::filesystem::exists(dir, ec)) continue;
+    for (int n = 1;; ++n) {
+      std::string aside = dir + ".left-" + std::to_string(n);
+      if (std::filesystem::exists(aside, ec)) continue;
+      std::filesystem::rename(dir, aside, ec);
+      break;
+    }
+  }
+  run.Requeue();
+}
+
+void ExtendPlan(RunContext& run, Dispatcher* dispatcher, const std::vector<std::string>& arrived) {
+  // Short: an arrival waits for this plan; the background re-planner
+  // improves it at its next check.
+  double time_limit_s = std::min(run.options.time_limit_s, defaults::kArrivalPlanTimeLimitS);
+  ReplanDecision d =
+      Replan(run.problem, Snapshot(run), run.plan, run.Now(), MakeReplanPolicy(run, time_limit_s));
+  std::vector<std::string> moved;
+  if (dispatcher != nullptr) {
+    moved = SwitchTo(run, *dispatcher, d);
+  } else {
+    run.AdoptPlan(d.plan);
+    run.Requeue();
+  }
+  if (run.planned_makespan_s <= 0) {
+    run.planned_makespan_s = d.plan.makespan_s;
+    run.state->Set(meta::kPlannedMakespanS, run.planned_makespan_s);
+  }
+  run.estimated_end_s = d.new_end_s;
+  run.Emit(events::PlanExtended(run.Now(), arrived, d.plan.makespan_s, moved));
+  if (run.options.progress) {
+    std::fprintf(stderr, "[%s] %s joined; plan ends ~%s%s\n", FormatDuration(run.Now()).c_str(),
+                 Plural(static_cast<long>(arrived.size()), "task").c_str(),
+                 FormatDuration(d.plan.makespan_s).c_str(),
+                 moved.empty() ? "" : (", moving " + Plural(moved.size(), "task")).c_str());
+  }
+}
+
+void Arrivals::Add(std::vector<WorkloadTask> tasks) {
+  if (!tasks.empty()) queue_.push_back(std::move(tasks));
+}
+
+std::vector<Arrivals::Rejected> Arrivals::Poll() {
+  std::vector<Rejected> rejected;
+  if (pending_.valid()) {
+    if (pending_.wait_for(std::chrono::seconds(0)) != std::future_status::ready) return rejected;
+    std::vector<WorkloadTask> batch = std::move(profiling_);
+    profiling_.clear();
+    try {
+      ProfileRun profiled = pending_.get();
+      std::vector<std::string> names;
+      for (const WorkloadTask& t : batch)
+        names.push_back(t.name);
+      JoinRun(run_, batch, profiled.table);
+      ExtendPlan(run_, &dispatcher_, names);
+    } catch (const std::exception& e) {
+      for (const WorkloadTask& t : batch)
+        rejected.push_back({t.name, e.what()});
+    }
+  }
+  if (!pending_.valid() && !queue_.empty()) {
+    profiling_ = std::move(queue_.front());
+    queue_.pop_front();
+    try {
+      pending_ =
+          std::async(std::launch::async, [a = PrepareProfile(run_, profiling_, &run_.devices)] {
+            return RunProfiler(a.batch, a.options);
+          });
+    } catch (const std::exception& e) {
+      for (const WorkloadTask& t : profiling_)
+        rejected.push_back({t.name, e.what()});
+      profiling_.clear();
+    }
+  }
+  return rejected;
+}
+
+bool Arrivals::Remove(const std::string& task) {
+  for (auto& batch : queue_) {
+    auto it = std::find_if(batch.begin(), batch.end(),
+                           [&](const WorkloadTask& t) { return t.name == task; });
+    if (it == batch.end()) continue;
+    batch.erase(it);
+    std::erase_if(queue_, [](const std::vector<WorkloadTask>& b) { return b.empty(); });
+    return true;
+  }
+  return false;
+}
+
+std::vector<std::string> Arrivals::Queued() const {
+  std::vector<std::string> names;
+  for (const auto& batch : queue_)
+    for (const WorkloadTask& t : batch)
+      names.push_back(t.name);
+  return names;
+}
+
+std::vector<std::string> Arrivals::Profiling() const {
+  std::vector<std::string> names;
+  for (const WorkloadTask& t : profiling_)
+    names.push_back(t.name);
+  return names;
+}
+
+void Arrivals::Wait() {
+  if (pending_.valid()) pending_.wait();
+}
+
+}  // namespace saturn

@@ -1,0 +1,568 @@
+#include "service/service.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <thread>
+
+#include "common/error.h"
+#include "common/format.h"
+#include "common/fs.h"
+#include "executor/arrivals.h"
+#include "executor/dispatcher.h"
+#include "executor/progress.h"
+#include "executor/replanner.h"
+#include "executor/run_context.h"
+#include "executor/run_setup.h"
+#include "launch/worker.h"
+#include "spec/cluster.h"
+
+namespace saturn {
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+// Task names with a cancellation asked for, so a restart does not resume them.
+inline constexpr MetaKey<std::string> kCancelRequests{"cancel_requests"};
+
+struct Service::Request {
+  enum Kind { kSubmit, kCancel } kind = kSubmit;
+  Workload workload;
+  Submission submission;
+  std::string task;
+  std::promise<Reply> reply;
+};
+
+namespace {
+
+// The submitted workload on the service's cluster: a workload without a
+// `cluster` gets the service's (appended, so line numbers hold); one with
+// its own is parsed as written and then run on the service's.
+Workload ParseSubmission(const Submission& s, const std::string& cluster_file,
+                         const Cluster& cluster) {
+  std::string text = s.text;
+  bool has_cluster = false;
+  bool is_json = text.find_first_not_of(" \t\r\n") != std::string::npos &&
+                 text[text.find_first_not_of(" \t\r\n")] == '{';
+  try {
+    YAML::Node root = YAML::Load(text);
+    has_cluster = root.IsMap() && root["cluster"];
+  } catch (const YAML::Exception&) {
+    // ParseWorkload reports it with its line.
+  }
+  if (!has_cluster) {
+    if (is_json) {
+      try {
+        json j = json::parse(text);
+        j["cluster"] = cluster_file;
+        text = j.dump();
+      } catch (const json::exception& e) {
+        throw InputError(s.source, 0, "", std::string("not valid JSON: ") + e.what());
+      }
+    } else {
+      text += (text.empty() || text.back() == '\n' ? "" : "\n");
+      text += "cluster: " + cluster_file + "\n";
+    }
+  }
+  Workload w = ParseWorkload(text, s.source, s.base_dir);
+  if (w.tasks.empty()) throw InputError(s.source, 0, "tasks", "expected at least one task");
+  w.cluster = cluster;
+  return w;
+}
+
+json OrNull(bool known, const json& value) {
+  return known ? value : json(nullptr);
+}
+
+double MedianOf(std::deque<double> v) {
+  if (v.empty()) return 0.0;
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+}  // namespace
+
+Service::Service(const ServeOptions& options, const Clock& clock)
+    : options_(options), run_(std::make_unique<RunContext>(options.run, clock)) {
+  SetUp();
+}
+
+Service::~Service() = default;
+
+void Service::SetUp() {
+  RunContext& run = *run_;
+  run.run_dir = fs::absolute(options_.state_dir).lexically_normal().string();
+  if (options_.cluster_path.empty()) {
+    throw InputError("", 0, "--cluster", "required: the cluster file the service runs on");
+  }
+  run.workload.cluster = LoadClusterFile(options_.cluster_path);
+  run.workload.source = run.run_dir + "/submissions";
+  run.workload.base_dir = run.run_dir;
+  run.backend = MakeBackend(options_.run.backend);
+  run.backend->CheckCluster(run.workload.cluster);
+  MakeDirectories(run.run_dir);
+  run.backend->CheckSharedDir(run.run_dir, run.workload.cluster);
+  bool existed = fs::exists(run.run_dir + "/state.sqlite");
+  run.state.emplace(RunState::Open(run.run_dir, true));
+  worker_ = options_.run.profiler.worker;
+  if (worker_.empty()) {
+    try {
+      worker_ = FindWorkerBinary();
+    } catch (const std::exception&) {
+      // No engine here: only users' own programs (command tasks) can run;
+      // an engine task's submission is refused with FindWorkerBinary's reason.
+    }
+  }
+  run.worker = worker_;
+  for (const Event& e : existed ? run.state->Events() : std::vector<Event>{}) {
+    std::string line = EventToJsonLine(e);
+    PushEvent(line.substr(0, line.size() - 1));
+  }
+  run.on_event = [this](const Event& e) {
+    std::string line = EventToJsonLine(e);
+    PushEvent(line.substr(0, line.size() - 1));
+  };
+  const RunOptions& o = options_.run;
+  run.interval_s = o.interval_s > 0 ? o.interval_s : 60.0;
+  run.threshold_s = o.threshold_s >= 0 ? o.threshold_s : 2 * o.switch_cost_s;
+  BuildProblem(run);
+  dispatcher_ = std::make_unique<Dispatcher>(run);
+  arrivals_ = std::make_unique<Arrivals>(run, *dispatcher_);
+  if (existed) {
+    Restart();
+  } else {
+    run.clock.Start();
+    std::string cluster = ClusterToYaml(run.workload.cluster);
+    run.state->Set(meta::kCluster, cluster);
+    WriteFileAtomic(run.run_dir + "/cluster.yaml", cluster);
+  }
+  Publish(true);
+}
+
+// A service killed and started again: every stored submission comes back;
+// tasks that had joined continue from their checkpoints, the others are
+// profiled again (the cache answers most trials).
+void Service::Restart() {
+  RunContext& run = *run_;
+  RunState& state = *run.state;
+  run.clock.Start(state.Get(meta::kClockS).value_or(0.0));
+  std::string cluster_now = ClusterToYaml(run.workload.cluster);
+  WriteFileAtomic(run.run_dir + "/cluster.yaml", cluster_now);
+  std::vector<WorkloadTask> latest;  // the newest submission of each name wins
+  for (const Submission& s : state.Submissions()) {
+    Workload w = ParseSubmission(s, run.run_dir + "/cluster.yaml", run.workload.cluster);
+    for (const std::string& p : w.plugins) {
+      auto& plugins = run.workload.plugins;
+      if (std::find(plugins.begin(), plugins.end(), p) == plugins.end()) plugins.push_back(p);
+    }
+    for (WorkloadTask& t : w.tasks) {
+      std::erase_if(latest, [&](const WorkloadTask& o) { return o.name == t.name; });
+      latest.push_back(std::move(t));
+    }
+  }
+  std::string profile_path = run.run_dir + "/profile.csv";
+  std::set<std::string> profiled;
+  if (fs::exists(profile_path)) {
+    run.profile = ParseProfileCsv(ReadFile(profile_path), profile_path, run.workload.cluster);
+    for (const std::string& name : run.profile.TaskNames())
+      profiled.insert(name);
+  }
+  std::map<std::string, TaskRecord> records;
+  for (TaskRecord& r : state.Tasks())
+    records[r.name] = std::move(r);
+  std::vector<WorkloadTask> again;
+  for (WorkloadTask& t : latest) {
+    if (profiled.count(t.name)) {
+      run.workload.tasks.push_back(std::move(t));
+    } else if (!records.count(t.name) || records[t.name].status != TaskStatus::kCancelled) {
+      again.push_back(std::move(t));
+    }
+  }
+  std::set<std::string> joined;
+  for (const WorkloadTask& t : run.workload.tasks)
+    joined.insert(t.name);
+  std::erase_if(run.profile.rows, [&](const ProfileRow& r) { return !joined.count(r.task); });
+  BuildProblem(run);
+  if (std::optional<std::string> plan = state.Get(meta::kPlan)) {
+    run.plan = PlanFromJson(json::parse(*plan), run.run_dir);
+  }
+  run.planned_makespan_s = state.Get(meta::kPlannedMakespanS).value_or(0.0);
+  run.switches = state.Get(meta::kPlanSwitches).value_or(0);
+  RestoreTasks(run);
+  json cancels = json::parse(state.Get(kCancelRequests).value_or("[]"));
+  for (int j = 0; j < run.NumTasks(); ++j) {
+    TaskRecord& r = run.tasks[j].record;
+    if (run.Done(j) || std::find(cancels.begin(), cancels.end(), r.name) == cancels.end()) continue;
+    r.status = TaskStatus::kCancelled;
+    state.SaveTask(r);
+  }
+  run.Emit(events::Resumed(run.Now()));
+  if (run.NumTasks() > 0 && !run.AllDone()) ExtendPlan(run, nullptr, {});
+  state.Set(meta::kCluster, cluster_now);
+  arrivals_->Add(std::move(again));
+}
+
+Service::Reply Service::Submit(const std::string& text, const std::string& source,
+                               const std::string& base_dir) {
+  auto request = std::make_unique<Request>();
+  request->kind = Request::kSubmit;
+  request->submission = {0, source.empty() ? "submission" : source, base_dir, text};
+  try {
+    if (!fs::path(base_dir).is_absolute()) {
+      throw InputError("", 0, "base_dir", "expected the submitter's folder as an absolute path");
+    }
+    request->workload = ParseSubmission(request->submission, run_->run_dir + "/cluster.yaml",
+                                        run_->workload.cluster);
+    bool engine_tasks = std::any_of(request->workload.tasks.begin(), request->workload.tasks.end(),
+                                    [](const WorkloadTask& t) { return !t.is_command; });
+    if (engine_tasks) {
+      std::string worker = worker_.empty() ? FindWorkerBinary() : worker_;
+      AvailableTechniques(request->workload, worker);
+    }
+  } catch (const InputError& e) {
+    return {400, {{"error", e.what()}}};
+  } catch (const std::runtime_error& e) {
+    return {400, {{"error", e.what()}}};
+  }
+  return Post(std::move(request));
+}
+
+Service::Reply Service::Cancel(const std::string& task) {
+  auto request = std::make_unique<Request>();
+  request->kind = Request::kCancel;
+  request->task = task;
+  return Post(std::move(request));
+}
+
+Service::Reply Service::Post(std::unique_ptr<Request> request) {
+  std::future<Reply> reply = request->reply.get_future();
+  {
+    std::lock_guard<std::mutex> lock(inbox_mu_);
+    inbox_.push_back(std::move(request));
+  }
+  if (reply.wait_for(std::chrono::seconds(120)) != std::future_status::ready) {
+    return {503, {{"error", "the service did not answer in time; ask again"}}};
+  }
+  return reply.get();
+}
+
+void Service::HandleRequests() {
+  std::deque<std::unique_ptr<Request>> requests;
+  {
+    std::lock_guard<std::mutex> lock(inbox_mu_);
+    requests.swap(inbox_);
+  }
+  if (requests.empty()) return;
+  std::vector<Reply> replies;
+  for (auto& request : requests) {
+    try {
+      replies.push_back(request->kind == Request::kSubmit ? DoSubmit(*request)
+                                                          : DoCancel(request->task));
+    } catch (const std::exception& e) {
+      replies.push_back({500, {{"error", e.what()}}});
+    }
+  }
+  // Answered once the views show what the requests changed.
+  Publish(true);
+  for (size_t i = 0; i < requests.size(); ++i)
+    requests[i]->reply.set_value(replies[i]);
+}
+
+Service::Reply Service::DoSubmit(Request& request) {
+  RunContext& run = *run_;
+  std::set<std::string> pending;
+  for (const std::string& n : arrivals_->Queued())
+    pending.insert(n);
+  for (const std::string& n : arrivals_->Profiling())
+    pending.insert(n);
+  std::set<std::string> replaced;
+  std::string taken;
+  for (const WorkloadTask& t : request.workload.tasks) {
+    int j = -1;
+    for (int k = 0; k < run.NumTasks(); ++k)
+      if (run.problem.tasks[k].name == t.name) j = k;
+    bool cancelled = j >= 0 && run.tasks[j].record.status == TaskStatus::kCancelled;
+    if (pending.count(t.name) || (j >= 0 && !cancelled)) {
+      taken += (taken.empty() ? "" : ", ") + Quote(t.name);
+    } else if (cancelled) {
+      replaced.insert(t.name);
+    }
+  }
+  if (!taken.empty()) {
+    return {409,
+            {{"error", request.submission.source + ": the service already has task " + taken +
+                           "; cancel it first or give the new one another name"}}};
+  }
+  if (!replaced.empty()) LeaveRun(run, replaced);
+  request.submission.seq = run.state->AddSubmission(request.submission);
+  json cancels = json::parse(run.state->Get(kCancelRequests).value_or("[]"));
+  json ids = json::array();
+  for (const WorkloadTask& t : request.workload.tasks) {
+    ids.push_back(t.name);
+    rejected_.erase(t.name);
+    cancel_on_join_.erase(t.name);
+    submitted_at_[t.name] = run.Now();
+    cancels.erase(std::remove(cancels.begin(), cancels.end(), json(t.name)), cancels.end());
+  }
+  run.state->Set(kCancelRequests, cancels.dump());
+  for (const std::string& p : request.workload.plugins) {
+    auto& plugins = run.workload.plugins;
+    if (std::find(plugins.begin(), plugins.end(), p) == plugins.end()) plugins.push_back(p);
+  }
+  arrivals_->Add(request.workload.tasks);
+  return {201, {{"tasks", ids}, {"submission", request.submission.seq}}};
+}
+
+Service::Reply Service::DoCancel(const std::string& task) {
+  RunContext& run = *run_;
+  auto remember = [&] {
+    json cancels = json::parse(run.state->Get(kCancelRequests).value_or("[]"));
+    cancels.push_back(task);
+    run.state->Set(kCancelRequests, cancels.dump());
+  };
+  for (int j = 0; j < run.NumTasks(); ++j) {
+    if (run.problem.tasks[j].name != task) continue;
+    TaskStatus s = run.tasks[j].record.status;
+    if (s == TaskStatus::kCancelled) return {200, {{"task", task}, {"status", "cancelled"}}};
+    if (run.Done(j)) {
+      return {409,
+              {{"error", "task " + Quote(task) + " has already " + std::string(ToString(s)) +
+                             "; there is nothing to cancel"}}};
+    }
+    remember();
+    dispatcher_->Cancel(j);
+    run.Requeue();
+    return {200, {{"task", task}, {"status", ToString(run.tasks[j].record.status)}}};
+  }
+  if (arrivals_->Remove(task)) {
+    remember();
+    TaskRecord r;
+    r.name = task;
+    r.status = TaskStatus::kCancelled;
+    run.state->SaveTask(r);
+    run.Emit(events::TaskCancelled(run.Now(), events::TaskPlace{task, "", 0, "", {}}, 0));
+    return {200, {{"task", task}, {"status", "cancelled"}}};
+  }
+  auto profiling = arrivals_->Profiling();
+  if (std::find(profiling.begin(), profiling.end(), task) != profiling.end()) {
+    remember();
+    cancel_on_join_.insert(task);
+    return {200, {{"task", task}, {"status", "cancelling"}}};
+  }
+  if (rejected_.count(task)) {
+    return {409, {{"error", "task " + Quote(task) + " has already failed: " + rejected_[task]}}};
+  }
+  return {404, {{"error", "no task " + Quote(task)}}};
+}
+
+void Service::AfterArrivals() {
+  RunContext& run = *run_;
+  for (const Arrivals::Rejected& r : arrivals_->Poll()) {
+    rejected_[r.task] = r.reason;
+    run.Emit(events::TaskFailed(run.Now(), events::TaskPlace{r.task, "", 0, "", {}}, r.reason, 0,
+                                true, 0));
+  }
+  if (cancel_on_join_.empty()) return;
+  for (int j = 0; j < run.NumTasks(); ++j) {
+    if (cancel_on_join_.erase(run.problem.tasks[j].name)) dispatcher_->Cancel(j);
+  }
+}
+
+void Service::Run(const std::atomic<bool>& stop) {
+  RunContext& run = *run_;
+  Replanner replanner(run, *dispatcher_);
+  double last_save = -1e9;
+  while (!stop) {
+    HandleRequests();
+    dispatcher_->Poll();
+    AfterArrivals();
+    if (run.NumTasks() > 0 && !run.AllDone() && !arrivals_->Busy()) replanner.Poll();
+    dispatcher_->Dispatch();
+    double now = run.Now();
+    if (now - last_save >= 1.0) {
+      run.state->Set(meta::kClockS, now);
+      last_save = now;
+    }
+    StreamProgress();
+    Publish(false);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  replanner.Wait();
+  arrivals_->Wait();
+  Interrupt();
+}
+
+// Stops every worker the way a plan switch does (they checkpoint); a
+// restart resumes them.
+void Service::Interrupt() {
+  RunContext& run = *run_;
+  for (int j = 0; j < run.NumTasks(); ++j)
+    dispatcher_->Preempt(j);
+  while (dispatcher_->AnyRunning()) {
+    dispatcher_->Poll();
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  run.Emit(events::RunInterrupted(run.Now()));
+  run.state->Set(meta::kClockS, run.Now());
+  Publish(true);
+}
+
+void Service::StreamProgress() {
+  RunContext& run = *run_;
+  double now = run.Now();
+  for (int j = 0; j < run.NumTasks(); ++j) {
+    const LiveTask& l = run.tasks[j];
+    if (!run.Running(j) || l.step <= l.record.checkpoint_step) continue;
+    auto& [step, t] = streamed_[l.record.name];
+    if (step == l.step || now - t < 1.0) continue;
+    step = l.step;
+    t = now;
+    PushEvent(json{{"t", now},
+                   {"event", "progress"},
+                   {"task", l.record.name},
+                   {"step", l.step},
+                   {"steps", run.Steps(j)},
+                   {"loss", l.last_loss}}
+                  .dump());
+  }
+}
+
+void Service::Publish(bool force) {
+  RunContext& run = *run_;
+  double now = run.Now();
+  if (!force && now - last_publish_ < 0.25) return;
+  bool refresh_losses = force || static_cast<long>(now) / 2 != static_cast<long>(last_publish_) / 2;
+  last_publish_ = now;
+  std::map<std::string, const PlanTask*> planned;
+  for (const PlanTask& p : run.plan.tasks)
+    planned[p.task] = &p;
+  json tasks = json::array();
+  for (int j = 0; j < run.NumTasks(); ++j) {
+    const LiveTask& l = run.tasks[j];
+    const TaskRecord& r = l.record;
+    const PlanTask* p = planned.count(r.name) ? planned[r.name] : nullptr;
+    bool placed = !r.technique.empty();
+    bool finished = r.status == TaskStatus::kFinished;
+    std::string status =
+        r.status == TaskStatus::kWaiting ? "queued" : std::string(ToString(r.status));
+    json eta = nullptr;
+    if (run.Running(j) && !l.recent_step_s.empty()) {
+      eta = now + MedianOf(l.recent_step_s) * std::max(0L, run.Steps(j) - l.step);
+    } else if (!run.Done(j) && p) {
+      eta = p->end_s;
+    }
+    if ((refresh_losses && run.Running(j)) || !losses_.count(r.name) ||
+        (run.Done(j) && refresh_losses)) {
+      json curve = json::array();
+      for (const auto& [step, loss] : run.state->Losses(r.name))
+        curve.push_back({step, loss});
+      losses_[r.name] = curve;
+    }
+    tasks.push_back(
+        {{"id", r.name},
+         {"status", status},
+         {"technique", placed ? json(r.technique)
+                       : p    ? json(p->technique)
+                              : json()},
+         {"gpus", placed ? json(r.gpus)
+                  : p    ? json(p->gpus)
+                         : json()},
+         {"node", placed ? json(r.node)
+                  : p    ? json(p->node)
+                         : json()},
+         {"gpu_ids", placed ? json(r.gpu_ids)
+                     : p    ? json(p->gpu_ids)
+                            : json::array()},
+         {"steps_done", finished ? run.Steps(j) : std::max(l.step, r.checkpoint_step)},
+         {"steps", run.Steps(j)},
+         {"eta_s", eta},
+         {"planned_start_s", p ? json(p->start_s) : json()},
+         {"loss", OrNull(l.step > 0 || finished, finished ? r.final_loss : l.last_loss)},
+         {"final_loss", OrNull(finished, r.final_loss)},
+         {"attempts", r.attempts},
+         {"submitted_s", submitted_at_.count(r.name) ? json(submitted_at_[r.name]) : json()},
+         {"error", r.error}});
+  }
+  auto pending = [&](const std::string& name, const char* status) {
+    tasks.push_back(
+        {{"id", name},
+         {"status", status},
+         {"technique", nullptr},
+         {"gpus", nullptr},
+         {"node", nullptr},
+         {"gpu_ids", json::array()},
+         {"steps_done", 0},
+         {"steps", nullptr},
+         {"eta_s", nullptr},
+         {"planned_start_s", nullptr},
+         {"loss", nullptr},
+         {"final_loss", nullptr},
+         {"attempts", 0},
+         {"submitted_s", submitted_at_.count(name) ? json(submitted_at_[name]) : json()},
+         {"error", rejected_.count(name) ? rejected_[name] : ""}});
+  };
+  for (const std::string& n : arrivals_->Profiling())
+    pending(n, "profiling");
+  for (const std::string& n : arrivals_->Queued())
+    pending(n, "queued");
+  for (const auto& [n, why] : rejected_)
+    pending(n, "failed");
+  json view = {{"version", 1}, {"now_s", now}, {"tasks", tasks}};
+  std::string plan = PlanToJson(run.plan).dump();
+  std::lock_guard<std::mutex> lock(view_mu_);
+  tasks_view_ = std::move(view);
+  tasks_view_["losses"] = losses_;
+  plan_view_ = std::move(plan);
+}
+
+json Service::Tasks() const {
+  std::lock_guard<std::mutex> lock(view_mu_);
+  json view = tasks_view_;
+  view.erase("losses");
+  return view;
+}
+
+Service::Reply Service::Task(const std::string& id) const {
+  std::lock_guard<std::mutex> lock(view_mu_);
+  for (const json& t : tasks_view_["tasks"]) {
+    if (t["id"] != id) continue;
+    json task = t;
+    const json& losses = tasks_view_["losses"];
+    task["losses"] = losses.contains(id) ? losses[id] : json::array();
+    return {200, task};
+  }
+  return {404, {{"error", "no task " + Quote(id)}}};
+}
+
+json Service::Plan() const {
+  std::lock_guard<std::mutex> lock(view_mu_);
+  return json::parse(plan_view_);
+}
+
+void Service::PushEvent(const std::string& line) {
+  {
+    std::lock_guard<std::mutex> lock(events_mu_);
+    events_.emplace_back(next_event_++, line);
+    // Progress messages are many: the stream keeps the newest 100 000.
+    if (events_.size() > 100000) events_.pop_front();
+  }
+  events_cv_.notify_all();
+}
+
+std::vector<std::pair<long, std::string>> Service::EventsAfter(long after, double wait_s) const {
+  std::unique_lock<std::mutex> lock(events_mu_);
+  events_cv_.wait_for(lock, std::chrono::duration<double>(wait_s),
+                      [&] { return !events_.empty() && events_.back().first > after; });
+  std::vector<std::pair<long, std::string>> out;
+  for (auto it = std::upper_bound(events_.begin(), events_.end(), after,
+                                  [](long a, const auto&e) { return a < e.first; });
+       it != events_.end(); ++it) {
+    out.push_back(*it);
+  }
+  return out;
+}
+
+}  // namespace saturn
