@@ -180,12 +180,22 @@ ReplanDecision Replan(const Problem& base, const std::vector<TaskProgress>& prog
       arrivals = arrivals || !planned.count(t.name);
   }
   // Incremental: no plan can end before the lower bound, so when the
-  // re-timed plan is within the threshold of it (progress as planned, within
-  // noise) no solve can make a switch worth it: keep the plan, in
-  // milliseconds, without running the solver.
+  // re-timed plan is within the threshold of it no solve can make a switch
+  // worth it; and when progress matched the plan within noise (if the policy
+  // says so), the plan was already searched from this state. Either way keep
+  // the plan, in milliseconds, without running the solver.
   if (!arrivals) {
     double bound = MakespanLowerBound(remaining.problem);
+    const char* why = nullptr;
     if (current_span - policy.threshold_s <= bound) {
+      why = "within the threshold of the lower bound";
+    } else if (policy.unchanged_tolerance > 0 &&
+               d.current_end_s <=
+                   current.makespan_s +
+                       policy.unchanged_tolerance * std::max(0.0, current.makespan_s - now)) {
+      why = "progress as planned within noise";
+    }
+    if (why) {
       d.new_end_s = d.current_end_s;
       d.plan = Absolute(ScheduleToPlan(remaining.problem, retimed, current.solver,
                                        SolveStatus::kFeasible, std::min(bound, current_span), 0.0),
@@ -195,9 +205,8 @@ ReplanDecision Replan(const Problem& base, const std::vector<TaskProgress>& prog
           d.preempted.push_back(remaining.problem.tasks[k].name);
         }
       }
-      d.summary = "keep: current plan ends at " + FormatDuration(d.current_end_s) +
-                  ", within the threshold of the lower bound (" + FormatDuration(now + bound) +
-                  "); no solve";
+      d.summary = "keep: current plan ends at " + FormatDuration(d.current_end_s) + ", " + why +
+                  " (bound " + FormatDuration(now + bound) + "); no solve";
       return d;
     }
   }

@@ -13,6 +13,10 @@
 //    their devices: a pinned starts_now option), never all of them;
 //  - learns from what it sees: a running task's measured speed against its
 //    profile (`slowdown`) scales its remaining runtime in every configuration.
+// Re-plans are incremental where they can be: no solve when the re-timed
+// plan is within the threshold of the lower bound (no plan could be worth a
+// switch), nor, if the policy asks (unchanged_tolerance), when progress
+// matched the plan within noise; such a check costs milliseconds.
 // New tasks (online arrivals) enter the same way: the current plan is
 // extended with them (appended where they fit first) and the fresh plan is
 // adopted unless it is worse (no threshold: the task set changed anyway).
@@ -55,6 +59,12 @@ struct ReplanPolicy {
   double threshold_s = defaults::kPaperThresholdS;  // switch only if the plan improves by more
   double switch_cost_s = defaults::kSwitchCostS;    // checkpoint + restart of one task
   bool allow_preemption = true;                     // false: running tasks always keep running
+  // Incremental re-planning: keep the plan without solving when no task
+  // arrived and the re-timed plan ends no later than planned plus this
+  // fraction of the time left (progress matched the plan within noise; the
+  // plan was searched from the same state already). 0: off, always solve
+  // (unless the lower bound already rules a switch out).
+  double unchanged_tolerance = 0.0;
 };
 
 // The remaining work as a planning problem. Task k is base task base_index[k];

@@ -120,5 +120,56 @@ TEST(Replan, AppendsNewTasksToTheCurrentPlan) {
   }
 }
 
+// a, b and c one after another on all 4 GPUs: 1,800 s, where two at a time
+// on 2 GPUs each (1,600 s) is better.
+Plan SerialPlan() {
+  Plan plan;
+  plan.solver = "test";
+  plan.status = "feasible";
+  plan.makespan_s = 1800;
+  plan.tasks = {{"a", "ddp", 4, "node0", {0, 1, 2, 3}, 0, 600},
+                {"b", "ddp", 4, "node0", {0, 1, 2, 3}, 600, 1200},
+                {"c", "ddp", 4, "node0", {0, 1, 2, 3}, 1200, 1800}};
+  return plan;
+}
+
+TEST(Replan, NoSolveWhenTheLowerBoundRulesOutASwitch) {
+  Problem base = ThreeTasks();  // lower bound 1,500 s (area)
+  std::vector<TaskProgress> progress(3);
+  ReplanPolicy policy;
+  policy.work_scale = 0.1;
+  policy.threshold_s = 300;  // 1,800 - 300 <= 1,500: nothing can be worth a switch
+  ReplanDecision d = Replan(base, progress, SerialPlan(), 0.0, policy);
+  EXPECT_FALSE(d.switch_plan);
+  EXPECT_NE(d.summary.find("no solve"), std::string::npos) << d.summary;
+  EXPECT_NEAR(d.current_end_s, 1800, 1e-6);
+  EXPECT_EQ(d.plan.tasks.size(), 3u);
+  policy.threshold_s = 100;  // now a better plan could be: it solves, and switches
+  d = Replan(base, progress, SerialPlan(), 0.0, policy);
+  EXPECT_EQ(d.summary.find("no solve"), std::string::npos) << d.summary;
+  EXPECT_TRUE(d.switch_plan) << d.summary;
+  EXPECT_LT(d.new_end_s, 1800 - 100);
+}
+
+TEST(Replan, UnchangedToleranceKeepsAPlanWhoseProgressMatchesIt) {
+  Problem base = ThreeTasks();
+  std::vector<TaskProgress> progress(3);
+  progress[0].running = RunningOn{1, 0, {0, 1, 2, 3}};
+  progress[0].done = 0.5;
+  ReplanPolicy policy;
+  policy.work_scale = 0.1;
+  policy.threshold_s = 100;
+  policy.unchanged_tolerance = 0.02;
+  // At 300 s, a is half done as planned: keep without solving.
+  ReplanDecision d = Replan(base, progress, SerialPlan(), 300.0, policy);
+  EXPECT_FALSE(d.switch_plan);
+  EXPECT_NE(d.summary.find("as planned"), std::string::npos) << d.summary;
+  // a runs 30% slow: the plan moved beyond noise, so it solves.
+  progress[0].slowdown = 1.3;
+  progress[0].done = 300.0 / (600 * 1.3);
+  d = Replan(base, progress, SerialPlan(), 300.0, policy);
+  EXPECT_EQ(d.summary.find("no solve"), std::string::npos) << d.summary;
+}
+
 }  // namespace
 }  // namespace saturn
