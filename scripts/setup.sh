@@ -13,6 +13,7 @@ packages=(
   libsqlite3-dev             # profile cache, run state
   libcpp-httplib-dev         # saturn serve (HTTP API)
   libgtest-dev libgmock-dev  # tests
+  chromium                   # the dashboard's browser test (large; the test skips without it)
 )
 torch_packages=(
   libtorch-dev               # LibTorch 1.13 (CPU)
