@@ -64,7 +64,10 @@ WorkerJob TaskJob(const nlohmann::json& spec, const std::string& worker, const W
 WorkerJob CommandJob(const nlohmann::json& spec, const CommandCall& c) {
   WorkerJob job;
   std::string templ = spec.at("commands").at(c.technique).get<std::string>();
-  job.argv = {"/bin/sh", "-c", ExpandCommand(templ, c)};
+  // The shell outlives SIGTERM (sent to the whole group) until the program it
+  // waits for has checkpointed and exited, then exits with its status; without
+  // the trap, sh would die at once and the exit would look like a crash.
+  job.argv = {"/bin/sh", "-c", std::string(kShellPreamble) + ExpandCommand(templ, c)};
   job.cwd = spec.value("working_dir", "");
   std::string ids;
   for (int g : c.gpu_ids)
@@ -75,7 +78,8 @@ WorkerJob CommandJob(const nlohmann::json& spec, const CommandCall& c) {
              {"SATURN_START_STEP", std::to_string(c.start_step)},
              {"SATURN_CHECKPOINT_DIR", c.checkpoint_dir},
              {"SATURN_NODE", c.node},
-             {"SATURN_TECHNIQUE", c.technique}};
+             {"SATURN_TECHNIQUE", c.technique},
+             {"SATURN_SEED", std::to_string(spec.value("seed", 0))}};
   if (spec.contains("env")) {
     for (const auto& [k, v] : spec["env"].items())
       job.env[k] = v.get<std::string>();

@@ -4,9 +4,10 @@
 // Saturn fills the placeholders {gpus}, {gpu_ids} (comma list), {steps} (the
 // step to stop at), {start_step} (the step to resume from), {checkpoint_dir}
 // and {node}, and also passes them as SATURN_GPUS, SATURN_GPU_IDS,
-// SATURN_STEPS, SATURN_START_STEP, SATURN_CHECKPOINT_DIR, SATURN_NODE and
-// SATURN_TECHNIQUE; on GPUs the devices come as CUDA_VISIBLE_DEVICES. The
-// program runs under /bin/sh -c in the workload's folder.
+// SATURN_STEPS, SATURN_START_STEP, SATURN_CHECKPOINT_DIR, SATURN_NODE,
+// SATURN_TECHNIQUE and SATURN_SEED (the task's seed, swept like any task's);
+// on GPUs the devices come as CUDA_VISIBLE_DEVICES. The program runs under
+// /bin/sh -c in the workload's folder, after kShellPreamble.
 //
 // The program's side of the contract (docs/byo.md): print a line
 // "saturn: step=N loss=X step_s=Y [peak_mem_gib=Z]" after each step (or
@@ -40,6 +41,10 @@ struct CommandCall {
 
 // The template for `technique` with its placeholders filled in.
 std::string ExpandCommand(const std::string& templ, const CommandCall& call);
+
+// What the shell runs before the template: on SIGTERM it waits for the
+// command in flight and exits with its status (no later command runs).
+inline constexpr const char* kShellPreamble = "trap 'exit $?' TERM; ";
 
 // A job running the task's program (spec: the task's JSON, type command).
 WorkerJob CommandJob(const nlohmann::json& spec, const CommandCall& call);

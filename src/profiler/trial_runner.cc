@@ -32,6 +32,9 @@ TrialRunner::Running TrialRunner::Start(int index, const Trial& t, const json& t
   std::error_code ec;
   fs::remove(result_path, ec);
   fs::remove(log_path, ec);
+  // A user's program resumes from what it finds there: each trial starts at step 0.
+  std::string checkpoint_dir = dir_ + "/" + stem + ".checkpoints";
+  fs::remove_all(checkpoint_dir, ec);
   bool command = IsCommandTask(task_spec);
   WorkerCall call;
   call.mode = WorkerCall::kSearch;
@@ -48,7 +51,7 @@ TrialRunner::Running TrialRunner::Start(int index, const Trial& t, const json& t
   call.plugins = plugins_;
   // A user's program is profiled by running it for a few steps.
   call.to_step = CommandSteps();
-  call.checkpoint_dir = dir_ + "/" + stem + ".checkpoints";
+  call.checkpoint_dir = checkpoint_dir;
   JobTarget target;
   // No node: the backend picks one; a program sees SATURN_NODE=profiling.
   target.node_label = "profiling";

@@ -71,7 +71,8 @@ TEST(ExpandCommand, NoDevicesGivesAnEmptyIdList) {
 TEST(CommandJob, RunsTheTechniquesTemplateUnderShInTheWorkloadsFolder) {
   WorkerJob job = CommandJob(Spec(), Call());
   EXPECT_EQ(job.argv,
-            (std::vector<std::string>{"/bin/sh", "-c", "torchrun --nproc 2 train.py --to 100"}));
+            (std::vector<std::string>{
+                "/bin/sh", "-c", "trap 'exit $?' TERM; torchrun --nproc 2 train.py --to 100"}));
   EXPECT_EQ(job.cwd, "/work/project");
   EXPECT_EQ(job.node, "n1");
   EXPECT_EQ(job.gpu_ids, (std::vector<int>{3, 5}));
@@ -87,6 +88,7 @@ TEST(CommandJob, PassesThePlaceholdersAsEnvironmentAndTheTasksEnvOnTop) {
   EXPECT_EQ(job.env.at("SATURN_START_STEP"), "40");
   EXPECT_EQ(job.env.at("SATURN_CHECKPOINT_DIR"), "/runs/a/ckpt");
   EXPECT_EQ(job.env.at("SATURN_TECHNIQUE"), "ddp");
+  EXPECT_EQ(job.env.at("SATURN_SEED"), "0");
   EXPECT_EQ(job.env.at("DATA"), "/data");
   EXPECT_EQ(job.env.at("SATURN_NODE"), "overridden");  // the task's env wins
 }
@@ -108,6 +110,37 @@ TEST(CommandJob, TheLocalBackendRunsItWithTheValuesFilledIn) {
   EXPECT_TRUE(ExitedCleanly(p.Wait()));
   ASSERT_TRUE(line.has_value());
   EXPECT_EQ(*line, "2 ddp /data " + std::filesystem::canonical(::testing::TempDir()).string());
+}
+
+TEST(CommandJob, PassesTheTasksSeed) {
+  nlohmann::json spec = Spec();
+  spec["seed"] = 7;
+  EXPECT_EQ(CommandJob(spec, Call()).env.at("SATURN_SEED"), "7");
+}
+
+// Saturn stops a program with SIGTERM to its process group: the shell waits
+// for the program to checkpoint and exits with its status (a crash would lose
+// the checkpoint's step), and runs nothing after it.
+TEST(CommandJob, SigtermToTheGroupEndsWithTheProgramsOwnExitStatus) {
+  std::string dir = ::testing::TempDir() + "/saturn_launch_sigterm";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  nlohmann::json spec = Spec();
+  spec["working_dir"] = dir;
+  spec["commands"]["ddp"] =
+      "sh -c \"trap 'echo saved > saved; exit 0' TERM; echo ready; "
+      "while :; do sleep 0.05; done\"; echo after > after";
+  WorkerJob job = CommandJob(spec, Call());
+  job.pipe_stdout = true;
+  std::unique_ptr<LaunchBackend> backend = MakeLocalBackend();
+  Process p = backend->Start(job);
+  std::optional<std::string> line = p.ReadLine(30);
+  ASSERT_EQ(line.value_or(""), "ready");
+  backend->Stop(p);
+  int status = p.Wait();
+  EXPECT_TRUE(ExitedCleanly(status)) << DescribeExit(status);
+  EXPECT_TRUE(std::filesystem::exists(dir + "/saved"));
+  EXPECT_FALSE(std::filesystem::exists(dir + "/after"));
 }
 
 TEST(ParseStepLine, ReadsEveryField) {
