@@ -19,6 +19,7 @@ torch_packages=(
   libtorch-dev               # LibTorch 1.13 (CPU)
   libopenblas0-pthread       # ~10x faster BLAS than the reference one for LibTorch
   libgloo-dev                # c10d ProcessGroupGloo from C++
+  python3-torch              # PyTorch for /usr/bin/python3: examples/pytorch-gpt, tests/python
 )
 if [[ "${1:-}" != "--no-torch" ]]; then
   packages+=("${torch_packages[@]}")
