@@ -118,7 +118,7 @@ class Run:
                 f"SATURN_GPU_IDS={ids!r}: expected a comma list of device numbers") from None
         self.technique = env.get("SATURN_TECHNIQUE", "")
         self.node = env.get("SATURN_NODE", "")
-        self.seed = _int_var(env, "SATURN_SEED", 0)
+        self.seed = _int_var(env, "SATURN_SEED", 0, minimum=-(2**63))
         self.rank = _int_var(env, "RANK", 0)
         self.local_rank = _int_var(env, "LOCAL_RANK", 0)
         self.world_size = _int_var(env, "WORLD_SIZE", 1, minimum=1)
@@ -237,10 +237,11 @@ class Run:
         to SATURN_STEPS - 1. Stops early, after the step in flight, on SIGTERM:
         then `preempted` is True and the on_preempt callbacks have run."""
         while self.step < self.steps_total:
+            began = time.perf_counter()  # the stop check is part of the step's cost
             if self._stop_agreed():
                 self._preempt()
                 return
-            self._step_began = time.perf_counter()
+            self._step_began = began
             yield self.step
             self.step += 1
             self._step_began = None
@@ -260,10 +261,10 @@ class Run:
         is the mean over ranks. step_s defaults to the time since steps() yielded
         this step; peak_mem_gib to torch's peak CUDA memory when CUDA is in use.
         Extra key=value pairs are appended (Saturn ignores unknown keys)."""
+        value = self._mean_loss(loss)
         if step_s is None:
             began = self._step_began
             step_s = time.perf_counter() - began if began is not None else 0.0
-        value = self._mean_loss(loss)
         if peak_mem_gib is None:
             peak_mem_gib = self._peak_mem_gib()
         if not self.is_main:
