@@ -78,7 +78,8 @@ class Corpus:
         text = open(path, encoding="utf-8").read()
         chars = sorted(set(text))
         assert len(chars) <= VOCAB, f"{path}: {len(chars)} distinct characters"
-        self.ids = torch.tensor([chars.index(c) for c in text], dtype=torch.long)
+        index = {c: i for i, c in enumerate(chars)}
+        self.ids = torch.tensor([index[c] for c in text], dtype=torch.long)
         self.seq_len, self.seed = seq_len, seed
 
     def batch(self, step, size):

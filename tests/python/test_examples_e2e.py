@@ -95,6 +95,31 @@ class CommandDoor(SaturnTest):
               file=sys.stderr)
 
 
+    def test_a_torchrun_template_trains_the_same_script(self):
+        # Debian's torch 1.13 on Python 3.11 needs --redirects/--tee set
+        # (docs/byo.md); the script is unchanged.
+        w = os.path.join(self.dir, "w.yaml")
+        ddp = (f"exec /usr/bin/python3 -m torch.distributed.run --standalone "
+               f"--nproc_per_node={{gpus}} --redirects 2 --tee 2 {EXAMPLE}/train.py")
+        with open(w, "w") as f:
+            f.write(f"""cluster: {{nodes: [{{name: n0, gpus: 2, threads_per_gpu: 1}}]}}
+tasks:
+  - name: gpt
+    type: command
+    steps: 6
+    commands: {{ddp: "{ddp}"}}
+    env: {{PYTHONPATH: {PYDIR}, OMP_NUM_THREADS: "1"}}
+""")
+        profile = os.path.join(self.dir, "profile.csv")
+        with open(profile, "w") as f:
+            f.write("task,technique,gpus,runtime_s\ngpt,ddp,2,1\n")
+        run = os.path.join(self.dir, "run")
+        self.saturn("run", w, "--run-dir", run, "--profile", profile, "--no-introspection")
+        task = self.report(run)["gpt"]
+        self.assertEqual((task["status"], task["gpus"]), ("finished", 2))
+        self.assertEqual([s for s, _ in task["loss_curve"]], list(range(6)))
+
+
 class Preemption(SaturnTest):
     def test_a_plan_switch_moves_the_ddp_task_to_two_ranks_and_it_resumes(self):
         # A wrong profile: single x1 claims 2 s, ddp x2 1 s, and `other` 2 s,
