@@ -130,8 +130,10 @@ class Preemption(SaturnTest):
         run = os.path.join(self.dir, "run")
         progress = os.path.join(run, "tasks", "gpt", "worker.out")
         w = os.path.join(self.dir, "w.yaml")
-        single = f"exec /usr/bin/python3 {EXAMPLE}/train.py"
-        ddp = (f"exec /usr/bin/python3 -m saturn_task launch --nproc_per_node={{gpus}} "
+        # No `exec`: the shell stays the job's process and must wait for the
+        # program's checkpoint on SIGTERM (launch/command_task.h).
+        single = f"/usr/bin/python3 {EXAMPLE}/train.py"
+        ddp = (f"/usr/bin/python3 -m saturn_task launch --nproc_per_node={{gpus}} "
                f"{EXAMPLE}/train.py")
         wait = f"while ! grep -q 'step=20 ' {progress} 2>/dev/null; do sleep 0.2; done"
         with open(w, "w") as f:
