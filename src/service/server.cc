@@ -158,6 +158,11 @@ void Route(httplib::Server& http, Service& service, const std::atomic<bool>& sto
 
 void RequireToken(httplib::Server& http, const std::string& token) {
   http.set_pre_routing_handler([token](const httplib::Request& req, httplib::Response& res) {
+    // The page itself holds no data: it loads without the token and brings
+    // the one in its address (#token=...) to every API call.
+    if (req.method == "GET" && (req.path == "/" || req.path.rfind("/dashboard/", 0) == 0)) {
+      return httplib::Server::HandlerResponse::Unhandled;
+    }
     std::string given;
     std::string auth = req.get_header_value("Authorization");
     if (auth.rfind("Bearer ", 0) == 0) {

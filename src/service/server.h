@@ -6,7 +6,8 @@
 // Security: without a token file the server listens on loopback addresses
 // only; with one, every request needs `Authorization: Bearer <token>` (GET
 // requests may pass `?access_token=`, which EventSource needs), compared in
-// constant time; 401 otherwise. Bodies over the cap get 413.
+// constant time; 401 otherwise (the dashboard page itself, which holds no
+// data, loads without it). Bodies over the cap get 413.
 //
 //   ServeOptions o; o.cluster_path = "cluster.yaml";
 //   return Serve(o);   // until SIGTERM/SIGINT; InputError on bad options

@@ -275,6 +275,10 @@ TEST_F(ServeApi, ATokenIsRequiredWhenGivenAndLargeOrBadBodiesAreRefused) {
   EXPECT_EQ(Client().Get("/v1/tasks").status, 401);
   EXPECT_EQ(Client("wrong").Get("/v1/tasks").status, 401);
   EXPECT_EQ(Client("s3cret").Get("/v1/tasks").status, 200);
+  EXPECT_EQ(Client().Get("/v1/plan").status, 401);
+  httplib::Client page(url_);
+  EXPECT_EQ(page.Get("/v1/tasks?access_token=s3cret")->status, 200);
+  EXPECT_EQ(page.Get("/")->status, 200) << "the page holds no data";
   // Over the cap: 413.
   EXPECT_EQ(Submit(Tasks("big", 60, 5), "s3cret").status, 413);
   // A bad workload: 400 with the file, line and field, and nothing stored.
