@@ -142,17 +142,19 @@ const at::Tensor& Lookup(const NamedTensors& tensors, const std::string& name,
   throw InputError(where, 0, "", "checkpoint lacks " + Quote(name));
 }
 
-void ExportModel(const std::string& checkpoint, const std::string& path) {
+bool ExportModel(const std::string& checkpoint, const Model& model, const std::string& path,
+                 const std::string& trained_path) {
   CheckpointReader reader(checkpoint);
-  NamedTensors model;
+  NamedTensors params;
   for (int i = 0; i < reader.Meta().blocks; ++i) {
     for (auto& [name, tensor] : reader.ReadBlock(i)) {
       if (name.rfind("param/", 0) == 0) {
-        model.emplace_back(std::to_string(i) + "." + name.substr(6), tensor);
+        params.emplace_back(model.ExportName(i, name.substr(6)), tensor);
       }
     }
   }
-  SaveTensors(path, model);
+  SaveTensors(path, params);
+  return !trained_path.empty() && model.SaveTrained(params, trained_path);
 }
 
 }  // namespace saturn::engine

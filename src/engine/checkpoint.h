@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "engine/comm.h"
+#include "engine/model.h"
 
 namespace saturn::engine {
 
@@ -81,7 +82,12 @@ const at::Tensor& Lookup(const NamedTensors& tensors, const std::string& name,
                          const std::string& where);
 
 // Writes the parameters of every block of a checkpoint as one torch pickle
-// (a dict "<block>.<name>" -> tensor), for users.
-void ExportModel(const std::string& checkpoint, const std::string& path);
+// (a dict name -> tensor, named by Model::ExportName: what
+// python/saturn_models.py's modules, or a torchscript task's own module,
+// load with load_state_dict), for users; and, when the model has one
+// (torchscript: the user's module with the trained weights), its trained
+// form beside it as `trained_path`. Returns whether it wrote trained_path.
+bool ExportModel(const std::string& checkpoint, const Model& model, const std::string& path,
+                 const std::string& trained_path);
 
 }  // namespace saturn::engine

@@ -24,17 +24,37 @@ uint64_t SampleKey(uint64_t seed, int64_t index) {
   return Mix(Mix(seed) ^ static_cast<uint64_t>(index));
 }
 
+// Elements [begin, end) of a sequence file that one split draws windows from.
+struct Range {
+  int64_t begin = 0, end = 0;
+};
+
+// The held-out split of a sequence file of `size` elements: its last tenth,
+// at least seq_len + 2 elements; the rest trains.
+int64_t HeldOutStart(int64_t size, int64_t seq_len) {
+  return size - std::max(size / 10, seq_len + 2);
+}
+
+// Evaluation windows are drawn with another seed than training's.
+uint64_t EvalSeed(uint64_t seed) {
+  return Mix(seed ^ 0xe7a1e7a1e7a1e7a1ULL);
+}
+
+// The first sample index of synthetic data's held-out samples: the stream
+// from here on, which training never reaches.
+constexpr int64_t kSyntheticHeldOut = int64_t{1} << 40;
+
 class TextDataset final : public Dataset {
  public:
-  TextDataset(std::string bytes, int64_t seq_len, uint64_t seed)
-      : bytes_(std::move(bytes)), seq_len_(seq_len), seed_(seed) {}
+  TextDataset(std::string bytes, int64_t seq_len, uint64_t seed, Range range)
+      : bytes_(std::move(bytes)), seq_len_(seq_len), seed_(seed), range_(range) {}
 
   Batch Samples(int64_t first, int64_t count) const override {
     at::Tensor window = at::empty({count, seq_len_ + 1}, at::kLong);
     int64_t* out = window.data_ptr<int64_t>();
-    uint64_t starts = bytes_.size() - static_cast<uint64_t>(seq_len_);
+    uint64_t starts = static_cast<uint64_t>(range_.end - range_.begin - seq_len_);
     for (int64_t i = 0; i < count; ++i) {
-      uint64_t start = SampleKey(seed_, first + i) % starts;
+      uint64_t start = range_.begin + SampleKey(seed_, first + i) % starts;
       for (int64_t t = 0; t <= seq_len_; ++t) {
         out[i * (seq_len_ + 1) + t] = static_cast<unsigned char>(bytes_[start + t]);
       }
@@ -46,6 +66,21 @@ class TextDataset final : public Dataset {
   std::string bytes_;
   int64_t seq_len_;
   uint64_t seed_;
+  Range range_;
+};
+
+// Another dataset's samples from `offset` on.
+class OffsetDataset final : public Dataset {
+ public:
+  OffsetDataset(std::unique_ptr<Dataset> inner, int64_t offset)
+      : inner_(std::move(inner)), offset_(offset) {}
+  Batch Samples(int64_t first, int64_t count) const override {
+    return inner_->Samples(offset_ + first, count);
+  }
+
+ private:
+  std::unique_ptr<Dataset> inner_;
+  int64_t offset_;
 };
 
 // Byte sequences x[t+1] = (x[t] * a + b) mod 256 with seeded (x0, a, b): a
@@ -113,15 +148,15 @@ class SyntheticClasses final : public Dataset {
 // seeded positions (inputs: ids, targets: the next ids).
 class TokensDataset final : public Dataset {
  public:
-  TokensDataset(std::vector<uint16_t> ids, int64_t seq_len, uint64_t seed)
-      : ids_(std::move(ids)), seq_len_(seq_len), seed_(seed) {}
+  TokensDataset(std::vector<uint16_t> ids, int64_t seq_len, uint64_t seed, Range range)
+      : ids_(std::move(ids)), seq_len_(seq_len), seed_(seed), range_(range) {}
 
   Batch Samples(int64_t first, int64_t count) const override {
     at::Tensor window = at::empty({count, seq_len_ + 1}, at::kLong);
     int64_t* out = window.data_ptr<int64_t>();
-    uint64_t starts = ids_.size() - static_cast<uint64_t>(seq_len_);
+    uint64_t starts = static_cast<uint64_t>(range_.end - range_.begin - seq_len_);
     for (int64_t i = 0; i < count; ++i) {
-      uint64_t start = SampleKey(seed_, first + i) % starts;
+      uint64_t start = range_.begin + SampleKey(seed_, first + i) % starts;
       std::copy_n(ids_.begin() + static_cast<int64_t>(start), seq_len_ + 1,
                   out + i * (seq_len_ + 1));
     }
@@ -132,6 +167,7 @@ class TokensDataset final : public Dataset {
   std::vector<uint16_t> ids_;
   int64_t seq_len_;
   uint64_t seed_;
+  Range range_;
 };
 
 // Rows of two tensors saved from Python: sample i is row i mod N.
@@ -149,10 +185,10 @@ class TensorsDataset final : public Dataset {
   at::Tensor inputs_, targets_;
 };
 
-std::vector<uint16_t> ReadTokens(const TaskSpec& task) {
-  std::string bytes = ReadFile(task.data.path);
+std::vector<uint16_t> ReadTokens(const TaskSpec& task, const std::string& path) {
+  std::string bytes = ReadFile(path);
   if (bytes.size() % 2 != 0) {
-    throw InputError(task.data.path, 0, "",
+    throw InputError(path, 0, "",
                      "has " + std::to_string(bytes.size()) +
                          " bytes, not a whole number of uint16 token ids (data.type tokens)");
   }
@@ -161,14 +197,14 @@ std::vector<uint16_t> ReadTokens(const TaskSpec& task) {
     ids[i] = static_cast<uint16_t>(static_cast<unsigned char>(bytes[2 * i]) |
                                    static_cast<unsigned char>(bytes[2 * i + 1]) << 8);
     if (ids[i] >= task.data.vocab) {
-      throw InputError(task.data.path, 0, "",
+      throw InputError(path, 0, "",
                        "token id " + std::to_string(ids[i]) + " at position " + std::to_string(i) +
                            " is not below data.vocab " + std::to_string(task.data.vocab));
     }
   }
   int64_t seq_len = task.data.seq_len;
   if (static_cast<int64_t>(ids.size()) < seq_len + 2) {
-    throw InputError(task.data.path, 0, "",
+    throw InputError(path, 0, "",
                      "has " + std::to_string(ids.size()) + " token ids; data.seq_len " +
                          std::to_string(seq_len) + " needs at least " +
                          std::to_string(seq_len + 2));
@@ -251,13 +287,48 @@ void CheckZooShapes(const Batch& b, const InputShape& input, const std::string& 
   }
 }
 
-}  // namespace
+enum class Split { kTrain, kEval };
 
-std::unique_ptr<Dataset> MakeDataset(const TaskSpec& task, const Model& model) {
+// The elements of a sequence file of `size` elements that `split` uses:
+// everything, unless the task evaluates on a held-out part of the file.
+Range RangeOf(const TaskSpec& task, Split split, int64_t size, int64_t seq_len,
+              const std::string& where) {
+  bool own_file = !task.data.eval_path.empty();
+  if (task.eval.every == 0 || own_file) return {0, size};
+  int64_t cut = HeldOutStart(size, seq_len);
+  if (cut < seq_len + 2) {
+    throw InputError(where, 0, "",
+                     "is too short to hold out its last tenth for evaluation (" +
+                         std::to_string(size) + " elements, seq_len " + std::to_string(seq_len) +
+                         "); give more data or a separate held-out file (data.eval_path)");
+  }
+  return split == Split::kTrain ? Range{0, cut} : Range{cut, size};
+}
+
+// Rows [0, N - h) train and the last h = max(1, N / 10) rows are held out,
+// unless the task does not evaluate or has its own held-out file.
+std::pair<at::Tensor, at::Tensor> RowsOf(const TaskSpec& task, Split split, at::Tensor inputs,
+                                         at::Tensor targets, const std::string& where) {
+  if (task.eval.every == 0 || !task.data.eval_path.empty()) return {inputs, targets};
+  int64_t rows = inputs.size(0), held = std::max<int64_t>(1, rows / 10);
+  if (rows < 2) {
+    throw InputError(where, 0, "",
+                     "has 1 row: nothing is left to train on after holding out rows for "
+                     "evaluation; give more rows or a separate held-out file (data.eval_path)");
+  }
+  int64_t first = split == Split::kTrain ? 0 : rows - held;
+  int64_t count = split == Split::kTrain ? rows - held : held;
+  return {inputs.narrow(0, first, count).contiguous(),
+          targets.narrow(0, first, count).contiguous()};
+}
+
+std::unique_ptr<Dataset> MakeSplit(const TaskSpec& task, const Model& model, Split split) {
   InputShape input = model.Input();
   bool tokens = input.kind == InputShape::Kind::kTokens;
   bool any = input.kind == InputShape::Kind::kAny;
-  const std::string& path = task.data.path;
+  bool eval_file = split == Split::kEval && !task.data.eval_path.empty();
+  const std::string& path = eval_file ? task.data.eval_path : task.data.path;
+  uint64_t seed = split == Split::kEval ? EvalSeed(task.seed) : task.seed;
   if (task.data.type == "tokens" || task.data.type == "tensors") {
     HostMemoryScope host;
     std::unique_ptr<Dataset> data;
@@ -274,9 +345,12 @@ std::unique_ptr<Dataset> MakeDataset(const TaskSpec& task, const Model& model) {
                              std::to_string(task.data.seq_len) + ", vocab " +
                              std::to_string(task.data.vocab));
       }
-      data = std::make_unique<TokensDataset>(ReadTokens(task), task.data.seq_len, task.seed);
+      std::vector<uint16_t> ids = ReadTokens(task, path);
+      Range range = RangeOf(task, split, static_cast<int64_t>(ids.size()), task.data.seq_len, path);
+      data = std::make_unique<TokensDataset>(std::move(ids), task.data.seq_len, seed, range);
     } else {
-      auto [inputs, targets] = ReadTensors(path);
+      auto [all_inputs, all_targets] = ReadTensors(path);
+      auto [inputs, targets] = RowsOf(task, split, all_inputs, all_targets, path);
       if (!any && input.kind != InputShape::Kind::kTokens) {
         int64_t low = targets.min().item<int64_t>(), high = targets.max().item<int64_t>();
         if (targets.scalar_type() == at::kLong && (low < 0 || high >= input.classes)) {
@@ -313,16 +387,33 @@ std::unique_ptr<Dataset> MakeDataset(const TaskSpec& task, const Model& model) {
                            std::to_string(input.seq_len) + " needs at least " +
                            std::to_string(input.seq_len + 2));
     }
-    return std::make_unique<TextDataset>(std::move(bytes), input.seq_len, task.seed);
+    Range range = RangeOf(task, split, static_cast<int64_t>(bytes.size()), input.seq_len, path);
+    return std::make_unique<TextDataset>(std::move(bytes), input.seq_len, seed, range);
   }
-  if (tokens) return std::make_unique<SyntheticTokens>(input.seq_len, task.data.seed);
-  if (input.kind == InputShape::Kind::kImage) {
-    return std::make_unique<SyntheticClasses>(
+  std::unique_ptr<Dataset> data;
+  if (tokens) {
+    data = std::make_unique<SyntheticTokens>(input.seq_len, task.data.seed);
+  } else if (input.kind == InputShape::Kind::kImage) {
+    data = std::make_unique<SyntheticClasses>(
         std::vector<int64_t>{input.channels, input.image_size, input.image_size}, input.classes,
         task.data.seed);
+  } else {
+    data = std::make_unique<SyntheticClasses>(std::vector<int64_t>{input.width}, input.classes,
+                                              task.data.seed);
   }
-  return std::make_unique<SyntheticClasses>(std::vector<int64_t>{input.width}, input.classes,
-                                            task.data.seed);
+  if (split == Split::kEval)
+    return std::make_unique<OffsetDataset>(std::move(data), kSyntheticHeldOut);
+  return data;
+}
+
+}  // namespace
+
+std::unique_ptr<Dataset> MakeDataset(const TaskSpec& task, const Model& model) {
+  return MakeSplit(task, model, Split::kTrain);
+}
+
+std::unique_ptr<Dataset> MakeEvalDataset(const TaskSpec& task, const Model& model) {
+  return MakeSplit(task, model, Split::kEval);
 }
 
 }  // namespace saturn::engine

@@ -16,6 +16,22 @@
 //              sample i is row i mod N of both (float tensors become
 //              float32, integer ones int64)
 //
+// Held-out data (task.eval, evaluated by engine/eval.h). Without
+// data.eval_path, a task that evaluates holds out part of its data, and
+// trains on the rest only:
+//   text, tokens  the last tenth of the file (at least seq_len + 2 elements):
+//                 training windows lie wholly before it, held-out windows
+//                 (at positions seeded apart from training's) wholly in it
+//   tensors       the last max(1, N / 10) rows of the N; training uses the
+//                 rows before them
+//   synthetic     the stream's samples from index 2^40 on (training's
+//                 sample indices never get there)
+// With data.eval_path (tokens, tensors), training keeps the whole of
+// data.path and the held-out samples come from the other file (windows at
+// seeded positions, or rows in order). Held-out sample i is the same in
+// every evaluation, so evaluation batch j is always samples [j*B, (j+1)*B).
+// A task that does not evaluate trains on all of its data, as before.
+//
 // Models whose input shape is only known from the data (torchscript) take
 // tokens or tensors; MakeDataset runs Model::CheckData on two samples so that
 // a mismatch is an InputError before training starts.
@@ -51,5 +67,7 @@ class Dataset {
 // (text data for an image model, a tensors file with the wrong width) or the
 // file is unusable (too short, a token id >= vocab, not a torch.save list).
 std::unique_ptr<Dataset> MakeDataset(const TaskSpec& task, const Model& model);
+// The task's held-out samples (see above), checked like MakeDataset's.
+std::unique_ptr<Dataset> MakeEvalDataset(const TaskSpec& task, const Model& model);
 
 }  // namespace saturn::engine

@@ -110,6 +110,15 @@ int64_t Model::LossItemsPerSample() const {
   return input.kind == InputShape::Kind::kTokens ? input.seq_len : 1;
 }
 
+std::string Model::ExportName(int block, const std::string& name) const {
+  return std::to_string(block) + "." + name;
+}
+
+bool Model::SaveTrained(const std::vector<std::pair<std::string, at::Tensor>>&,
+                        const std::string&) const {
+  return false;
+}
+
 std::vector<int64_t> Model::BlockParamCounts() const {
   std::vector<int64_t> counts;
   for (int i = 0; i < NumBlocks(); ++i)

@@ -125,6 +125,18 @@ class Model {
   int64_t LossItemsPerSample() const;
   // Parameter count of every block, from shape-only blocks (cheap).
   std::vector<int64_t> BlockParamCounts() const;
+
+  // The trained model for users (docs/contracts.md, "A run's folder").
+  // ExportName: the key of block `block`'s parameter `name` in model.pt,
+  // the name its PyTorch definition gives it (python/saturn_models.py:
+  // "layers.0.attn.qkv.weight"; a torchscript module's own names); by
+  // default "<block>.<name>".
+  virtual std::string ExportName(int block, const std::string& name) const;
+  // Writes the trained model in the form the user brought it in, with
+  // `params` (keyed by ExportName) as its weights, and returns true; false
+  // when the family has no such form (the zoo: model.pt is it).
+  virtual bool SaveTrained(const std::vector<std::pair<std::string, at::Tensor>>& params,
+                           const std::string& path) const;
 };
 
 class ModelFamily {

@@ -124,6 +124,17 @@ TaskSpec ParseTask(const nlohmann::json& json, const std::string& source) {
   } else {
     data.Fail("type", "expected text, synthetic, tokens or tensors, got " + Quote(spec.data.type));
   }
+  if (data.Has("eval_path")) {
+    if (spec.data.type != "tokens" && spec.data.type != "tensors") {
+      data.Fail("eval_path", "only tokens and tensors data take a separate held-out file");
+    }
+    spec.data.eval_path = data.String("eval_path");
+  }
+  if (task.Has("eval")) {
+    JsonFields eval(task.Object("eval"), source, "eval");
+    spec.eval.every = eval.Int("every", 1);
+    spec.eval.batches = eval.IntOr("batches", 1, 1);
+  }
 
   JsonFields optimizer(task.Object("optimizer"), source, "optimizer");
   spec.optimizer.type = optimizer.String("type");

@@ -32,6 +32,18 @@ struct DataSpec {
   uint64_t seed = 0;    // synthetic: defaults to the task's seed
   int64_t seq_len = 0;  // tokens
   int64_t vocab = 0;    // tokens: every id must be < vocab
+  // tokens, tensors: a separate held-out file for evaluation; "" = the
+  // held-out split of `path` (data.h)
+  std::string eval_path;
+};
+
+// Evaluation on held-out data (data.h: the split): after every `every`
+// steps and after the last one, the mean loss (and accuracy, for
+// cross-entropy models) over `batches` held-out batches of batch_size
+// samples, the same batches each time.
+struct EvalSpec {
+  int64_t every = 0;  // 0: the task does not evaluate
+  int64_t batches = 1;
 };
 
 struct TaskSpec {
@@ -47,6 +59,7 @@ struct TaskSpec {
   // fp32, or bf16: forward passes under bf16 autocast, with fp32 parameters
   // (master weights), gradients, optimizer state and checkpoints.
   std::string precision = "fp32";
+  EvalSpec eval;
 };
 
 // Typed, checked access to the fields of one JSON object. `path` prefixes

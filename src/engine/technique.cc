@@ -8,6 +8,7 @@
 
 #include "common/error.h"
 #include "engine/errors.h"
+#include "engine/eval.h"
 #include "engine/phases.h"
 
 namespace saturn::engine {
@@ -260,10 +261,34 @@ ExecuteResult Technique::Execute(TrainContext& ctx, const Knobs& knobs,
     in.RestoreRng();
     result.final_loss = meta.loss;
   }
-  auto save = [&](int64_t step) {
-    CheckpointWriter out(options.checkpoint_dir, step, ctx.comm);
+  auto save_into = [&](const std::string& dir, int64_t step) {
+    CheckpointWriter out(dir, step, ctx.comm);
     trainer->Save(out);
     return out.Commit(MetaAt(ctx, Name(), step, result.final_loss));
+  };
+  auto save = [&](int64_t step) { return save_into(options.checkpoint_dir, step); };
+  // Collective: rank 0 evaluates the model of `checkpoint` (or of one
+  // written for it: its time counts in the result's seconds) while the
+  // others wait.
+  auto evaluate = [&](int64_t step, std::string checkpoint) {
+    std::string scratch = options.checkpoint_dir + ".eval";
+    bool own = checkpoint.empty();
+    double start = Now();
+    if (own) checkpoint = save_into(scratch, step);
+    if (ctx.comm.Rank() == 0 && options.eval_data != nullptr) {
+      EvalResult r =
+          Evaluate(ctx, *options.eval_data, options.eval_batches, CheckpointParams(checkpoint));
+      r.seconds = Now() - start;
+      if (options.on_eval) options.on_eval(step, r);
+    }
+    ctx.comm.Barrier();
+    if (own && ctx.comm.Rank() == 0) {
+      std::error_code ec;
+      std::filesystem::remove_all(scratch, ec);
+    }
+  };
+  auto eval_due = [&](int64_t steps_done) {
+    return options.eval_every > 0 && steps_done % options.eval_every == 0;
   };
   ctx.device.ResetPeak();
   for (int64_t step = options.from_step; step < options.to_step; ++step) {
@@ -283,13 +308,23 @@ ExecuteResult Technique::Execute(TrainContext& ctx, const Knobs& knobs,
       result.preempted = true;
       break;
     }
+    std::string saved;
     if (options.checkpoint_every > 0 && result.completed_steps % options.checkpoint_every == 0 &&
         result.completed_steps < options.to_step) {
-      save(result.completed_steps);
+      saved = save(result.completed_steps);
+    }
+    if (eval_due(result.completed_steps) && result.completed_steps < options.to_step) {
+      evaluate(result.completed_steps, saved);
     }
   }
   result.resident_bytes = ctx.comm.Gather(ctx.device.LiveBytes());
   result.checkpoint = save(result.completed_steps);
+  // The last step is always evaluated (on the final checkpoint), so every
+  // task that evaluates ends with its final evaluation loss.
+  if (options.eval_every > 0 && !result.preempted && result.completed_steps == options.to_step &&
+      result.completed_steps > options.from_step) {
+    evaluate(result.completed_steps, result.checkpoint);
+  }
   result.peak_memory_bytes = ctx.comm.Gather(ctx.device.PeakBytes());
   result.stats = trainer->Stats();
   return result;

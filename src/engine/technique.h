@@ -129,6 +129,13 @@ struct SearchResult {
   nlohmann::json candidates = nlohmann::json::array();
 };
 
+// One evaluation on held-out data (engine/eval.h).
+struct EvalResult {
+  double loss = 0.0;       // mean over the held-out batches, as training's loss
+  double accuracy = -1.0;  // cross-entropy models: share of argmax hits; < 0: none
+  double seconds = 0.0;    // what it took, reading (and, in Execute, writing) the model included
+};
+
 struct ExecuteOptions {
   int64_t from_step = 0;  // > 0: resume from the checkpoint of that step
   int64_t to_step = 0;
@@ -138,6 +145,16 @@ struct ExecuteOptions {
   const std::atomic<bool>* stop = nullptr;
   // Called on every rank after each step.
   std::function<void(int64_t step, double loss, double step_s)> on_step;
+  // Evaluation (task.eval): after every `eval_every` steps and after the
+  // last step, rank 0 evaluates the model of a checkpoint (the regular one
+  // when the step writes one, else one written for it into
+  // `checkpoint_dir`.eval and removed) on `eval_data` (held-out samples,
+  // needed on rank 0 only) and passes the result to `on_eval` (rank 0). 0:
+  // no evaluation.
+  int64_t eval_every = 0;
+  int64_t eval_batches = 1;
+  const Dataset* eval_data = nullptr;
+  std::function<void(int64_t steps_done, const EvalResult& result)> on_eval;
 };
 
 struct ExecuteResult {

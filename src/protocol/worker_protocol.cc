@@ -62,6 +62,7 @@ json ToJson(const WorkerSearchResult& r) {
           {"done_unix_s", r.done_unix_s},
           {"launch_s", r.launch_s},
           {"checkpoint_s", r.checkpoint_s},
+          {"eval_s", r.eval_s},
           {"peak_memory_bytes", r.peak_memory_bytes},
           {"resident_bytes", r.resident_bytes},
           {"capacity_bytes", r.capacity_bytes},
@@ -86,6 +87,7 @@ WorkerSearchResult SearchResultFromJson(const json& j) {
   r.done_unix_s = j.value("done_unix_s", 0.0);
   r.launch_s = j.value("launch_s", 0.0);
   r.checkpoint_s = j.value("checkpoint_s", 0.0);
+  r.eval_s = j.value("eval_s", 0.0);
   r.peak_memory_bytes = Numbers(j, "peak_memory_bytes");
   r.resident_bytes = Numbers(j, "resident_bytes");
   r.capacity_bytes = j.value("capacity_bytes", 0.0);
@@ -211,6 +213,49 @@ bool ParseStepLine(const std::string& line, StepReport* report) {
     }
   }
   if (!any) return false;
+  *report = r;
+  return true;
+}
+
+std::string FormatEvalLine(const EvalReport& r) {
+  char line[200];
+  std::snprintf(line, sizeof line, "saturn: eval_step=%ld eval_loss=%.9g", r.steps_done, r.loss);
+  std::string out = line;
+  if (r.accuracy >= 0) {
+    std::snprintf(line, sizeof line, " eval_accuracy=%.6g", r.accuracy);
+    out += line;
+  }
+  std::snprintf(line, sizeof line, " eval_s=%.6f", r.seconds);
+  return out + line;
+}
+
+bool ParseEvalLine(const std::string& line, EvalReport* report) {
+  const std::string prefix = "saturn:";
+  if (line.rfind(prefix, 0) != 0) return false;
+  std::istringstream in(line.substr(prefix.size()));
+  std::string field;
+  EvalReport r;
+  bool step = false, loss = false;
+  while (in >> field) {
+    size_t eq = field.find('=');
+    if (eq == std::string::npos) continue;
+    std::string key = field.substr(0, eq), value = field.substr(eq + 1);
+    char* end = nullptr;
+    double v = std::strtod(value.c_str(), &end);
+    if (end == value.c_str()) continue;
+    if (key == "eval_step") {
+      r.steps_done = static_cast<long>(v);
+      step = true;
+    } else if (key == "eval_loss") {
+      r.loss = v;
+      loss = true;
+    } else if (key == "eval_accuracy") {
+      r.accuracy = v;
+    } else if (key == "eval_s") {
+      r.seconds = v;
+    }
+  }
+  if (!step || !loss) return false;
   *report = r;
   return true;
 }

@@ -45,6 +45,9 @@ struct WorkerSearchResult {
   double done_unix_s = 0.0;   // when it had written its result (then shut down)
   double launch_s = 0.0;      // set by the orchestrator (SetLaunchCost), not the worker
   double checkpoint_s = 0.0;
+  // One evaluation on held-out data (tasks with eval): writing the
+  // checkpoint it reads plus evaluating; 0 for tasks without.
+  double eval_s = 0.0;
   std::vector<double> peak_memory_bytes;  // per device
   std::vector<double> resident_bytes;     // per device, between steps
   double capacity_bytes = 0.0;
@@ -89,6 +92,16 @@ struct StepReport {
   double peak_mem_gib = -1.0;  // < 0: not reported
 };
 
+// A progress line "saturn: eval_step=N eval_loss=X [eval_accuracy=A]
+// eval_s=S": an evaluation on held-out data after N steps (tasks with
+// eval). It has no "step" field, so ParseStepLine skips it.
+struct EvalReport {
+  long steps_done = 0;
+  double loss = 0.0;
+  double accuracy = -1.0;  // < 0: not a classifier
+  double seconds = 0.0;
+};
+
 // Each message with its "protocol" version; FromJson throws
 // std::runtime_error (the worker broke the protocol) on a foreign version or
 // a malformed message.
@@ -106,5 +119,8 @@ WorkerExecuteResult ReadExecuteResult(const std::string& path);
 std::string FormatStepLine(const StepReport& report);
 // False if `line` is not a progress line.
 bool ParseStepLine(const std::string& line, StepReport* report);
+std::string FormatEvalLine(const EvalReport& report);
+// False if `line` is not an evaluation line.
+bool ParseEvalLine(const std::string& line, EvalReport* report);
 
 }  // namespace saturn

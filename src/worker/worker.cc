@@ -12,6 +12,7 @@
 #include "common/error.h"
 #include "common/fs.h"
 #include "engine/errors.h"
+#include "engine/eval.h"
 #include "engine/plugin.h"
 #include "engine/technique.h"
 #include "protocol/worker_protocol.h"
@@ -116,6 +117,14 @@ int RunRank(const WorkerOptions& o, const Job& job, int rank, int world_size) {
       result.knobs = found.knobs;
       result.stats = found.stats;
     }
+    if (found.feasible && job.task.eval.every > 0) {
+      // One evaluation as Execute runs it: writing the checkpoint it reads
+      // (timed by the search) plus reading and evaluating the model.
+      std::unique_ptr<engine::Dataset> held_out = engine::MakeEvalDataset(job.task, *job.model);
+      double start = UnixClock().Now();
+      engine::Evaluate(ctx, *held_out, job.task.eval.batches, engine::InitialParams(*job.model));
+      result.eval_s = UnixClock().Now() - start + found.checkpoint_s;
+    }
     result.candidates = found.candidates;
     result.capacity_bytes = static_cast<double>(device.CapacityBytes());
     result.model_flops_per_step = flops_per_step;
@@ -131,16 +140,40 @@ int RunRank(const WorkerOptions& o, const Job& job, int rank, int world_size) {
   run.checkpoint_every = o.checkpoint_every;
   run.stop = &g_stop;
   std::vector<double> losses;
+  // Step times in progress lines include evaluation's share (the last
+  // evaluation's seconds over eval.every), as the profile's step_s does.
+  double eval_share_s = 0.0;
   run.on_step = [&](int64_t step, double loss, double step_s) {
     losses.push_back(loss);
     if (rank != 0) return;
-    std::printf("%s\n", FormatStepLine({static_cast<long>(step), loss, step_s, -1.0}).c_str());
+    std::printf(
+        "%s\n",
+        FormatStepLine({static_cast<long>(step), loss, step_s + eval_share_s, -1.0}).c_str());
     std::fflush(stdout);
   };
+  std::unique_ptr<engine::Dataset> held_out;
+  if (job.task.eval.every > 0) {
+    if (rank == 0) held_out = engine::MakeEvalDataset(job.task, *job.model);
+    run.eval_every = job.task.eval.every;
+    run.eval_batches = job.task.eval.batches;
+    run.eval_data = held_out.get();
+    run.on_eval = [&](int64_t steps_done, const engine::EvalResult& r) {
+      eval_share_s = r.seconds / static_cast<double>(job.task.eval.every);
+      std::printf(
+          "%s\n",
+          FormatEvalLine({static_cast<long>(steps_done), r.loss, r.accuracy, r.seconds}).c_str());
+      std::fflush(stdout);
+    };
+  }
   Knobs knobs = ParseKnobs(o.knobs);
   engine::ExecuteResult done = job.technique->Execute(ctx, knobs, run);
   if (rank != 0) return 0;
-  if (!o.save_model.empty()) engine::ExportModel(done.checkpoint, o.save_model);
+  if (!o.save_model.empty()) {
+    // model.pt, and for a torchscript task trained.pt beside it.
+    std::filesystem::path model_path(o.save_model);
+    engine::ExportModel(done.checkpoint, *job.model, o.save_model,
+                        (model_path.parent_path() / "trained.pt").string());
+  }
   WorkerExecuteResult result;
   result.completed_steps = static_cast<long>(done.completed_steps);
   result.final_loss = done.final_loss;

@@ -56,6 +56,24 @@ TEST(Task, SyntheticSeedDefaultsToTheTaskSeed) {
   EXPECT_EQ(ParseTask(json, "t").data.seed, 3u);
 }
 
+TEST(Task, EvalAndAHeldOutFile) {
+  EXPECT_EQ(ParseTask(Valid(), "task.json").eval.every, 0);  // no evaluation
+  nlohmann::json json = Valid();
+  json["eval"] = {{"every", 50}, {"batches", 3}};
+  TaskSpec task = ParseTask(json, "task.json");
+  EXPECT_EQ(task.eval.every, 50);
+  EXPECT_EQ(task.eval.batches, 3);
+  json["eval"] = {{"every", 50}};
+  EXPECT_EQ(ParseTask(json, "task.json").eval.batches, 1);
+  json["eval"] = {{"every", 0}};
+  EXPECT_THAT(ErrorOf(json), HasSubstr("eval.every: expected an integer >= 1"));
+  json = Valid();
+  json["data"]["eval_path"] = "/data/val.txt";  // text data has no separate file
+  EXPECT_THAT(ErrorOf(json), HasSubstr("data.eval_path: only tokens and tensors"));
+  json["data"] = {{"type", "tensors"}, {"path", "/d/train.pt"}, {"eval_path", "/d/val.pt"}};
+  EXPECT_EQ(ParseTask(json, "task.json").data.eval_path, "/d/val.pt");
+}
+
 TEST(Task, OptimizerFields) {
   nlohmann::json json = Valid();
   json["optimizer"] = {{"type", "sgd"}, {"lr", 0.1}, {"momentum", 0.9}};

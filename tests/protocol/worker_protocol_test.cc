@@ -87,6 +87,22 @@ TEST(WorkerProtocol, StepLinesRoundTrip) {
   EXPECT_FALSE(ParseStepLine("epoch 3 loss 1.5", &back));
 }
 
+TEST(WorkerProtocol, EvalLinesRoundTripAndAreNotStepLines) {
+  EvalReport r{50, 1.875, 0.625, 0.5};
+  std::string line = FormatEvalLine(r);
+  EvalReport back;
+  ASSERT_TRUE(ParseEvalLine(line, &back));
+  EXPECT_EQ(back.steps_done, 50);
+  EXPECT_DOUBLE_EQ(back.loss, 1.875);
+  EXPECT_DOUBLE_EQ(back.accuracy, 0.625);
+  EXPECT_DOUBLE_EQ(back.seconds, 0.5);
+  StepReport step;
+  EXPECT_FALSE(ParseStepLine(line, &step));  // executors of old see no step in it
+  EXPECT_FALSE(ParseEvalLine(FormatStepLine({3, 1.5, 0.25, -1}), &back));
+  ASSERT_TRUE(ParseEvalLine(FormatEvalLine({7, 2.0, -1.0, 0.1}), &back));
+  EXPECT_LT(back.accuracy, 0);  // an mse model has none
+}
+
 TEST(WorkerProtocol, ForeignOrBrokenMessagesAreRefused) {
   nlohmann::json j = ToJson(Search());
   j["protocol"] = 2;

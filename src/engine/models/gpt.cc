@@ -73,6 +73,13 @@ class Gpt final : public Model {
            2.0 * static_cast<double>(config_.seq_len * config_.width * kVocab);
   }
 
+  // tokens.weight, positions, layers.<k>.<...>, ln.*, out.* (saturn_models.GPT).
+  std::string ExportName(int block, const std::string& name) const override {
+    if (block == 0) return name == "tokens" ? "tokens.weight" : name;
+    if (block == NumBlocks() - 1) return name;
+    return "layers." + std::to_string(block - 1) + "." + name;
+  }
+
  private:
   GptConfig config_;
   uint64_t seed_;

@@ -48,6 +48,12 @@ class Mlp final : public Model {
     return 2.0 * static_cast<double>(layers_) * w * w + 2.0 * w * kClasses;
   }
 
+  // layers.<k>.weight / .bias (nn.Linear), out.* (saturn_models.MLP).
+  std::string ExportName(int block, const std::string& name) const override {
+    if (block == NumBlocks() - 1) return name;
+    return "layers." + std::to_string(block) + "." + name.substr(name.find('.') + 1);
+  }
+
  private:
   int64_t layers_, width_;
   uint64_t seed_;

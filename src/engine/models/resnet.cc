@@ -119,6 +119,13 @@ class Resnet final : public Model {
            static_cast<double>(config_.blocks) * 4.0 * pixels * 9.0 * w * w + 2.0 * w * kClasses;
   }
 
+  // stem.*, blocks.<k>.<...>, out.* (saturn_models.ResNet).
+  std::string ExportName(int block, const std::string& name) const override {
+    if (block == 0) return "stem." + name;
+    if (block == NumBlocks() - 1) return name;
+    return "blocks." + std::to_string(block - 1) + "." + name;
+  }
+
  private:
   ResnetConfig config_;
   uint64_t seed_;

@@ -27,6 +27,10 @@
 // without them (LayerNorm). The module runs in the mode it was saved in
 // (train or eval); dropout makes techniques differ by their random numbers.
 //
+// Trained models. model.pt holds the trained parameters under the module's
+// own names (its state_dict, without buffers); trained.pt is the module
+// itself with those weights, for torch.jit.load (SaveTrained).
+//
 // FLOPs are estimated as 2 x parameters per sample (one multiply-add per
 // parameter): right for linear layers on vectors, low by the sequence length
 // for token models and by the spatial size for convolutions.
@@ -228,6 +232,30 @@ class ScriptModel final : public Model {
   }
 
   LossKind Loss() const override { return loss_; }
+
+  // The module's own parameter names: model.pt is its state_dict's
+  // parameters.
+  std::string ExportName(int, const std::string& name) const override { return name; }
+
+  // trained.pt: the user's module (a copy), its parameters replaced by the
+  // trained ones in their original dtype, saved as TorchScript; buffers
+  // are the file's (they are not trained, see above).
+  bool SaveTrained(const std::vector<std::pair<std::string, at::Tensor>>& params,
+                   const std::string& path) const override {
+    HostMemoryScope host;
+    Module trained = module_.clone();
+    for (const auto& [name, value] : params) {
+      auto [owner, attr] = OwnerOf(trained, name);
+      at::Tensor original = owner.attr(attr).toTensor();
+      at::Tensor copy = value.detach().to(at::kCPU, original.scalar_type()).clone();
+      copy.set_requires_grad(original.requires_grad());
+      owner.setattr(attr, copy);
+    }
+    std::string partial = path + ".partial";
+    trained.save(partial);
+    std::filesystem::rename(partial, path);
+    return true;
+  }
 
   std::string WhyNotSplittable() const override {
     if (why_not_.empty()) return "";

@@ -89,6 +89,12 @@ class Vit final : public Model {
            2.0 * static_cast<double>(config_.width * kClasses);
   }
 
+  // patch.*, cls, positions, layers.<k>.<...>, ln.*, out.* (saturn_models.ViT).
+  std::string ExportName(int block, const std::string& name) const override {
+    if (block == 0 || block == NumBlocks() - 1) return name;
+    return "layers." + std::to_string(block - 1) + "." + name;
+  }
+
  private:
   VitConfig config_;
   uint64_t seed_;

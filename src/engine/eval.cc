@@ -1,0 +1,92 @@
+#include "engine/eval.h"
+
+#include <ATen/core/grad_mode.h>
+
+#include <chrono>
+#include <memory>
+
+#include "engine/blocks.h"
+#include "engine/device.h"
+
+namespace saturn::engine {
+namespace {
+
+double Now() {
+  using namespace std::chrono;
+  return duration<double>(steady_clock::now().time_since_epoch()).count();
+}
+
+}  // namespace
+
+EvalResult Evaluate(const TrainContext& ctx, const Dataset& data, int64_t batches,
+                    const BlockParamsFn& params) {
+  std::vector<Batch> list;
+  for (int64_t j = 0; j < batches; ++j)
+    list.push_back(data.Samples(j * ctx.task.batch_size, ctx.task.batch_size));
+  return EvaluateBatches(ctx, list, params);
+}
+
+EvalResult EvaluateBatches(const TrainContext& ctx, const std::vector<Batch>& batches,
+                           const BlockParamsFn& params) {
+  double start = Now();
+  at::NoGradGuard no_grad;
+  std::vector<at::Tensor> h;
+  for (const Batch& b : batches)
+    h.push_back(ctx.device.Place(b.inputs));
+  for (int i = 0; i < ctx.model.NumBlocks(); ++i) {
+    std::unique_ptr<Block> block;
+    NamedTensors values;
+    {
+      HostMemoryScope host;
+      block = ctx.model.BuildBlock(i, /*materialize=*/true);
+      values = params(i);
+    }
+    std::string where = "block " + std::to_string(i);
+    for (const ParamSlot& slot : block->Params())
+      *slot.tensor = ctx.device.ToDevice(Lookup(values, slot.name, where));
+    values.clear();
+    for (at::Tensor& x : h)
+      x = RunBlock(*block, x, ctx);
+  }
+  bool classifier = ctx.model.Loss() == LossKind::kCrossEntropy;
+  double loss_sum = 0.0;
+  int64_t items = 0, hits = 0, total = 0;
+  for (size_t k = 0; k < batches.size(); ++k) {
+    at::Tensor targets = ctx.device.Place(batches[k].targets);
+    loss_sum += ctx.model.LossSum(h[k], targets).item<double>();
+    items += targets.size(0) * ctx.model.LossItemsPerSample();
+    if (classifier && h[k].dim() == targets.dim() + 1) {
+      hits += h[k].argmax(-1).eq(targets).sum().item<int64_t>();
+      total += targets.numel();
+    }
+  }
+  EvalResult result;
+  result.loss = items > 0 ? loss_sum / static_cast<double>(items) : 0.0;
+  result.accuracy = total > 0 ? static_cast<double>(hits) / static_cast<double>(total) : -1.0;
+  ctx.device.Synchronize();
+  result.seconds = Now() - start;
+  return result;
+}
+
+BlockParamsFn CheckpointParams(const std::string& checkpoint) {
+  auto reader = std::make_shared<CheckpointReader>(checkpoint);
+  return [reader](int block) {
+    NamedTensors out;
+    for (auto& [name, tensor] : reader->ReadBlock(block)) {
+      if (name.rfind("param/", 0) == 0) out.emplace_back(name.substr(6), tensor);
+    }
+    return out;
+  };
+}
+
+BlockParamsFn InitialParams(const Model& model) {
+  return [&model](int index) {
+    std::unique_ptr<Block> block = model.BuildBlock(index, /*materialize=*/true);
+    NamedTensors out;
+    for (const ParamSlot& slot : block->Params())
+      out.emplace_back(slot.name, *slot.tensor);
+    return out;
+  };
+}
+
+}  // namespace saturn::engine
