@@ -302,6 +302,15 @@ double StartCost(const WorkerSearchResult& r) {
   return std::max(0.0, extra);
 }
 
+long EvalEvery(const WorkloadTask& task) {
+  if (task.is_command || !task.spec.contains("eval")) return 0;
+  return task.spec["eval"].value("every", 0L);
+}
+
+double StepWithEvaluation(const WorkerSearchResult& r, long eval_every) {
+  return eval_every > 0 ? r.step_s + r.eval_s / static_cast<double>(eval_every) : r.step_s;
+}
+
 double RuntimeEstimate(const WorkerSearchResult& r, long steps, long checkpoint_every) {
   return r.step_s * static_cast<double>(steps) + StartCost(r) + r.launch_s +
          r.checkpoint_s * static_cast<double>(CheckpointWrites(steps, checkpoint_every));
@@ -313,18 +322,21 @@ ProfileRow RowFor(const WorkloadTask& task, const Trial& t, long checkpoint_ever
   double peak = 0;
   for (double b : t.result.peak_memory_bytes)
     peak = std::max(peak, b);
+  WorkerSearchResult r = t.result;
+  r.step_s = StepWithEvaluation(r, EvalEvery(task));
   ProfileRow row;
   row.task = task.name;
   row.technique = t.technique;
   row.gpus = t.gpus;
-  row.runtime_s = RuntimeEstimate(t.result, task.steps, checkpoint_every);
-  row.extra = {FormatNumber(t.result.step_s),
+  row.runtime_s = RuntimeEstimate(r, task.steps, checkpoint_every);
+  row.extra = {FormatNumber(r.step_s),
                std::to_string(task.steps),
                FormatNumber(StartCost(t.result)),
                FormatNumber(t.result.launch_s),
                FormatNumber(t.result.checkpoint_s),
                FormatFixed(peak / (1 << 30), 3),
-               KnobsText(t.result.knobs)};
+               KnobsText(t.result.knobs),
+               FormatNumber(t.result.eval_s)};
   return row;
 }
 
@@ -333,7 +345,7 @@ ProfileRow RowFor(const WorkloadTask& task, const Trial& t, long checkpoint_ever
 void BuildTable(const Workload& workload, const ProfilerOptions& options, ProfileRun& run) {
   run.checkpoint_every = options.checkpoint_every;
   run.table.extra_columns = {"step_s",       "steps",           "start_cost_s", "launch_s",
-                             "checkpoint_s", "peak_memory_gib", "knobs"};
+                             "checkpoint_s", "peak_memory_gib", "knobs",        "eval_s"};
   for (size_t k = 0; k < workload.tasks.size(); ++k) {
     const WorkloadTask& task = workload.tasks[k];
     std::string reasons;
@@ -417,9 +429,12 @@ std::string ProfileSummary(const Workload& workload, const ProfileRun& run) {
       }
     }
     for (const auto& [gpus, t] : best) {
+      WorkerSearchResult r = t->result;
+      r.step_s = StepWithEvaluation(r, EvalEvery(task));
       out << "    " << gpus << " GPU" << (gpus > 1 ? "s" : " ") << ": best " << t->technique << " "
-          << FormatDuration(RuntimeEstimate(t->result, task.steps, run.checkpoint_every)) << " ("
-          << FormatFixed(t->result.step_s, 4) << " s/step)\n";
+          << FormatDuration(RuntimeEstimate(r, task.steps, run.checkpoint_every)) << " ("
+          << FormatFixed(r.step_s, 4) << " s/step"
+          << (EvalEvery(task) > 0 ? ", evaluation included" : "") << ")\n";
     }
     for (const auto& [reason, configs] : failures) {
       std::string list;

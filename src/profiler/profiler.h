@@ -93,6 +93,13 @@ double StartCost(const WorkerSearchResult& r);
 // writes with `checkpoint_every` (CheckpointWrites).
 double RuntimeEstimate(const WorkerSearchResult& r, long steps, long checkpoint_every);
 
+// Evaluation on held-out data is planned like training: a task that
+// evaluates every E steps has step time step_s + eval_s / E, eval_s being
+// one evaluation as the worker timed it in the search (evaluating, and
+// writing the checkpoint it reads). EvalEvery: the task's E, 0 if none.
+long EvalEvery(const WorkloadTask& task);
+double StepWithEvaluation(const WorkerSearchResult& r, long eval_every);
+
 struct Trial {
   std::string trial_key;
   std::string technique;

@@ -80,7 +80,7 @@ class TaskReader {
       ReadCommand(&t);
     } else if (type == "train") {
       f_.AllowOnly({"name", "type", "model", "data", "batch_size", "optimizer", "steps", "epochs",
-                    "seed", "sweep", "techniques", "gpu_range", "precision"});
+                    "seed", "sweep", "techniques", "gpu_range", "precision", "eval"});
       t.spec = json::object();
       t.spec["name"] = t.name;
       t.spec["model"] = ReadModel();
@@ -95,6 +95,7 @@ class TaskReader {
         f_.Fail("precision", "expected fp32 or bf16, got " + Quote(precision));
       }
       if (precision != "fp32") t.spec["precision"] = precision;
+      if (f_.Has("eval")) t.spec["eval"] = ReadEval();
       ReadTechniques(&t);
     } else {
       f_.Fail("type", "expected train (the default) or command, got " + Quote(type));
@@ -185,19 +186,29 @@ class TaskReader {
       if (auto seed = d.OptionalInt("seed", 0)) out["seed"] = *seed;
       if (auto size = d.OptionalInt("size", 1)) out["size"] = *size;
     } else if (type == "tokens") {
-      d.AllowOnly({"type", "path", "seq_len", "vocab"});
+      d.AllowOnly({"type", "path", "eval_path", "seq_len", "vocab"});
       out["path"] = Path("path", d);
+      if (d.Has("eval_path")) out["eval_path"] = Path("eval_path", d);
       out["seq_len"] = d.Int("seq_len", 1);
       long vocab = d.Int("vocab", 2);
       if (vocab > 65536) d.Fail("vocab", "uint16 token ids allow at most 65536");
       out["vocab"] = vocab;
     } else if (type == "tensors") {
-      d.AllowOnly({"type", "path"});
+      d.AllowOnly({"type", "path", "eval_path"});
       out["path"] = Path("path", d);
+      if (d.Has("eval_path")) out["eval_path"] = Path("eval_path", d);
     } else {
       d.Fail("type",
              "unknown data type " + Quote(type) + "; expected text, synthetic, tokens or tensors");
     }
+    return out;
+  }
+
+  // eval: {every: STEPS, batches: N}: evaluation on held-out data.
+  json ReadEval() {
+    YamlFields e(f_.Required("eval"), w_.source, f_.FieldPath("eval"));
+    e.AllowOnly({"every", "batches"});
+    json out = {{"every", e.Int("every", 1)}, {"batches", e.OptionalInt("batches", 1).value_or(1)}};
     return out;
   }
 
@@ -301,6 +312,14 @@ class TaskReader {
   std::string model_type_;
 };
 
+// The elements of a sequence file a task trains on: all of them, or, when
+// it evaluates on a held-out part of the same file, those before its last
+// tenth (at least seq_len + 2 elements; engine/data.h).
+long TrainingElements(const json& spec, long size, long seq_len) {
+  bool split = spec.contains("eval") && !spec["data"].contains("eval_path");
+  return split ? size - std::max(size / 10, seq_len + 2) : size;
+}
+
 // Samples in one epoch of a task's data, or 0 if unknown.
 long SamplesPerEpoch(const json& spec) {
   const json& data = spec["data"];
@@ -308,21 +327,30 @@ long SamplesPerEpoch(const json& spec) {
   if (type == "synthetic") return data.value("size", 0L);
   std::error_code ec;
   if (type == "text") {
-    long bytes = static_cast<long>(fs::file_size(data["path"].get<std::string>(), ec));
     long seq = spec["model"].value("seq_len", 0L);
+    long bytes = TrainingElements(
+        spec, static_cast<long>(fs::file_size(data["path"].get<std::string>(), ec)), seq);
     return seq > 0 ? std::max(0L, (bytes - 1) / seq) : 0;
   }
   if (type == "tokens") {
-    long tokens = static_cast<long>(fs::file_size(data["path"].get<std::string>(), ec)) / 2;
-    return std::max(0L, (tokens - 1) / data["seq_len"].get<long>());
+    long seq = data["seq_len"].get<long>();
+    long tokens = TrainingElements(
+        spec, static_cast<long>(fs::file_size(data["path"].get<std::string>(), ec)) / 2, seq);
+    return std::max(0L, (tokens - 1) / seq);
   }
   return 0;
 }
 
+// What a trial measures does not depend on how long the task trains: the
+// step count (steps, or epochs turned into steps) and how often it
+// evaluates (a trial times one evaluation) are left out, so changing them
+// reuses cached trials.
 std::string TrialKey(const WorkloadTask& t) {
   json key = t.spec;
   key.erase("name");
   key.erase("seed");
+  key.erase("steps");
+  if (key.contains("eval")) key["eval"].erase("every");  // its cost is per evaluation
   if (key.contains("optimizer")) key["optimizer"].erase("lr");
   if (key.contains("data")) key["data"].erase("seed");
   return key.dump();  // nlohmann sorts object keys: canonical
@@ -409,6 +437,7 @@ void ReadTaskAndSweep(const YAML::Node& node, const std::string& path,
     }
     SetSteps(effective, w.source, path, task);
     task.trial_key = TrialKey(task);
+    task.sweep = written.name;
     auto [it, inserted] = names.emplace(task.name, task.line);
     if (!inserted) {
       throw InputError(w.source, task.line, path + ".name",

@@ -11,6 +11,7 @@
 //       sweep: {optimizer.lr: [1.0e-5, 1.0e-4], batch_size: [16, 32]}
 //       techniques: [ddp, fsdp]       # optional restriction
 //       gpu_range: [1, 8]             # optional
+//       eval: {every: 100, batches: 4}  # optional: loss on held-out data
 //
 // Loading validates every field (one InputError naming file, line and field),
 // resolves paths against the workload's folder, expands sweeps into one task
@@ -47,6 +48,7 @@ struct WorkloadTask {
   int gpu_min = 1;
   int gpu_max = 1 << 20;
   std::string trial_key;  // canonical JSON of what determines speed and memory
+  std::string sweep;      // the name as written: tasks of one sweep share it
   int line = 0;           // where the task is defined
 };
 

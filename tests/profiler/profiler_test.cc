@@ -96,6 +96,24 @@ TEST_F(Profiler, SecondRunHitsTheCacheAndABatchChangeMissesIt) {
   EXPECT_EQ(refreshed.trials_run, 11);
 }
 
+TEST_F(Profiler, ChangingOnlyStepsOrEpochsReusesTheCachedTrials) {
+  RunProfiler(Load(kGptGrid), options_);
+  std::string longer = kGptGrid;
+  longer.replace(longer.find("steps: 100"), 10, "steps: 300");
+  ProfileRun again = RunProfiler(Load(longer), options_);
+  EXPECT_EQ(again.trials_run, 0);
+  EXPECT_EQ(again.cache_hits, 11);
+  // The runtime follows the new step count.
+  const ProfileRow* row = again.table.Find("gpt-lr1.0e-5", "fsdp", 4);
+  ASSERT_NE(row, nullptr);
+  EXPECT_DOUBLE_EQ(row->runtime_s, 0.25 * 300);
+  std::string epochs = kGptGrid;
+  epochs.replace(epochs.find("steps: 100"), 10, "epochs: 2");
+  ProfileRun by_epochs = RunProfiler(Load(epochs), options_);
+  EXPECT_EQ(by_epochs.trials_run, 0);
+  EXPECT_EQ(Calls(), 11);
+}
+
 TEST_F(Profiler, CrashesHangsAndOutOfMemoryAreIsolatedAndReported) {
   Rules(
       "ddp 2 crash\nfsdp 3 hang\npipeline 4 oom\nsingle 1 infeasible out of memory: rank 0 needs "
@@ -196,6 +214,23 @@ TEST(RuntimeEstimate, StepsTimesStepTimePlusWhatTheFirstStepsCostExtra) {
   EXPECT_DOUBLE_EQ(RuntimeEstimate(r, 100, 0), 52.7);
   r.warmup_step_s = {0.4, 0.4};  // faster warm-up never lowers the estimate
   EXPECT_DOUBLE_EQ(RuntimeEstimate(r, 100, 0), 50.0);
+}
+
+TEST(RuntimeEstimate, EvaluationIsPlannedAsItsShareOfEveryStep) {
+  WorkerSearchResult r;
+  r.step_s = 0.5;
+  r.eval_s = 2.0;  // one evaluation, the checkpoint it reads included
+  EXPECT_DOUBLE_EQ(StepWithEvaluation(r, 10), 0.7);
+  EXPECT_DOUBLE_EQ(StepWithEvaluation(r, 0), 0.5);  // a task that does not evaluate
+  Workload w = ParseWorkload(
+      "cluster: {nodes: [{name: n0, gpus: 1}]}\ntasks:\n"
+      "  - name: a\n    model: {type: mlp, layers: 1, width: 8}\n    data: {type: synthetic}\n"
+      "    batch_size: 4\n    optimizer: {type: sgd, lr: 0.1}\n    steps: 100\n"
+      "    eval: {every: 25, batches: 2}\n",
+      "w.yaml", ".");
+  EXPECT_EQ(EvalEvery(w.tasks[0]), 25);
+  r.step_s = StepWithEvaluation(r, EvalEvery(w.tasks[0]));
+  EXPECT_DOUBLE_EQ(RuntimeEstimate(r, 100, 100), 100 * (0.5 + 2.0 / 25) + r.checkpoint_s * 2);
 }
 
 TEST(RuntimeEstimate, AddsTheLaunchAndEveryCheckpointTheRunWrites) {

@@ -73,6 +73,51 @@ TEST_F(WorkloadTest, SweepsExpandWithReadableNamesAndShareTrialKeys) {
   EXPECT_NE(w.tasks[0].trial_key, w.tasks[1].trial_key);  // batch size differs
 }
 
+TEST_F(WorkloadTest, StepsAndEpochsAreNotPartOfTheTrialKey) {
+  Workload a = Parse(kTask + "    steps: 10\n");
+  Workload b = Parse(kTask + "    steps: 400\n");
+  Workload c = Parse(kTask + "    epochs: 3\n");
+  EXPECT_EQ(a.tasks[0].trial_key, b.tasks[0].trial_key);
+  EXPECT_EQ(a.tasks[0].trial_key, c.tasks[0].trial_key);
+  EXPECT_EQ(b.tasks[0].spec["steps"], 400);  // the worker still gets them
+}
+
+TEST_F(WorkloadTest, EvalReachesTheWorkerAndOnlyItsBatchesChangeTrials) {
+  Workload w = Parse(kTask + "    steps: 10\n    eval: {every: 5, batches: 3}\n");
+  EXPECT_EQ(w.tasks[0].spec["eval"], (nlohmann::json{{"every", 5}, {"batches", 3}}));
+  Workload often = Parse(kTask + "    steps: 10\n    eval: {every: 2, batches: 3}\n");
+  Workload more = Parse(kTask + "    steps: 10\n    eval: {every: 5, batches: 6}\n");
+  Workload none = Parse(kTask + "    steps: 10\n");
+  EXPECT_EQ(w.tasks[0].trial_key, often.tasks[0].trial_key);
+  EXPECT_NE(w.tasks[0].trial_key, more.tasks[0].trial_key);
+  EXPECT_NE(w.tasks[0].trial_key, none.tasks[0].trial_key);
+  EXPECT_EQ(Parse(kTask + "    steps: 10\n    eval: {every: 5}\n").tasks[0].spec["eval"]["batches"],
+            1);
+  // Epochs count the samples a task trains on: 1601 bytes less the held-out
+  // tenth (160) -> (1441 - 1) / 16 = 90 samples, 12 batches of 8.
+  EXPECT_EQ(Parse(kTask + "    epochs: 1\n    eval: {every: 5}\n").tasks[0].steps, 12);
+  EXPECT_THAT(ErrorOf(kTask + "    steps: 10\n    eval: {every: 0}\n"),
+              HasSubstr("tasks[0].eval.every"));
+  EXPECT_THAT(ErrorOf(kTask + "    steps: 10\n    eval: {each: 5}\n"), HasSubstr("tasks[0].eval"));
+}
+
+TEST_F(WorkloadTest, TokensAndTensorsDataMayNameAHeldOutFile) {
+  WriteFileAtomic(dir_ + "/data/train.bin", std::string(400, '\0'));
+  WriteFileAtomic(dir_ + "/data/val.bin", std::string(100, '\0'));
+  WriteFileAtomic(dir_ + "/model.pt", "x");
+  std::string task =
+      "  - name: lm\n    model: {type: torchscript, path: model.pt, loss: cross_entropy}\n"
+      "    data: {type: tokens, path: data/train.bin, eval_path: data/val.bin, seq_len: 8, "
+      "vocab: 16}\n    batch_size: 4\n    optimizer: {type: adam, lr: 1.0e-3}\n"
+      "    steps: 10\n    eval: {every: 5}\n";
+  Workload w = Parse(task);
+  EXPECT_EQ(w.tasks[0].spec["data"]["eval_path"],
+            fs::absolute(dir_ + "/data/val.bin").lexically_normal().string());
+  std::string missing = task;
+  missing.replace(missing.find("data/val.bin"), 12, "data/nope.bin");
+  EXPECT_THAT(ErrorOf(missing), HasSubstr("tasks[0].data.eval_path: no such file"));
+}
+
 TEST_F(WorkloadTest, InlineClusterAndCommandTasks) {
   Workload w = ParseWorkload(
       "cluster: {nodes: [{name: a, gpus: 2}]}\ntasks:\n"
