@@ -98,6 +98,11 @@ void Dispatcher::ReadProgress(int j) {
   std::string lines;
   while (auto line = l.process->ReadLine(0.0)) {
     lines += *line + "\n";
+    if (EvalReport e; ParseEvalLine(*line, &e)) {
+      run_.Emit(events::TaskEvaluated(run_.Now(), run_.Where(j), e.steps_done, e.loss, e.accuracy,
+                                      e.seconds));
+      continue;
+    }
     StepReport r;
     if (!ParseStepLine(*line, &r)) continue;
     l.step = r.step + 1;

@@ -101,6 +101,7 @@ void WriteReport(RunContext& run, const RunSummary& summary) {
                             r.first_start_s, r.end_s, run.Steps(j),
                             finished ? run.Steps(j) : r.checkpoint_step, r.final_loss, r.attempts,
                             r.error, run.state->Losses(r.name)});
+    report.tasks.back().sweep = run.WorkloadTaskOf(j).sweep;
   }
   report.events = run.state->Events();
   WriteRunReport(report);

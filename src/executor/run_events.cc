@@ -68,6 +68,13 @@ Event TaskFinished(double t, const TaskPlace& at, long steps, double loss) {
   return TaskEvent(t, "task_finished", at, {{"steps", steps}, {"loss", loss}});
 }
 
+Event TaskEvaluated(double t, const TaskPlace& at, long step, double loss, double accuracy,
+                    double seconds) {
+  json extra = {{"step", step}, {"eval_loss", loss}, {"eval_s", seconds}};
+  if (accuracy >= 0) extra["eval_accuracy"] = accuracy;
+  return TaskEvent(t, "task_evaluated", at, std::move(extra));
+}
+
 Event TaskPreempted(double t, const TaskPlace& at, long step) {
   return TaskEvent(t, "task_stopped", at, {{"reason", "preempted"}, {"step", step}});
 }

@@ -37,6 +37,9 @@ Event RunFinished(double t, int finished, int failed, double makespan_s);
 
 Event TaskStarted(double t, const TaskPlace& at, long from_step);
 Event TaskFinished(double t, const TaskPlace& at, long steps, double loss);
+// Evaluated on held-out data after `step` steps (accuracy < 0: none).
+Event TaskEvaluated(double t, const TaskPlace& at, long step, double loss, double accuracy,
+                    double seconds);
 // Pre-empted (a plan switch or an interrupt) with a checkpoint at `step`.
 Event TaskPreempted(double t, const TaskPlace& at, long step);
 Event TaskFailed(double t, const TaskPlace& at, const std::string& error, int attempt, bool gave_up,

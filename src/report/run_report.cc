@@ -14,20 +14,50 @@ namespace {
 
 using nlohmann::json;
 
-// A small line chart of one loss curve.
-std::string LossChart(const std::string& task, const std::vector<std::pair<long, double>>& points) {
+// One evaluation on held-out data, from a task_evaluated event.
+struct EvalPoint {
+  long step = 0;
+  double loss = 0.0;
+  double accuracy = -1.0;
+};
+
+// Per task, its evaluations by step (a later event for the same step, after
+// a resume, replaces the earlier one).
+std::map<std::string, std::map<long, EvalPoint>> EvalsOf(const std::vector<Event>& events) {
+  std::map<std::string, std::map<long, EvalPoint>> out;
+  for (const Event& e : events) {
+    if (e.kind != "task_evaluated" || !e.extra.contains("step") || !e.extra.contains("eval_loss"))
+      continue;
+    EvalPoint p;
+    p.step = e.extra["step"].get<long>();
+    p.loss = e.extra["eval_loss"].get<double>();
+    p.accuracy = e.extra.value("eval_accuracy", -1.0);
+    out[e.task][p.step] = p;
+  }
+  return out;
+}
+
+// A small line chart of one loss curve, and the evaluation loss (dashed)
+// when the task evaluates.
+std::string LossChart(const std::string& task, const std::vector<std::pair<long, double>>& points,
+                      const std::map<long, EvalPoint>& evals) {
   const double w = 340, h = 190, left = 48, right = 10, top = 26, bottom = 30;
   SvgWriter svg(w, h);
   svg.Text(left, 16, task, 12, "start", "font-weight=\"bold\"");
-  if (points.empty()) {
+  if (points.empty() && evals.empty()) {
     svg.Text(w / 2, h / 2, "no loss reported", 11, "middle", "fill=\"#888\"");
     return svg.Finish();
   }
-  double max_step = std::max<double>(1, points.back().first);
-  double lo = points[0].second, hi = points[0].second;
+  double max_step = 1, lo = INFINITY, hi = -INFINITY;
   for (const auto& [s, l] : points) {
+    max_step = std::max<double>(max_step, s);
     lo = std::min(lo, l);
     hi = std::max(hi, l);
+  }
+  for (const auto& [s, e] : evals) {
+    max_step = std::max<double>(max_step, s);
+    lo = std::min(lo, e.loss);
+    hi = std::max(hi, e.loss);
   }
   if (hi - lo < 1e-12) hi = lo + 1;
   auto x = [&](double s) { return left + (w - left - right) * s / max_step; };
@@ -41,8 +71,24 @@ std::string LossChart(const std::string& task, const std::vector<std::pair<long,
   std::string pts;
   for (const auto& [s, l] : points)
     pts += FormatFixed(x(s), 1) + "," + FormatFixed(y(l), 1) + " ";
-  svg.Polyline(pts, ColorFor(task), 1.8);
+  if (!pts.empty()) svg.Polyline(pts, ColorFor(task), 1.8);
+  if (!evals.empty()) {
+    std::string eval_pts;
+    for (const auto& [s, e] : evals)
+      eval_pts += FormatFixed(x(s), 1) + "," + FormatFixed(y(e.loss), 1) + " ";
+    svg.Raw("<polyline points=\"" + eval_pts +
+            "\" fill=\"none\" stroke=\"#222\" stroke-width=\"1.4\" "
+            "stroke-dasharray=\"4 3\"><title>evaluation loss</title></polyline>");
+    svg.Text(w - right, 16, "— train  - - eval", 9, "end", "fill=\"#555\"");
+  }
   return svg.Finish();
+}
+
+// The evaluation after the task's last step, if it has one.
+const EvalPoint* FinalEval(const RunReportTask& t, const std::map<long, EvalPoint>* evals) {
+  if (evals == nullptr || t.status != "finished") return nullptr;
+  auto it = evals->find(t.steps);
+  return it == evals->end() ? nullptr : &it->second;
 }
 
 }  // namespace
@@ -57,11 +103,56 @@ json WriteRunReport(const RunReportInput& in) {
                  {"actual_over_planned", ratio},  {"plan_switches", switches},
                  {"profiling_s", in.profiling_s}, {"planning_s", in.planning_s},
                  {"tasks", json::array()}};
+  const std::map<std::string, std::map<long, EvalPoint>> evals = EvalsOf(in.events);
+  auto evals_of = [&](const std::string& task) -> const std::map<long, EvalPoint>* {
+    auto it = evals.find(task);
+    return it == evals.end() ? nullptr : &it->second;
+  };
+  // Per sweep: its tasks in order, and the best by final evaluation loss.
+  std::vector<std::string> sweeps;
+  std::map<std::string, std::vector<const RunReportTask*>> members;
+  for (const RunReportTask& t : in.tasks) {
+    std::string sweep = t.sweep.empty() ? t.name : t.sweep;
+    if (members[sweep].empty()) sweeps.push_back(sweep);
+    members[sweep].push_back(&t);
+  }
+  json best = json::array();
+  std::map<std::string, std::string> best_of;  // sweep -> task
+  for (const std::string& sweep : sweeps) {
+    const RunReportTask* winner = nullptr;
+    const EvalPoint* winner_eval = nullptr;
+    int evaluated = 0;
+    for (const RunReportTask* t : members[sweep]) {
+      const EvalPoint* e = FinalEval(*t, evals_of(t->name));
+      if (e == nullptr) continue;
+      ++evaluated;
+      if (winner == nullptr || e->loss < winner_eval->loss) winner = t, winner_eval = e;
+    }
+    if (winner == nullptr) continue;
+    best_of[sweep] = winner->name;
+    json entry = {{"sweep", sweep},
+                  {"task", winner->name},
+                  {"final_eval_loss", winner_eval->loss},
+                  {"evaluated", evaluated},
+                  {"tasks", members[sweep].size()}};
+    if (winner_eval->accuracy >= 0) entry["final_eval_accuracy"] = winner_eval->accuracy;
+    best.push_back(std::move(entry));
+  }
   for (const RunReportTask& t : in.tasks) {
     json losses = json::array();
     for (const auto& [s, l] : t.losses)
       losses.push_back({s, l});
+    json eval_curve = json::array();
+    if (const auto* e = evals_of(t.name)) {
+      for (const auto& [s, p] : *e) {
+        json point = {{"step", s}, {"loss", p.loss}};
+        if (p.accuracy >= 0) point["accuracy"] = p.accuracy;
+        eval_curve.push_back(std::move(point));
+      }
+    }
+    const EvalPoint* final_eval = FinalEval(t, evals_of(t.name));
     report["tasks"].push_back({{"task", t.name},
+                               {"sweep", t.sweep.empty() ? t.name : t.sweep},
                                {"status", t.status},
                                {"technique", t.technique},
                                {"gpus", t.gpus},
@@ -73,8 +164,14 @@ json WriteRunReport(const RunReportInput& in) {
                                {"final_loss", t.final_loss},
                                {"attempts", t.attempts},
                                {"error", t.error},
-                               {"loss_curve", losses}});
+                               {"loss_curve", losses},
+                               {"eval_curve", eval_curve},
+                               {"final_eval_loss", final_eval ? json(final_eval->loss) : json()}});
+    if (final_eval && final_eval->accuracy >= 0) {
+      report["tasks"].back()["final_eval_accuracy"] = final_eval->accuracy;
+    }
   }
+  report["best"] = best;
   WriteFileAtomic(in.run_dir + "/report.json", report.dump(2) + "\n");
 
   // HTML: Gantt (actual filled, first plan dashed), loss curves, task table.
@@ -104,21 +201,47 @@ json WriteRunReport(const RunReportInput& in) {
       "</b>, first plan " + FormatDuration(in.first_plan.makespan_s) + " (ratio " +
       FormatFixed(ratio, 3) + "), " + std::to_string(switches) + " plan switches, profiling " +
       FormatDuration(in.profiling_s) + ", planning " + FormatDuration(in.planning_s) + ".</p>\n" +
-      RenderGanttSvg(chart) + "\n<h2>Loss curves</h2>\n<div class=\"curves\">\n";
-  for (const RunReportTask& t : in.tasks)
-    html += LossChart(t.name, t.losses);
+      RenderGanttSvg(chart) + "\n";
+  if (!best.empty()) {
+    html += "<h2>Best models (lowest final evaluation loss)</h2>\n<ul>\n";
+    for (const json& b : best) {
+      std::string accuracy =
+          b.contains("final_eval_accuracy")
+              ? ", accuracy " + FormatFixed(b["final_eval_accuracy"].get<double>(), 4)
+              : std::string();
+      html += "<li>" + XmlEscape(b["sweep"].get<std::string>()) + ": <b>" +
+              XmlEscape(b["task"].get<std::string>()) + "</b>, evaluation loss " +
+              FormatFixed(b["final_eval_loss"].get<double>(), 4) + accuracy + " (" +
+              std::to_string(b["evaluated"].get<int>()) + " of " +
+              std::to_string(b["tasks"].get<size_t>()) +
+              " tasks evaluated); its model: <code>tasks/" +
+              XmlEscape(b["task"].get<std::string>()) + "/model.pt</code></li>\n";
+    }
+    html += "</ul>\n";
+  }
+  html += "<h2>Loss curves</h2>\n<div class=\"curves\">\n";
+  static const std::map<long, EvalPoint> kNone;
+  for (const RunReportTask& t : in.tasks) {
+    const auto* e = evals_of(t.name);
+    html += LossChart(t.name, t.losses, e ? *e : kNone);
+  }
   html +=
       "</div>\n<h2>Tasks</h2>\n<table><tr><th>task</th><th>status</th><th>technique</th>"
       "<th>GPUs</th><th>node</th><th>start</th><th>end</th><th>steps</th><th>final loss</th>"
-      "<th>attempts</th><th>error</th></tr>\n";
+      "<th>eval loss</th><th>attempts</th><th>error</th></tr>\n";
   for (const RunReportTask& t : in.tasks) {
+    const EvalPoint* final_eval = FinalEval(t, evals_of(t.name));
+    bool is_best = best_of.count(t.sweep.empty() ? t.name : t.sweep) &&
+                   best_of[t.sweep.empty() ? t.name : t.sweep] == t.name;
+    std::string eval_cell =
+        final_eval ? FormatFixed(final_eval->loss, 4) + (is_best ? " (best)" : "") : "";
     html += std::string("<tr") + (t.status == "failed" ? " class=\"failed\"" : "") + "><td>" +
             XmlEscape(t.name) + "</td><td>" + t.status + "</td><td>" + XmlEscape(t.technique) +
             "</td><td>" + std::to_string(t.gpus) + "</td><td>" + XmlEscape(t.node) + "</td><td>" +
             FormatDuration(t.start_s) + "</td><td>" + FormatDuration(t.end_s) + "</td><td>" +
             std::to_string(t.steps_done) + "/" + std::to_string(t.steps) + "</td><td>" +
-            FormatFixed(t.final_loss, 4) + "</td><td>" + std::to_string(t.attempts) + "</td><td>" +
-            XmlEscape(t.error) + "</td></tr>\n";
+            FormatFixed(t.final_loss, 4) + "</td><td>" + eval_cell + "</td><td>" +
+            std::to_string(t.attempts) + "</td><td>" + XmlEscape(t.error) + "</td></tr>\n";
   }
   html += "</table>\n</body></html>\n";
   WriteFileAtomic(in.run_dir + "/report.html", html);

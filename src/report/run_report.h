@@ -4,6 +4,14 @@
 // report.html (Gantt of the planned timeline under the actual one, each
 // task's loss curve, and the task table).
 //
+// Evaluation (tasks with `eval:`) comes from the event log's
+// task_evaluated events: per task its evaluation curve ("eval_curve":
+// [{step, loss, accuracy?}]), drawn dashed over the training loss, and
+// "final_eval_loss" (the evaluation after the last step; null until the
+// task has finished). "best" names, for each sweep (the tasks written as
+// one task), the task with the lowest final evaluation loss among those
+// that have one.
+//
 //   RunReportInput in; ... (from the run's state and event log)
 //   nlohmann::json report = WriteRunReport(in);
 #pragma once
@@ -33,6 +41,9 @@ struct RunReportTask {
   int attempts = 0;
   std::string error;
   std::vector<std::pair<long, double>> losses;  // (step, loss)
+  // The name the task was written under: the tasks of one sweep share it
+  // (the report names the best of each by final evaluation loss).
+  std::string sweep;
 };
 
 struct RunReportInput {

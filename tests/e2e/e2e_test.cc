@@ -5,7 +5,9 @@
 #include <signal.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -135,6 +137,63 @@ TEST_F(EndToEnd, ResumedRunEndsWithTheWeightsOfAnUninterruptedOne) {
   ExpectSameWeights(dir_ + "/straight/tasks/large/checkpoints/checkpoint-60",
                     dir_ + "/killed/tasks/large/checkpoints/checkpoint-60");
   EXPECT_TRUE(fs::exists(dir_ + "/killed/tasks/large/model.pt"));
+}
+
+// A newcomer's sweep with eval: evaluation is profiled and planned, the
+// report names the best task by final evaluation loss, and its model loads
+// in Python.
+TEST_F(EndToEnd, ASweepWithEvalNamesTheBestModelAndItLoadsInPython) {
+  Workload(Gpt("gpt", 2, 64, 60,
+               "    eval: {every: 20, batches: 2}\n"
+               "    sweep: {optimizer.lr: [1.0e-5, 3.0e-3]}\n"));
+  ASSERT_EQ(Run({"run", dir_ + "/w.yaml", "--run-dir", dir_ + "/run", "--cache",
+                 dir_ + "/cache.sqlite", "--no-introspection"}),
+            0)
+      << Log();
+  SCOPED_TRACE(Log());
+  // Planned with evaluation: step_s includes eval_s / every.
+  Cluster cluster = ParseCluster(YAML::Load("nodes: [{name: n0, gpus: 2}]"), "x");
+  ProfileTable p = LoadProfileFile(dir_ + "/run/profile.csv", cluster);
+  ASSERT_FALSE(p.rows.empty());
+  for (const ProfileRow& r : p.rows)
+    EXPECT_GT(std::stod(p.Extra(r, "eval_s")), 0.0);
+  // Evaluations after steps 20, 40 and 60 of each task.
+  std::map<std::string, std::vector<long>> steps;
+  for (const Event& e : ParseEventLines(ReadFile(dir_ + "/run/events.jsonl"), "events.jsonl")) {
+    if (e.kind == "task_evaluated") steps[e.task].push_back(e.extra["step"].get<long>());
+  }
+  EXPECT_EQ(steps["gpt-lr1.0e-5"], (std::vector<long>{20, 40, 60}));
+  EXPECT_EQ(steps["gpt-lr3.0e-3"], (std::vector<long>{20, 40, 60}));
+  json report = json::parse(ReadFile(dir_ + "/run/report.json"));
+  ASSERT_EQ(report["best"].size(), 1u);
+  EXPECT_EQ(report["best"][0]["sweep"], "gpt");
+  std::string best = report["best"][0]["task"];
+  double a = report["tasks"][0]["final_eval_loss"], b = report["tasks"][1]["final_eval_loss"];
+  EXPECT_EQ(best, a < b ? "gpt-lr1.0e-5" : "gpt-lr3.0e-3");
+  EXPECT_EQ(best, "gpt-lr3.0e-3");  // 60 steps at 1e-5 barely move from the start
+  EXPECT_THAT(ReadFile(dir_ + "/run/report.html"), ::testing::HasSubstr("<b>" + best + "</b>"));
+
+  // Only steps change: nothing is profiled again.
+  std::string workload = ReadFile(dir_ + "/w.yaml");
+  workload.replace(workload.find("steps: 60"), 9, "steps: 90");
+  WriteFileAtomic(dir_ + "/w.yaml", workload);
+  ASSERT_EQ(Run({"profile", dir_ + "/w.yaml", "--output", dir_ + "/again.csv", "--cache",
+                 dir_ + "/cache.sqlite"}),
+            0);
+  EXPECT_THAT(Log(), ::testing::HasSubstr("(0 run,"));
+
+  if (std::system("/usr/bin/python3 -c 'import torch' >/dev/null 2>&1") != 0) {
+    GTEST_SKIP() << "/usr/bin/python3 has no torch";
+  }
+  // The three lines of docs/contracts.md, and the model's loss is its evaluation's scale.
+  std::string script = "import sys; sys.path.insert(0, '" SATURN_SOURCE_DIR
+                       "/python'); import saturn_models, torch; "
+                       "m = saturn_models.load('" +
+                       dir_ + "/run/tasks/" + best +
+                       "'); x = torch.randint(0, 256, (2, 32)); "
+                       "print(saturn_models.loss(m, x, x).item())";
+  std::string command = "/usr/bin/python3 -c \"" + script + "\" > " + dir_ + "/py.log 2>&1";
+  EXPECT_EQ(std::system(command.c_str()), 0) << ReadFile(dir_ + "/py.log");
 }
 
 }  // namespace

@@ -215,5 +215,48 @@ TEST_F(RunReport, HtmlHasTheGanttLossCurvesAndTaskTable) {
   EXPECT_THAT(html, HasSubstr("1 plan switches"));
 }
 
+Event Evaluated(double t, std::string task, long step, double loss, double accuracy) {
+  Event e = Happened(t, "task_evaluated", std::move(task));
+  e.extra = {{"step", step}, {"eval_loss", loss}, {"eval_s", 0.5}};
+  if (accuracy >= 0) e.extra["eval_accuracy"] = accuracy;
+  return e;
+}
+
+TEST_F(RunReport, EvaluationCurvesAndTheBestTaskOfEachSweep) {
+  // A sweep of three (one unfinished) and a task alone.
+  RunReportTask a = Task("mlp-lr0.1", "finished", "single", 1, "n0", 100, 100);
+  RunReportTask b = Task("mlp-lr0.01", "finished", "single", 1, "n0", 100, 100);
+  RunReportTask c = Task("mlp-lr1", "waiting", "single", 1, "n1", 50, 100);
+  a.sweep = b.sweep = c.sweep = "mlp";
+  a.losses = b.losses = {{10, 2.0}, {99, 1.0}};
+  RunReportTask alone = Task("gpt", "finished", "ddp", 2, "n1", 100, 100);
+  in_.tasks = {a, b, c, alone};
+  in_.events = {Evaluated(10, "mlp-lr0.1", 50, 1.4, 0.5), Evaluated(20, "mlp-lr0.1", 100, 1.2, 0.6),
+                Evaluated(11, "mlp-lr0.01", 50, 1.3, 0.55),
+                // b resumed and evaluated step 100 twice: the later one counts.
+                Evaluated(21, "mlp-lr0.01", 100, 1.5, 0.5),
+                Evaluated(30, "mlp-lr0.01", 100, 1.1, 0.7),
+                // c's evaluation at 50 is not final: it cannot win.
+                Evaluated(12, "mlp-lr1", 50, 0.2, 0.9)};
+  nlohmann::json r = WriteRunReport(in_);
+  ASSERT_EQ(r["best"].size(), 1u);  // gpt does not evaluate
+  EXPECT_EQ(r["best"][0]["sweep"], "mlp");
+  EXPECT_EQ(r["best"][0]["task"], "mlp-lr0.01");
+  EXPECT_DOUBLE_EQ(r["best"][0]["final_eval_loss"].get<double>(), 1.1);
+  EXPECT_DOUBLE_EQ(r["best"][0]["final_eval_accuracy"].get<double>(), 0.7);
+  EXPECT_EQ(r["best"][0]["evaluated"], 2);
+  EXPECT_EQ(r["best"][0]["tasks"], 3);
+  EXPECT_EQ(r["tasks"][1]["eval_curve"],
+            nlohmann::json::parse(R"([{"step":50,"loss":1.3,"accuracy":0.55},)"
+                                  R"({"step":100,"loss":1.1,"accuracy":0.7}])"));
+  EXPECT_DOUBLE_EQ(r["tasks"][0]["final_eval_loss"].get<double>(), 1.2);
+  EXPECT_TRUE(r["tasks"][2]["final_eval_loss"].is_null());
+  EXPECT_TRUE(r["tasks"][3]["eval_curve"].empty());
+  std::string html = ReadFile(in_.run_dir + "/report.html");
+  EXPECT_THAT(html, HasSubstr("mlp: <b>mlp-lr0.01</b>, evaluation loss 1.1000"));
+  EXPECT_THAT(html, HasSubstr("1.1000 (best)"));
+  EXPECT_EQ(Count(html, "<title>evaluation loss</title>"), 3);  // dashed over a, b and c
+}
+
 }  // namespace
 }  // namespace saturn
