@@ -100,8 +100,7 @@ void WriteReport(RunContext& run, const RunSummary& summary) {
     report.tasks.push_back({r.name, std::string(ToString(r.status)), r.technique, r.gpus, r.node,
                             r.first_start_s, r.end_s, run.Steps(j),
                             finished ? run.Steps(j) : r.checkpoint_step, r.final_loss, r.attempts,
-                            r.error, run.state->Losses(r.name)});
-    report.tasks.back().sweep = run.WorkloadTaskOf(j).sweep;
+                            r.error, run.state->Losses(r.name), run.WorkloadTaskOf(j).sweep});
   }
   report.events = run.state->Events();
   WriteRunReport(report);
