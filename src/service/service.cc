@@ -294,6 +294,8 @@ Service::Reply Service::DoSubmit(Request& request) {
     ids.push_back(t.name);
     rejected_.erase(t.name);
     cancel_on_join_.erase(t.name);
+    losses_.erase(t.name);
+    losses_final_.erase(t.name);
     submitted_at_[t.name] = run.Now();
     cancels.erase(std::remove(cancels.begin(), cancels.end(), json(t.name)), cancels.end());
   }

@@ -100,6 +100,7 @@ class Service {
   std::set<std::string> cancel_on_join_;                     // cancelled while being profiled
   std::map<std::string, std::pair<long, double>> streamed_;  // task -> (step, t) last streamed
   std::map<std::string, nlohmann::json> losses_;             // task -> [[step, loss]]
+  std::set<std::string> losses_final_;                       // ended tasks whose curve is read
   std::map<std::string, double> submitted_at_;
   double last_publish_ = -1e9;
 

@@ -71,12 +71,14 @@ void Service::Publish(bool force) {
     } else if (!run.Done(j) && p) {
       eta = p->end_s;
     }
-    if ((refresh_losses && run.Running(j)) || !losses_.count(r.name) ||
-        (run.Done(j) && refresh_losses)) {
+    // Curves of running tasks every 2 s; a task's last one once it ended.
+    bool ended_unread = run.Done(j) && !losses_final_.count(r.name);
+    if ((refresh_losses && run.Running(j)) || !losses_.count(r.name) || ended_unread) {
       json curve = json::array();
       for (const auto& [step, loss] : run.state->Losses(r.name))
         curve.push_back({step, loss});
       losses_[r.name] = curve;
+      if (run.Done(j)) losses_final_.insert(r.name);
     }
     tasks.push_back(
         {{"id", r.name},
