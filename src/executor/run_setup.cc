@@ -295,7 +295,7 @@ void Resume(RunContext& run, const std::string& workload_text) {
   std::optional<std::string> saved_cluster = state.Get(meta::kCluster);
   std::string cluster_now = ClusterToYaml(run.workload.cluster);
   bool moved = saved_cluster && *saved_cluster != cluster_now;
-  run.clock.Start(state.Get(meta::kClockS).value_or(0.0));
+  run.clock.Start(state.ResumeClock());
   std::string profile_path = run.run_dir + "/profile.csv";
   run.profile = moved ? ProfileOnNewCluster(run, *saved_cluster)
                       : ParseProfileCsv(ReadFile(profile_path), profile_path, run.workload.cluster);

@@ -4,6 +4,7 @@
 #include <sqlite3.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
@@ -297,6 +298,13 @@ void RunState::Append(const Event& event) {
     left -= static_cast<size_t>(n);
   }
   ::fdatasync(events_fd_);
+}
+
+double RunState::ResumeClock() {
+  double t = Get(meta::kClockS).value_or(0.0);
+  for (const Event& e : Events())
+    t = std::max(t, e.t);
+  return t;
 }
 
 std::vector<Event> RunState::Events() {

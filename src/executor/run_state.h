@@ -103,6 +103,10 @@ class RunState {
 
   void Append(const Event& event);
   std::vector<Event> Events();
+  // Where a resumed run's clock continues: the clock when last saved (once
+  // a second) or the last event's time, whichever is later, so events never
+  // go back in time after a kill.
+  double ResumeClock();
 
   // saturn serve's submissions, stored before they are acknowledged.
   long AddSubmission(const Submission& submission);

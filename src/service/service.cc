@@ -138,7 +138,7 @@ void Service::SetUp() {
 void Service::Restart() {
   RunContext& run = *run_;
   RunState& state = *run.state;
-  run.clock.Start(state.Get(meta::kClockS).value_or(0.0));
+  run.clock.Start(state.ResumeClock());
   std::string cluster_now = ClusterToYaml(run.workload.cluster);
   WriteFileAtomic(run.run_dir + "/cluster.yaml", cluster_now);
   std::vector<WorkloadTask> latest;  // the newest submission of each name wins

@@ -204,6 +204,7 @@ TEST_F(Run, AResumedWorkloadMayAddTasksButNotChangeOnesThatStarted) {
   ASSERT_EQ(report["tasks"].size(), 4u);
   for (const json& t : report["tasks"])
     EXPECT_EQ(t["status"], "finished") << t["task"];
+  ExpectNoSharing();
 }
 
 TEST_F(Run, AFailingTaskIsRetriedThenFailsWhileTheOthersFinish) {
