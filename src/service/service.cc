@@ -64,7 +64,10 @@ Workload ParseSubmission(const Submission& s, const std::string& cluster_file,
       }
     } else {
       text += (text.empty() || text.back() == '\n' ? "" : "\n");
-      text += "cluster: " + cluster_file + "\n";
+      std::string quoted;
+      for (char c : cluster_file)
+        quoted += c == '\'' ? std::string("''") : std::string(1, c);
+      text += "cluster: '" + quoted + "'\n";
     }
   }
   Workload w = ParseWorkload(text, s.source, s.base_dir);
@@ -297,6 +300,11 @@ Service::Reply Service::DoSubmit(Request& request) {
     losses_.erase(t.name);
     losses_final_.erase(t.name);
     submitted_at_[t.name] = run.Now();
+    // A fresh record: a restart profiles it again even if an older task of
+    // this name was cancelled.
+    TaskRecord fresh;
+    fresh.name = t.name;
+    run.state->SaveTask(fresh);
     cancels.erase(std::remove(cancels.begin(), cancels.end(), json(t.name)), cancels.end());
   }
   run.state->Set(kCancelRequests, cancels.dump());
@@ -342,7 +350,12 @@ Service::Reply Service::DoCancel(const std::string& task) {
   if (std::find(profiling.begin(), profiling.end(), task) != profiling.end()) {
     remember();
     cancel_on_join_.insert(task);
-    return {200, {{"task", task}, {"status", "cancelling"}}};
+    // Durable now: a restart before it joins does not profile it again.
+    TaskRecord r;
+    r.name = task;
+    r.status = TaskStatus::kCancelled;
+    run.state->SaveTask(r);
+    return {200, {{"task", task}, {"status", "cancelled"}}};
   }
   if (rejected_.count(task)) {
     return {409, {{"error", "task " + Quote(task) + " has already failed: " + rejected_[task]}}};

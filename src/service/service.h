@@ -36,7 +36,7 @@
 namespace saturn {
 
 struct ServeOptions {
-  std::string cluster_path;  // "": from the backend's allocation (Slurm)
+  std::string cluster_path;  // required (a Slurm allocation's cluster is not wired yet)
   std::string listen = "127.0.0.1:8470";
   std::string state_dir = "saturn-service";
   std::string token_file;           // "": no token, loopback only
