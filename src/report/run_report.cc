@@ -93,22 +93,20 @@ const EvalPoint* FinalEval(const RunReportTask& t, const std::map<long, EvalPoin
 
 }  // namespace
 
-json WriteRunReport(const RunReportInput& in) {
-  int switches = 0;
-  for (const Event& e : in.events)
-    switches += e.kind == "plan_switched";
-  double ratio = in.first_plan.makespan_s > 0 ? in.makespan_s / in.first_plan.makespan_s : 0.0;
-  json report = {{"workload", in.workload},       {"run_dir", in.run_dir},
-                 {"makespan_s", in.makespan_s},   {"planned_makespan_s", in.first_plan.makespan_s},
-                 {"actual_over_planned", ratio},  {"plan_switches", switches},
-                 {"profiling_s", in.profiling_s}, {"planning_s", in.planning_s},
-                 {"tasks", json::array()}};
-  const std::map<std::string, std::map<long, EvalPoint>> evals = EvalsOf(in.events);
-  auto evals_of = [&](const std::string& task) -> const std::map<long, EvalPoint>* {
-    auto it = evals.find(task);
-    return it == evals.end() ? nullptr : &it->second;
-  };
-  // Per sweep: its tasks in order, and the best by final evaluation loss.
+namespace {
+
+using Evals = std::map<std::string, std::map<long, EvalPoint>>;
+
+const std::map<long, EvalPoint>* EvalsOfTask(const Evals& evals, const std::string& task) {
+  auto it = evals.find(task);
+  return it == evals.end() ? nullptr : &it->second;
+}
+
+// Per sweep: its tasks in order, and the best by final evaluation loss
+// (`best_of`: sweep -> task).
+json BestOfSweeps(const RunReportInput& in, const Evals& evals,
+                  std::map<std::string, std::string>& best_of) {
+  auto evals_of = [&](const std::string& task) { return EvalsOfTask(evals, task); };
   std::vector<std::string> sweeps;
   std::map<std::string, std::vector<const RunReportTask*>> members;
   for (const RunReportTask& t : in.tasks) {
@@ -117,7 +115,6 @@ json WriteRunReport(const RunReportInput& in) {
     members[sweep].push_back(&t);
   }
   json best = json::array();
-  std::map<std::string, std::string> best_of;  // sweep -> task
   for (const std::string& sweep : sweeps) {
     const RunReportTask* winner = nullptr;
     const EvalPoint* winner_eval = nullptr;
@@ -138,43 +135,14 @@ json WriteRunReport(const RunReportInput& in) {
     if (winner_eval->accuracy >= 0) entry["final_eval_accuracy"] = winner_eval->accuracy;
     best.push_back(std::move(entry));
   }
-  for (const RunReportTask& t : in.tasks) {
-    json losses = json::array();
-    for (const auto& [s, l] : t.losses)
-      losses.push_back({s, l});
-    json eval_curve = json::array();
-    if (const auto* e = evals_of(t.name)) {
-      for (const auto& [s, p] : *e) {
-        json point = {{"step", s}, {"loss", p.loss}};
-        if (p.accuracy >= 0) point["accuracy"] = p.accuracy;
-        eval_curve.push_back(std::move(point));
-      }
-    }
-    const EvalPoint* final_eval = FinalEval(t, evals_of(t.name));
-    report["tasks"].push_back({{"task", t.name},
-                               {"sweep", t.sweep.empty() ? t.name : t.sweep},
-                               {"status", t.status},
-                               {"technique", t.technique},
-                               {"gpus", t.gpus},
-                               {"node", t.node},
-                               {"start_s", t.start_s},
-                               {"end_s", t.end_s},
-                               {"steps", t.steps},
-                               {"steps_done", t.steps_done},
-                               {"final_loss", t.final_loss},
-                               {"attempts", t.attempts},
-                               {"error", t.error},
-                               {"loss_curve", losses},
-                               {"eval_curve", eval_curve},
-                               {"final_eval_loss", final_eval ? json(final_eval->loss) : json()}});
-    if (final_eval && final_eval->accuracy >= 0) {
-      report["tasks"].back()["final_eval_accuracy"] = final_eval->accuracy;
-    }
-  }
-  report["best"] = best;
-  WriteFileAtomic(in.run_dir + "/report.json", report.dump(2) + "\n");
+  return best;
+}
 
-  // HTML: Gantt (actual filled, first plan dashed), loss curves, task table.
+// report.html: Gantt (actual filled, first plan dashed), best models, loss
+// curves, task table.
+std::string ReportHtml(const RunReportInput& in, const Evals& evals, const json& best,
+                       std::map<std::string, std::string>& best_of, int switches, double ratio) {
+  auto evals_of = [&](const std::string& task) { return EvalsOfTask(evals, task); };
   GanttChart chart;
   chart.title = "Saturn run: actual (filled) vs first plan (dashed)";
   chart.subtitle = "makespan " + FormatDuration(in.makespan_s) + " vs planned " +
@@ -244,7 +212,63 @@ json WriteRunReport(const RunReportInput& in) {
             std::to_string(t.attempts) + "</td><td>" + XmlEscape(t.error) + "</td></tr>\n";
   }
   html += "</table>\n</body></html>\n";
-  WriteFileAtomic(in.run_dir + "/report.html", html);
+  return html;
+}
+
+}  // namespace
+
+json WriteRunReport(const RunReportInput& in) {
+  int switches = 0;
+  for (const Event& e : in.events)
+    switches += e.kind == "plan_switched";
+  double ratio = in.first_plan.makespan_s > 0 ? in.makespan_s / in.first_plan.makespan_s : 0.0;
+  json report = {{"workload", in.workload},       {"run_dir", in.run_dir},
+                 {"makespan_s", in.makespan_s},   {"planned_makespan_s", in.first_plan.makespan_s},
+                 {"actual_over_planned", ratio},  {"plan_switches", switches},
+                 {"profiling_s", in.profiling_s}, {"planning_s", in.planning_s},
+                 {"tasks", json::array()}};
+  const std::map<std::string, std::map<long, EvalPoint>> evals = EvalsOf(in.events);
+  auto evals_of = [&](const std::string& task) { return EvalsOfTask(evals, task); };
+  std::map<std::string, std::string> best_of;  // sweep -> task
+  const json best = BestOfSweeps(in, evals, best_of);
+  for (const RunReportTask& t : in.tasks) {
+    json losses = json::array();
+    for (const auto& [s, l] : t.losses)
+      losses.push_back({s, l});
+    json eval_curve = json::array();
+    if (const auto* e = evals_of(t.name)) {
+      for (const auto& [s, p] : *e) {
+        json point = {{"step", s}, {"loss", p.loss}};
+        if (p.accuracy >= 0) point["accuracy"] = p.accuracy;
+        eval_curve.push_back(std::move(point));
+      }
+    }
+    const EvalPoint* final_eval = FinalEval(t, evals_of(t.name));
+    report["tasks"].push_back({{"task", t.name},
+                               {"sweep", t.sweep.empty() ? t.name : t.sweep},
+                               {"status", t.status},
+                               {"technique", t.technique},
+                               {"gpus", t.gpus},
+                               {"node", t.node},
+                               {"start_s", t.start_s},
+                               {"end_s", t.end_s},
+                               {"steps", t.steps},
+                               {"steps_done", t.steps_done},
+                               {"final_loss", t.final_loss},
+                               {"attempts", t.attempts},
+                               {"error", t.error},
+                               {"loss_curve", losses},
+                               {"eval_curve", eval_curve},
+                               {"final_eval_loss", final_eval ? json(final_eval->loss) : json()}});
+    if (final_eval && final_eval->accuracy >= 0) {
+      report["tasks"].back()["final_eval_accuracy"] = final_eval->accuracy;
+    }
+  }
+  report["best"] = best;
+  WriteFileAtomic(in.run_dir + "/report.json", report.dump(2) + "\n");
+
+  WriteFileAtomic(in.run_dir + "/report.html",
+                  ReportHtml(in, evals, best, best_of, switches, ratio));
   return report;
 }
 

@@ -65,74 +65,47 @@ struct Job {
   std::unique_ptr<engine::Model> model;
 };
 
-int RunRank(const WorkerOptions& o, const Job& job, int rank, int world_size) {
-  if (o.mode == Mode::kExecute) {
-    // Pre-emption: finish the step, checkpoint, exit 0 (docs/worker.md).
-    struct sigaction action {};
-    action.sa_handler = OnTerminate;
-    sigemptyset(&action.sa_mask);
-    sigaction(SIGTERM, &action, nullptr);
+// Search mode: the technique's search on this rank; rank 0 writes the result.
+int RunSearch(const WorkerOptions& o, const Job& job, engine::TrainContext& ctx,
+              engine::Device& device, int rank, double flops_per_step) {
+  // Everything a launch costs before the first trainer is built ends here.
+  double ready_unix_s = UnixClock().Now();
+  engine::SearchResult found = job.technique->Search(
+      ctx, engine::SearchOptions{o.warmup, o.measure, o.out + ".checkpoint-probe"});
+  if (rank != 0) return 0;
+  WorkerSearchResult result = Infeasible(o, found.reason);
+  result.ready_unix_s = ready_unix_s;
+  if (found.feasible) {
+    result.feasible = true;
+    result.step_s = found.step_s;
+    result.step_samples_s = found.step_samples_s;
+    result.warmup_step_s = found.warmup_samples_s;
+    result.peak_memory_bytes = Doubles(found.peak_memory_bytes);
+    result.resident_bytes = Doubles(found.resident_bytes);
+    result.setup_s = found.setup_s;
+    result.checkpoint_s = found.checkpoint_s;
+    result.knobs = found.knobs;
+    result.stats = found.stats;
   }
-  // The launcher starts ranks with SIGTERM blocked, so that one sent while
-  // a rank was still starting is handled now rather than killing it.
-  sigset_t terminate;
-  sigemptyset(&terminate);
-  sigaddset(&terminate, SIGTERM);
-  sigprocmask(SIG_UNBLOCK, &terminate, nullptr);
-  engine::DeviceSpec spec;
-  spec.kind = engine::ParseDeviceKind(o.device_kind);
-  spec.index = o.DeviceId(rank);
-  spec.threads = o.threads;
-  spec.capacity_bytes = o.CapacityBytes();
-  engine::Device device(spec);
-  engine::CommOptions comm_options;
-  comm_options.rank = rank;
-  comm_options.size = world_size;
-  comm_options.rendezvous_dir = o.rendezvous;
-  comm_options.timeout_s = o.timeout_s;
-  std::unique_ptr<engine::Communicator> comm = engine::Communicator::Create(comm_options, device);
-  std::unique_ptr<engine::Dataset> data = engine::MakeDataset(job.task, *job.model);
-  std::unique_ptr<engine::Optimizer> optimizer = engine::MakeOptimizer(job.task.optimizer);
-  engine::TrainContext ctx{job.task, *job.model, *data, *optimizer, device, *comm, o.gpus};
-  double flops_per_step =
-      3.0 * job.model->ForwardFlopsPerSample() * static_cast<double>(job.task.batch_size);
-
-  if (o.mode == Mode::kSearch) {
-    // Everything a launch costs before the first trainer is built ends here.
-    double ready_unix_s = UnixClock().Now();
-    engine::SearchResult found = job.technique->Search(
-        ctx, engine::SearchOptions{o.warmup, o.measure, o.out + ".checkpoint-probe"});
-    if (rank != 0) return 0;
-    WorkerSearchResult result = Infeasible(o, found.reason);
-    result.ready_unix_s = ready_unix_s;
-    if (found.feasible) {
-      result.feasible = true;
-      result.step_s = found.step_s;
-      result.step_samples_s = found.step_samples_s;
-      result.warmup_step_s = found.warmup_samples_s;
-      result.peak_memory_bytes = Doubles(found.peak_memory_bytes);
-      result.resident_bytes = Doubles(found.resident_bytes);
-      result.setup_s = found.setup_s;
-      result.checkpoint_s = found.checkpoint_s;
-      result.knobs = found.knobs;
-      result.stats = found.stats;
-    }
-    if (found.feasible && job.task.eval.every > 0) {
-      // One evaluation as Execute runs it: writing the checkpoint it reads
-      // (timed by the search) plus reading and evaluating the model.
-      std::unique_ptr<engine::Dataset> held_out = engine::MakeEvalDataset(job.task, *job.model);
-      double start = UnixClock().Now();
-      engine::Evaluate(ctx, *held_out, job.task.eval.batches, engine::InitialParams(*job.model));
-      result.eval_s = UnixClock().Now() - start + found.checkpoint_s;
-    }
-    result.candidates = found.candidates;
-    result.capacity_bytes = static_cast<double>(device.CapacityBytes());
-    result.model_flops_per_step = flops_per_step;
-    result.done_unix_s = UnixClock().Now();  // what follows is shutting down
-    WriteResult(o.out, result);
-    return 0;
+  if (found.feasible && job.task.eval.every > 0) {
+    // One evaluation as Execute runs it: writing the checkpoint it reads
+    // (timed by the search) plus reading and evaluating the model.
+    std::unique_ptr<engine::Dataset> held_out = engine::MakeEvalDataset(job.task, *job.model);
+    double start = UnixClock().Now();
+    engine::Evaluate(ctx, *held_out, job.task.eval.batches, engine::InitialParams(*job.model));
+    result.eval_s = UnixClock().Now() - start + found.checkpoint_s;
   }
+  result.candidates = found.candidates;
+  result.capacity_bytes = static_cast<double>(device.CapacityBytes());
+  result.model_flops_per_step = flops_per_step;
+  result.done_unix_s = UnixClock().Now();  // what follows is shutting down
+  WriteResult(o.out, result);
+  return 0;
+}
 
+// Execute mode: train from --from-step to --to-step with step and eval lines;
+// rank 0 saves the model and writes the result.
+int RunExecute(const WorkerOptions& o, const Job& job, engine::TrainContext& ctx, int rank) {
   engine::ExecuteOptions run;
   run.from_step = o.from_step;
   run.to_step = o.to_step;
@@ -186,6 +159,42 @@ int RunRank(const WorkerOptions& o, const Job& job, int rank, int world_size) {
   result.stats = done.stats;
   WriteResult(o.out, result);
   return 0;
+}
+
+int RunRank(const WorkerOptions& o, const Job& job, int rank, int world_size) {
+  if (o.mode == Mode::kExecute) {
+    // Pre-emption: finish the step, checkpoint, exit 0 (docs/worker.md).
+    struct sigaction action {};
+    action.sa_handler = OnTerminate;
+    sigemptyset(&action.sa_mask);
+    sigaction(SIGTERM, &action, nullptr);
+  }
+  // The launcher starts ranks with SIGTERM blocked, so that one sent while
+  // a rank was still starting is handled now rather than killing it.
+  sigset_t terminate;
+  sigemptyset(&terminate);
+  sigaddset(&terminate, SIGTERM);
+  sigprocmask(SIG_UNBLOCK, &terminate, nullptr);
+  engine::DeviceSpec spec;
+  spec.kind = engine::ParseDeviceKind(o.device_kind);
+  spec.index = o.DeviceId(rank);
+  spec.threads = o.threads;
+  spec.capacity_bytes = o.CapacityBytes();
+  engine::Device device(spec);
+  engine::CommOptions comm_options;
+  comm_options.rank = rank;
+  comm_options.size = world_size;
+  comm_options.rendezvous_dir = o.rendezvous;
+  comm_options.timeout_s = o.timeout_s;
+  std::unique_ptr<engine::Communicator> comm = engine::Communicator::Create(comm_options, device);
+  std::unique_ptr<engine::Dataset> data = engine::MakeDataset(job.task, *job.model);
+  std::unique_ptr<engine::Optimizer> optimizer = engine::MakeOptimizer(job.task.optimizer);
+  engine::TrainContext ctx{job.task, *job.model, *data, *optimizer, device, *comm, o.gpus};
+  double flops_per_step =
+      3.0 * job.model->ForwardFlopsPerSample() * static_cast<double>(job.task.batch_size);
+
+  if (o.mode == Mode::kSearch) return RunSearch(o, job, ctx, device, rank, flops_per_step);
+  return RunExecute(o, job, ctx, rank);
 }
 
 int Launch(const WorkerOptions& o) {
