@@ -126,7 +126,7 @@ class Preemption(SaturnTest):
         # so the plan runs gpt on one device beside `other`. `other` ends once
         # gpt has reported step 20; introspection then moves gpt to both
         # devices (ddp), through SIGTERM, its checkpoint and a restart.
-        steps = 120
+        steps = 400  # long enough (~9 s here) that a re-plan lands while it trains
         run = os.path.join(self.dir, "run")
         progress = os.path.join(run, "tasks", "gpt", "worker.out")
         w = os.path.join(self.dir, "w.yaml")
