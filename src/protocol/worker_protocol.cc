@@ -2,6 +2,8 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <map>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 
@@ -187,32 +189,37 @@ std::string FormatStepLine(const StepReport& r) {
   return out;
 }
 
-bool ParseStepLine(const std::string& line, StepReport* report) {
+namespace {
+
+// The numeric key=value fields of a "saturn: ..." line (others ignored);
+// nullopt for a line without the prefix.
+std::optional<std::map<std::string, double>> SaturnFields(const std::string& line) {
   const std::string prefix = "saturn:";
-  if (line.rfind(prefix, 0) != 0) return false;
+  if (line.rfind(prefix, 0) != 0) return std::nullopt;
   std::istringstream in(line.substr(prefix.size()));
+  std::map<std::string, double> fields;
   std::string field;
-  StepReport r;
-  bool any = false;
   while (in >> field) {
     size_t eq = field.find('=');
     if (eq == std::string::npos) continue;
-    std::string key = field.substr(0, eq), value = field.substr(eq + 1);
+    std::string value = field.substr(eq + 1);
     char* end = nullptr;
     double v = std::strtod(value.c_str(), &end);
-    if (end == value.c_str()) continue;
-    if (key == "step") {
-      r.step = static_cast<long>(v);
-      any = true;
-    } else if (key == "loss") {
-      r.loss = v;
-    } else if (key == "step_s") {
-      r.step_s = v;
-    } else if (key == "peak_mem_gib") {
-      r.peak_mem_gib = v;
-    }
+    if (end != value.c_str()) fields[field.substr(0, eq)] = v;
   }
-  if (!any) return false;
+  return fields;
+}
+
+}  // namespace
+
+bool ParseStepLine(const std::string& line, StepReport* report) {
+  std::optional<std::map<std::string, double>> f = SaturnFields(line);
+  if (!f || !f->count("step")) return false;
+  StepReport r;
+  r.step = static_cast<long>(f->at("step"));
+  if (f->count("loss")) r.loss = f->at("loss");
+  if (f->count("step_s")) r.step_s = f->at("step_s");
+  if (f->count("peak_mem_gib")) r.peak_mem_gib = f->at("peak_mem_gib");
   *report = r;
   return true;
 }
@@ -230,32 +237,13 @@ std::string FormatEvalLine(const EvalReport& r) {
 }
 
 bool ParseEvalLine(const std::string& line, EvalReport* report) {
-  const std::string prefix = "saturn:";
-  if (line.rfind(prefix, 0) != 0) return false;
-  std::istringstream in(line.substr(prefix.size()));
-  std::string field;
+  std::optional<std::map<std::string, double>> f = SaturnFields(line);
+  if (!f || !f->count("eval_step") || !f->count("eval_loss")) return false;
   EvalReport r;
-  bool step = false, loss = false;
-  while (in >> field) {
-    size_t eq = field.find('=');
-    if (eq == std::string::npos) continue;
-    std::string key = field.substr(0, eq), value = field.substr(eq + 1);
-    char* end = nullptr;
-    double v = std::strtod(value.c_str(), &end);
-    if (end == value.c_str()) continue;
-    if (key == "eval_step") {
-      r.steps_done = static_cast<long>(v);
-      step = true;
-    } else if (key == "eval_loss") {
-      r.loss = v;
-      loss = true;
-    } else if (key == "eval_accuracy") {
-      r.accuracy = v;
-    } else if (key == "eval_s") {
-      r.seconds = v;
-    }
-  }
-  if (!step || !loss) return false;
+  r.steps_done = static_cast<long>(f->at("eval_step"));
+  r.loss = f->at("eval_loss");
+  if (f->count("eval_accuracy")) r.accuracy = f->at("eval_accuracy");
+  if (f->count("eval_s")) r.seconds = f->at("eval_s");
   *report = r;
   return true;
 }
