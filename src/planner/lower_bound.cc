@@ -12,6 +12,7 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 struct NodeClasses {
   std::vector<int> sizes;        // distinct node sizes, ascending
   std::vector<double> capacity;  // GPUs on nodes of size >= sizes[k]
+  std::vector<int> nodes_from;   // number of nodes of size >= sizes[k]
 };
 
 NodeClasses ClassesOf(const Problem& problem) {
@@ -22,53 +23,91 @@ NodeClasses ClassesOf(const Problem& problem) {
   c.sizes.erase(std::unique(c.sizes.begin(), c.sizes.end()), c.sizes.end());
   for (int s : c.sizes) {
     double cap = 0;
-    for (const NodeSlots& n : problem.nodes)
+    int count = 0;
+    for (const NodeSlots& n : problem.nodes) {
       cap += n.gpus >= s ? n.gpus : 0;
+      count += n.gpus >= s ? 1 : 0;
+    }
     c.capacity.push_back(cap);
+    c.nodes_from.push_back(count);
   }
   return c;
 }
 
+// Smallest node class whose nodes have at least `gpus` GPUs.
+int ClassOf(const NodeClasses& classes, int gpus) {
+  return static_cast<int>(std::lower_bound(classes.sizes.begin(), classes.sizes.end(), gpus) -
+                          classes.sizes.begin());
+}
+
+// A task's options that fit somewhere, sorted by runtime, with running
+// summaries: the options admissible for a makespan t are a prefix (runtime
+// <= t), so everything BoundAt needs of them is one look-up.
+struct TaskOptions {
+  std::vector<double> runtime;     // ascending
+  std::vector<double> min_area;    // least GPU-seconds of the prefix
+  std::vector<int> min_class;      // smallest node class of the prefix
+  std::vector<bool> always_big;    // every prefix option is big on every node it fits
+  std::vector<int> min_free_gpus;  // fewest GPUs of the prefix's unpinned options (INT_MAX: none)
+  std::vector<std::pair<size_t, int>> pinned;  // (position, node) of options pinned to a node
+};
+
+TaskOptions SummariseTask(const Problem& problem, const NodeClasses& classes, const Task& task) {
+  struct One {
+    double runtime, area;
+    int node_class;
+    bool big;
+    int gpus, node;
+  };
+  const int largest = classes.sizes.empty() ? 0 : classes.sizes.back();
+  std::vector<One> fits;
+  for (const Option& o : task.options) {
+    // Fits somewhere (Problem::FitsSomewhere, without its loop over nodes).
+    if (o.node >= 0 ? o.gpus > problem.nodes[o.node].gpus : o.gpus > largest) continue;
+    // Big: more than half of every node it fits (two never share a node).
+    bool big = o.node >= 0 ? 2 * o.gpus > problem.nodes[o.node].gpus : 2 * o.gpus > largest;
+    fits.push_back(
+        {o.runtime_s, o.gpus * o.runtime_s, ClassOf(classes, o.gpus), big, o.gpus, o.node});
+  }
+  std::stable_sort(fits.begin(), fits.end(),
+                   [](const One& a, const One& b) { return a.runtime < b.runtime; });
+  TaskOptions t;
+  for (const One& o : fits) {
+    bool first = t.runtime.empty();
+    t.runtime.push_back(o.runtime);
+    t.min_area.push_back(first ? o.area : std::min(t.min_area.back(), o.area));
+    t.min_class.push_back(first ? o.node_class : std::min(t.min_class.back(), o.node_class));
+    t.always_big.push_back(first ? o.big : (t.always_big.back() && o.big));
+    int free_gpus = o.node >= 0 ? std::numeric_limits<int>::max() : o.gpus;
+    t.min_free_gpus.push_back(first ? free_gpus : std::min(t.min_free_gpus.back(), free_gpus));
+    if (o.node >= 0) t.pinned.push_back({t.runtime.size() - 1, o.node});
+  }
+  return t;
+}
+
+struct Summary {
+  NodeClasses classes;
+  std::vector<TaskOptions> tasks;
+};
+
 // The smallest makespan >= t that conditions (b) and (c) allow when every task
 // uses its admissible options for runtime <= t; +inf if a task has none.
-double BoundAt(const Problem& problem, const NodeClasses& classes, double t) {
+double BoundAt(const Problem& problem, const Summary& s, double t) {
+  const NodeClasses& classes = s.classes;
   std::vector<double> area_by_class(classes.sizes.size(), 0.0);
   double big_runtime = 0.0;
-  std::vector<bool> node_hosts_big(problem.nodes.size(), false);
-  for (const Task& task : problem.tasks) {
-    double min_area = kInf;
-    double min_runtime = kInf;
-    int min_class = static_cast<int>(classes.sizes.size());
-    bool always_big = true;
-    bool any = false;
-    for (const Option& o : task.options) {
-      if (o.runtime_s > t) continue;
-      bool fits = false;
-      for (int n = 0; n < problem.NumNodes(); ++n) {
-        if (!problem.Fits(o, n)) continue;
-        fits = true;
-        if (2 * o.gpus <= problem.nodes[n].gpus) always_big = false;
-      }
-      if (!fits) continue;
-      any = true;
-      min_area = std::min(min_area, o.gpus * o.runtime_s);
-      min_runtime = std::min(min_runtime, o.runtime_s);
-      // Smallest node class this option fits.
-      int k =
-          static_cast<int>(std::lower_bound(classes.sizes.begin(), classes.sizes.end(), o.gpus) -
-                           classes.sizes.begin());
-      min_class = std::min(min_class, k);
-    }
-    if (!any) return kInf;
-    area_by_class[min_class] += min_area;
-    if (always_big) {
-      big_runtime += min_runtime;
-      for (const Option& o : task.options) {
-        if (o.runtime_s > t) continue;
-        for (int n = 0; n < problem.NumNodes(); ++n) {
-          if (problem.Fits(o, n)) node_hosts_big[n] = true;
-        }
-      }
+  int big_free_gpus = std::numeric_limits<int>::max();  // unpinned big options fit nodes >= this
+  std::vector<int> big_pinned;                          // nodes pinned big options use
+  for (const TaskOptions& task : s.tasks) {
+    const size_t k = static_cast<size_t>(
+        std::upper_bound(task.runtime.begin(), task.runtime.end(), t) - task.runtime.begin());
+    if (k == 0) return kInf;
+    area_by_class[task.min_class[k - 1]] += task.min_area[k - 1];
+    if (!task.always_big[k - 1]) continue;
+    big_runtime += task.runtime[0];
+    big_free_gpus = std::min(big_free_gpus, task.min_free_gpus[k - 1]);
+    for (const auto& [position, node] : task.pinned) {
+      if (position < k) big_pinned.push_back(node);
     }
   }
   double bound = t;
@@ -78,8 +117,16 @@ double BoundAt(const Problem& problem, const NodeClasses& classes, double t) {
     suffix_area += area_by_class[k];
     bound = std::max(bound, suffix_area / classes.capacity[k]);
   }
-  // (c): at most one "big" task per node at a time.
-  int hosts = static_cast<int>(std::count(node_hosts_big.begin(), node_hosts_big.end(), true));
+  // (c): at most one "big" task per node at a time, on the nodes that can
+  // host one (nodes of >= big_free_gpus GPUs, and the pinned ones).
+  int hosts = 0;
+  const int from = ClassOf(classes, big_free_gpus);
+  if (from < static_cast<int>(classes.sizes.size())) hosts = classes.nodes_from[from];
+  std::sort(big_pinned.begin(), big_pinned.end());
+  big_pinned.erase(std::unique(big_pinned.begin(), big_pinned.end()), big_pinned.end());
+  for (int n : big_pinned) {
+    if (problem.nodes[n].gpus < big_free_gpus) ++hosts;
+  }
   if (hosts > 0) bound = std::max(bound, big_runtime / hosts);
   return bound;
 }
@@ -88,21 +135,21 @@ double BoundAt(const Problem& problem, const NodeClasses& classes, double t) {
 
 double MakespanLowerBound(const Problem& problem) {
   if (problem.tasks.empty()) return 0.0;
+  Summary s;
+  s.classes = ClassesOf(problem);
   std::vector<double> runtimes;
   for (const Task& task : problem.tasks) {
-    for (const Option& o : task.options) {
-      if (problem.FitsSomewhere(o)) runtimes.push_back(o.runtime_s);
-    }
+    s.tasks.push_back(SummariseTask(problem, s.classes, task));
+    runtimes.insert(runtimes.end(), s.tasks.back().runtime.begin(), s.tasks.back().runtime.end());
   }
   std::sort(runtimes.begin(), runtimes.end());
   runtimes.erase(std::unique(runtimes.begin(), runtimes.end()), runtimes.end());
   if (runtimes.empty()) return kInf;
-  NodeClasses classes = ClassesOf(problem);
   // Interval k is [runtimes[k], runtimes[k+1]); admissible sets are constant on
   // it. It holds the answer if its bound is below the next runtime. That test
   // is monotone in k, so binary search for the first such interval.
   auto answer_in = [&](size_t k, double* value) {
-    double b = BoundAt(problem, classes, runtimes[k]);
+    double b = BoundAt(problem, s, runtimes[k]);
     *value = b;
     return k + 1 == runtimes.size() || b < runtimes[k + 1];
   };
