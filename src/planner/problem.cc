@@ -95,6 +95,21 @@ int SmallestOption(const Problem& problem, const Task& task) {
   return best;
 }
 
+Problem WithoutOptionsAtLeast(const Problem& problem, double makespan) {
+  Problem capped = problem;
+  const double cut = makespan * (1 - 1e-12);
+  for (Task& task : capped.tasks) {
+    bool shorter = false;
+    for (const Option& o : task.options)
+      shorter = shorter || o.runtime_s < cut;
+    if (!shorter) continue;
+    for (Option& o : task.options) {
+      if (o.runtime_s >= cut) o.runtime_s = std::max(o.runtime_s, 2 * makespan);
+    }
+  }
+  return capped;
+}
+
 int PinnedOption(const Task& task) {
   for (int i = 0; i < static_cast<int>(task.options.size()); ++i) {
     if (task.options[i].starts_now) return i;

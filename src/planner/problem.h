@@ -73,6 +73,13 @@ int FastestOptionWithGpus(const Task& task, int gpus);
 int FastestOptionAtMost(const Task& task, int max_gpus);
 // The option with the fewest GPUs (ties: fastest), or -1 if none fits anywhere.
 int SmallestOption(const Problem& problem, const Task& task);
+// A copy of `problem` for a search looking for a plan shorter than
+// `makespan`: no such plan can use an option that runs at least that long,
+// so those options run at least 2 x `makespan` instead and the search stops
+// trying them (option indices are kept, so schedules carry over: a plan of
+// the copy is a plan of `problem`, whose runtimes are no longer). A task
+// with no shorter option keeps its options as they are.
+Problem WithoutOptionsAtLeast(const Problem& problem, double makespan);
 // The task's starts_now option (a running task that keeps its devices), or -1.
 // Baseline solvers keep such tasks running.
 int PinnedOption(const Task& task);

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "bench/planner/mixed.h"
 #include "planner/list_scheduler.h"
 #include "planner/lower_bound.h"
 #include "planner/node_groups.h"
@@ -150,6 +151,30 @@ TEST(AnytimeAuto, StopsAtTheGapTargetInsteadOfTheTimeLimit) {
   bounded.anytime = false;
   PlanResult first = RunPlanner(p, bounded);
   EXPECT_GT((first.plan.makespan_s - first.plan.lower_bound_s) / first.plan.makespan_s, 0.03);
+}
+
+TEST(WithoutOptionsAtLeast, TakesAwayOnlyWhatNoShorterPlanCanUse) {
+  Problem p =
+      testing::MakeProblem({8}, {{"a", {{"fsdp", 5, 1000}, {"fsdp", 6, 900}, {"spill", 1, 5000}}},
+                                 {"b", {{"ddp", 8, 1200}}}});  // no option shorter than 1,000 s
+  Problem capped = WithoutOptionsAtLeast(p, 1000);
+  ASSERT_EQ(capped.tasks[0].options.size(), 3u);
+  EXPECT_DOUBLE_EQ(capped.tasks[0].options[0].runtime_s, 2000);  // at the cap: beyond it
+  EXPECT_DOUBLE_EQ(capped.tasks[0].options[1].runtime_s, 900);   // shorter: kept
+  EXPECT_DOUBLE_EQ(capped.tasks[0].options[2].runtime_s, 5000);  // never made shorter
+  EXPECT_DOUBLE_EQ(capped.tasks[1].options[0].runtime_s, 1200);  // nothing shorter: as it was
+}
+
+TEST(AnytimeAuto, LeavesAPlanWhoseMakespanIsOneTasksOption) {
+  // 30 mixed Saturn-like tasks on 6 nodes: the search without capped options
+  // stopped at 15,032 s with 4, 8 and 12 work units, where one task runs from
+  // 0 to the makespan on its fastest option that fits next to the others;
+  // every shorter plan gives it more GPUs and moves other work away first.
+  bench::Instance inst = bench::MixedSaturnInstance(30, 6, 2);
+  Problem p = ProblemFromProfile(inst.profile, inst.cluster);
+  PlanResult r = RunPlanner(p, Limited(8.0));
+  EXPECT_TRUE(ValidatePlan(p, r.plan).empty());
+  EXPECT_LT(r.plan.makespan_s, 15032.0);
 }
 
 }  // namespace
