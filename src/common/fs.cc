@@ -36,39 +36,67 @@ void MakeDirectories(const std::string& path) {
   if (ec) throw std::runtime_error("cannot create directory " + path + ": " + ec.message());
 }
 
-void WriteFileAtomic(const std::string& path, const std::string& contents) {
-  namespace fs = std::filesystem;
-  fs::path target(path);
-  if (target.has_parent_path()) MakeDirectories(target.parent_path().string());
-  std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    throw std::runtime_error("cannot write " + path + ": " + std::strerror(errno));
-  }
+namespace {
+
+// Writes all of `contents` to a new file at `path` and fsyncs it; on failure
+// removes it and returns the errno.
+int WriteAndSync(const std::string& path, const std::string& contents) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return errno;
   const char* data = contents.data();
   size_t left = contents.size();
-  while (left > 0) {
+  int err = 0;
+  while (left > 0 && err == 0) {
     ssize_t n = ::write(fd, data, left);
+    if (n < 0 && errno == EINTR) continue;
     if (n < 0) {
-      if (errno == EINTR) continue;
-      int err = errno;
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      throw std::runtime_error("cannot write " + path + ": " + std::strerror(err));
+      err = errno;
+    } else {
+      data += n;
+      left -= static_cast<size_t>(n);
     }
-    data += n;
-    left -= static_cast<size_t>(n);
   }
-  if (::fsync(fd) != 0 || ::close(fd) != 0) {
-    int err = errno;
-    ::unlink(tmp.c_str());
+  if (err == 0 && ::fsync(fd) != 0) err = errno;
+  if (::close(fd) != 0 && err == 0) err = errno;
+  if (err != 0) ::unlink(path.c_str());
+  return err;
+}
+
+std::string Parent(const std::string& path) {
+  std::filesystem::path p(path);
+  return p.has_parent_path() ? p.parent_path().string() : ".";
+}
+
+}  // namespace
+
+void SyncDirectory(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0)
+    throw std::runtime_error("cannot open directory " + path + ": " + std::strerror(errno));
+  int err = ::fsync(fd) != 0 ? errno : 0;
+  ::close(fd);
+  // EINVAL: a file system that cannot flush directories (it orders them itself).
+  if (err != 0 && err != EINVAL)
+    throw std::runtime_error("cannot flush directory " + path + ": " + std::strerror(err));
+}
+
+void WriteFileDurable(const std::string& path, const std::string& contents) {
+  if (int err = WriteAndSync(path, contents)) {
     throw std::runtime_error("cannot write " + path + ": " + std::strerror(err));
   }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    int err = errno;
+}
+
+void WriteFileAtomic(const std::string& path, const std::string& contents) {
+  std::string parent = Parent(path);
+  MakeDirectories(parent);
+  std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  int err = WriteAndSync(tmp, contents);
+  if (err == 0 && ::rename(tmp.c_str(), path.c_str()) != 0) {
+    err = errno;
     ::unlink(tmp.c_str());
-    throw std::runtime_error("cannot write " + path + ": " + std::strerror(err));
   }
+  if (err != 0) throw std::runtime_error("cannot write " + path + ": " + std::strerror(err));
+  SyncDirectory(parent);
 }
 
 }  // namespace saturn

@@ -5,22 +5,25 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <mutex>
+#include <set>
 
 #include "common/error.h"
 #include "common/fs.h"
 #include "engine/device.h"
+#include "protocol/checkpoint_files.h"
 
 namespace saturn::engine {
 namespace fs = std::filesystem;
 namespace {
 
-std::string BlockFile(const std::string& dir, int index) {
+std::string BlockName(int index) {
   char name[32];
-  std::snprintf(name, sizeof name, "/block-%05d.pt", index);
-  return dir + name;
+  std::snprintf(name, sizeof name, "block-%05d.pt", index);
+  return name;
 }
 
-void SaveTensors(const std::string& path, const NamedTensors& tensors) {
+std::string TensorBytes(const NamedTensors& tensors) {
   c10::Dict<std::string, at::Tensor> dict;
   {
     HostMemoryScope host;
@@ -28,11 +31,10 @@ void SaveTensors(const std::string& path, const NamedTensors& tensors) {
       dict.insert(name, tensor.detach().cpu().contiguous());
   }
   std::vector<char> bytes = torch::jit::pickle_save(c10::IValue(dict));
-  WriteFileAtomic(path, std::string(bytes.begin(), bytes.end()));
+  return std::string(bytes.begin(), bytes.end());
 }
 
-NamedTensors LoadTensors(const std::string& path) {
-  std::string bytes = ReadFile(path);
+NamedTensors ParseTensors(const std::string& bytes, const std::string& path) {
   HostMemoryScope host;
   c10::IValue value;
   try {
@@ -49,6 +51,19 @@ NamedTensors LoadTensors(const std::string& path) {
     tensors.emplace_back(entry.key().toStringRef(), entry.value().toTensor());
   }
   return tensors;
+}
+
+// A checkpoint without a manifest predates checksums: loaded, once a
+// process says so.
+void WarnUnverified(const std::string& path) {
+  static std::mutex mutex;
+  static std::set<std::string> warned;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (!warned.insert(path).second) return;
+  std::fprintf(stderr,
+               "saturn-worker: warning: %s has no manifest.json (written before checksums); "
+               "loading it unverified\n",
+               path.c_str());
 }
 
 nlohmann::json MetaJson(const CheckpointMeta& meta) {
@@ -72,7 +87,7 @@ std::string CheckpointPath(const std::string& dir, int64_t step) {
 }
 
 CheckpointWriter::CheckpointWriter(std::string dir, int64_t step, Communicator& comm)
-    : final_(CheckpointPath(dir, step)), partial_(final_ + ".partial"), comm_(comm) {
+    : final_(CheckpointPath(dir, step)), partial_(final_ + ".partial"), step_(step), comm_(comm) {
   if (comm_.Rank() == 0) {
     fs::remove_all(partial_);
     MakeDirectories(partial_);
@@ -80,22 +95,28 @@ CheckpointWriter::CheckpointWriter(std::string dir, int64_t step, Communicator& 
   comm_.Barrier();
 }
 
+CheckpointWriter::~CheckpointWriter() {
+  // Failed (a full disk, a peer gone): nothing half-written stays behind.
+  if (!committed_ && comm_.Rank() == 0) {
+    std::error_code ec;
+    fs::remove_all(partial_, ec);
+  }
+}
+
 void CheckpointWriter::WriteBlock(int index, const NamedTensors& tensors) {
-  SaveTensors(BlockFile(partial_, index), tensors);
+  WriteCheckpointFile(partial_, BlockName(index), TensorBytes(tensors));
 }
 
 std::string CheckpointWriter::Commit(const CheckpointMeta& meta) {
   comm_.Barrier();
   if (comm_.Rank() == 0) {
-    SaveTensors(partial_ + "/state.pt",
-                {{"cpu_rng", at::detail::getDefaultCPUGenerator().get_state()}});
-    WriteFileAtomic(partial_ + "/meta.json", MetaJson(meta).dump(2) + "\n");
-    std::string old = final_ + ".old";
-    fs::remove_all(old);
-    if (fs::exists(final_)) fs::rename(final_, old);
-    fs::rename(partial_, final_);
-    fs::remove_all(old);
+    WriteCheckpointFile(
+        partial_, "state.pt",
+        TensorBytes({{"cpu_rng", at::detail::getDefaultCPUGenerator().get_state()}}));
+    WriteCheckpointFile(partial_, "meta.json", MetaJson(meta).dump(2) + "\n");
+    PublishCheckpoint(partial_, final_, step_);
   }
+  committed_ = true;
   comm_.Barrier();
   return final_;
 }
@@ -105,7 +126,15 @@ CheckpointReader::CheckpointReader(std::string path) : path_(std::move(path)) {
   if (!fs::exists(meta_path)) {
     throw InputError(path_, 0, "", "no checkpoint here (meta.json is missing)");
   }
-  nlohmann::json json = nlohmann::json::parse(ReadFile(meta_path), nullptr, false);
+  std::string manifest_path = path_ + "/" + kCheckpointManifest;
+  std::string meta_text = ReadFile(meta_path);
+  if (fs::exists(manifest_path)) {
+    manifest_ = ParseManifest(ReadFile(manifest_path), manifest_path);
+    CheckCheckpointBytes(*manifest_, path_, "meta.json", meta_text);
+  } else {
+    WarnUnverified(path_);
+  }
+  nlohmann::json json = nlohmann::json::parse(meta_text, nullptr, false);
   if (json.is_discarded() || !json.is_object())
     throw InputError(meta_path, 0, "", "not valid JSON");
   try {
@@ -124,12 +153,19 @@ CheckpointReader::CheckpointReader(std::string path) : path_(std::move(path)) {
   }
 }
 
+NamedTensors CheckpointReader::Load(const std::string& name) const {
+  std::string path = path_ + "/" + name;
+  std::string bytes = ReadFile(path);
+  if (manifest_) CheckCheckpointBytes(*manifest_, path_, name, bytes);
+  return ParseTensors(bytes, path);
+}
+
 NamedTensors CheckpointReader::ReadBlock(int index) const {
-  return LoadTensors(BlockFile(path_, index));
+  return Load(BlockName(index));
 }
 
 void CheckpointReader::RestoreRng() const {
-  NamedTensors state = LoadTensors(path_ + "/state.pt");
+  NamedTensors state = Load("state.pt");
   at::Generator generator = at::detail::getDefaultCPUGenerator();
   generator.set_state(Lookup(state, "cpu_rng", path_ + "/state.pt"));
 }
@@ -153,7 +189,7 @@ bool ExportModel(const std::string& checkpoint, const Model& model, const std::s
       }
     }
   }
-  SaveTensors(path, params);
+  WriteFileAtomic(path, TensorBytes(params));
   return !trained_path.empty() && model.SaveTrained(params, trained_path);
 }
 

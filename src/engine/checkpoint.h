@@ -10,9 +10,16 @@
 // a technique holds (shards, stages, host copies), it writes and reads whole
 // blocks, so the format does not depend on how the model was laid out.
 //
+//   manifest.json    every other file's size and CRC-32C
+//                    (protocol/checkpoint_files.h)
 // Writing is collective and atomic: ranks write their blocks into
-// `checkpoint-<step>.partial/`, then rank 0 adds meta.json and renames the
-// directory; a reader never sees half a checkpoint.
+// `checkpoint-<step>.partial/` (each file flushed), then rank 0 adds
+// meta.json, checks every file against its writer's digest, writes the
+// manifest and renames the directory; a reader never sees half a
+// checkpoint. A writer that fails (a full disk) removes the partial folder.
+// Reading checks every file against the manifest (InputError naming the
+// file if damaged); a checkpoint without one (older Saturn) loads with a
+// warning on stderr.
 //
 //   CheckpointWriter out(dir, step, comm);
 //   out.WriteBlock(i, tensors);                    // by the rank owning block i
@@ -25,12 +32,14 @@
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "engine/comm.h"
 #include "engine/model.h"
+#include "protocol/checkpoint_files.h"
 
 namespace saturn::engine {
 
@@ -55,12 +64,17 @@ class CheckpointWriter {
  public:
   // Collective.
   CheckpointWriter(std::string dir, int64_t step, Communicator& comm);
+  ~CheckpointWriter();
+  CheckpointWriter(const CheckpointWriter&) = delete;
+  CheckpointWriter& operator=(const CheckpointWriter&) = delete;
   void WriteBlock(int index, const NamedTensors& tensors);
   // Collective; returns the published directory.
   std::string Commit(const CheckpointMeta& meta);
 
  private:
   std::string final_, partial_;
+  int64_t step_ = 0;
+  bool committed_ = false;
   Communicator& comm_;
 };
 
@@ -73,8 +87,11 @@ class CheckpointReader {
   void RestoreRng() const;
 
  private:
+  NamedTensors Load(const std::string& name) const;
+
   std::string path_;
   CheckpointMeta meta_;
+  std::optional<Manifest> manifest_;  // none: written before checksums
 };
 
 // Finds `name` in `tensors`; InputError naming the checkpoint if absent.

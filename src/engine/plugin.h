@@ -39,7 +39,7 @@
 
 // Bump whenever anything in technique.h, blocks.h or the headers they include
 // changes in a way that breaks compiled plug-ins.
-#define SATURN_TECHNIQUE_API_VERSION 3
+#define SATURN_TECHNIQUE_API_VERSION 4
 
 #define SATURN_TECHNIQUE_API_STRINGIFY2(x) #x
 #define SATURN_TECHNIQUE_API_STRINGIFY(x) SATURN_TECHNIQUE_API_STRINGIFY2(x)

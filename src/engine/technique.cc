@@ -10,6 +10,7 @@
 #include "engine/errors.h"
 #include "engine/eval.h"
 #include "engine/phases.h"
+#include "protocol/checkpoint_files.h"
 
 namespace saturn::engine {
 namespace {
@@ -147,6 +148,24 @@ double TimeCheckpoint(TrainContext& ctx, std::string_view technique, Trainer& tr
   return slowest.cpu().item<double>();
 }
 
+// Loads the checkpoint of options.from_step into `trainer` (InputError if
+// it is damaged or of another task); its loss.
+double Resume(TrainContext& ctx, const ExecuteOptions& options, Trainer& trainer) {
+  std::string path = CheckpointPath(options.checkpoint_dir, options.from_step);
+  CheckpointReader in(path);
+  const CheckpointMeta& meta = in.Meta();
+  auto mismatch = [&](const std::string& what) {
+    throw InputError(path, 0, what, "the checkpoint was written for a different task");
+  };
+  if (meta.model != ctx.task.model) mismatch("model");
+  if (meta.optimizer != ctx.task.optimizer.type) mismatch("optimizer");
+  if (meta.batch_size != ctx.task.batch_size) mismatch("batch_size");
+  if (meta.step != options.from_step || meta.blocks != ctx.model.NumBlocks()) mismatch("step");
+  trainer.Load(in);
+  in.RestoreRng();
+  return meta.loss;
+}
+
 }  // namespace
 
 SearchResult Technique::Search(TrainContext& ctx, const SearchOptions& options) const {
@@ -246,27 +265,20 @@ ExecuteResult Technique::Execute(TrainContext& ctx, const Knobs& knobs,
   std::unique_ptr<Trainer> trainer = MakeTrainer(ctx, knobs);
   ExecuteResult result;
   result.completed_steps = options.from_step;
-  if (options.from_step > 0) {
-    CheckpointReader in(CheckpointPath(options.checkpoint_dir, options.from_step));
-    const CheckpointMeta& meta = in.Meta();
-    auto mismatch = [&](const std::string& what) {
-      throw InputError(CheckpointPath(options.checkpoint_dir, options.from_step), 0, what,
-                       "the checkpoint was written for a different task");
-    };
-    if (meta.model != ctx.task.model) mismatch("model");
-    if (meta.optimizer != ctx.task.optimizer.type) mismatch("optimizer");
-    if (meta.batch_size != ctx.task.batch_size) mismatch("batch_size");
-    if (meta.step != options.from_step || meta.blocks != ctx.model.NumBlocks()) mismatch("step");
-    trainer->Load(in);
-    in.RestoreRng();
-    result.final_loss = meta.loss;
-  }
+  if (options.from_step > 0) result.final_loss = Resume(ctx, options, *trainer);
   auto save_into = [&](const std::string& dir, int64_t step) {
     CheckpointWriter out(dir, step, ctx.comm);
     trainer->Save(out);
     return out.Commit(MetaAt(ctx, Name(), step, result.final_loss));
   };
-  auto save = [&](int64_t step) { return save_into(options.checkpoint_dir, step); };
+  // A checkpoint is complete and verified once Commit returns: only then
+  // may older ones go.
+  auto save = [&](int64_t step) {
+    std::string path = save_into(options.checkpoint_dir, step);
+    if (ctx.comm.Rank() == 0)
+      PruneCheckpoints(options.checkpoint_dir, step, options.keep_checkpoints);
+    return path;
+  };
   // Collective: rank 0 evaluates the model of `checkpoint` (or of one
   // written for it: its time counts in the result's seconds) while the
   // others wait.
@@ -318,7 +330,11 @@ ExecuteResult Technique::Execute(TrainContext& ctx, const Knobs& knobs,
     }
   }
   result.resident_bytes = ctx.comm.Gather(ctx.device.LiveBytes());
-  result.checkpoint = save(result.completed_steps);
+  // Nothing trained (a retry after the last checkpoint, e.g. of a worker
+  // that died writing the model): the checkpoint read is the result.
+  bool nothing_new = options.from_step > 0 && result.completed_steps == options.from_step;
+  result.checkpoint = nothing_new ? CheckpointPath(options.checkpoint_dir, options.from_step)
+                                  : save(result.completed_steps);
   // The last step is always evaluated (on the final checkpoint), so every
   // task that evaluates ends with its final evaluation loss.
   if (options.eval_every > 0 && !result.preempted && result.completed_steps == options.to_step &&

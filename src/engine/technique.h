@@ -141,6 +141,9 @@ struct ExecuteOptions {
   int64_t to_step = 0;
   std::string checkpoint_dir;
   int64_t checkpoint_every = 0;  // 0: only at the end
+  // Retention: after each checkpoint, rank 0 removes all but the newest
+  // `keep_checkpoints` at or below it (protocol/checkpoint_files.h); 0 keeps all.
+  int keep_checkpoints = 0;
   // Set (e.g. by SIGTERM) to stop after the current step with a checkpoint.
   const std::atomic<bool>* stop = nullptr;
   // Called on every rank after each step.

@@ -68,7 +68,7 @@ void Rebuild(RunContext& run) {
   std::map<std::string, LiveTask> live;
   for (int j = 0; j < run.NumTasks(); ++j)
     live.emplace(run.problem.tasks[j].name, std::move(run.tasks[j]));
-  WriteFileAtomic(run.run_dir + "/profile.csv", ProfileToCsv(run.profile));
+  run.SaveProfile();
   BuildProblem(run);
   for (int j = 0; j < run.NumTasks(); ++j) {
     auto it = live.find(run.problem.tasks[j].name);

@@ -181,9 +181,9 @@ void Dispatcher::MarkFinished(int j, const WorkerExecuteResult& result) {
 
 // A user's program keeps checkpoints in its own format: Saturn only knows
 // the steps it reported at pre-emptions.
-long Dispatcher::LatestCheckpointOf(int j) const {
+long Dispatcher::LatestCheckpointOf(int j) {
   if (run_.WorkloadTaskOf(j).is_command) return run_.tasks[j].record.checkpoint_step;
-  return LatestCheckpoint(run_.TaskDirOf(j) + "/checkpoints");
+  return run_.NewestCheckpoint(j);
 }
 
 void Dispatcher::MarkPreempted(int j, const std::optional<WorkerExecuteResult>& result) {

@@ -42,7 +42,7 @@ class Dispatcher {
   void MarkPreempted(int j, const std::optional<WorkerExecuteResult>& result);
   void MarkFailed(int j, int status);
   void MarkCancelled(int j, long checkpoint_step);
-  long LatestCheckpointOf(int j) const;
+  long LatestCheckpointOf(int j);
 
   RunContext& run_;
   int launches_ = 0;

@@ -1,10 +1,11 @@
 #include "executor/run_context.h"
 
 #include <algorithm>
-#include <cstdlib>
+#include <cstdio>
 #include <filesystem>
 
 #include "common/fs.h"
+#include "protocol/checkpoint_files.h"
 
 namespace saturn {
 
@@ -57,22 +58,42 @@ void RunContext::AdoptPlan(const Plan& next) {
   SavePlan(switches);
 }
 
+void RunContext::SaveProfile() {
+  std::string text = ProfileToCsv(profile);
+  state->Set(meta::kProfile, text);
+  WriteFileAtomic(run_dir + "/profile.csv", text);
+}
+
+std::optional<std::pair<std::string, std::string>> RunContext::SavedProfile() {
+  if (std::optional<std::string> text = state->Get(meta::kProfile)) {
+    return std::make_pair(*text, run_dir + "/state.sqlite (profile)");
+  }
+  std::string path = run_dir + "/profile.csv";
+  std::error_code ec;
+  if (!fs::exists(path, ec)) return std::nullopt;
+  return std::make_pair(ReadFile(path), path);
+}
+
 void RunContext::Requeue() {
   queues.Adopt(problem, plan, [&](int j) { return Running(j); });
 }
 
-long LatestCheckpoint(const std::string& dir) {
-  long best = 0;
-  std::error_code ec;
-  for (const auto& e : fs::directory_iterator(dir, ec)) {
-    std::string name = e.path().filename().string();
-    if (name.rfind("checkpoint-", 0) != 0 || name.find('.') != std::string::npos) continue;
-    if (!fs::exists(e.path() / "meta.json", ec)) continue;
-    char* end = nullptr;
-    long step = std::strtol(name.c_str() + 11, &end, 10);
-    if (*end == '\0') best = std::max(best, step);
+long RunContext::NewestCheckpoint(int j) {
+  std::string dir = TaskDirOf(j) + "/checkpoints";
+  RemoveCheckpointLeftovers(dir);
+  saturn::NewestCheckpoint newest = FindNewestCheckpoint(dir);
+  const std::string& name = problem.tasks[j].name;
+  for (const SkippedCheckpoint& bad : newest.skipped) {
+    Emit(events::CheckpointSkipped(Now(), name, bad.step, bad.problem, newest.step));
+    if (options.progress) {
+      std::fprintf(stderr,
+                   "task %s: checkpoint-%ld is damaged (%s); set aside as %s.corrupt, "
+                   "the task continues from step %ld\n",
+                   name.c_str(), bad.step, bad.problem.c_str(),
+                   CheckpointFolder(dir, bad.step).c_str(), newest.step);
+    }
   }
-  return best;
+  return newest.step;
 }
 
 }  // namespace saturn

@@ -119,9 +119,16 @@ struct RunContext {
   void AdoptPlan(const Plan& next);
   // Rebuilds the dispatch queues from the current plan.
   void Requeue();
+  // Saves `profile` into the state and as profile.csv.
+  void SaveProfile();
+  // The profile saved (its CSV text and where it came from for messages),
+  // or nothing if none was.
+  std::optional<std::pair<std::string, std::string>> SavedProfile();
+  // The step of engine task j's newest good checkpoint (0: none), as its
+  // worker will load it (protocol/checkpoint_files.h), once no worker of it
+  // runs: leftovers of interrupted writes are removed, and each damaged
+  // checkpoint skipped is set aside and logged (checkpoint_skipped).
+  long NewestCheckpoint(int j);
 };
-
-// The newest complete checkpoint-<step> in a folder, or 0.
-long LatestCheckpoint(const std::string& dir);
 
 }  // namespace saturn

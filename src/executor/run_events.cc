@@ -103,4 +103,12 @@ Event PlanExtended(double t, const std::vector<std::string>& arrived, double new
                    {"preempted", preempted}});
 }
 
+Event CheckpointSkipped(double t, const std::string& task, long step, const std::string& problem,
+                        long from_step) {
+  Event e = RunEvent(t, "checkpoint_skipped",
+                     {{"step", step}, {"problem", problem}, {"from_step", from_step}});
+  e.task = task;
+  return e;
+}
+
 }  // namespace saturn::events

@@ -44,6 +44,10 @@ Event TaskEvaluated(double t, const TaskPlace& at, long step, double loss, doubl
 Event TaskPreempted(double t, const TaskPlace& at, long step);
 Event TaskFailed(double t, const TaskPlace& at, const std::string& error, int attempt, bool gave_up,
                  long step);
+// A damaged checkpoint of `task` at `step` (why: `problem`) was set aside;
+// the task continues from `from_step`.
+Event CheckpointSkipped(double t, const std::string& task, long step, const std::string& problem,
+                        long from_step);
 // Cancelled (saturn cancel), keeping its checkpoint at `step`.
 Event TaskCancelled(double t, const TaskPlace& at, long step);
 // Joined a run that was already going (saturn serve, or a resume whose

@@ -102,7 +102,7 @@ void ProfileAndPlan(RunContext& run) {
   const Clock& clock = run.clock.base();
   double t0 = clock.Now();
   run.profile = Profile(run);
-  WriteFileAtomic(run.run_dir + "/profile.csv", ProfileToCsv(run.profile));
+  run.SaveProfile();
   run.profiling_s = clock.Now() - t0;
   BuildProblem(run);
   t0 = clock.Now();
@@ -151,7 +151,7 @@ void RestoreTasks(RunContext& run) {
       l.record.status = TaskStatus::kWaiting;
       l.record.worker_pgid = 0;
       if (!run.WorkloadTaskOf(j).is_command) {
-        l.record.checkpoint_step = LatestCheckpoint(run.TaskDirOf(j) + "/checkpoints");
+        l.record.checkpoint_step = run.NewestCheckpoint(j);
       }
     }
     l.step = l.record.checkpoint_step;
@@ -172,12 +172,20 @@ void RestoreTasks(RunContext& run) {
 
 namespace {
 
+// The profile a run saved, as CSV text and where it is from.
+std::pair<std::string, std::string> ProfileToResume(RunContext& run) {
+  auto saved = run.SavedProfile();
+  if (!saved)
+    throw InputError(run.run_dir + "/profile.csv", 0, "", "missing: nothing to resume with");
+  return *saved;
+}
+
 // The run's profile, its rows limited to what fits the nodes the run
 // resumes on (it was checked against `saved_cluster`, the old ones).
-ProfileTable ProfileOnNewCluster(const RunContext& run, const std::string& saved_cluster) {
-  std::string path = run.run_dir + "/profile.csv";
+ProfileTable ProfileOnNewCluster(RunContext& run, const std::string& saved_cluster) {
+  auto [text, source] = ProfileToResume(run);
   Cluster old = ParseCluster(YAML::Load(saved_cluster), run.run_dir + "/state.sqlite", "cluster");
-  ProfileTable table = ParseProfileCsv(ReadFile(path), path, old);
+  ProfileTable table = ParseProfileCsv(text, source, old);
   int max_gpus = run.workload.cluster.MaxGpusPerNode();
   std::erase_if(table.rows, [&](const ProfileRow& r) { return r.gpus > max_gpus; });
   for (const WorkloadTask& t : run.workload.tasks) {
@@ -279,8 +287,16 @@ bool UnplannedTasks(const RunContext& run) {
   return false;
 }
 
+void StartFresh(RunContext& run, const std::string& workload_text);
+
 void Resume(RunContext& run, const std::string& workload_text) {
   RunState& state = *run.state;
+  // Stopped before its first plan (while profiling): nothing has trained,
+  // so it starts over; the trials that finished are in the profile cache.
+  if (!state.Get(meta::kPlan)) {
+    StartFresh(run, workload_text);
+    return;
+  }
   std::optional<WorkloadChange> change;
   if (state.Get(meta::kWorkload) != workload_text) {
     change = CompareWithSaved(run, *state.Get(meta::kWorkload));
@@ -296,9 +312,12 @@ void Resume(RunContext& run, const std::string& workload_text) {
   std::string cluster_now = ClusterToYaml(run.workload.cluster);
   bool moved = saved_cluster && *saved_cluster != cluster_now;
   run.clock.Start(state.ResumeClock());
-  std::string profile_path = run.run_dir + "/profile.csv";
-  run.profile = moved ? ProfileOnNewCluster(run, *saved_cluster)
-                      : ParseProfileCsv(ReadFile(profile_path), profile_path, run.workload.cluster);
+  if (moved) {
+    run.profile = ProfileOnNewCluster(run, *saved_cluster);
+  } else {
+    auto [text, source] = ProfileToResume(run);
+    run.profile = ParseProfileCsv(text, source, run.workload.cluster);
+  }
   // Rows of the tasks the run keeps (a crash in a resume that added tasks
   // may have left rows of tasks that join again below).
   std::set<std::string> kept;

@@ -5,6 +5,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
@@ -54,6 +56,38 @@ struct Statement {
   sqlite3_stmt* stmt = nullptr;
 };
 
+// An append cut short (a kill mid-write, a full disk) leaves a last line
+// without its newline, and the next append would run on from it into one
+// unreadable line: cut it off (readers skip a torn last line anyway).
+void DropTornTail(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) return;
+  std::string text = ReadFile(path);
+  if (text.empty() || text.back() == '\n') return;
+  size_t keep = text.rfind('\n');
+  keep = keep == std::string::npos ? 0 : keep + 1;
+  if (::truncate(path.c_str(), static_cast<off_t>(keep)) != 0) {
+    throw std::runtime_error("cannot repair " + path + ": " + std::strerror(errno));
+  }
+}
+
+// SQLite's own check of the file (its write-ahead log carries checksums; this
+// reads the database pages): a damaged state is refused, never half-read.
+void CheckIntegrity(sqlite3* db, const std::string& path) {
+  std::string verdict;
+  try {
+    Statement s(db, "PRAGMA quick_check");
+    if (s.Step()) verdict = s.Text(0);
+  } catch (const std::exception& e) {
+    verdict = e.what();
+  }
+  if (verdict != "ok") {
+    throw InputError(path, 0, "",
+                     "the run state is damaged (" + verdict +
+                         "); it cannot be resumed (start again with another --run-dir)");
+  }
+}
+
 }  // namespace
 
 std::string_view ToString(TaskStatus status) {
@@ -101,9 +135,11 @@ RunState RunState::Open(const std::string& run_dir, bool create) {
   // power cut can lose the last few (the event log is fsynced separately).
   sqlite3_exec(db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;", nullptr, nullptr,
                nullptr);
-  int fd =
+  RunState state(db, run_dir, -1);
+  if (exists) CheckIntegrity(db, path);
+  DropTornTail(run_dir + "/events.jsonl");
+  state.events_fd_ =
       ::open((run_dir + "/events.jsonl").c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  RunState state(db, run_dir, fd);
   char* err = nullptr;
   if (!exists) {
     int rc = sqlite3_exec(
@@ -293,6 +329,7 @@ void RunState::Append(const Event& event) {
   size_t left = line.size();
   while (left > 0) {
     ssize_t n = ::write(events_fd_, data, left);
+    if (n < 0 && errno == EINTR) continue;
     if (n < 0) throw std::runtime_error("cannot append to the event log");
     data += n;
     left -= static_cast<size_t>(n);

@@ -72,6 +72,9 @@ namespace meta {
 inline constexpr MetaKey<std::string> kWorkload{"workload"};  // the workload file's text
 inline constexpr MetaKey<std::string> kCluster{"cluster"};    // the nodes run on, as YAML
 inline constexpr MetaKey<std::string> kPlan{"plan"};          // the plan followed, as JSON
+// The profile planned with, as CSV: what a resume reads (profile.csv is its
+// copy for people; runs older than this key resume from that file).
+inline constexpr MetaKey<std::string> kProfile{"profile"};
 inline constexpr MetaKey<double> kPlannedMakespanS{"planned_makespan_s"};  // the first plan's
 inline constexpr MetaKey<double> kProfilingS{"profiling_s"};
 inline constexpr MetaKey<double> kPlanningS{"planning_s"};

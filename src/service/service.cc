@@ -156,10 +156,9 @@ void Service::Restart() {
       latest.push_back(std::move(t));
     }
   }
-  std::string profile_path = run.run_dir + "/profile.csv";
   std::set<std::string> profiled;
-  if (fs::exists(profile_path)) {
-    run.profile = ParseProfileCsv(ReadFile(profile_path), profile_path, run.workload.cluster);
+  if (auto saved = run.SavedProfile()) {
+    run.profile = ParseProfileCsv(saved->first, saved->second, run.workload.cluster);
     for (const std::string& name : run.profile.TaskNames())
       profiled.insert(name);
   }

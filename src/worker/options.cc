@@ -72,6 +72,7 @@ void Check(const WorkerOptions& o) {
     if (o.from_step < 0) fail("--from-step", "expected an integer >= 0");
     if (o.to_step < o.from_step) fail("--to-step", "expected >= --from-step");
     if (o.checkpoint_every < 0) fail("--checkpoint-every", "expected an integer >= 0");
+    if (o.keep_checkpoints < 0) fail("--keep-checkpoints", "expected an integer >= 0");
   }
 }
 
@@ -102,6 +103,8 @@ WorkerOptions ParseWorkerOptions(int argc, const char* const* argv) {
   execute->add_option("--checkpoint-dir", o.checkpoint_dir)->required();
   execute->add_option("--knobs", o.knobs, "knobs JSON (from search), or a file holding it");
   execute->add_option("--checkpoint-every", o.checkpoint_every);
+  execute->add_option("--keep-checkpoints", o.keep_checkpoints,
+                      "keep the newest N checkpoints (0: all)");
   execute->add_option("--save-model", o.save_model, "also write the final weights here");
   CLI::App* techniques =
       app.add_subcommand("techniques", "list the techniques (built-in and plug-ins') as JSON");

@@ -40,6 +40,7 @@ struct WorkerOptions {
   std::string checkpoint_dir;
   std::string knobs;  // JSON text, or a path to a JSON file
   int64_t checkpoint_every = 0;
+  int keep_checkpoints = 0;  // 0: keep every checkpoint
   std::string save_model;
 
   std::vector<std::string> args;  // argv[1..], for starting rank processes

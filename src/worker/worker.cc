@@ -111,6 +111,7 @@ int RunExecute(const WorkerOptions& o, const Job& job, engine::TrainContext& ctx
   run.to_step = o.to_step;
   run.checkpoint_dir = o.checkpoint_dir;
   run.checkpoint_every = o.checkpoint_every;
+  run.keep_checkpoints = o.keep_checkpoints;
   run.stop = &g_stop;
   std::vector<double> losses;
   // Step times in progress lines include evaluation's share (the last

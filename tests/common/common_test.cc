@@ -1,5 +1,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <filesystem>
 
@@ -58,6 +62,43 @@ TEST(Fs, WriteFileAtomicReplacesWholeFilesAndCreatesDirectories) {
     ++files;
   }
   EXPECT_EQ(files, 1);  // no temporary left behind
+}
+
+// A write past a file-size limit (a full disk, as RLIMIT_FSIZE stands in
+// for one) fails with the reason and leaves the old file whole, no
+// temporary beside it. In a child process: the limit is process-wide.
+TEST(Fs, AFullDiskLeavesTheOldFileAndNoTemporary) {
+  std::string dir = ::testing::TempDir() + "/saturn_fs_full";
+  std::filesystem::remove_all(dir);
+  WriteFileAtomic(dir + "/f.txt", "old");
+  pid_t child = ::fork();
+  if (child == 0) {
+    ::signal(SIGXFSZ, SIG_IGN);
+    struct rlimit limit = {4096, 4096};
+    ::setrlimit(RLIMIT_FSIZE, &limit);
+    int code = 3;
+    try {
+      WriteFileAtomic(dir + "/f.txt", std::string(10000, 'n'));
+      code = 1;
+    } catch (const std::runtime_error& e) {
+      code = std::string(e.what()).find("File too large") != std::string::npos ? 0 : 2;
+    }
+    try {
+      WriteFileDurable(dir + "/g.txt", std::string(10000, 'n'));
+      code = code == 0 ? 4 : code;
+    } catch (const std::runtime_error&) {
+    }
+    ::_exit(code);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);  // 1: no error, 2: another error, 4: g.txt written
+  EXPECT_EQ(ReadFile(dir + "/f.txt"), "old");
+  std::vector<std::string> names;
+  for (const auto& e : std::filesystem::directory_iterator(dir))
+    names.push_back(e.path().filename().string());
+  EXPECT_EQ(names, std::vector<std::string>{"f.txt"});
 }
 
 TEST(Fs, ReadFileNamesTheFileWhenItCannot) {

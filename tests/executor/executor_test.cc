@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <map>
@@ -15,6 +16,7 @@
 
 #include "common/fs.h"
 #include "common/process.h"
+#include "protocol/checkpoint_files.h"
 #include "spec/events.h"
 
 namespace saturn {
@@ -163,6 +165,81 @@ TEST_F(Run, ResumesAfterTheOrchestratorIsKilled) {
   EXPECT_TRUE(resumed);
   for (const json& t : Report()["tasks"])
     EXPECT_EQ(t["status"], "finished");
+}
+
+// A damaged newest checkpoint is never loaded: the resume sets it aside,
+// logs it, and continues from the good one before it (what the worker would
+// refuse to load, the executor does not hand it).
+TEST_F(Run, AResumeSkipsADamagedCheckpointForThePreviousGoodOne) {
+  Workload(1, 80, /*gpus=*/1);
+  std::string rules = "single 1 ok 0.05\n";
+  std::string args = "--no-introspection --checkpoint-every 4";
+  std::string dir = dir_ + "/run/tasks/t0/checkpoints";
+  Process p = Process::Spawn(Spec(args, rules));
+  for (int i = 0; i < 400 && !fs::exists(dir + "/checkpoint-12"); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  ::kill(p.pid(), SIGKILL);
+  p.Wait();
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // the worker checkpoints
+  ASSERT_TRUE(fs::exists(dir + "/checkpoint-12"));
+  // The fake worker's checkpoints get manifests, as the engine writes them.
+  std::vector<long> steps;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    long step = CheckpointStepOf(e.path().filename().string());
+    if (step < 0) continue;
+    steps.push_back(step);
+    std::string partial = e.path().string() + ".partial";
+    fs::create_directories(partial);
+    WriteCheckpointFile(partial, "meta.json", ReadFile(e.path().string() + "/meta.json"));
+    PublishCheckpoint(partial, e.path().string(), step);
+  }
+  std::sort(steps.rbegin(), steps.rend());
+  ASSERT_GE(steps.size(), 2u);
+  ASSERT_LT(steps[0], 80) << "the run ended before it could be killed";
+  std::string newest = CheckpointFolder(dir, steps[0]);
+  std::string meta = ReadFile(newest + "/meta.json");
+  meta[meta.find("step")] = 'S';  // a bit flipped on disk
+  WriteFileAtomic(newest + "/meta.json", meta);
+  size_t before = Events().size();
+
+  ASSERT_EQ(RunSaturn("--resume " + args, rules), 0) << ReadFile(dir_ + "/out.log");
+  std::vector<Event> after = Events();
+  std::vector<Event> skipped, started;
+  for (size_t i = before; i < after.size(); ++i) {
+    if (after[i].kind == "checkpoint_skipped") skipped.push_back(after[i]);
+    if (after[i].kind == "task_started") started.push_back(after[i]);
+  }
+  ASSERT_EQ(skipped.size(), 1u);
+  EXPECT_EQ(skipped[0].task, "t0");
+  EXPECT_EQ(skipped[0].extra["step"], steps[0]);
+  EXPECT_EQ(skipped[0].extra["from_step"], steps[1]);
+  EXPECT_THAT(skipped[0].extra["problem"].get<std::string>(), HasSubstr("meta.json: crc32c"));
+  ASSERT_FALSE(started.empty());
+  EXPECT_EQ(started[0].extra["step"], steps[1]);
+  EXPECT_THAT(ReadFile(dir_ + "/out.log"), HasSubstr("is damaged"));
+  EXPECT_TRUE(fs::exists(newest + ".corrupt"));
+  EXPECT_EQ(Report()["tasks"][0]["status"], "finished");
+}
+
+// Killed while profiling, before the first plan: the resume starts the run
+// over (it failed on the missing plan before).
+TEST_F(Run, AResumeOfARunKilledWhileProfilingStartsItOver) {
+  Workload(2, 6);
+  Process p = Process::Spawn(Spec("--no-introspection", "ddp 2 hang\n"));
+  for (int i = 0; i < 400; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    if (fs::exists(dir_ + "/calls.log") &&
+        ReadFile(dir_ + "/calls.log").find("search ddp 2") != std::string::npos) {
+      break;
+    }
+  }
+  ::kill(p.pid(), SIGKILL);
+  p.Wait();
+  ASSERT_TRUE(fs::exists(dir_ + "/run/state.sqlite"));
+  ASSERT_FALSE(fs::exists(dir_ + "/run/plan-0.json")) << "profiling was over";
+  ASSERT_EQ(RunSaturn("--resume --no-introspection"), 0) << ReadFile(dir_ + "/out.log");
+  for (const json& t : Report()["tasks"])
+    EXPECT_EQ(t["status"], "finished") << t["task"];
 }
 
 TEST_F(Run, AResumedWorkloadMayAddTasksButNotChangeOnesThatStarted) {

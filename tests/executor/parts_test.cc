@@ -10,6 +10,8 @@
 #include <string>
 
 #include "common/clock.h"
+#include "common/error.h"
+#include "common/fs.h"
 #include "executor/device_leases.h"
 #include "executor/executor.h"
 #include "executor/replanner.h"
@@ -157,6 +159,55 @@ TEST(RunEvents, HelpersWriteTheLinesOfTheEventLog) {
   EXPECT_EQ(EventToJsonLine(events::RunFinished(5.0, 2, 1, 4.5)),
             "{\"event\":\"run_finished\",\"failed\":1,\"finished\":2,\"makespan_s\":4.5,"
             "\"t\":5.0}\n");
+  EXPECT_EQ(EventToJsonLine(events::CheckpointSkipped(6.0, "a", 40, "meta.json: torn", 30)),
+            "{\"event\":\"checkpoint_skipped\",\"from_step\":30,\"problem\":\"meta.json: "
+            "torn\",\"step\":40,\"t\":6.0,\"task\":\"a\"}\n");
+}
+
+// A kill or a full disk in the middle of an append leaves half a line; the
+// next run appends after it. Before, the two ran into one unreadable line
+// and every later read of the log (a resume, the report) failed.
+TEST(RunState, ATornLastEventIsCutOffBeforeTheNextAppend) {
+  std::string dir = ::testing::TempDir() + "/saturn_run_state_torn";
+  fs::remove_all(dir);
+  {
+    RunState state = RunState::Open(dir, /*create=*/true);
+    state.Append(events::Resumed(1.0));
+  }
+  std::string text = ReadFile(dir + "/events.jsonl");
+  WriteFileAtomic(dir + "/events.jsonl", text + "{\"event\":\"task_sta");
+  RunState state = RunState::Open(dir, /*create=*/false);
+  state.Append(events::Resumed(2.0));
+  std::vector<Event> events = state.Events();
+  ASSERT_EQ(events.size(), 2u);
+  EXPECT_EQ(events[1].t, 2.0);
+  EXPECT_EQ(ReadFile(dir + "/events.jsonl"), text + EventToJsonLine(events::Resumed(2.0)));
+}
+
+// SQLite checks its log's frames itself, but not the database's pages: a
+// page damaged on disk (here the loss curve's last) went unnoticed until a
+// query met it mid-run. The state is checked when it is opened.
+TEST(RunState, ADamagedStateIsRefusedNamingTheFile) {
+  std::string dir = ::testing::TempDir() + "/saturn_run_state_broken";
+  fs::remove_all(dir);
+  {
+    RunState state = RunState::Open(dir, /*create=*/true);
+    for (int i = 0; i < 2000; ++i)
+      state.AddLoss("t", i, 1.0 / (i + 1));
+  }
+  std::string db = ReadFile(dir + "/state.sqlite");
+  ASSERT_GT(db.size(), 8 * 4096u);
+  for (size_t i = db.size() - 4096; i < db.size(); ++i)
+    db[i] = static_cast<char>(i * 31);
+  WriteFileAtomic(dir + "/state.sqlite", db);
+  try {
+    RunState::Open(dir, /*create=*/false);
+    FAIL() << "opened a damaged state";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find(dir + "/state.sqlite: the run state is damaged"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(DeviceLeases, ADeviceGoesToATaskOrATrialNeverBoth) {
