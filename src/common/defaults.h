@@ -35,6 +35,11 @@ inline constexpr double kSwitchCostS = 10.0;
 inline constexpr double kPaperIntervalS = 1000.0;
 inline constexpr double kPaperThresholdS = 500.0;
 
+// Re-planning: a check keeps the plan without searching when every node's
+// re-timed end is within this fraction of its time left of its planned end
+// (progress matched the plan within noise).
+inline constexpr double kUnchangedTolerance = 0.02;
+
 // `saturn run`: how long a pre-empted worker may take to checkpoint before
 // it is killed (seconds), and retries of a failing task before it is marked
 // failed.

@@ -82,9 +82,18 @@ std::vector<int> NodeGroupSearch::PickGroup(const std::vector<double>& node_end)
   const int size = std::min(n, 2 + uniform(3));
   std::vector<bool> in(n, false);
   in[group[0]] = true;
+  std::vector<int> focus;
+  for (int m : options_.focus) {
+    if (m != group[0]) focus.push_back(m);
+  }
   while (static_cast<int>(group.size()) < size) {
     int pick = -1;
-    if (uniform(2) == 0) {
+    if (!focus.empty() && uniform(2) == 0) {  // a node where something changed
+      int k = uniform(static_cast<int>(focus.size()));
+      pick = focus[k];
+      focus.erase(focus.begin() + k);
+      if (in[pick]) continue;
+    } else if (uniform(2) == 0) {
       for (int m = 0; m < n; ++m) {  // the least loaded node not yet in
         if (!in[m] && (pick < 0 || node_end[m] < node_end[pick])) pick = m;
       }

@@ -11,9 +11,10 @@
 // ends sum less). A group of 3 nodes and their ~30 tasks decodes ~100x faster
 // than 300 tasks on 32 nodes, so the search tries far more plans where it
 // matters. Nodes of different sizes mix freely; pinned options (node,
-// starts_now) keep their node.
+// starts_now) keep their node. Re-planning draws partners from the nodes
+// where progress moved (`focus`), so it searches where something changed.
 //
-//   NodeGroupSearch lns(problem, deadline, {.target = bound, .seed = 3});
+//   NodeGroupSearch lns(problem, deadline, {.target = bound, .seed = 3, .focus = {}});
 //   Schedule better = lns.Improve(schedule, /*work_limit=*/-1, on_improved);
 #pragma once
 
@@ -31,6 +32,9 @@ namespace saturn {
 struct NodeGroupOptions {
   double target = 0.0;  // stop once the makespan is at most this
   uint64_t seed = 0;
+  // Nodes to search around (re-planning: where progress moved): half of a
+  // group's partners of the critical node come from here when it is not empty.
+  std::vector<int> focus;
 };
 
 class NodeGroupSearch {

@@ -23,9 +23,6 @@ double Makespan(const Problem& problem, const Schedule& schedule) {
 
 std::string CheckSchedule(const Problem& problem, const Schedule& schedule) {
   if (static_cast<int>(schedule.size()) != problem.NumTasks()) return "wrong number of tasks";
-  std::vector<NodeTimeline> nodes;
-  for (const NodeSlots& n : problem.nodes)
-    nodes.emplace_back(n.gpus);
   for (int j = 0; j < problem.NumTasks(); ++j) {
     const Placement& p = schedule[j];
     const Task& task = problem.tasks[j];
@@ -39,17 +36,16 @@ std::string CheckSchedule(const Problem& problem, const Schedule& schedule) {
     if (o.starts_now && p.start != 0.0) return "task " + task.name + " must start now";
   }
   // Capacity: sweep the events of each node.
+  std::vector<std::vector<std::pair<double, int>>> events(problem.NumNodes());
+  for (int j = 0; j < problem.NumTasks(); ++j) {
+    int g = problem.tasks[j].options[schedule[j].option].gpus;
+    events[schedule[j].node].push_back({schedule[j].start, g});  // (time, +gpus / -gpus)
+    events[schedule[j].node].push_back({EndOf(problem, schedule, j), -g});
+  }
   for (int n = 0; n < problem.NumNodes(); ++n) {
-    std::vector<std::pair<double, int>> events;  // (time, +gpus / -gpus); ends sort first
-    for (int j = 0; j < problem.NumTasks(); ++j) {
-      if (schedule[j].node != n) continue;
-      int g = problem.tasks[j].options[schedule[j].option].gpus;
-      events.push_back({schedule[j].start, g});
-      events.push_back({EndOf(problem, schedule, j), -g});
-    }
-    std::sort(events.begin(), events.end());
+    std::sort(events[n].begin(), events[n].end());  // ends sort first at equal times
     int used = 0;
-    for (const auto& [time, delta] : events) {
+    for (const auto& [time, delta] : events[n]) {
       used += delta;
       if (used > problem.nodes[n].gpus) {
         return "node " + problem.nodes[n].name + " over capacity at t=" + std::to_string(time);

@@ -1,16 +1,16 @@
 #include "replan/replan.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
-#include <map>
-#include <numeric>
-#include <set>
+#include <stdexcept>
+#include <string_view>
+#include <unordered_map>
 
 #include "common/format.h"
-#include "planner/list_scheduler.h"
 #include "planner/lower_bound.h"
+#include "planner/node_groups.h"
 #include "planner/planner.h"
-#include "planner/timeline.h"
 
 namespace saturn {
 namespace {
@@ -26,216 +26,174 @@ Plan Absolute(Plan plan, double now) {
   return plan;
 }
 
-int LeastAreaOption(const Problem& problem, const Task& task) {
-  int best = -1;
-  for (int o = 0; o < static_cast<int>(task.options.size()); ++o) {
-    const Option& c = task.options[o];
-    if (c.starts_now || !problem.FitsSomewhere(c)) continue;
-    if (best < 0 || c.gpus * c.runtime_s < task.options[best].gpus * task.options[best].runtime_s) {
-      best = o;
-    }
-  }
-  return best;
-}
+// What moved since `current` was made: the tasks it does not know (arrivals)
+// and the nodes whose re-timed end is off the planned one by more than the
+// noise, or that got an arrival.
+struct Changes {
+  std::vector<int> arrived;  // remaining tasks the plan does not know
+  std::vector<int> nodes;
+};
 
-}  // namespace
-
-RemainingProblem BuildRemainingProblem(const Problem& base,
-                                       const std::vector<TaskProgress>& progress,
-                                       const ReplanPolicy& policy) {
-  RemainingProblem r;
-  r.problem.nodes = base.nodes;
-  for (int j = 0; j < base.NumTasks(); ++j) {
-    const TaskProgress& p = progress[j];
-    if (!p.arrived || p.finished) continue;
-    const Task& task = base.tasks[j];
-    double left = std::max(0.0, 1.0 - p.done) * p.slowdown;
-    Task t;
-    t.name = task.name;
-    int keep = -1;
-    bool pinned_only = p.running && !policy.allow_preemption;
-    for (int o = 0; o < static_cast<int>(task.options.size()) && !pinned_only; ++o) {
-      Option opt = task.options[o];
-      if (opt.starts_now) continue;
-      bool restarts = p.running || p.has_checkpoint || p.done > 0;
-      opt.runtime_s = left * opt.runtime_s + (restarts ? policy.switch_cost_s : 0.0);
-      opt.runtime_s = std::max(opt.runtime_s, 1e-3);
-      t.options.push_back(std::move(opt));
-    }
-    if (p.running) {
-      Option keep_running = task.options[p.running->option];
-      keep_running.runtime_s = std::max(left * keep_running.runtime_s, 1e-3);
-      keep_running.node = p.running->node;
-      keep_running.starts_now = true;
-      keep_running.gpu_ids = p.running->gpu_ids;
-      keep = static_cast<int>(t.options.size());
-      t.options.push_back(std::move(keep_running));
-    }
-    r.problem.tasks.push_back(std::move(t));
-    r.base_index.push_back(j);
-    r.keep_option.push_back(keep);
-  }
-  return r;
-}
-
-Schedule RetimePlan(const RemainingProblem& remaining, const Plan& current) {
+Changes WhatChanged(const RemainingProblem& remaining, const Plan& current, const Schedule& retimed,
+                    const std::vector<int>& appended, double now, double tolerance) {
   const Problem& problem = remaining.problem;
-  std::map<std::string, const PlanTask*> planned;
-  for (const PlanTask& t : current.tasks)
-    planned[t.task] = &t;
-  std::map<std::string, int> node_index;
+  std::unordered_map<std::string_view, int> node_index;
   for (int n = 0; n < problem.NumNodes(); ++n)
     node_index[problem.nodes[n].name] = n;
-
-  Schedule schedule(problem.NumTasks());
-  std::vector<int> known, unknown;
+  // Planned ends count every task of the plan (a node whose tasks all ended
+  // early ends early), re-timed ends no earlier than now.
+  const double none = -std::numeric_limits<double>::infinity();
+  std::vector<double> planned(problem.NumNodes(), none), now_end(problem.NumNodes(), none);
+  for (const PlanTask& t : current.tasks) {
+    auto it = node_index.find(t.node);
+    if (it != node_index.end()) planned[it->second] = std::max(planned[it->second], t.end_s);
+  }
   for (int k = 0; k < problem.NumTasks(); ++k) {
-    const Task& task = problem.tasks[k];
-    if (remaining.keep_option[k] >= 0) {
-      schedule[k] = {remaining.keep_option[k], task.options[remaining.keep_option[k]].node, 0.0};
-      known.push_back(k);
-      continue;
-    }
-    auto it = planned.find(task.name);
-    int option = -1, node = -1;
-    if (it != planned.end() && node_index.count(it->second->node)) {
-      node = node_index[it->second->node];
-      for (int o = 0; o < static_cast<int>(task.options.size()); ++o) {
-        const Option& c = task.options[o];
-        if (!c.starts_now && c.technique == it->second->technique && c.gpus == it->second->gpus &&
-            problem.Fits(c, node)) {
-          option = o;
-          break;
-        }
-      }
-    }
-    if (option < 0) {
-      unknown.push_back(k);
-      continue;
-    }
-    schedule[k] = {option, node, it->second->start_s};
-    known.push_back(k);
+    double end = now + EndOf(problem, retimed, k);
+    now_end[retimed[k].node] = std::max(now_end[retimed[k].node], end);
   }
-  // Planned tasks keep their order and nodes; Compact moves them as early as
-  // the new runtimes allow (pinned ones stay at 0 on their devices).
-  std::vector<NodeTimeline> timelines;
-  for (const NodeSlots& n : problem.nodes)
-    timelines.emplace_back(n.gpus);
-  std::stable_sort(known.begin(), known.end(), [&](int a, int b) {
-    bool pa = remaining.keep_option[a] >= 0, pb = remaining.keep_option[b] >= 0;
-    if (pa != pb) return pa;
-    return schedule[a].start < schedule[b].start;
-  });
-  auto place = [&](int k, int option, int node) {
-    const Option& o = problem.tasks[k].options[option];
-    double s = o.starts_now ? 0.0 : timelines[node].EarliestStart(0.0, o.runtime_s, o.gpus);
-    timelines[node].Add(s, s + o.runtime_s, o.gpus);
-    schedule[k] = {option, node, s};
-  };
-  for (int k : known)
-    place(k, schedule[k].option, schedule[k].node);
-  // New tasks: least-area option, on the node where they can start first.
-  for (int k : unknown) {
-    int option = LeastAreaOption(problem, problem.tasks[k]);
-    const Option& o = problem.tasks[k].options[option];
-    int best_node = -1;
-    double best_start = std::numeric_limits<double>::infinity();
-    for (int n = 0; n < problem.NumNodes(); ++n) {
-      if (!problem.Fits(o, n)) continue;
-      double s = timelines[n].EarliestStart(0.0, o.runtime_s, o.gpus);
-      if (s < best_start) {
-        best_start = s;
-        best_node = n;
-      }
-    }
-    place(k, option, best_node);
+  Changes changes;
+  changes.arrived = appended;
+  std::vector<bool> changed(problem.NumNodes(), false);
+  for (int k : appended)
+    changed[retimed[k].node] = true;
+  // Noise: each node's end may move by `tolerance` of its own time left
+  // (tasks that run that much off their profile move it so far), and by a
+  // second whatever that is.
+  for (int n = 0; n < problem.NumNodes(); ++n) {
+    if (planned[n] == none && now_end[n] == none) continue;
+    double was = std::max(planned[n], now), is = std::max(now_end[n], now);
+    if (std::abs(is - was) > tolerance * (was - now) + 1.0) changed[n] = true;
   }
-  return schedule;
+  for (int n = 0; n < problem.NumNodes(); ++n) {
+    if (changed[n]) changes.nodes.push_back(n);
+  }
+  return changes;
 }
 
-ReplanDecision Replan(const Problem& base, const std::vector<TaskProgress>& progress,
-                      const Plan& current, double now, const ReplanPolicy& policy) {
-  ReplanDecision d;
-  RemainingProblem remaining = BuildRemainingProblem(base, progress, policy);
-  if (remaining.problem.tasks.empty()) {
-    d.plan = current;
-    d.plan.tasks.clear();
-    d.summary = "nothing left to plan";
-    return d;
+std::vector<std::string> Preempted(const RemainingProblem& remaining, const Schedule& chosen) {
+  std::vector<std::string> out;
+  for (int k = 0; k < remaining.problem.NumTasks(); ++k) {
+    if (remaining.keep_option[k] >= 0 && chosen[k].option != remaining.keep_option[k]) {
+      out.push_back(remaining.problem.tasks[k].name);
+    }
   }
-  Schedule retimed = RetimePlan(remaining, current);
-  double current_span = Makespan(remaining.problem, retimed);
-  d.current_end_s = now + current_span;
+  return out;
+}
 
-  // New tasks (arrivals) are not in the current plan: the re-timed plan only
-  // appends them, so the fresh plan (which solved for them, warm-started
-  // from it) is adopted whenever it is no worse; otherwise switch only for a
-  // gain above the threshold.
-  bool arrivals = false;
-  {
-    std::set<std::string> planned;
-    for (const PlanTask& t : current.tasks)
-      planned.insert(t.task);
-    for (const Task& t : remaining.problem.tasks)
-      arrivals = arrivals || !planned.count(t.name);
-  }
-  // Incremental: no plan can end before the lower bound, so when the
-  // re-timed plan is within the threshold of it no solve can make a switch
-  // worth it; and when progress matched the plan within noise (if the policy
-  // says so), the plan was already searched from this state. Either way keep
-  // the plan, in milliseconds, without running the solver.
-  if (!arrivals) {
-    double bound = MakespanLowerBound(remaining.problem);
-    const char* why = nullptr;
-    if (current_span - policy.threshold_s <= bound) {
-      why = "within the threshold of the lower bound";
-    } else if (policy.unchanged_tolerance > 0 &&
-               d.current_end_s <=
-                   current.makespan_s +
-                       policy.unchanged_tolerance * std::max(0.0, current.makespan_s - now)) {
-      why = "progress as planned within noise";
-    }
-    if (why) {
-      d.new_end_s = d.current_end_s;
-      d.plan = Absolute(ScheduleToPlan(remaining.problem, retimed, current.solver,
-                                       SolveStatus::kFeasible, std::min(bound, current_span), 0.0),
-                        now);
-      for (int k = 0; k < remaining.problem.NumTasks(); ++k) {
-        if (remaining.keep_option[k] >= 0 && retimed[k].option != remaining.keep_option[k]) {
-          d.preempted.push_back(remaining.problem.tasks[k].name);
-        }
-      }
-      d.summary = "keep: current plan ends at " + FormatDuration(d.current_end_s) + ", " + why +
-                  " (bound " + FormatDuration(now + bound) + "); no solve";
-      return d;
-    }
-  }
+// The incremental search: node groups (node_groups.h) from the re-timed plan,
+// their partners drawn from the nodes that changed. Deterministic for a seed
+// (effort in work units; the time limit is a safety net).
+Schedule SearchAround(const Problem& problem, const Schedule& retimed, const Changes& changes,
+                      double bound, const ReplanPolicy& policy) {
+  SteadyClock clock;
+  Deadline deadline(clock, policy.time_limit_s);
+  NodeGroupOptions options;
+  options.target = bound;
+  options.seed = policy.seed * 7919 + 17;
+  options.focus = changes.nodes;
+  NodeGroupSearch search(problem, deadline, options);
+  return search.Improve(retimed, policy.work_scale * kIncrementalWorkUnits);
+}
+
+// A fresh plan of the whole remaining problem (auto, warm-started).
+PlanResult SolveAfresh(const Problem& problem, const Schedule& retimed,
+                       const ReplanPolicy& policy) {
   PlanRequest request;
   request.solver = policy.solver;
   request.time_limit_s = policy.time_limit_s;
   request.seed = policy.seed;
   request.work_scale = policy.work_scale;
   request.warm_start = retimed;
-  PlanResult fresh = RunPlanner(remaining.problem, request);
-  double fresh_span = fresh.plan.makespan_s;
-  d.new_end_s = now + fresh_span;
+  return RunPlanner(problem, request);
+}
 
+}  // namespace
+
+bool SearchesIncrementally(const Problem& problem, const ReplanPolicy& policy) {
+  return policy.incremental_nodes > 0 && problem.NumNodes() >= policy.incremental_nodes &&
+         policy.solver == "auto";
+}
+
+ReplanDecision Replan(const Problem& base, const std::vector<TaskProgress>& progress,
+                      const Plan& current, double now, const ReplanPolicy& policy) {
+  ReplanDecision d;
+  RemainingProblem remaining = BuildRemainingProblem(base, progress, policy);
+  const Problem& problem = remaining.problem;
+  if (problem.tasks.empty()) {
+    d.plan = current;
+    d.plan.tasks.clear();
+    d.summary = "nothing left to plan";
+    return d;
+  }
+  std::vector<int> appended;
+  Schedule retimed = RetimePlan(remaining, current, &appended);
+  const double current_span = Makespan(problem, retimed);
+  d.current_end_s = now + current_span;
+  const Changes changes =
+      WhatChanged(remaining, current, retimed, appended, now, policy.unchanged_tolerance);
+  const bool arrivals = !changes.arrived.empty();
+  const double bound = MakespanLowerBound(problem);
+
+  // Incremental: without arrivals, keep the plan in milliseconds when
+  // progress matched it within noise (it was searched from this state
+  // already), or when it is within the threshold of the lower bound (no plan
+  // can be worth a switch).
+  const char* why = nullptr;
+  if (!arrivals && policy.unchanged_tolerance > 0 && changes.nodes.empty()) {
+    why = "progress as planned within noise";
+  } else if (!arrivals && current_span - policy.threshold_s <= bound) {
+    why = "within the threshold of the lower bound";
+  }
+  if (why) {
+    d.new_end_s = d.current_end_s;
+    d.plan = Absolute(ScheduleToPlan(problem, retimed, current.solver, SolveStatus::kFeasible,
+                                     std::min(bound, current_span), 0.0),
+                      now);
+    d.preempted = Preempted(remaining, retimed);
+    d.summary = "keep: current plan ends at " + FormatDuration(d.current_end_s) + ", " + why +
+                " (bound " + FormatDuration(now + bound) + "); no solve";
+    return d;
+  }
+
+  // Search: around what changed on large clusters, else afresh.
+  SteadyClock clock;
+  const double started = clock.Now();
+  Schedule fresh;
+  std::string solver = policy.solver;
+  SolveStatus status = SolveStatus::kFeasible;
+  double fresh_bound = bound;
+  std::string how = "solved afresh";
+  if (SearchesIncrementally(problem, policy)) {
+    how = "searched around " + std::to_string(changes.nodes.size()) + " of " +
+          std::to_string(problem.NumNodes()) + " nodes";
+    fresh = SearchAround(problem, retimed, changes, bound, policy);
+    std::string broken = CheckSchedule(problem, fresh);
+    if (!broken.empty()) throw std::logic_error("incremental re-plan is invalid: " + broken);
+  } else {
+    PlanResult r = SolveAfresh(problem, retimed, policy);
+    fresh = std::move(r.schedule);
+    solver = r.plan.solver;
+    status = r.status;
+    fresh_bound = std::max(bound, r.plan.lower_bound_s);
+  }
+  const double fresh_span = Makespan(problem, fresh);
+  d.new_end_s = now + fresh_span;
+  // New tasks are not in the current plan: the re-timed plan only appends
+  // them, so the fresh plan (which searched with them) is adopted whenever
+  // it is no worse; otherwise switch only for a gain above the threshold.
   d.switch_plan =
       arrivals ? fresh_span <= current_span : fresh_span < current_span - policy.threshold_s;
-  const Schedule& chosen = d.switch_plan ? fresh.schedule : retimed;
+  const Schedule& chosen = d.switch_plan ? fresh : retimed;
   d.plan = Absolute(
-      ScheduleToPlan(remaining.problem, chosen, d.switch_plan ? fresh.plan.solver : current.solver,
-                     d.switch_plan ? fresh.status : SolveStatus::kFeasible,
-                     std::min(fresh.plan.lower_bound_s, Makespan(remaining.problem, chosen)),
-                     fresh.plan.solve_time_s),
+      ScheduleToPlan(problem, chosen, d.switch_plan ? solver : current.solver,
+                     d.switch_plan ? status : SolveStatus::kFeasible,
+                     std::min(fresh_bound, Makespan(problem, chosen)), clock.Now() - started),
       now);
-  for (int k = 0; k < remaining.problem.NumTasks(); ++k) {
-    if (remaining.keep_option[k] >= 0 && chosen[k].option != remaining.keep_option[k]) {
-      d.preempted.push_back(remaining.problem.tasks[k].name);
-    }
-  }
+  d.preempted = Preempted(remaining, chosen);
   d.summary = std::string(d.switch_plan ? "switch" : "keep") + ": current plan ends at " +
-              FormatDuration(d.current_end_s) + ", fresh plan at " + FormatDuration(d.new_end_s) +
+              FormatDuration(d.current_end_s) + ", fresh plan (" + how + ") at " +
+              FormatDuration(d.new_end_s) +
               (d.preempted.empty() ? "" : ", pre-empting " + std::to_string(d.preempted.size()));
   return d;
 }

@@ -3,9 +3,8 @@
 // One implementation, used by the executor (real runs) and the simulator
 // (replayed runs). At each check the caller reports every task's progress;
 // Replan builds the remaining problem, re-times the current plan under the
-// newest estimates, solves afresh (warm-started from the current plan) and
-// switches only when the new plan finishes sooner by more than the threshold.
-// Unlike the prototype, it
+// newest estimates and decides whether to switch: only when a new plan
+// finishes sooner by more than the threshold. Unlike the prototype, it
 //  - charges a switch: every option of a running task except "keep running
 //    as is" pays `switch_cost_s` (checkpoint + restart), and a task resumed
 //    from a checkpoint pays it when it starts again;
@@ -13,13 +12,19 @@
 //    their devices: a pinned starts_now option), never all of them;
 //  - learns from what it sees: a running task's measured speed against its
 //    profile (`slowdown`) scales its remaining runtime in every configuration.
-// Re-plans are incremental where they can be: no solve when the re-timed
-// plan is within the threshold of the lower bound (no plan could be worth a
-// switch), nor, if the policy asks (unchanged_tolerance), when progress
-// matched the plan within noise; such a check costs milliseconds.
+// Re-plans are incremental:
+//  - no search when no task arrived and every node's re-timed end is within
+//    `unchanged_tolerance` of its time left of its planned end (progress
+//    matched the plan within noise: it was searched from this state), nor
+//    when the re-timed plan is within the threshold of the lower bound (no
+//    plan could be worth a switch); such a check costs milliseconds;
+//  - otherwise, on clusters of `incremental_nodes` nodes or more, node-group
+//    search (planner/node_groups.h) from the re-timed plan, its groups drawn
+//    around the nodes that changed; on smaller clusters (Saturn's scale,
+//    where a whole solve is cheap) a fresh solve, warm-started from it.
 // New tasks (online arrivals) enter the same way: the current plan is
-// extended with them (appended where they fit first) and the fresh plan is
-// adopted unless it is worse (no threshold: the task set changed anyway).
+// extended with them (appended where they fit first) and the searched plan
+// is adopted unless it is worse (no threshold: the task set changed anyway).
 //
 //   ReplanDecision d = Replan(base, progress, current_plan, now, policy);
 //   if (d.switch_plan) { preempt(d.preempted); current_plan = d.plan; }
@@ -59,13 +64,20 @@ struct ReplanPolicy {
   double threshold_s = defaults::kPaperThresholdS;  // switch only if the plan improves by more
   double switch_cost_s = defaults::kSwitchCostS;    // checkpoint + restart of one task
   bool allow_preemption = true;                     // false: running tasks always keep running
-  // Incremental re-planning: keep the plan without solving when no task
-  // arrived and the re-timed plan ends no later than planned plus this
-  // fraction of the time left (progress matched the plan within noise; the
-  // plan was searched from the same state already). 0: off, always solve
+  // Keep the plan without searching when no task arrived and every node's
+  // re-timed end is within this fraction of its time left of its planned
+  // end, +-1 s (progress matched the plan within noise). 0: always search
   // (unless the lower bound already rules a switch out).
-  double unchanged_tolerance = 0.0;
+  double unchanged_tolerance = defaults::kUnchangedTolerance;
+  // From this many nodes on, a search is node-group search around the nodes
+  // that changed (work_scale x kIncrementalWorkUnits work units), not a fresh
+  // solve of the whole remaining problem; 0: always afresh. Only with `auto`.
+  int incremental_nodes = 8;
 };
+
+// The incremental search's effort per check at work_scale 1, in work units
+// (solver.h): about 0.2 s on one core here.
+inline constexpr double kIncrementalWorkUnits = 4.0;
 
 // The remaining work as a planning problem. Task k is base task base_index[k];
 // keep_option[k] is the index of its "keep running as is" option, or -1.
@@ -82,8 +94,13 @@ RemainingProblem BuildRemainingProblem(const Problem& base,
 // The current plan for the remaining tasks under current estimates: planned
 // configurations, nodes and order kept, running tasks kept where they run,
 // everything moved as early as the new estimates allow; remaining tasks the
-// plan does not know (new arrivals) are appended with their least-area option.
-Schedule RetimePlan(const RemainingProblem& remaining, const Plan& current);
+// plan does not know (new arrivals) are appended with their least-area
+// option, and listed in `appended` if it is given.
+Schedule RetimePlan(const RemainingProblem& remaining, const Plan& current,
+                    std::vector<int>* appended = nullptr);
+
+// Whether a check that must search does so incrementally (see above).
+bool SearchesIncrementally(const Problem& remaining, const ReplanPolicy& policy);
 
 struct ReplanDecision {
   bool switch_plan = false;

@@ -35,7 +35,7 @@ TEST(NodeGroups, BalancesAnUnbalancedScheduleAndStaysFeasible) {
   Deadline never = Deadline::Never(clock);
   Schedule start = AllOnNodeZero(p);
   ASSERT_EQ(CheckSchedule(p, start), "");
-  NodeGroupSearch search(p, never, {MakespanLowerBound(p), 5});
+  NodeGroupSearch search(p, never, {MakespanLowerBound(p), 5, {}});
   double improvements = 0;
   Schedule better = search.Improve(start, 5.0, [&](double) { ++improvements; });
   EXPECT_EQ(CheckSchedule(p, better), "");
@@ -50,8 +50,8 @@ TEST(NodeGroups, SameSeedSamePlan) {
   SteadyClock clock;
   Deadline never = Deadline::Never(clock);
   Schedule start = AllOnNodeZero(p);
-  NodeGroupSearch a(p, never, {MakespanLowerBound(p), 9});
-  NodeGroupSearch b(p, never, {MakespanLowerBound(p), 9});
+  NodeGroupSearch a(p, never, {MakespanLowerBound(p), 9, {}});
+  NodeGroupSearch b(p, never, {MakespanLowerBound(p), 9, {}});
   Schedule x = a.Improve(start, 3.0), y = b.Improve(start, 3.0);
   ASSERT_EQ(x.size(), y.size());
   for (size_t j = 0; j < x.size(); ++j) {
@@ -70,7 +70,7 @@ TEST(NodeGroups, PinnedTasksKeepTheirNodeAndDevices) {
   ASSERT_EQ(CheckSchedule(p, start), "");
   SteadyClock clock;
   Deadline never = Deadline::Never(clock);
-  NodeGroupSearch search(p, never, {0.0, 1});
+  NodeGroupSearch search(p, never, {0.0, 1, {}});
   Schedule better = search.Improve(start, 3.0);
   EXPECT_EQ(CheckSchedule(p, better), "");
   EXPECT_EQ(better[0].node, 2);

@@ -138,7 +138,8 @@ TEST(Replan, NoSolveWhenTheLowerBoundRulesOutASwitch) {
   std::vector<TaskProgress> progress(3);
   ReplanPolicy policy;
   policy.work_scale = 0.1;
-  policy.threshold_s = 300;  // 1,800 - 300 <= 1,500: nothing can be worth a switch
+  policy.unchanged_tolerance = 0;  // the hand-made plan was never searched
+  policy.threshold_s = 300;        // 1,800 - 300 <= 1,500: nothing can be worth a switch
   ReplanDecision d = Replan(base, progress, SerialPlan(), 0.0, policy);
   EXPECT_FALSE(d.switch_plan);
   EXPECT_NE(d.summary.find("no solve"), std::string::npos) << d.summary;
@@ -169,6 +170,102 @@ TEST(Replan, UnchangedToleranceKeepsAPlanWhoseProgressMatchesIt) {
   progress[0].done = 300.0 / (600 * 1.3);
   d = Replan(base, progress, SerialPlan(), 300.0, policy);
   EXPECT_EQ(d.summary.find("no solve"), std::string::npos) << d.summary;
+}
+
+TEST(Replan, KeepsAPlanWhoseProgressMatchesItByDefault) {
+  // a runs on all 4 GPUs, half done at 300 s as planned: the default policy
+  // keeps the plan without a search (it was searched from this state).
+  Problem base = ThreeTasks();
+  std::vector<TaskProgress> progress(3);
+  progress[0].running = RunningOn{1, 0, {0, 1, 2, 3}};
+  progress[0].done = 0.5;
+  ReplanPolicy policy;
+  policy.threshold_s = 0;  // the bound alone would not keep it
+  ReplanDecision d = Replan(base, progress, SerialPlan(), 300.0, policy);
+  EXPECT_FALSE(d.switch_plan);
+  EXPECT_NE(d.summary.find("as planned"), std::string::npos) << d.summary;
+}
+
+TEST(Replan, ANodeThatFinishedEarlyIsAChangeWorthASearch) {
+  // a then b on node0; c on node1 until 2,000 s. At 500 s c is done already:
+  // the plan's makespan still holds, but node1 idles, and b moved there ends
+  // 500 s sooner. The check must search, not keep the plan as "as planned".
+  Problem base = testing::MakeProblem(
+      {4, 4}, {{"a", {{"ddp", 4, 1000}}}, {"b", {{"ddp", 4, 1000}}}, {"c", {{"ddp", 4, 2000}}}});
+  Plan plan;
+  plan.solver = "test";
+  plan.status = "feasible";
+  plan.makespan_s = 2000;
+  plan.tasks = {{"a", "ddp", 4, "node0", {0, 1, 2, 3}, 0, 1000},
+                {"b", "ddp", 4, "node0", {0, 1, 2, 3}, 1000, 2000},
+                {"c", "ddp", 4, "node1", {0, 1, 2, 3}, 0, 2000}};
+  std::vector<TaskProgress> progress(3);
+  progress[0].running = RunningOn{0, 0, {0, 1, 2, 3}};
+  progress[0].done = 0.5;
+  progress[2].finished = true;
+  ReplanPolicy policy;
+  policy.threshold_s = 100;
+  policy.work_scale = 0.1;
+  policy.unchanged_tolerance = 0.02;  // per node, both ways (not only the makespan)
+  ReplanDecision d = Replan(base, progress, plan, 500.0, policy);
+  ASSERT_TRUE(d.switch_plan) << d.summary;
+  EXPECT_NEAR(d.new_end_s, 1500, 1e-6);
+  for (const PlanTask& t : d.plan.tasks) {
+    if (t.task == "b") {
+      EXPECT_EQ(t.node, "node1");
+    }
+  }
+}
+
+// Eight nodes of 4 GPUs, two 1,000 s tasks on each, one after another.
+// Node 0's first task turns out 3x slower: its second task should move.
+Problem EightNodes() {
+  std::vector<std::pair<std::string, std::vector<testing::OptionSpec>>> tasks;
+  for (int i = 0; i < 16; ++i)
+    tasks.push_back({"t" + std::to_string(i), {{"ddp", 4, 1000}, {"ddp", 2, 1800}}});
+  tasks.push_back({"short", {{"ddp", 2, 200}}});
+  return testing::MakeProblem({4, 4, 4, 4, 4, 4, 4, 4}, tasks);
+}
+
+Plan EightNodePlan() {
+  Plan plan;
+  plan.solver = "test";
+  plan.status = "feasible";
+  plan.makespan_s = 2200;
+  for (int i = 0; i < 16; ++i) {
+    plan.tasks.push_back({"t" + std::to_string(i),
+                          "ddp",
+                          4,
+                          "node" + std::to_string(i % 8),
+                          {0, 1, 2, 3},
+                          1000.0 * (i / 8),
+                          1000.0 * (i / 8 + 1)});
+  }
+  plan.tasks.push_back({"short", "ddp", 2, "node7", {0, 1}, 2000, 2200});
+  return plan;
+}
+
+TEST(Replan, OnLargeClustersSearchesAroundTheNodesThatChanged) {
+  Problem base = EightNodes();
+  std::vector<TaskProgress> progress(base.NumTasks());
+  for (int i = 0; i < 8; ++i) {
+    progress[i].running = RunningOn{0, i, {0, 1, 2, 3}};
+    progress[i].done = 0.5;
+  }
+  progress[0].done = 0.5 / 3;
+  progress[0].slowdown = 3.0;  // node0 now ends at 500 + 2,500 + 1,000
+  ReplanPolicy policy;
+  policy.threshold_s = 100;
+  policy.work_scale = 0.5;
+  ASSERT_TRUE(SearchesIncrementally(BuildRemainingProblem(base, progress, policy).problem, policy));
+  ReplanDecision d = Replan(base, progress, EightNodePlan(), 500.0, policy);
+  EXPECT_NE(d.summary.find("searched around 1 of 8 nodes"), std::string::npos) << d.summary;
+  ASSERT_TRUE(d.switch_plan) << d.summary;
+  EXPECT_NEAR(d.current_end_s, 500 + 2500 + 1000, 1e-6);
+  EXPECT_NEAR(d.new_end_s, 500 + 2500, 1e-6);  // t8 left node0: t0 alone ends last
+  EXPECT_TRUE(d.preempted.empty());            // nothing running had to move
+  ReplanDecision again = Replan(base, progress, EightNodePlan(), 500.0, policy);
+  EXPECT_DOUBLE_EQ(again.new_end_s, d.new_end_s);
 }
 
 }  // namespace

@@ -243,7 +243,7 @@ class AutoSolver final : public Solver {
       const uint64_t seed = progress_.seed() * 7919 + 1 + 104729 * rebuilds_++;
       climb_ = std::make_unique<LocalSearch>(*capped_, deadline_, progress_.Target(), seed);
       groups_ = std::make_unique<NodeGroupSearch>(*capped_, deadline_,
-                                                  NodeGroupOptions{progress_.Target(), seed});
+                                                  NodeGroupOptions{progress_.Target(), seed, {}});
       return true;
     }
     const Problem& problem() const { return *capped_; }
