@@ -27,6 +27,10 @@ void AddExecutorOptions(CLI::App* cmd, RunOptions* o, bool* no_introspection) {
   cmd->add_option("--checkpoint-every", o->checkpoint_every,
                   "Steps between checkpoints (default: auto)")
       ->check(CLI::PositiveNumber);
+  cmd->add_option("--keep-checkpoints", o->keep_checkpoints,
+                  "Checkpoints kept per task, the newest (0: all)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   cmd->add_option("--backend", o->backend, "Where workers run: local (this machine) or slurm")
       ->capture_default_str();
   cmd->add_option("--stop-grace", o->stop_grace_s,

@@ -46,6 +46,10 @@ inline constexpr double kUnchangedTolerance = 0.02;
 inline constexpr double kStopGraceS = 60.0;
 inline constexpr int kMaxRetries = 2;
 
+// `saturn run`: checkpoints kept per task (the newest; 0 keeps every one).
+// Two, so that a damaged newest checkpoint always has a good one before it.
+inline constexpr int kKeepCheckpoints = 2;
+
 // Profiling: wall seconds before a trial is killed.
 inline constexpr double kTrialTimeoutS = 300.0;
 

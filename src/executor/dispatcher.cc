@@ -41,6 +41,7 @@ WorkerJob Dispatcher::MakeJob(int j, const Assignment& a) {
   call.to_step = task.steps;
   call.checkpoint_dir = dir + "/checkpoints";
   call.checkpoint_every = CheckpointInterval(task.steps, run_.options.checkpoint_every);
+  call.keep_checkpoints = run_.options.keep_checkpoints;
   call.save_model = dir + "/model.pt";
   if (run_.backend->LaunchesRanks() && option.gpus > 1) {
     call.rank_from_env = true;

@@ -49,6 +49,8 @@ struct RunOptions {
   double threshold_s = -1.0;  // < 0: 2% of the planned makespan, at least 2 switch costs
   double switch_cost_s = defaults::kSwitchCostS;  // estimated cost of checkpoint + restart
   int max_retries = defaults::kMaxRetries;
+  // Checkpoints kept per task, the newest (0: every one).
+  int keep_checkpoints = defaults::kKeepCheckpoints;
   long checkpoint_every = 0;                    // steps; 0: a tenth of the task's steps
   double stop_grace_s = defaults::kStopGraceS;  // SIGTERM, then SIGKILL after this long
   std::string profile_path;                     // use this profile instead of profiling

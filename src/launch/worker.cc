@@ -74,6 +74,9 @@ std::vector<std::string> WorkerArgv(const std::string& worker, const WorkerCall&
     if (c.checkpoint_every > 0) {
       a.insert(a.end(), {"--checkpoint-every", std::to_string(c.checkpoint_every)});
     }
+    if (c.keep_checkpoints > 0) {
+      a.insert(a.end(), {"--keep-checkpoints", std::to_string(c.keep_checkpoints)});
+    }
     if (!c.save_model.empty()) a.insert(a.end(), {"--save-model", c.save_model});
   }
   return a;

@@ -45,6 +45,7 @@ struct WorkerCall {
   std::string checkpoint_dir;
   std::string knobs_json;  // from the search, "" for defaults
   long checkpoint_every = 0;
+  int keep_checkpoints = 0;  // 0: the worker keeps every checkpoint
   std::string save_model;
 };
 

@@ -159,6 +159,8 @@ TEST(CliHelp, ShowsEachDefaultOfTheOptionTable) {
   EXPECT_THAT(run,
               HasSubstr(WithDefault("--switch-cost FLOAT:NONNEGATIVE", defaults::kSwitchCostS)));
   EXPECT_THAT(run, HasSubstr(WithDefault("--max-retries INT:NONNEGATIVE", defaults::kMaxRetries)));
+  EXPECT_THAT(run, HasSubstr(WithDefault("--keep-checkpoints INT:NONNEGATIVE",
+                                         defaults::kKeepCheckpoints)));
   EXPECT_THAT(run, HasSubstr(WithDefault("--stop-grace FLOAT:POSITIVE", defaults::kStopGraceS)));
   EXPECT_THAT(run,
               HasSubstr(WithDefault("--trial-timeout FLOAT:POSITIVE", defaults::kTrialTimeoutS)));

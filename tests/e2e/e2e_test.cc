@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -96,7 +97,8 @@ TEST_F(EndToEnd, ResumedRunEndsWithTheWeightsOfAnUninterruptedOne) {
                   "large,spill,1,8\nlarge,fsdp,2,6\n");
   std::vector<std::string> common = {"--profile", dir_ + "/profile.csv", "--no-introspection",
                                      "--checkpoint-every", "10"};
-  std::vector<std::string> args = {"run", dir_ + "/w.yaml", "--run-dir", dir_ + "/straight"};
+  std::vector<std::string> args = {
+      "run", dir_ + "/w.yaml", "--run-dir", dir_ + "/straight", "--keep-checkpoints", "3"};
   args.insert(args.end(), common.begin(), common.end());
   ASSERT_EQ(Run(args), 0) << ReadFile(dir_ + "/out.log");
 
@@ -137,6 +139,22 @@ TEST_F(EndToEnd, ResumedRunEndsWithTheWeightsOfAnUninterruptedOne) {
   ExpectSameWeights(dir_ + "/straight/tasks/large/checkpoints/checkpoint-60",
                     dir_ + "/killed/tasks/large/checkpoints/checkpoint-60");
   EXPECT_TRUE(fs::exists(dir_ + "/killed/tasks/large/model.pt"));
+  // Retention: --keep-checkpoints 3, and the default 2, of 12 and 6 written.
+  auto kept = [&](const std::string& task_dir) {
+    std::vector<std::string> names;
+    for (const auto& e : fs::directory_iterator(task_dir + "/checkpoints"))
+      names.push_back(e.path().filename().string());
+    std::sort(names.begin(), names.end());
+    return names;
+  };
+  EXPECT_EQ(kept(dir_ + "/straight/tasks/small"),
+            (std::vector<std::string>{"checkpoint-100", "checkpoint-110", "checkpoint-120"}));
+  EXPECT_EQ(kept(dir_ + "/straight/tasks/large"),
+            (std::vector<std::string>{"checkpoint-40", "checkpoint-50", "checkpoint-60"}));
+  EXPECT_EQ(kept(dir_ + "/killed/tasks/small"),
+            (std::vector<std::string>{"checkpoint-110", "checkpoint-120"}));
+  EXPECT_EQ(kept(dir_ + "/killed/tasks/large"),
+            (std::vector<std::string>{"checkpoint-50", "checkpoint-60"}));
 }
 
 // A newcomer's sweep with eval: evaluation is profiled and planned, the
