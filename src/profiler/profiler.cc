@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <map>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -222,6 +223,7 @@ void RunTrials(std::vector<int> todo, const std::map<std::string, json>& trial_t
   Progress progress("profiling", static_cast<long>(todo.size()));
   if (!options.progress) Progress::SetQuiet(true);
   std::vector<TrialRunner::Running> active;
+  std::set<int> retried;
   size_t next = 0;
   long done = 0;
   while (next < todo.size() || !active.empty()) {
@@ -261,6 +263,15 @@ void RunTrials(std::vector<int> todo, const std::map<std::string, json>& trial_t
       Trial& t = run.trials[r.trial];
       runner.Finish(r, t, timed_out);
       if (r.lease) options.devices->Release(*r.lease);
+      // A worker that crashed or was killed (not a time-out, not a verdict
+      // on the configuration) runs once more before its configuration is
+      // dropped: a task's only one would otherwise fail the whole run.
+      if (t.transient && !timed_out && retried.insert(r.trial).second) {
+        todo.push_back(r.trial);
+        progress.Update(done, Describe(t) + ": failed, trying again");
+        active.erase(active.begin() + static_cast<long>(a));
+        continue;
+      }
       ++run.trials_run;
       ++done;
       cache.Keep(t);

@@ -121,6 +121,7 @@ TEST_F(Profiler, CrashesHangsAndOutOfMemoryAreIsolatedAndReported) {
   options_.trial_timeout_s = 2;
   ProfileRun run = RunProfiler(Load(kGptGrid), options_);
   EXPECT_EQ(run.trials_run, 11);
+  EXPECT_EQ(Calls(), 11 + 1);  // the crash is run again
   std::string summary = ProfileSummary(Load(kGptGrid), run);
   EXPECT_THAT(summary,
               HasSubstr("ddp x2: worker failed (exit 1): fake worker: segmentation fault"));
@@ -132,6 +133,19 @@ TEST_F(Profiler, CrashesHangsAndOutOfMemoryAreIsolatedAndReported) {
   // Crashes and timeouts are retried next time; definite answers are cached.
   ProfileRun again = RunProfiler(Load(kGptGrid), options_);
   EXPECT_EQ(again.trials_run, 2);
+}
+
+// A trial whose worker crashed or was killed once (a fault, not the
+// configuration) is run again; before, its configuration was dropped, and a
+// task with no other one failed the whole run.
+TEST_F(Profiler, ATrialThatCrashedOnceIsRunAgain) {
+  Rules("single 1 crash_once " + dir_ + "/crashed\n");
+  std::string only_single = std::string(kGptGrid) + "    techniques: [single]\n";
+  ProfileRun run = RunProfiler(Load(only_single), options_);
+  EXPECT_TRUE(fs::exists(dir_ + "/crashed"));
+  EXPECT_NE(run.table.Find("gpt-lr1.0e-4", "single", 1), nullptr);
+  EXPECT_EQ(run.trials_run, 1);
+  EXPECT_EQ(Calls(), 2);  // the crash, then the trial again
 }
 
 TEST_F(Profiler, ATaskWithNoFeasibleConfigurationIsAnError) {

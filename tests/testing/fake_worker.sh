@@ -5,7 +5,9 @@
 # Behaviour per (technique, gpus) comes from the file named by
 # FAKE_WORKER_RULES, lines of "technique gpus action [arg]" or, for one task
 # only, "task/technique gpus action [arg]" (task rules win):
-#   ok STEP_S | infeasible REASON | crash | hang | oom | crash_at STEP
+#   ok STEP_S | infeasible REASON | crash | hang | oom | crash_at STEP |
+#   crash_once MARKER (crashes if the file MARKER does not exist, creating it;
+#   else as ok)
 # (default: ok with step_s = FAKE_STEP_S/gpus, FAKE_STEP_S defaulting to 1).
 # `execute` sleeps the step time per step, prints "saturn: step=N loss=X
 # step_s=Y", writes checkpoint-N/meta.json every --checkpoint-every steps and
@@ -72,6 +74,9 @@ if [ -n "${FAKE_WORKER_RULES:-}" ] && [ -f "$FAKE_WORKER_RULES" ]; then
 fi
 step_s=$(awk -v g="$gpus" -v b="${FAKE_STEP_S:-1}" 'BEGIN { print b / g }')
 [ "$action" = ok ] && [ -n "$arg" ] && step_s=$arg
+if [ "$action" = crash_once ]; then
+  if [ -e "$arg" ]; then action=ok; arg=""; else : > "$arg"; action=crash; fi
+fi
 case "$action" in
   infeasible)
     printf '{"protocol": 1, "feasible": false, "technique": "%s", "gpus": %s, "reason": "%s"}\n' \
