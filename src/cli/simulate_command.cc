@@ -12,6 +12,7 @@
 #include "common/error.h"
 #include "common/format.h"
 #include "common/fs.h"
+#include "common/progress.h"
 #include "planner/registry.h"
 #include "report/gantt.h"
 #include "sim/simulator.h"
@@ -89,6 +90,29 @@ nlohmann::json ResultJson(const SimResult& r) {
           {"events", events}};
 }
 
+// Simulates with a progress line on stderr (common/progress.h: redrawn on a
+// terminal, every 5 s in logs): tasks done of all, the time left, how far
+// simulated time has got and the re-planning so far.
+SimResult SimulateShowingProgress(const Problem& believed,
+                                  const std::vector<std::vector<double>>& truth,
+                                  const std::vector<double>& arrival, SimOptions options) {
+  auto where = [](double now_s, int replans, int switches) {
+    return "at " + FormatDuration(now_s) + " simulated, " + Plural(replans, "re-plan") + ", " +
+           std::to_string(switches) + (switches == 1 ? " switch" : " switches");
+  };
+  Progress shown("simulated", believed.NumTasks());
+  SteadyClock clock;
+  double last = -1e300;
+  options.on_progress = [&](const SimProgress& p) {
+    if (clock.Now() - last < 0.5) return;  // callbacks come per task: keep them cheap
+    last = clock.Now();
+    shown.Update(p.finished, where(p.now_s, p.replans, p.plan_switches));
+  };
+  SimResult r = Simulate(believed, truth, arrival, options);
+  shown.Finish(where(r.makespan_s, r.replans, r.plan_switches));
+  return r;
+}
+
 int RunSimulate(const SimulateOptions& o) {
   Cluster cluster = LoadClusterFile(o.cluster);
   ProfileTable profile = LoadProfileFile(o.profile, cluster);
@@ -124,7 +148,8 @@ int RunSimulate(const SimulateOptions& o) {
                o.no_introspection
                    ? ", no introspection"
                    : (", introspection every " + FormatDuration(o.interval_s)).c_str());
-  SimResult r = Simulate(believed, truth, Arrivals(profile, believed, o.profile), options);
+  SimResult r = SimulateShowingProgress(believed, truth, Arrivals(profile, believed, o.profile),
+                                        std::move(options));
 
   std::string json = ResultJson(r).dump(2) + "\n";
   std::string svg;

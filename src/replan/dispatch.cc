@@ -1,27 +1,54 @@
 #include "replan/dispatch.h"
 
 #include <algorithm>
-#include <map>
 #include <stdexcept>
 
 namespace saturn {
 
+namespace {
+
+// `name`'s index in `items` through `index`, rebuilding the index when it
+// does not know the name or points at another one; -1 if absent.
+template <typename Items>
+int IndexOf(const Items& items, const std::string& name,
+            std::unordered_map<std::string, int>& index) {
+  auto found = [&] {
+    auto it = index.find(name);
+    return it != index.end() && it->second < static_cast<int>(items.size()) &&
+                   items[it->second].name == name
+               ? it->second
+               : -1;
+  };
+  int i = found();
+  if (i >= 0) return i;
+  index.clear();
+  for (int k = 0; k < static_cast<int>(items.size()); ++k)
+    index[items[k].name] = k;
+  return found();
+}
+
+}  // namespace
+
+int PlanQueues::TaskIndex(const Problem& base, const std::string& name) {
+  return IndexOf(base.tasks, name, task_index_);
+}
+
+int PlanQueues::NodeIndex(const Problem& base, const std::string& name) {
+  return IndexOf(base.nodes, name, node_index_);
+}
+
 void PlanQueues::Adopt(const Problem& base, const Plan& plan,
                        const std::function<bool(int)>& is_running) {
-  std::map<std::string, int> task_index, node_index;
-  for (int j = 0; j < base.NumTasks(); ++j) task_index[base.tasks[j].name] = j;
-  for (int n = 0; n < base.NumNodes(); ++n) node_index[base.nodes[n].name] = n;
   assignment_.assign(base.NumTasks(), Assignment{});
   order_.clear();
   for (const PlanTask& t : plan.tasks) {
-    auto ti = task_index.find(t.task);
-    auto ni = node_index.find(t.node);
-    if (ti == task_index.end() || ni == node_index.end()) {
+    const int j = TaskIndex(base, t.task);
+    const int node = NodeIndex(base, t.node);
+    if (j < 0 || node < 0) {
       throw std::logic_error("plan names an unknown task or node: " + t.task + " on " + t.node);
     }
-    int j = ti->second;
     Assignment& a = assignment_[j];
-    a.node = ni->second;
+    a.node = node;
     a.gpu_ids = t.gpu_ids;
     a.planned_start = t.start_s;
     for (int o = 0; o < static_cast<int>(base.tasks[j].options.size()); ++o) {
@@ -32,24 +59,30 @@ void PlanQueues::Adopt(const Problem& base, const Plan& plan,
       }
     }
     if (a.option < 0) {
-      throw std::logic_error("plan uses a configuration " + t.task + " does not have: " +
-                             t.technique + " x" + std::to_string(t.gpus));
+      throw std::logic_error("plan uses a configuration " + t.task +
+                             " does not have: " + t.technique + " x" + std::to_string(t.gpus));
     }
     order_.push_back(j);
   }
+  // Running tasks first, then by planned start (plans list tasks in any order).
+  std::vector<bool> running(base.NumTasks(), false);
+  for (int j : order_)
+    running[j] = is_running(j);
   std::stable_sort(order_.begin(), order_.end(), [&](int a, int b) {
-    bool ra = is_running(a), rb = is_running(b);
-    if (ra != rb) return ra;
+    if (running[a] != running[b]) return static_cast<bool>(running[a]);
     return assignment_[a].planned_start < assignment_[b].planned_start;
   });
-  queue_.assign(base.NumNodes(), {});
-  head_.assign(base.NumNodes(), {});
+  queue_.resize(base.NumNodes());
+  head_.resize(base.NumNodes());
   for (int n = 0; n < base.NumNodes(); ++n) {
-    queue_[n].assign(base.nodes[n].gpus, {});
+    queue_[n].resize(base.nodes[n].gpus);
+    for (std::vector<int>& q : queue_[n])
+      q.clear();
     head_[n].assign(base.nodes[n].gpus, 0);
   }
   for (int j : order_) {
-    for (int g : assignment_[j].gpu_ids) queue_[assignment_[j].node][g].push_back(j);
+    for (int g : assignment_[j].gpu_ids)
+      queue_[assignment_[j].node][g].push_back(j);
   }
 }
 
@@ -61,7 +94,8 @@ const Assignment* PlanQueues::Get(int task) const {
 int PlanQueues::Next(int node, int gpu, const std::function<bool(int)>& is_finished) {
   std::vector<int>& q = queue_[node][gpu];
   size_t& h = head_[node][gpu];
-  while (h < q.size() && is_finished(q[h])) ++h;
+  while (h < q.size() && is_finished(q[h]))
+    ++h;
   return h < q.size() ? q[h] : -1;
 }
 

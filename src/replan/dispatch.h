@@ -13,6 +13,8 @@
 #pragma once
 
 #include <functional>
+#include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "planner/problem.h"
@@ -31,7 +33,9 @@ class PlanQueues {
  public:
   // Builds the per-GPU orders of `plan` (running tasks first on their GPUs,
   // then by planned start). Throws std::logic_error if the plan names an
-  // unknown task, node or configuration.
+  // unknown task, node or configuration. Costs O(plan tasks) beside a sort:
+  // the index of task and node names is kept between calls (rebuilt when
+  // `base` is not the problem it was built for).
   void Adopt(const Problem& base, const Plan& plan, const std::function<bool(int)>& is_running);
   // The task's assignment in the current plan, or nullptr if it has none.
   const Assignment* Get(int task) const;
@@ -44,7 +48,13 @@ class PlanQueues {
   int Next(int node, int gpu, const std::function<bool(int)>& is_finished);
 
  private:
-  std::vector<Assignment> assignment_;  // per base task; option -1 if unplanned
+  // Index of base task (and node) names; whether it is still `base`'s is
+  // checked on every look-up, so a grown or different problem rebuilds it.
+  int TaskIndex(const Problem& base, const std::string& name);
+  int NodeIndex(const Problem& base, const std::string& name);
+
+  std::unordered_map<std::string, int> task_index_, node_index_;
+  std::vector<Assignment> assignment_;                // per base task; option -1 if unplanned
   std::vector<std::vector<std::vector<int>>> queue_;  // [node][gpu] -> tasks
   std::vector<std::vector<size_t>> head_;
   std::vector<int> order_;

@@ -1,14 +1,14 @@
 #include "sim/simulator.h"
 
 #include <algorithm>
-#include <functional>
 #include <cmath>
+#include <functional>
 #include <limits>
-#include <map>
 #include <numeric>
 #include <queue>
 #include <random>
 #include <stdexcept>
+#include <unordered_map>
 
 #include "common/clock.h"
 #include "common/error.h"
@@ -50,11 +50,13 @@ class Simulation {
       : p_(believed), truth_(truth), arrival_(arrival), opt_(options), s_(believed.NumTasks()) {
     if (arrival_.empty()) arrival_.assign(p_.NumTasks(), 0.0);
     busy_by_.resize(p_.NumNodes());
-    for (int n = 0; n < p_.NumNodes(); ++n) busy_by_[n].assign(p_.nodes[n].gpus, -1);
+    for (int n = 0; n < p_.NumNodes(); ++n)
+      busy_by_[n].assign(p_.nodes[n].gpus, -1);
     result_.tasks.resize(p_.NumTasks());
     for (int j = 0; j < p_.NumTasks(); ++j) {
       result_.tasks[j].task = p_.tasks[j].name;
       result_.tasks[j].arrival_s = arrival_[j];
+      task_index_[p_.tasks[j].name] = j;
     }
   }
 
@@ -84,15 +86,18 @@ class Simulation {
         completions_.pop();
         Finish(c.task);
         --left;
+        ReportProgress();
         continue;
       }
       if (t == t_arrival) {
         while (next_arrival < by_arrival.size() && arrival_[by_arrival[next_arrival]] <= now_) {
           int j = by_arrival[next_arrival++];
           s_[j].arrived = true;
+          ++arrived_;
           Emit("task_arrived", j);
         }
         if (!have_plan) {
+          ReportProgress();  // the first plan may take a while at scale
           InitialPlan();
           have_plan = true;
         } else {
@@ -102,7 +107,7 @@ class Simulation {
       }
       // Introspection tick.
       next_tick += opt_.interval_s;
-      if (HasWaitingOrRunning()) Check(/*tick=*/true);
+      if (arrived_ > finished_count_) Check(/*tick=*/true);
     }
     Finalise();
     return std::move(result_);
@@ -116,11 +121,10 @@ class Simulation {
     return std::min(1.0, s.done + productive / truth_[j][s.option]);
   }
 
-  bool HasWaitingOrRunning() const {
-    for (const TaskState& s : s_) {
-      if (s.arrived && !s.finished) return true;
-    }
-    return false;
+  void ReportProgress() const {
+    if (!opt_.on_progress) return;
+    opt_.on_progress(
+        {now_, finished_count_, p_.NumTasks(), result_.replans, result_.plan_switches});
   }
 
   void Emit(const std::string& kind, int j, nlohmann::json extra = nlohmann::json::object()) {
@@ -188,6 +192,7 @@ class Simulation {
     std::vector<int> freed = EndSegment(j);
     s_[j].done = 1.0;
     s_[j].finished = true;
+    ++finished_count_;
     result_.tasks[j].end_s = now_;
     result_.tasks[j].work_done = 1.0;
     Emit("task_finished", j);
@@ -213,7 +218,8 @@ class Simulation {
   void Adopt(const Plan& plan) {
     queues_.Adopt(p_, plan, [&](int j) { return s_[j].running; });
     current_ = plan;
-    for (int j : queues_.Order()) TryStart(j);
+    for (int j : queues_.Order())
+      TryStart(j);
   }
 
   std::vector<TaskProgress> Progress() {
@@ -269,11 +275,8 @@ class Simulation {
     ++result_.replans;
     if (d.switch_plan) {
       ++result_.plan_switches;
-      std::map<std::string, int> task_index;
-      for (int j = 0; j < p_.NumTasks(); ++j)
-        task_index[p_.tasks[j].name] = j;
       for (const std::string& name : d.preempted)
-        Preempt(task_index.at(name));
+        Preempt(task_index_.at(name));
       Emit("plan_switched", -1,
            {{"old_end_s", d.current_end_s},
             {"new_end_s", d.new_end_s},
@@ -281,6 +284,7 @@ class Simulation {
             {"reason", tick ? "introspection" : "arrival"}});
     }
     Adopt(d.plan);
+    ReportProgress();
   }
 
   void Finalise() {
@@ -320,6 +324,8 @@ class Simulation {
   std::vector<double> arrival_;
   SimOptions opt_;
   std::vector<TaskState> s_;
+  std::unordered_map<std::string, int> task_index_;
+  int arrived_ = 0, finished_count_ = 0;
   Plan current_;
   std::vector<std::vector<int>> busy_by_;
   PlanQueues queues_;

@@ -15,6 +15,7 @@
 //   r.makespan_s; r.events;  // same event format as the executor
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,15 @@
 
 namespace saturn {
 
+// Where a simulation stands, for progress displays.
+struct SimProgress {
+  double now_s = 0.0;  // simulated time
+  int finished = 0;    // tasks done
+  int tasks = 0;       // of this many
+  int replans = 0;
+  int plan_switches = 0;
+};
+
 struct SimOptions {
   ReplanPolicy policy;
   bool introspection = true;
@@ -35,6 +45,10 @@ struct SimOptions {
   double observe_after_s = 60.0;
   int utilization_points = 200;
   bool record_events = true;  // false saves memory on huge runs
+  // Called before the first plan, after every task that finishes and after
+  // every re-planning check (throttle in the callback: it may run millions
+  // of times).
+  std::function<void(const SimProgress&)> on_progress;
 };
 
 struct SimTaskResult {

@@ -133,6 +133,20 @@ TEST_F(Cli, SimulateWritesResultTraceAndChart) {
   EXPECT_THAT(ReadFile(Path("sim.svg")), HasSubstr("<svg"));
 }
 
+TEST_F(Cli, SimulateShowsItsProgressOnStderr) {
+  // Progress lines (tasks done, simulated time, re-plans) go to stderr.
+  // Outside a terminal the first one comes at once, the last when the
+  // simulation ends (their timing is not tested).
+  Result r =
+      Saturn("simulate --cluster " + Path("cluster.yaml") + " --profile " + Path("profile.csv") +
+             " --noise 0.2 --seed 3 --interval 50 --output " + Path("sim.json"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("simulated 0/2 (0%)"));
+  EXPECT_THAT(r.output, HasSubstr("simulated 2/2 (100%)"));
+  EXPECT_THAT(r.output, HasSubstr("re-plans"));
+  EXPECT_GT(nlohmann::json::parse(ReadFile(Path("sim.json")))["makespan_s"].get<double>(), 0);
+}
+
 TEST_F(Cli, SimulateRejectsConflictingOrMissingTruth) {
   WriteFileAtomic(Path("truth.csv"), "task,technique,gpus,runtime_s\na,ddp,2,120\nb,ddp,2,90\n");
   Result r = Saturn("simulate --cluster " + Path("cluster.yaml") + " --profile " +
