@@ -15,6 +15,7 @@
 #include "executor/arrivals.h"
 #include "executor/replanner.h"
 #include "launch/worker.h"
+#include "planner/lower_bound.h"
 #include "planner/planner.h"
 #include "profiler/profiler.h"
 
@@ -110,6 +111,10 @@ void ProfileAndPlan(RunContext& run) {
   request.solver = run.options.solver;
   request.time_limit_s = run.options.time_limit_s;
   request.seed = run.options.seed;
+  // Training waits for this plan: anytime only where the run is long enough
+  // for seconds of planning to pay (defaults.h).
+  request.anytime = MakespanLowerBound(run.problem) >= defaults::kAnytimeFirstPlanFromS;
+  request.gap = request.anytime ? defaults::kFirstPlanGap : 0.0;
   PlanResult planned = RunPlanner(run.problem, request);
   run.planning_s = clock.Now() - t0;
   run.plan = planned.plan;
