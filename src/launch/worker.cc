@@ -18,26 +18,44 @@ namespace saturn {
 
 using nlohmann::json;
 
-std::string FindWorkerBinary() {
+std::vector<std::string> WorkerCandidates(const std::string& exe_dir) {
   namespace fs = std::filesystem;
-  std::vector<std::string> tried;
-  if (const char* env = std::getenv("SATURN_WORKER"); env && *env) return env;
-  std::string here = ExecutableDir();
+  const fs::path here(exe_dir);
+  std::vector<std::string> out;
   for (const fs::path& p :
-       {fs::path(here) / "saturn-worker", fs::path(here) / ".." / "worker" / "saturn-worker",
-        fs::path(here) / ".." / "src" / "worker" / "saturn-worker",
-        // build/bench/<name>/ and build/tests/<name>/ binaries
-        fs::path(here) / ".." / ".." / "src" / "worker" / "saturn-worker"}) {
-    std::error_code ec;
-    if (fs::is_regular_file(p, ec)) return fs::weakly_canonical(p).string();
-    tried.push_back(p.lexically_normal().string());
+       {here / "saturn-worker",
+        // an installed tree: <prefix>/bin/saturn, <prefix>/libexec/saturn/
+        here / ".." / "libexec" / "saturn" / "saturn-worker",
+        // the build tree, seen from src/cli/, bench/<name>/, tests/<name>/
+        here / ".." / "worker" / "saturn-worker", here / ".." / "src" / "worker" / "saturn-worker",
+        here / ".." / ".." / "src" / "worker" / "saturn-worker"})
+    out.push_back(p.lexically_normal().string());
+  return out;
+}
+
+std::string FindWorkerBinaryFrom(const std::string& exe_dir, const char* env) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (env && *env) {
+    if (fs::is_regular_file(env, ec)) return env;
+    throw std::runtime_error(std::string("SATURN_WORKER is set to ") + env +
+                             ", which is not a file; point it at saturn-worker or unset it");
   }
   std::string list;
-  for (const std::string& t : tried)
-    list += "\n  " + t;
+  for (const std::string& p : WorkerCandidates(exe_dir)) {
+    if (fs::is_regular_file(p, ec)) return fs::weakly_canonical(p).string();
+    list += "\n  " + p;
+  }
   throw std::runtime_error(
-      "cannot find saturn-worker (the training engine; build with -DSATURN_WITH_TORCH=ON) in:" +
-      list + "\nor set SATURN_WORKER to its path");
+      "cannot find saturn-worker, the training program saturn starts for every trial and "
+      "task (a torch-free build, -DSATURN_WITH_TORCH=OFF, has none); looked for it in:" +
+      list +
+      "\nset SATURN_WORKER to its path, or keep it where `cmake --install` puts it "
+      "(<prefix>/libexec/saturn/ beside <prefix>/bin/saturn)");
+}
+
+std::string FindWorkerBinary() {
+  return FindWorkerBinaryFrom(ExecutableDir(), std::getenv("SATURN_WORKER"));
 }
 
 std::vector<std::string> WorkerArgv(const std::string& worker, const WorkerCall& c) {

@@ -49,11 +49,14 @@ struct WorkerCall {
   std::string save_model;
 };
 
-// SATURN_WORKER if set, else saturn-worker next to this executable, else the
-// build tree's src/worker/saturn-worker (seen from src/cli/, bench/<name>/ or
-// tests/<name>/). Throws
-// std::runtime_error naming the places looked at if none exists.
+// The saturn-worker program: $SATURN_WORKER if set (it must exist), else
+// the first that exists of WorkerCandidates(the running program's folder):
+// beside it, <prefix>/libexec/saturn/ of an installed tree (bin/saturn), and
+// the build tree's src/worker/ seen from src/cli/, bench/<name>/ or
+// tests/<name>/. Throws std::runtime_error naming every place looked at.
 std::string FindWorkerBinary();
+std::string FindWorkerBinaryFrom(const std::string& exe_dir, const char* saturn_worker_env);
+std::vector<std::string> WorkerCandidates(const std::string& exe_dir);
 
 std::vector<std::string> WorkerArgv(const std::string& worker, const WorkerCall& call);
 
