@@ -96,8 +96,9 @@ class Executor {
 std::string DefaultRunDir(const std::string& workload_path) {
   namespace fs = std::filesystem;
   std::error_code ec;
-  fs::path file = fs::weakly_canonical(fs::absolute(workload_path), ec);
-  if (ec) file = fs::absolute(workload_path).lexically_normal();
+  // The path as the user named it (a linked folder keeps its name here), with
+  // "." and ".." resolved.
+  fs::path file = fs::absolute(workload_path, ec).lexically_normal();
   fs::path cwd = fs::current_path(ec);
   fs::path shown = file.lexically_relative(cwd);
   if (shown.empty() || *shown.begin() == "..") shown = file.relative_path();

@@ -7,6 +7,7 @@
 #include <sqlite3.h>
 
 #include <filesystem>
+#include <fstream>
 #include <string>
 
 #include "common/clock.h"
@@ -256,6 +257,25 @@ TEST(DefaultRunDir, TwoWorkloadFilesNeverShareOne) {
   EXPECT_NE(DefaultRunDir("examples/planning/workload.yaml"),
             DefaultRunDir("examples/quickstart/workload.yaml"));
   EXPECT_EQ(DefaultRunDir("/tmp/x/w.yaml").rfind("saturn-runs/", 0), 0u);
+  EXPECT_EQ(DefaultRunDir("examples/../examples/quickstart/workload.yaml"),
+            "saturn-runs/examples-quickstart-workload");
+}
+
+TEST(DefaultRunDir, AWorkloadInALinkedFolderIsNamedAsTheUserNamedIt) {
+  namespace fs = std::filesystem;
+  fs::path root = fs::temp_directory_path() / "saturn-default-run-dir-link";
+  fs::remove_all(root);
+  fs::create_directories(root / "real" / "examples");
+  std::ofstream(root / "real" / "examples" / "w.yaml") << "tasks: []\n";
+  fs::create_directories(root / "here");
+  fs::create_directory_symlink(root / "real" / "examples", root / "here" / "examples");
+  fs::path before = fs::current_path();
+  fs::current_path(root / "here");
+  std::string dir = DefaultRunDir("examples/w.yaml");
+  fs::current_path(before);
+  fs::remove_all(root);
+  // It resolved the link before: saturn-runs/tmp-saturn-default-run-dir-link-real-examples-w.
+  EXPECT_EQ(dir, "saturn-runs/examples-w");
 }
 
 }  // namespace
