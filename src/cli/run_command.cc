@@ -29,6 +29,12 @@ int RunRun(const RunOptions& o) {
                FormatDuration(s.makespan_s).c_str(), FormatDuration(s.planned_makespan_s).c_str(),
                s.planned_makespan_s > 0 ? s.makespan_s / s.planned_makespan_s : 0.0,
                s.plan_switches, s.run_dir.c_str());
+  for (const nlohmann::json& b : s.best) {
+    std::fprintf(stderr, "best of %s: %s, evaluation loss %s; model: %s/tasks/%s/model.pt\n",
+                 b["sweep"].get<std::string>().c_str(), b["task"].get<std::string>().c_str(),
+                 FormatFixed(b["final_eval_loss"].get<double>(), 4).c_str(), s.run_dir.c_str(),
+                 b["task"].get<std::string>().c_str());
+  }
   return s.failed ? 1 : 0;
 }
 

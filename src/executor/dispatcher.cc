@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <string>
 
+#include "common/format.h"
 #include "launch/command_task.h"
 
 namespace saturn {
@@ -89,6 +90,7 @@ void Dispatcher::MarkStarted(int j, const Assignment& a, const WorkerJob& job) {
   l.record.node = job.node;
   l.record.gpu_ids = a.gpu_ids;
   l.record.worker_pgid = l.process->pid();
+  ++l.record.launches;
   if (l.record.first_start_s < 0) l.record.first_start_s = run_.Now();
   run_.state->SaveTask(l.record);
   run_.Emit(events::TaskStarted(run_.Now(), run_.Where(j), l.record.checkpoint_step));
@@ -198,21 +200,22 @@ void Dispatcher::MarkPreempted(int j, const std::optional<WorkerExecuteResult>& 
 void Dispatcher::MarkFailed(int j, int status) {
   TaskRecord& r = run_.tasks[j].record;
   r.status = TaskStatus::kWaiting;
-  ++r.attempts;
+  ++r.failures;
   std::string tail = LastLines(run_.TaskDirOf(j) + "/worker.log", 8);
   r.error = DescribeExit(status) + (tail.empty() ? "" : ": " + tail);
   r.checkpoint_step = LatestCheckpointOf(j);
-  bool give_up = r.attempts > run_.options.max_retries;
+  bool give_up = r.failures > run_.options.max_retries;
   if (give_up) {
     r.status = TaskStatus::kFailed;
     r.end_s = run_.Now();
   }
   run_.state->SaveTask(r);
-  run_.Emit(events::TaskFailed(run_.Now(), run_.Where(j), r.error, r.attempts, give_up,
+  run_.Emit(events::TaskFailed(run_.Now(), run_.Where(j), r.error, r.failures, give_up,
                                r.checkpoint_step));
   if (run_.options.progress) {
-    std::fprintf(stderr, "task %s failed (attempt %d%s): %s\n", r.name.c_str(), r.attempts,
-                 give_up ? ", giving up" : ", will retry", DescribeExit(status).c_str());
+    std::fprintf(stderr, "task %s failed (%s, attempt %d; %s): %s\n", r.name.c_str(),
+                 Plural(r.failures, "failure").c_str(), r.launches,
+                 give_up ? "giving up" : "will retry", DescribeExit(status).c_str());
   }
 }
 

@@ -83,7 +83,8 @@ class Executor {
     RunSummary s = Summarize(run_, interrupted_);
     if (s.interrupted) return s;
     run_.Emit(events::RunFinished(run_.Now(), s.finished, s.failed, s.makespan_s));
-    WriteReport(run_, s);
+    nlohmann::json report = WriteReport(run_, s);
+    if (report.contains("best")) s.best = report["best"].get<std::vector<nlohmann::json>>();
     return s;
   }
 

@@ -27,6 +27,7 @@
 //   RunSummary s = RunWorkload(o);   // InputError on bad input
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -69,6 +70,9 @@ struct RunSummary {
   double profiling_s = 0.0;
   double planning_s = 0.0;
   bool interrupted = false;  // stopped by SIGTERM/SIGINT; resumable
+  // For each sweep with evaluation, the task with the lowest final evaluation
+  // loss: report.json's "best" entries ({sweep, task, final_eval_loss, ...}).
+  std::vector<nlohmann::json> best;
 };
 
 RunSummary RunWorkload(const RunOptions& options);

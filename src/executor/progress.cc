@@ -85,7 +85,7 @@ RunSummary Summarize(const RunContext& run, bool interrupted) {
   return s;
 }
 
-void WriteReport(RunContext& run, const RunSummary& summary) {
+nlohmann::json WriteReport(RunContext& run, const RunSummary& summary) {
   RunReportInput report;
   report.workload = run.options.workload_path;
   report.run_dir = run.run_dir;
@@ -97,13 +97,13 @@ void WriteReport(RunContext& run, const RunSummary& summary) {
   for (int j = 0; j < run.NumTasks(); ++j) {
     const TaskRecord& r = run.tasks[j].record;
     bool finished = r.status == TaskStatus::kFinished;
-    report.tasks.push_back({r.name, std::string(ToString(r.status)), r.technique, r.gpus, r.node,
-                            r.first_start_s, r.end_s, run.Steps(j),
-                            finished ? run.Steps(j) : r.checkpoint_step, r.final_loss, r.attempts,
-                            r.error, run.state->Losses(r.name), run.WorkloadTaskOf(j).sweep});
+    report.tasks.push_back(
+        {r.name, std::string(ToString(r.status)), r.technique, r.gpus, r.node, r.first_start_s,
+         r.end_s, run.Steps(j), finished ? run.Steps(j) : r.checkpoint_step, r.final_loss,
+         r.launches, r.failures, r.error, run.state->Losses(r.name), run.WorkloadTaskOf(j).sweep});
   }
   report.events = run.state->Events();
-  WriteRunReport(report);
+  return WriteRunReport(report);
 }
 
 }  // namespace saturn

@@ -6,7 +6,7 @@
 //   std::vector<TaskProgress> now = Snapshot(run);   // for replan/replan.h
 //   PrintProgress(run);
 //   RunSummary s = Summarize(run, interrupted);
-//   if (!s.interrupted) WriteReport(run, s);
+//   if (!s.interrupted) nlohmann::json report = WriteReport(run, s);
 #pragma once
 
 #include <vector>
@@ -20,6 +20,7 @@ std::vector<TaskProgress> Snapshot(const RunContext& run);
 void PrintProgress(const RunContext& run);
 RunSummary Summarize(const RunContext& run, bool interrupted);
 // Writes report.json and report.html into the run directory.
-void WriteReport(RunContext& run, const RunSummary& summary);
+// Returns report.json's content.
+nlohmann::json WriteReport(RunContext& run, const RunSummary& summary);
 
 }  // namespace saturn

@@ -272,7 +272,9 @@ std::vector<TaskRecord> RunState::Tasks() {
     t.status = *parsed;
     t.checkpoint_step = j.value("checkpoint_step", 0L);
     t.steps_done = j.value("steps_done", 0L);
-    t.attempts = j.value("attempts", 0);
+    t.launches = j.value("launches", 0);
+    // Runs from before "launches" stored the failures as "attempts".
+    t.failures = j.contains("failures") ? j.value("failures", 0) : j.value("attempts", 0);
     t.error = j.value("error", "");
     t.final_loss = j.value("final_loss", 0.0);
     t.first_start_s = j.value("first_start_s", -1.0);
@@ -292,7 +294,8 @@ void RunState::SaveTask(const TaskRecord& t) {
                       {"status", std::string(ToString(t.status))},
                       {"checkpoint_step", t.checkpoint_step},
                       {"steps_done", t.steps_done},
-                      {"attempts", t.attempts},
+                      {"launches", t.launches},
+                      {"failures", t.failures},
                       {"error", t.error},
                       {"final_loss", t.final_loss},
                       {"first_start_s", t.first_start_s},

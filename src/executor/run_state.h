@@ -41,7 +41,8 @@ struct TaskRecord {
   TaskStatus status = TaskStatus::kWaiting;
   long checkpoint_step = 0;  // resumable from this step
   long steps_done = 0;       // last step reported
-  int attempts = 0;          // failed attempts so far
+  int launches = 0;          // workers started for it: the first, relaunches, retries
+  int failures = 0;          // of those, the ones that failed
   std::string error;
   double final_loss = 0.0;
   double first_start_s = -1.0;

@@ -181,9 +181,9 @@ std::string ReportHtml(const RunReportInput& in, const Evals& evals, const json&
               XmlEscape(b["task"].get<std::string>()) + "</b>, evaluation loss " +
               FormatFixed(b["final_eval_loss"].get<double>(), 4) + accuracy + " (" +
               std::to_string(b["evaluated"].get<int>()) + " of " +
-              std::to_string(b["tasks"].get<size_t>()) +
-              " tasks evaluated); its model: <code>tasks/" +
-              XmlEscape(b["task"].get<std::string>()) + "/model.pt</code></li>\n";
+              Plural(static_cast<long>(b["tasks"].get<size_t>()), "task") +
+              " evaluated); its model: <code>tasks/" + XmlEscape(b["task"].get<std::string>()) +
+              "/model.pt</code></li>\n";
     }
     html += "</ul>\n";
   }
@@ -209,7 +209,9 @@ std::string ReportHtml(const RunReportInput& in, const Evals& evals, const json&
             FormatDuration(t.start_s) + "</td><td>" + FormatDuration(t.end_s) + "</td><td>" +
             std::to_string(t.steps_done) + "/" + std::to_string(t.steps) + "</td><td>" +
             FormatFixed(t.final_loss, 4) + "</td><td>" + eval_cell + "</td><td>" +
-            std::to_string(t.attempts) + "</td><td>" + XmlEscape(t.error) + "</td></tr>\n";
+            std::to_string(t.attempts) +
+            (t.failures > 0 ? " (" + std::to_string(t.failures) + " failed)" : "") + "</td><td>" +
+            XmlEscape(t.error) + "</td></tr>\n";
   }
   html += "</table>\n</body></html>\n";
   return html;
@@ -256,6 +258,7 @@ json WriteRunReport(const RunReportInput& in) {
                                {"steps_done", t.steps_done},
                                {"final_loss", t.final_loss},
                                {"attempts", t.attempts},
+                               {"failures", t.failures},
                                {"error", t.error},
                                {"loss_curve", losses},
                                {"eval_curve", eval_curve},

@@ -38,7 +38,8 @@ struct RunReportTask {
   long steps = 0;
   long steps_done = 0;
   double final_loss = 0.0;
-  int attempts = 0;
+  int attempts = 0;  // workers started for it (1 for a task that ran once)
+  int failures = 0;  // attempts that failed
   std::string error;
   std::vector<std::pair<long, double>> losses;  // (step, loss)
   // The name the task was written under: the tasks of one sweep share it

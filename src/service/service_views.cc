@@ -101,7 +101,8 @@ void Service::Publish(bool force) {
          {"planned_start_s", p ? json(p->start_s) : json()},
          {"loss", OrNull(l.step > 0 || finished, finished ? r.final_loss : l.last_loss)},
          {"final_loss", OrNull(finished, r.final_loss)},
-         {"attempts", r.attempts},
+         {"attempts", r.launches},
+         {"failures", r.failures},
          {"submitted_s", submitted_at_.count(r.name) ? json(submitted_at_[r.name]) : json()},
          {"error", r.error}});
   }
@@ -120,6 +121,7 @@ void Service::Publish(bool force) {
          {"loss", nullptr},
          {"final_loss", nullptr},
          {"attempts", 0},
+         {"failures", 0},
          {"submitted_s", submitted_at_.count(name) ? json(submitted_at_[name]) : json()},
          {"error", rejected_.count(name) ? rejected_[name] : ""}});
   };

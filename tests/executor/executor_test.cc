@@ -301,6 +301,10 @@ TEST_F(Run, AFailingTaskIsRetriedThenFailsWhileTheOthersFinish) {
   EXPECT_EQ(tasks["t2"]["status"], "finished");
   EXPECT_EQ(tasks["t1"]["status"], "failed");
   EXPECT_EQ(tasks["t1"]["attempts"], 2);
+  EXPECT_EQ(tasks["t1"]["failures"], 2);
+  // A task that ran once made one attempt (the report said 0: failures only).
+  EXPECT_EQ(tasks["t0"]["attempts"], 1);
+  EXPECT_EQ(tasks["t0"]["failures"], 0);
   EXPECT_THAT(tasks["t1"]["error"].get<std::string>(), HasSubstr("crashed at step"));
   EXPECT_THAT(ReadFile(dir_ + "/run/report.html"), HasSubstr("crashed at step"));
 }

@@ -167,6 +167,7 @@ class RunReport : public ::testing::Test {
     gpt.losses = {{10, 3.0}, {50, 2.0}, {100, 1.5}};
     RunReportTask vit = Task("vit", "failed", "ddp", 2, "n1", 20, 50);
     vit.attempts = 3;
+    vit.failures = 3;
     vit.error = "worker failed (exit 1)";
     in_.tasks = {gpt, vit};
     in_.events = {Started(0, "gpt", "fsdp", "n0", {0, 1, 2}),
@@ -188,7 +189,10 @@ TEST_F(RunReport, JsonSummarisesTheRunAndEveryTask) {
   EXPECT_EQ(r["tasks"][0]["task"], "gpt");
   EXPECT_EQ(r["tasks"][0]["loss_curve"], nlohmann::json::parse("[[10,3.0],[50,2.0],[100,1.5]]"));
   EXPECT_EQ(r["tasks"][1]["status"], "failed");
+  EXPECT_EQ(r["tasks"][0]["attempts"], 1);
+  EXPECT_EQ(r["tasks"][0]["failures"], 0);
   EXPECT_EQ(r["tasks"][1]["attempts"], 3);
+  EXPECT_EQ(r["tasks"][1]["failures"], 3);
   EXPECT_EQ(r["tasks"][1]["error"], "worker failed (exit 1)");
   // The file holds the same JSON.
   EXPECT_EQ(nlohmann::json::parse(ReadFile(in_.run_dir + "/report.json")), r);
