@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "cli/commands.h"
+#include "common/format.h"
 #include "planner/validate.h"
 #include "spec/cluster.h"
 #include "spec/plan.h"
@@ -23,8 +24,8 @@ int RunValidate(const ValidateOptions& o) {
   Plan plan = LoadPlanFile(o.plan);
   std::vector<std::string> errors = ValidatePlan(ProblemFromProfile(profile, cluster), plan);
   if (errors.empty()) {
-    std::printf("%s: valid plan (%zu tasks, makespan %.1f s)\n", o.plan.c_str(), plan.tasks.size(),
-                plan.makespan_s);
+    std::printf("%s: valid plan (%s, makespan %.1f s)\n", o.plan.c_str(),
+                Plural(static_cast<long>(plan.tasks.size()), "task").c_str(), plan.makespan_s);
     return 0;
   }
   for (const std::string& e : errors)

@@ -131,8 +131,9 @@ void ProfileAndPlan(RunContext& run) {
   }
   run.Emit(events::FirstPlan(run.plan, run.profiling_s, run.planning_s));
   if (run.options.progress) {
-    std::fprintf(stderr, "plan (%s, %s): %zu tasks, makespan %s (lower bound %s)\n",
-                 run.plan.solver.c_str(), run.plan.status.c_str(), run.plan.tasks.size(),
+    std::fprintf(stderr, "plan (%s, %s): %s, makespan %s (lower bound %s)\n",
+                 run.plan.solver.c_str(), run.plan.status.c_str(),
+                 Plural(static_cast<long>(run.plan.tasks.size()), "task").c_str(),
                  FormatDuration(run.plan.makespan_s).c_str(),
                  FormatDuration(run.plan.lower_bound_s).c_str());
   }

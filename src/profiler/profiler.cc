@@ -422,9 +422,9 @@ ProfileRun RunProfiler(const Workload& workload, const ProfilerOptions& options)
 
 std::string ProfileSummary(const Workload& workload, const ProfileRun& run) {
   std::ostringstream out;
-  out << "profile: " << workload.tasks.size() << " tasks, " << run.trials.size()
-      << " distinct trials (" << run.trials_run << " run, " << run.cache_hits
-      << " from the cache) in " << FormatDuration(run.wall_s) << "\n";
+  out << "profile: " << Plural(static_cast<long>(workload.tasks.size()), "task") << ", "
+      << Plural(static_cast<long>(run.trials.size()), "distinct trial") << " (" << run.trials_run
+      << " run, " << run.cache_hits << " from the cache) in " << FormatDuration(run.wall_s) << "\n";
   for (size_t k = 0; k < workload.tasks.size(); ++k) {
     const WorkloadTask& task = workload.tasks[k];
     out << "  " << task.name << " (" << task.steps << " steps)\n";

@@ -67,7 +67,8 @@ json ToJson(const WorkerSearchResult& r) {
           {"eval_s", r.eval_s},
           {"peak_memory_bytes", r.peak_memory_bytes},
           {"resident_bytes", r.resident_bytes},
-          {"capacity_bytes", r.capacity_bytes},
+          // null: a CPU device without a declared capacity (nothing is out of memory).
+          {"capacity_bytes", r.capacity_bytes > 0 ? json(r.capacity_bytes) : json(nullptr)},
           {"model_flops_per_step", r.model_flops_per_step},
           {"knobs", r.knobs},
           {"stats", r.stats},
@@ -92,7 +93,9 @@ WorkerSearchResult SearchResultFromJson(const json& j) {
   r.eval_s = j.value("eval_s", 0.0);
   r.peak_memory_bytes = Numbers(j, "peak_memory_bytes");
   r.resident_bytes = Numbers(j, "resident_bytes");
-  r.capacity_bytes = j.value("capacity_bytes", 0.0);
+  r.capacity_bytes = j.contains("capacity_bytes") && j["capacity_bytes"].is_number()
+                         ? j["capacity_bytes"].get<double>()
+                         : 0.0;
   r.model_flops_per_step = j.value("model_flops_per_step", 0.0);
   r.knobs = Field(j, "knobs", json::object());
   r.stats = Field(j, "stats", json::object());

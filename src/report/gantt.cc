@@ -51,8 +51,8 @@ GanttChart GanttFromPlan(const Plan& plan, const Cluster& cluster, const std::st
   chart.title = title;
   chart.subtitle = "solver " + plan.solver + " (" + plan.status + "), makespan " +
                    FormatDuration(plan.makespan_s) + ", lower bound " +
-                   FormatDuration(plan.lower_bound_s) + ", " + std::to_string(plan.tasks.size()) +
-                   " tasks";
+                   FormatDuration(plan.lower_bound_s) + ", " +
+                   Plural(static_cast<long>(plan.tasks.size()), "task");
   chart.nodes = cluster.nodes;
   for (const PlanTask& t : plan.tasks) {
     GanttBar bar;

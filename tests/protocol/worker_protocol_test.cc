@@ -35,6 +35,15 @@ WorkerSearchResult Search() {
   return r;
 }
 
+TEST(WorkerProtocol, NoDeclaredCapacityIsNullNotZero) {
+  WorkerSearchResult r = Search();
+  r.capacity_bytes = 0;  // a CPU device declared without gpu_memory_gib
+  nlohmann::json j = ToJson(r);
+  EXPECT_TRUE(j["capacity_bytes"].is_null());
+  EXPECT_EQ(SearchResultFromJson(j).capacity_bytes, 0.0);
+  EXPECT_EQ(ToJson(Search())["capacity_bytes"], 2e9);
+}
+
 TEST(WorkerProtocol, SearchResultRoundTrips) {
   WorkerSearchResult r = Search();
   WorkerSearchResult back = SearchResultFromJson(ToJson(r));
