@@ -8,7 +8,9 @@
 # Results go to out/quickstart/run/: report.html (planned vs actual Gantt,
 # loss curves), report.json, the plans, the event log and the trained models.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+# The repository this script is in (links resolved: its build folder is
+# configured for that source folder).
+cd "$(dirname "$(readlink -f "$0")")/.."
 scripts/setup.sh
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSATURN_WITH_TORCH=ON >/dev/null
 cmake --build build -j2 --target saturn saturn-worker

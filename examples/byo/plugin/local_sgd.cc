@@ -1,4 +1,5 @@
-// local-sgd: an example technique plug-in (docs/byo.md, "User techniques").
+// local-sgd: an example technique plug-in (docs/byo.md, "3. Technique
+// plug-ins (C++)"); examples/byo/plugin/workload.yaml trains with it.
 //
 // Local SGD: every rank holds a replica, trains on its slice of each batch
 // and updates its own replica with its own optimizer; every `sync_every`
@@ -9,8 +10,9 @@
 // `single`; users choose it knowing that.
 //
 // Built as a shared library against engine/plugin.h only, and loaded with
-// `plugins: [build/examples/byo/plugin/libsaturn_local_sgd.so]` in a workload
-// (or `saturn-worker --plugin`).
+// `plugins: [PATH/libsaturn_local_sgd.so]` in a workload (relative to the
+// workload file; the build puts it in build/examples/byo/plugin/), or with
+// `--plugin` (saturn profile, saturn run, saturn-worker).
 #include <ATen/ATen.h>
 
 #include "engine/plugin.h"
