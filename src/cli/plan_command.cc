@@ -81,7 +81,8 @@ void AddPlanCommand(CLI::App& app, int* status) {
   cmd->add_option("--cluster", o->cluster, "Cluster file (YAML, Contract 1)")->required();
   cmd->add_option("--profile", o->profile, "Profile table (CSV, Contract 2)")->required();
   cmd->add_option("--solver", o->solver,
-                  "auto | milp | saturn-milp | current-practice | max | min | random | optimus");
+                  "auto | milp | saturn-milp | current-practice | max | min | random | optimus")
+      ->capture_default_str();
   cmd->add_option("--time-limit", o->time_limit_s,
                   "Solver time limit in wall seconds (auto uses it while the gap to the bound "
                   "is open)")
@@ -99,7 +100,8 @@ void AddPlanCommand(CLI::App& app, int* status) {
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   cmd->add_flag("--log", o->log, "Print the incumbent and bound to stderr as they improve");
-  cmd->add_option("--seed", o->seed, "Random seed (solvers are deterministic for a seed)");
+  cmd->add_option("--seed", o->seed, "Random seed (solvers are deterministic for a seed)")
+      ->capture_default_str();
   cmd->add_option("--threads", o->threads, "Solver threads")->check(CLI::Range(1, 256));
   cmd->add_option("--output", o->output, "Write the plan JSON here (default: stdout)");
   cmd->add_option("--gantt", o->gantt, "Write a Gantt chart of the plan (SVG)");

@@ -85,7 +85,9 @@ void AddProfileCommand(CLI::App& app, int* status) {
       ->check(CLI::Range(1, 64));
   cmd->add_option("--warmup", o->warmup, "Steps before timing (default: the worker's)")
       ->check(CLI::NonNegativeNumber);
-  cmd->add_option("--measure", o->measure, "Steps timed")->check(CLI::PositiveNumber);
+  cmd->add_option("--measure", o->measure, "Steps timed")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   cmd->add_option("--checkpoint-every", o->checkpoint_every,
                   "Runtimes count the checkpoints `saturn run --checkpoint-every` writes "
                   "(default: a tenth of each task)")

@@ -75,8 +75,9 @@ nlohmann::json ResultJson(const SimResult& r) {
   for (const Event& e : r.events)
     events.push_back(nlohmann::json::parse(EventToJsonLine(e)));
   nlohmann::json utilization = nlohmann::json::array();
+  // Rounded: 1, not 0.9999999999999994; 1862.37 s, not 1862.3700000000001.
   for (const auto& [t, u] : r.utilization)
-    utilization.push_back({t, u});
+    utilization.push_back({std::round(t * 1e3) / 1e3, std::round(u * 1e6) / 1e6});
   return {{"makespan_s", r.makespan_s},
           {"planned_makespan_s", r.initial_plan.makespan_s},
           {"mean_jct_s", r.mean_jct_s},
@@ -98,7 +99,7 @@ SimResult SimulateShowingProgress(const Problem& believed,
                                   const std::vector<double>& arrival, SimOptions options) {
   auto where = [](double now_s, int replans, int switches) {
     return "at " + FormatDuration(now_s) + " simulated, " + Plural(replans, "re-plan") + ", " +
-           std::to_string(switches) + (switches == 1 ? " switch" : " switches");
+           Plural(switches, "switch");
   };
   Progress shown("simulated", believed.NumTasks());
   SteadyClock clock;
@@ -143,11 +144,11 @@ int RunSimulate(const SimulateOptions& o) {
   options.policy.switch_cost_s = o.switch_cost_s;
   options.introspection = !o.no_introspection;
   options.interval_s = o.interval_s;
-  std::fprintf(stderr, "simulating %d tasks on %d GPUs with %s%s\n", believed.NumTasks(),
-               cluster.TotalGpus(), o.solver.c_str(),
-               o.no_introspection
-                   ? ", no introspection"
-                   : (", introspection every " + FormatDuration(o.interval_s)).c_str());
+  std::fprintf(
+      stderr, "simulating %s on %s with %s%s\n", Plural(believed.NumTasks(), "task").c_str(),
+      Plural(cluster.TotalGpus(), "GPU").c_str(), o.solver.c_str(),
+      o.no_introspection ? ", no introspection"
+                         : (", introspection every " + FormatDuration(o.interval_s)).c_str());
   SimResult r = SimulateShowingProgress(believed, truth, Arrivals(profile, believed, o.profile),
                                         std::move(options));
 
@@ -158,7 +159,7 @@ int RunSimulate(const SimulateOptions& o) {
     chart.title = "Saturn simulated run";
     chart.subtitle = "makespan " + FormatDuration(r.makespan_s) + " (planned " +
                      FormatDuration(r.initial_plan.makespan_s) + "), " +
-                     std::to_string(r.plan_switches) + " plan switches; dashed: first plan";
+                     Plural(r.plan_switches, "plan switch") + "; dashed: first plan";
     chart.nodes = cluster.nodes;
     for (const BusyInterval& b : BusyIntervals(r.events, r.makespan_s)) {
       chart.bars.push_back({b.node, b.gpu_ids, b.start, b.end, b.task + " · " + b.technique,
@@ -184,13 +185,11 @@ int RunSimulate(const SimulateOptions& o) {
   }
   if (!o.gantt.empty()) WriteFileAtomic(o.gantt, svg);
   if (!o.events.empty()) WriteFileAtomic(o.events, events);
-  std::fprintf(stderr,
-               "simulated makespan %s (first plan %s), mean JCT %s, p99 JCT %s, %d switches, %d "
-               "pre-emptions\n",
-               FormatDuration(r.makespan_s).c_str(),
-               FormatDuration(r.initial_plan.makespan_s).c_str(),
-               FormatDuration(r.mean_jct_s).c_str(), FormatDuration(r.p99_jct_s).c_str(),
-               r.plan_switches, r.preemptions);
+  std::fprintf(
+      stderr, "simulated makespan %s (first plan %s), mean JCT %s, p99 JCT %s, %s, %s\n",
+      FormatDuration(r.makespan_s).c_str(), FormatDuration(r.initial_plan.makespan_s).c_str(),
+      FormatDuration(r.mean_jct_s).c_str(), FormatDuration(r.p99_jct_s).c_str(),
+      Plural(r.plan_switches, "switch").c_str(), Plural(r.preemptions, "pre-emption").c_str());
   return 0;
 }
 
@@ -204,10 +203,13 @@ void AddSimulateCommand(CLI::App& app, int* status) {
                   "What the planner believes (profile CSV; optional arrival_s column)")
       ->required();
   cmd->add_option("--truth", o->truth, "What tasks really take (another profile CSV)");
-  cmd->add_option("--noise", o->noise, "Truth = profile x U(1-SIGMA, 1+SIGMA) per task");
+  cmd->add_option("--noise", o->noise, "Truth = profile x U(1-SIGMA, 1+SIGMA) per task")
+      ->capture_default_str();
   cmd->add_option("--config-noise", o->config_noise,
-                  "... x U(1-SIGMA, 1+SIGMA) per configuration on top");
-  cmd->add_option("--solver", o->solver, "Solver for planning and re-planning");
+                  "... x U(1-SIGMA, 1+SIGMA) per configuration on top")
+      ->capture_default_str();
+  cmd->add_option("--solver", o->solver, "Solver for planning and re-planning")
+      ->capture_default_str();
   cmd->add_option("--interval", o->interval_s, "Seconds between introspection checks")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
@@ -222,7 +224,7 @@ void AddSimulateCommand(CLI::App& app, int* status) {
   cmd->add_option("--time-limit", o->time_limit_s, "Solver time limit per (re-)plan, seconds")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  cmd->add_option("--seed", o->seed, "Seed for noise and solvers");
+  cmd->add_option("--seed", o->seed, "Seed for noise and solvers")->capture_default_str();
   cmd->add_option("--output", o->output, "Write the result JSON here (default: stdout)");
   cmd->add_option("--gantt", o->gantt, "Write a Gantt chart of the simulated run (SVG)");
   cmd->add_option("--events", o->events, "Write the event trace (JSON lines)");

@@ -37,7 +37,13 @@ std::string FormatNumber(double value) {
 }
 
 std::string Plural(long n, const std::string& word) {
-  return std::to_string(n) + " " + word + (n == 1 ? "" : "s");
+  std::string text = std::to_string(n) + " " + word;
+  if (n == 1) return text;
+  auto ends = [&](const char* tail) {
+    std::string t = tail;
+    return word.size() >= t.size() && word.compare(word.size() - t.size(), t.size(), t) == 0;
+  };
+  return text + (ends("s") || ends("x") || ends("ch") || ends("sh") ? "es" : "s");
 }
 
 }  // namespace saturn

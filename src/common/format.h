@@ -3,7 +3,8 @@
 //   FormatDuration(3725)  -> "1h02m"
 //   FormatDuration(42.5)  -> "42.5s"
 //   FormatFixed(1.23456, 2) -> "1.23"
-//   Plural(1, "task") -> "1 task";  Plural(3, "task") -> "3 tasks"
+//   Plural(1, "task") -> "1 task";  Plural(3, "task") -> "3 tasks";  Plural(2, "switch") -> "2
+//   switches"
 #pragma once
 
 #include <string>
@@ -14,7 +15,7 @@ std::string FormatDuration(double seconds);
 std::string FormatFixed(double value, int decimals);
 // Shortest round-trip text for a double (used in CSV/JSON-adjacent output).
 std::string FormatNumber(double value);
-// "<n> <word>", with an "s" unless n is 1.
+// "<n> <word>", with an "s" (after s, x, ch, sh: "es") unless n is 1.
 std::string Plural(long n, const std::string& word);
 
 }  // namespace saturn

@@ -146,8 +146,8 @@ std::string ReportHtml(const RunReportInput& in, const Evals& evals, const json&
   GanttChart chart;
   chart.title = "Saturn run: actual (filled) vs first plan (dashed)";
   chart.subtitle = "makespan " + FormatDuration(in.makespan_s) + " vs planned " +
-                   FormatDuration(in.first_plan.makespan_s) + ", " + std::to_string(switches) +
-                   " plan switches";
+                   FormatDuration(in.first_plan.makespan_s) + ", " +
+                   Plural(switches, "plan switch");
   chart.nodes = in.cluster.nodes;
   for (const BusyInterval& b : BusyIntervals(in.events, in.makespan_s)) {
     chart.bars.push_back({b.node, b.gpu_ids, b.start, b.end, b.task + " · " + b.technique,
@@ -167,7 +167,7 @@ std::string ReportHtml(const RunReportInput& in, const Evals& evals, const json&
       ".failed{color:#b00}</style></head><body>\n<h1>Saturn run report</h1>\n<p>Workload <code>" +
       XmlEscape(in.workload) + "</code>: actual makespan <b>" + FormatDuration(in.makespan_s) +
       "</b>, first plan " + FormatDuration(in.first_plan.makespan_s) + " (ratio " +
-      FormatFixed(ratio, 3) + "), " + std::to_string(switches) + " plan switches, profiling " +
+      FormatFixed(ratio, 3) + "), " + Plural(switches, "plan switch") + ", profiling " +
       FormatDuration(in.profiling_s) + ", planning " + FormatDuration(in.planning_s) + ".</p>\n" +
       RenderGanttSvg(chart) + "\n";
   if (!best.empty()) {

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <array>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -15,6 +16,7 @@ namespace saturn {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 struct Result {
   int status;
@@ -128,7 +130,18 @@ TEST_F(Cli, SimulateWritesResultTraceAndChart) {
   EXPECT_GT(result["makespan_s"].get<double>(), 0);
   EXPECT_EQ(result["tasks"].size(), 2u);
   EXPECT_FALSE(result["events"].empty());
-  EXPECT_FALSE(result["utilization"].empty());
+  ASSERT_FALSE(result["utilization"].empty());
+  for (const auto& point : result["utilization"]) {
+    // A share, rounded to 6 places: 1, not 0.9999999999999994.
+    double u = point[1].get<double>();
+    EXPECT_GE(u, 0);
+    EXPECT_LE(u, 1);
+    EXPECT_NEAR(u * 1e6, std::round(u * 1e6), 1e-6) << u;
+  }
+  // The summary counts in words that agree with their numbers.
+  EXPECT_THAT(r.output, HasSubstr("simulating 2 tasks on "));
+  EXPECT_THAT(r.output, Not(HasSubstr(" 1 switches")));
+  EXPECT_THAT(r.output, Not(HasSubstr("switchs")));
   EXPECT_THAT(ReadFile(Path("events.jsonl")), HasSubstr("\"event\":\"task_finished\""));
   EXPECT_THAT(ReadFile(Path("sim.svg")), HasSubstr("<svg"));
 }
@@ -190,6 +203,11 @@ TEST(CliHelp, ShowsEachDefaultOfTheOptionTable) {
               HasSubstr(WithDefault("--switch-cost FLOAT:NONNEGATIVE", defaults::kSwitchCostS)));
   EXPECT_THAT(simulate,
               HasSubstr(WithDefault("--time-limit FLOAT:POSITIVE", defaults::kSolverTimeLimitS)));
+  EXPECT_THAT(simulate, HasSubstr("--noise FLOAT=0"));
+  EXPECT_THAT(simulate, HasSubstr("--solver TEXT=auto"));
+  EXPECT_THAT(simulate, HasSubstr("--seed UINT=0"));
+  EXPECT_THAT(Saturn("plan --help").output, HasSubstr("--solver TEXT=auto"));
+  EXPECT_THAT(run, HasSubstr("--seed UINT=0"));
 
   EXPECT_THAT(Saturn("plan --help").output,
               HasSubstr(WithDefault("--time-limit FLOAT:POSITIVE", defaults::kSolverTimeLimitS)));

@@ -118,5 +118,14 @@ TEST(Format, Durations) {
   EXPECT_EQ(FormatDuration(86400 * 4), "4.0d");
 }
 
+TEST(Format, PluralsOfCountedWords) {
+  EXPECT_EQ(Plural(1, "task"), "1 task");
+  EXPECT_EQ(Plural(0, "task"), "0 tasks");
+  EXPECT_EQ(Plural(2, "switch"), "2 switches");
+  EXPECT_EQ(Plural(1, "switch"), "1 switch");
+  EXPECT_EQ(Plural(3, "pass"), "3 passes");
+  EXPECT_EQ(Plural(4, "GPU"), "4 GPUs");
+}
+
 }  // namespace
 }  // namespace saturn

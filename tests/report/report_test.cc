@@ -216,7 +216,7 @@ TEST_F(RunReport, HtmlHasTheGanttLossCurvesAndTaskTable) {
   EXPECT_EQ(Count(html, "<tr class=\"failed\">"), 1);
   EXPECT_THAT(html, HasSubstr("<td>100/100</td>"));
   EXPECT_THAT(html, HasSubstr("<td>20/50</td>"));
-  EXPECT_THAT(html, HasSubstr("1 plan switches"));
+  EXPECT_THAT(html, HasSubstr("1 plan switch,"));
 }
 
 Event Evaluated(double t, std::string task, long step, double loss, double accuracy) {
