@@ -7,14 +7,17 @@
 // then plans the same tasks once more knowing the true runtimes (the
 // clairvoyant plan, same effort as the simulation's first plan). Prints the
 // simulation's wall time and peak memory (of this process, before the
-// clairvoyant plan), its makespan against the clairvoyant plan's, and the
-// re-planning it did.
+// clairvoyant plan), its makespan against the clairvoyant plan's (with that
+// plan's lower bound and the longest task alone, to tell whether one task
+// sets it), and the re-planning it did.
 //
 //   sim_scale_bench                                  # 10,000 tasks on 128 x 8 GPUs
 //   sim_scale_bench --tasks 50000 --nodes 1024       # 50,000 tasks on 8,192 GPUs
+//   sim_scale_bench --tasks 2000 --nodes 8           # packing-bound: 2,000 tasks on 64 GPUs
 //   sim_scale_bench --tasks 2000 --nodes 32 --interval 3600
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -86,6 +89,18 @@ Problem Clairvoyant(const Problem& believed, const std::vector<std::vector<doubl
   return p;
 }
 
+// The longest task alone (its fastest option under the truth): when it is
+// the clairvoyant makespan, one task sets both makespans and their ratio
+// says nothing about packing.
+double LongestTaskAlone(const std::vector<std::vector<double>>& truth) {
+  double longest = 0;
+  for (const std::vector<double>& options : truth) {
+    if (options.empty()) continue;
+    longest = std::max(longest, *std::min_element(options.begin(), options.end()));
+  }
+  return longest;
+}
+
 int Main(int argc, char** argv) {
   Config cfg;
   if (!Parse(argc, argv, &cfg)) {
@@ -136,8 +151,12 @@ int Main(int argc, char** argv) {
       "pre-emptions, planning %.1f s of it\n",
       r.makespan_s / 3600, r.initial_plan.makespan_s / 3600, r.replans, r.plan_switches,
       r.preemptions, r.planning_wall_s);
-  std::printf("clairvoyant plan: makespan %.1f h (planned in %.1f s)\n",
-              clairvoyant.plan.makespan_s / 3600, plan_s);
+  const double longest_s = LongestTaskAlone(truth);
+  std::printf(
+      "clairvoyant plan: makespan %.1f h (planned in %.1f s), its lower bound %.1f h, the "
+      "longest task alone %.1f h\n",
+      clairvoyant.plan.makespan_s / 3600, plan_s, clairvoyant.plan.lower_bound_s / 3600,
+      longest_s / 3600);
   std::printf("wall %.1f s (CPU %.1f s), peak RSS %.0f MiB, makespan / clairvoyant %.4f\n", sim_s,
               sim_cpu_s, rss_mib, r.makespan_s / clairvoyant.plan.makespan_s);
   return 0;
