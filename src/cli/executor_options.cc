@@ -37,6 +37,10 @@ void AddExecutorOptions(CLI::App* cmd, RunOptions* o, bool* no_introspection) {
                   "Seconds a pre-empted worker may take to checkpoint before it is killed")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  cmd->add_option("--max-tasks", o->max_tasks,
+                  "Most tasks a workload may expand to (default: its max_tasks, else " +
+                      std::to_string(defaults::kMaxWorkloadTasks) + ")")
+      ->check(CLI::PositiveNumber);
   cmd->add_option("--cache", o->profiler.cache_path, "Profile cache file");
   cmd->add_option("--trial-timeout", o->profiler.trial_timeout_s,
                   "Seconds before a trial is killed")

@@ -28,12 +28,13 @@ struct ProfileOptions {
   int measure = kDefaultMeasureSteps;
   long checkpoint_every = 0;
   std::vector<std::string> plugins;
+  long max_tasks = 0;  // 0: the workload's max_tasks or the default
   std::string backend = "local";
   std::string work_dir;
 };
 
 int RunProfile(const ProfileOptions& o) {
-  Workload workload = LoadWorkloadFile(o.workload, o.plugins);
+  Workload workload = LoadWorkloadFile(o.workload, o.plugins, o.max_tasks);
   std::unique_ptr<LaunchBackend> backend = MakeBackend(o.backend);
   UseBackendAllocation(workload, *backend);
   ProfilerOptions options;
@@ -93,6 +94,10 @@ void AddProfileCommand(CLI::App& app, int* status) {
                   "(default: a tenth of each task)")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--plugin", o->plugins, "Technique plug-in (shared library); repeatable");
+  cmd->add_option("--max-tasks", o->max_tasks,
+                  "Most tasks a workload may expand to (default: its max_tasks, else " +
+                      std::to_string(defaults::kMaxWorkloadTasks) + ")")
+      ->check(CLI::PositiveNumber);
   cmd->add_option("--backend", o->backend,
                   "Where trials run: local (this machine) or slurm (job steps in the allocation)")
       ->capture_default_str();

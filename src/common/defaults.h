@@ -61,4 +61,8 @@ inline constexpr int kKeepCheckpoints = 2;
 // Profiling: wall seconds before a trial is killed.
 inline constexpr double kTrialTimeoutS = 300.0;
 
+// The most tasks a workload may expand to (sweeps included) unless it says
+// `max_tasks:` or the command line --max-tasks.
+inline constexpr long kMaxWorkloadTasks = 10000;
+
 }  // namespace saturn::defaults

@@ -26,7 +26,11 @@ std::string Quote(std::string_view value) {
   constexpr size_t kMax = 60;
   std::string out = "'";
   if (value.size() > kMax) {
-    out += value.substr(0, kMax);
+    // Cut before a character, not inside one: the message may be sent as JSON.
+    size_t cut = kMax;
+    while (cut > 0 && (static_cast<unsigned char>(value[cut]) & 0xC0) == 0x80)
+      --cut;
+    out += value.substr(0, cut);
     out += "...";
   } else {
     out += value;

@@ -40,6 +40,7 @@ namespace saturn {
 struct RunOptions {
   std::string workload_path;
   std::vector<std::string> plugins;  // --plugin: added to the workload's plugins
+  long max_tasks = 0;                // --max-tasks; 0: the workload's max_tasks or the default
   std::string run_dir;               // "" = DefaultRunDir(workload_path)
   bool resume = false;
   std::string solver = "auto";

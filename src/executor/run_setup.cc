@@ -218,7 +218,8 @@ struct WorkloadChange {
 
 WorkloadChange CompareWithSaved(RunContext& run, const std::string& saved_text) {
   const std::string& path = run.options.workload_path;
-  Workload saved = ParseWorkload(saved_text, path, run.workload.base_dir, run.options.plugins);
+  Workload saved = ParseWorkload(saved_text, path, run.workload.base_dir, run.options.plugins,
+                                 run.options.max_tasks);
   std::map<std::string, TaskRecord> records;
   for (TaskRecord& r : run.state->Tasks())
     records[r.name] = std::move(r);
@@ -376,7 +377,7 @@ void SetUpRun(RunContext& run) {
                     .lexically_normal()
                     .string();
   std::string workload_text = ReadFile(o.workload_path);
-  run.workload = LoadWorkloadFile(o.workload_path, o.plugins);
+  run.workload = LoadWorkloadFile(o.workload_path, o.plugins, o.max_tasks);
   CheckAndOpen(run);
   if (o.progress) std::fprintf(stderr, "run folder: %s\n", run.run_dir.c_str());
   if (o.resume) {

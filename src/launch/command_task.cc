@@ -1,6 +1,7 @@
 #include "launch/command_task.h"
 
 #include <algorithm>
+#include <deque>
 #include <fstream>
 #include <sstream>
 
@@ -79,7 +80,7 @@ WorkerJob CommandJob(const nlohmann::json& spec, const CommandCall& c) {
              {"SATURN_CHECKPOINT_DIR", c.checkpoint_dir},
              {"SATURN_NODE", c.node},
              {"SATURN_TECHNIQUE", c.technique},
-             {"SATURN_SEED", std::to_string(spec.value("seed", 0))}};
+             {"SATURN_SEED", std::to_string(spec.value("seed", 0L))}};
   if (spec.contains("env")) {
     for (const auto& [k, v] : spec["env"].items())
       job.env[k] = v.get<std::string>();
@@ -91,31 +92,52 @@ WorkerJob CommandJob(const nlohmann::json& spec, const CommandCall& c) {
   return job;
 }
 
+namespace {
+
+// The last `n` of `lines`, joined by newlines.
+std::string Tail(const std::deque<std::string>& lines, size_t n) {
+  std::string out;
+  for (size_t i = lines.size() - std::min(n, lines.size()); i < lines.size(); ++i)
+    out += (out.empty() ? "" : "\n") + lines[i];
+  return out;
+}
+
+}  // namespace
+
 WorkerSearchResult CommandSearchResult(const std::string& log, int exit_status, double wall_s,
                                        long steps, int warmup) {
-  WorkerSearchResult r;
-  if (!ExitedCleanly(exit_status)) {
-    std::string tail = LastLines(log, 5);
-    r.reason = "the program failed (" + DescribeExit(exit_status) + ")" +
-               (tail.empty() ? "" : ": " + tail);
-    return r;
-  }
   std::ifstream in(log);
+  return CommandSearchResult(in, exit_status, wall_s, steps, warmup);
+}
+
+WorkerSearchResult CommandSearchResult(std::istream& output, int exit_status, double wall_s,
+                                       long steps, int warmup) {
+  WorkerSearchResult r;
+  std::deque<std::string> last;  // the output's last lines, for the reason of a failure
   std::string line;
   std::vector<double> timed;
   double peak = -1, stepping_s = 0;
   bool any = false;
-  while (std::getline(in, line)) {
+  while (std::getline(output, line)) {
     StepReport s;
-    if (!ParseStepLine(line, &s)) continue;
-    any = true;
-    if (s.step_s > 0) stepping_s += s.step_s;
-    if (s.step >= warmup && s.step_s > 0) timed.push_back(s.step_s);
-    peak = std::max(peak, s.peak_mem_gib);
+    if (ParseStepLine(line, &s)) {
+      any = true;
+      if (s.step_s > 0) stepping_s += s.step_s;
+      if (s.step >= warmup && s.step_s > 0) timed.push_back(s.step_s);
+      peak = std::max(peak, s.peak_mem_gib);
+    }
+    last.push_back(std::move(line));
+    if (last.size() > 5) last.pop_front();
+  }
+  if (!ExitedCleanly(exit_status)) {
+    std::string tail = Tail(last, 5);
+    r.reason = "the program failed (" + DescribeExit(exit_status) + ")" +
+               (tail.empty() ? "" : ": " + tail);
+    return r;
   }
   if (any && timed.empty()) {
     r.reason = "the program reported steps but no step_s after " + std::to_string(warmup) +
-               " warm-up steps: " + LastLines(log, 3);
+               " warm-up steps: " + Tail(last, 3);
     return r;
   }
   r.feasible = true;

@@ -19,6 +19,7 @@
 //   WorkerJob job = CommandJob(task.spec, c);
 #pragma once
 
+#include <istream>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -74,6 +75,9 @@ WorkerJob TaskJob(const nlohmann::json& spec, const std::string& worker, const W
 // The outcome of a profiling run of a program that ran `steps` steps
 // (`warmup` of them untimed) in `wall_s` seconds with output in `log`.
 WorkerSearchResult CommandSearchResult(const std::string& log, int exit_status, double wall_s,
+                                       long steps, int warmup);
+// The same from the output itself.
+WorkerSearchResult CommandSearchResult(std::istream& output, int exit_status, double wall_s,
                                        long steps, int warmup);
 
 }  // namespace saturn

@@ -1,13 +1,17 @@
 #include "protocol/worker_protocol.h"
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <optional>
 #include <sstream>
 #include <stdexcept>
+#include <type_traits>
 
 #include "common/fs.h"
+#include "common/json_text.h"
+#include "common/limits.h"
 
 namespace saturn {
 namespace {
@@ -15,9 +19,36 @@ namespace {
 using json = nlohmann::json;
 
 void CheckVersion(const json& j, const std::string& what) {
-  if (!j.is_object() || j.value("protocol", 0) != kWorkerProtocol) {
-    throw std::runtime_error(what + " is not protocol " + std::to_string(kWorkerProtocol));
+  auto version = j.is_object() ? j.find("protocol") : j.end();
+  if (!j.is_object() || version == j.end() || !version->is_number_integer() ||
+      *version != kWorkerProtocol) {
+    throw ProtocolError(what + " is not protocol " + std::to_string(kWorkerProtocol));
   }
+}
+
+// The message's field `key`, or `fallback` when absent or null; a value of
+// another type than `fallback`'s is a ProtocolError.
+template <typename T>
+T Get(const json& j, const char* key, T fallback) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return fallback;
+  bool ok = std::is_same_v<T, bool>          ? it->is_boolean()
+            : std::is_same_v<T, std::string> ? it->is_string()
+                                             : it->is_number();
+  if (!ok) throw ProtocolError(std::string("field ") + key + " has the wrong type: " + it->dump());
+  return it->get<T>();
+}
+
+// An integer field in [min, max] (`fallback` when absent or null).
+long Count(const json& j, const char* key, long fallback, long min, long max) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return fallback;
+  std::optional<long> n = JsonInt(*it, min, max);
+  if (!n) {
+    throw ProtocolError(std::string("field ") + key + ": expected an integer from " +
+                        std::to_string(min) + " to " + std::to_string(max) + ", got " + it->dump());
+  }
+  return *n;
 }
 
 std::vector<double> Numbers(const json& j, const char* key) {
@@ -39,15 +70,20 @@ json ReadJson(const std::string& path) {
   try {
     text = ReadFile(path);
   } catch (const std::exception& e) {
-    throw std::runtime_error(std::string("worker wrote no result: ") + e.what());
+    throw ProtocolError(std::string("worker wrote no result: ") + e.what());
   }
-  json j = json::parse(text, nullptr, false);
-  if (j.is_discarded()) throw std::runtime_error("worker result " + path + " is not JSON");
-  CheckVersion(j, "worker result " + path);
-  return j;
+  return ParseWorkerMessage(text, "worker result " + path);
 }
 
 }  // namespace
+
+json ParseWorkerMessage(std::string_view text, const std::string& what) {
+  json j;
+  std::string why;
+  if (!ParseJsonText(text, &j, &why)) throw ProtocolError(what + " is not JSON: " + why);
+  CheckVersion(j, what);
+  return j;
+}
 
 json ToJson(const WorkerSearchResult& r) {
   return {{"protocol", kWorkerProtocol},
@@ -78,30 +114,28 @@ json ToJson(const WorkerSearchResult& r) {
 WorkerSearchResult SearchResultFromJson(const json& j) {
   CheckVersion(j, "search result");
   WorkerSearchResult r;
-  r.feasible = j.value("feasible", false);
-  r.reason = j.value("reason", "");
-  r.technique = j.value("technique", "");
-  r.gpus = j.value("gpus", 0);
+  r.feasible = Get(j, "feasible", false);
+  r.reason = Get(j, "reason", std::string());
+  r.technique = Get(j, "technique", std::string());
+  r.gpus = static_cast<int>(Count(j, "gpus", 0, 0, limits::kMaxGpusPerNode));
   r.step_s = j.contains("step_s") && j["step_s"].is_number() ? j["step_s"].get<double>() : 0.0;
   r.step_samples_s = Numbers(j, "step_samples_s");
   r.warmup_step_s = Numbers(j, "warmup_step_s");
-  r.ready_unix_s = j.value("ready_unix_s", 0.0);
-  r.setup_s = j.value("setup_s", 0.0);
-  r.done_unix_s = j.value("done_unix_s", 0.0);
-  r.launch_s = j.value("launch_s", 0.0);
-  r.checkpoint_s = j.value("checkpoint_s", 0.0);
-  r.eval_s = j.value("eval_s", 0.0);
+  r.ready_unix_s = Get(j, "ready_unix_s", 0.0);
+  r.setup_s = Get(j, "setup_s", 0.0);
+  r.done_unix_s = Get(j, "done_unix_s", 0.0);
+  r.launch_s = Get(j, "launch_s", 0.0);
+  r.checkpoint_s = Get(j, "checkpoint_s", 0.0);
+  r.eval_s = Get(j, "eval_s", 0.0);
   r.peak_memory_bytes = Numbers(j, "peak_memory_bytes");
   r.resident_bytes = Numbers(j, "resident_bytes");
-  r.capacity_bytes = j.contains("capacity_bytes") && j["capacity_bytes"].is_number()
-                         ? j["capacity_bytes"].get<double>()
-                         : 0.0;
-  r.model_flops_per_step = j.value("model_flops_per_step", 0.0);
+  r.capacity_bytes = Get(j, "capacity_bytes", 0.0);
+  r.model_flops_per_step = Get(j, "model_flops_per_step", 0.0);
   r.knobs = Field(j, "knobs", json::object());
   r.stats = Field(j, "stats", json::object());
   r.candidates = Field(j, "candidates", json::array());
   if (r.feasible && !(r.step_s > 0)) {
-    throw std::runtime_error("worker reported a feasible configuration without a step time");
+    throw ProtocolError("worker reported a feasible configuration without a step time");
   }
   return r;
 }
@@ -122,10 +156,10 @@ json ToJson(const WorkerExecuteResult& r) {
 WorkerExecuteResult ExecuteResultFromJson(const json& j) {
   CheckVersion(j, "execute result");
   WorkerExecuteResult r;
-  r.completed_steps = j.value("completed_steps", 0L);
-  r.final_loss = j.value("final_loss", 0.0);
-  r.preempted = j.value("preempted", false);
-  r.checkpoint = j.value("checkpoint", "");
+  r.completed_steps = Count(j, "completed_steps", 0, 0, limits::kMaxSteps);
+  r.final_loss = Get(j, "final_loss", 0.0);
+  r.preempted = Get(j, "preempted", false);
+  r.checkpoint = Get(j, "checkpoint", std::string());
   r.peak_memory_bytes = Numbers(j, "peak_memory_bytes");
   r.resident_bytes = Numbers(j, "resident_bytes");
   r.losses = Numbers(j, "losses");
@@ -151,20 +185,25 @@ json ToJson(const std::vector<WorkerTechnique>& techniques) {
 std::vector<WorkerTechnique> TechniquesFromJson(const json& j) {
   CheckVersion(j, "technique list");
   if (!j.contains("techniques") || !j["techniques"].is_array()) {
-    throw std::runtime_error("technique list without \"techniques\"");
+    throw ProtocolError("technique list without \"techniques\"");
   }
   std::vector<WorkerTechnique> out;
   for (const json& t : j["techniques"]) {
+    if (!t.is_object()) throw ProtocolError("technique list: a technique that is not an object");
     WorkerTechnique w;
-    w.name = t.value("name", "");
-    if (w.name.empty()) throw std::runtime_error("technique list: a technique without a name");
-    w.description = t.value("description", "");
-    w.one_process = t.value("layout", "") == "one-process";
-    w.min_gpus = t.value("min_gpus", 1);
-    w.max_gpus = t.contains("max_gpus") && t["max_gpus"].is_number_integer()
-                     ? t["max_gpus"].get<int>()
-                     : (w.one_process ? 1 : 0);
-    w.splits_batch = t.value("splits_batch", false);
+    w.name = Get(t, "name", std::string());
+    if (w.name.empty()) throw ProtocolError("technique list: a technique without a name");
+    w.description = Get(t, "description", std::string());
+    w.one_process = Get(t, "layout", std::string()) == "one-process";
+    w.min_gpus = static_cast<int>(Count(t, "min_gpus", 1, 1, limits::kMaxGpusPerNode));
+    // 0 and null both mean no upper bound (ToJson writes null), except for
+    // a one-process technique, which runs on exactly one device.
+    w.max_gpus = static_cast<int>(Count(t, "max_gpus", 0, 0, limits::kMaxGpusPerNode));
+    if (w.max_gpus == 0 && w.one_process) w.max_gpus = 1;
+    if (w.max_gpus > 0 && w.min_gpus > w.max_gpus) {
+      throw ProtocolError("technique list: " + w.name + "'s min_gpus is above its max_gpus");
+    }
+    w.splits_batch = Get(t, "splits_batch", false);
     w.plugin =
         t.contains("plugin") && t["plugin"].is_string() ? t["plugin"].get<std::string>() : "";
     out.push_back(std::move(w));
@@ -213,16 +252,37 @@ std::optional<std::map<std::string, double>> SaturnFields(const std::string& lin
   return fields;
 }
 
+// A step count field: an integer from 0 to limits::kMaxSteps.
+bool StepField(const std::map<std::string, double>& f, const char* key, long* out) {
+  auto it = f.find(key);
+  if (it == f.end()) return false;
+  double v = it->second;
+  if (!(v >= 0 && v <= static_cast<double>(limits::kMaxSteps)) || v != std::floor(v)) return false;
+  *out = static_cast<long>(v);
+  return true;
+}
+
+// An optional measurement field: absent, or a finite number in [0, max].
+bool MeasureField(const std::map<std::string, double>& f, const char* key, double max,
+                  double* out) {
+  auto it = f.find(key);
+  if (it == f.end()) return true;
+  if (!(it->second >= 0 && it->second <= max)) return false;
+  *out = it->second;
+  return true;
+}
+
 }  // namespace
 
 bool ParseStepLine(const std::string& line, StepReport* report) {
   std::optional<std::map<std::string, double>> f = SaturnFields(line);
-  if (!f || !f->count("step")) return false;
   StepReport r;
-  r.step = static_cast<long>(f->at("step"));
+  if (!f || !StepField(*f, "step", &r.step)) return false;
   if (f->count("loss")) r.loss = f->at("loss");
-  if (f->count("step_s")) r.step_s = f->at("step_s");
-  if (f->count("peak_mem_gib")) r.peak_mem_gib = f->at("peak_mem_gib");
+  if (!MeasureField(*f, "step_s", limits::kMaxNumber, &r.step_s) ||
+      !MeasureField(*f, "peak_mem_gib", limits::kMaxNumber, &r.peak_mem_gib)) {
+    return false;
+  }
   *report = r;
   return true;
 }
@@ -241,12 +301,13 @@ std::string FormatEvalLine(const EvalReport& r) {
 
 bool ParseEvalLine(const std::string& line, EvalReport* report) {
   std::optional<std::map<std::string, double>> f = SaturnFields(line);
-  if (!f || !f->count("eval_step") || !f->count("eval_loss")) return false;
   EvalReport r;
-  r.steps_done = static_cast<long>(f->at("eval_step"));
+  if (!f || !StepField(*f, "eval_step", &r.steps_done) || !f->count("eval_loss")) return false;
   r.loss = f->at("eval_loss");
-  if (f->count("eval_accuracy")) r.accuracy = f->at("eval_accuracy");
-  if (f->count("eval_s")) r.seconds = f->at("eval_s");
+  if (!MeasureField(*f, "eval_accuracy", 1.0, &r.accuracy) ||
+      !MeasureField(*f, "eval_s", limits::kMaxNumber, &r.seconds)) {
+    return false;
+  }
   *report = r;
   return true;
 }

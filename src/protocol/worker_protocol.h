@@ -12,7 +12,9 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace saturn {
@@ -102,9 +104,16 @@ struct EvalReport {
   double seconds = 0.0;
 };
 
-// Each message with its "protocol" version; FromJson throws
-// std::runtime_error (the worker broke the protocol) on a foreign version or
-// a malformed message.
+// The worker broke the protocol: a foreign version, a malformed message, a
+// field of the wrong type or out of range (an internal failure, not bad
+// input: exit 1).
+class ProtocolError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// Each message with its "protocol" version; FromJson throws ProtocolError
+// on a foreign version or a malformed message.
 nlohmann::json ToJson(const WorkerSearchResult& r);
 nlohmann::json ToJson(const WorkerExecuteResult& r);
 nlohmann::json ToJson(const std::vector<WorkerTechnique>& techniques);
@@ -112,15 +121,22 @@ WorkerSearchResult SearchResultFromJson(const nlohmann::json& j);
 WorkerExecuteResult ExecuteResultFromJson(const nlohmann::json& j);
 std::vector<WorkerTechnique> TechniquesFromJson(const nlohmann::json& j);
 
-// Reads a result file; std::runtime_error naming it if missing or broken.
+// A message's text as JSON (`what` names it in errors): ProtocolError if it
+// is not JSON within bounds (common/json_text.h) or not this protocol's.
+nlohmann::json ParseWorkerMessage(std::string_view text, const std::string& what);
+// Reads a result file; ProtocolError naming it if missing or broken.
 WorkerSearchResult ReadSearchResult(const std::string& path);
 WorkerExecuteResult ReadExecuteResult(const std::string& path);
 
 std::string FormatStepLine(const StepReport& report);
-// False if `line` is not a progress line.
+// False if `line` is not a progress line: no "saturn:" prefix, no step, a
+// step that is not an integer from 0 to limits::kMaxSteps, or a step_s or
+// peak_mem_gib that is not a finite number >= 0 (the loss may be anything,
+// nan included: a diverged run reports it as it is).
 bool ParseStepLine(const std::string& line, StepReport* report);
 std::string FormatEvalLine(const EvalReport& report);
-// False if `line` is not an evaluation line.
+// False if `line` is not an evaluation line (the same rules: eval_step an
+// integer in range, eval_s finite >= 0, eval_accuracy in [0, 1]).
 bool ParseEvalLine(const std::string& line, EvalReport* report);
 
 }  // namespace saturn

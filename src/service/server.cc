@@ -69,7 +69,9 @@ namespace {
 
 void Send(httplib::Response& res, const Service::Reply& reply) {
   res.status = reply.status;
-  res.set_content(reply.body.dump(), "application/json");
+  // Messages may quote what a client sent, bytes that are not UTF-8 included.
+  res.set_content(reply.body.dump(-1, ' ', false, json::error_handler_t::replace),
+                  "application/json");
 }
 
 void SendError(httplib::Response& res, int status, const std::string& message) {

@@ -42,7 +42,7 @@ namespace {
 // `cluster` gets the service's (appended, so line numbers hold); one with
 // its own is parsed as written and then run on the service's.
 Workload ParseSubmission(const Submission& s, const std::string& cluster_file,
-                         const Cluster& cluster) {
+                         const Cluster& cluster, long max_tasks) {
   std::string text = s.text;
   bool has_cluster = false;
   bool is_json = text.find_first_not_of(" \t\r\n") != std::string::npos &&
@@ -70,7 +70,7 @@ Workload ParseSubmission(const Submission& s, const std::string& cluster_file,
       text += "cluster: '" + quoted + "'\n";
     }
   }
-  Workload w = ParseWorkload(text, s.source, s.base_dir);
+  Workload w = ParseWorkload(text, s.source, s.base_dir, {}, max_tasks);
   if (w.tasks.empty()) throw InputError(s.source, 0, "tasks", "expected at least one task");
   w.cluster = cluster;
   return w;
@@ -146,7 +146,8 @@ void Service::Restart() {
   WriteFileAtomic(run.run_dir + "/cluster.yaml", cluster_now);
   std::vector<WorkloadTask> latest;  // the newest submission of each name wins
   for (const Submission& s : state.Submissions()) {
-    Workload w = ParseSubmission(s, run.run_dir + "/cluster.yaml", run.workload.cluster);
+    Workload w = ParseSubmission(s, run.run_dir + "/cluster.yaml", run.workload.cluster,
+                                 options_.run.max_tasks);
     for (const std::string& p : w.plugins) {
       auto& plugins = run.workload.plugins;
       if (std::find(plugins.begin(), plugins.end(), p) == plugins.end()) plugins.push_back(p);
@@ -207,7 +208,7 @@ Service::Reply Service::Submit(const std::string& text, const std::string& sourc
       throw InputError("", 0, "base_dir", "expected the submitter's folder as an absolute path");
     }
     request->workload = ParseSubmission(request->submission, run_->run_dir + "/cluster.yaml",
-                                        run_->workload.cluster);
+                                        run_->workload.cluster, options_.run.max_tasks);
     bool engine_tasks = std::any_of(request->workload.tasks.begin(), request->workload.tasks.end(),
                                     [](const WorkloadTask& t) { return !t.is_command; });
     if (engine_tasks) {

@@ -5,6 +5,7 @@
 
 #include "common/error.h"
 #include "common/fs.h"
+#include "common/limits.h"
 #include "spec/yaml_fields.h"
 
 namespace saturn {
@@ -40,7 +41,8 @@ void ReadSlotFields(YamlFields& f, const std::string& default_device,
   if (*device != "cpu" && *device != "cuda") {
     f.Fail("device", "expected cpu or cuda, got " + Quote(*device));
   }
-  *threads = static_cast<int>(f.OptionalInt("threads_per_gpu", 1).value_or(1));
+  *threads = static_cast<int>(
+      f.OptionalInt("threads_per_gpu", 1, limits::kMaxThreadsPerDevice).value_or(1));
 }
 
 }  // namespace
@@ -53,6 +55,11 @@ Cluster ParseCluster(const YAML::Node& root, std::string_view source, const std:
   if (!list.IsSequence() || list.size() == 0) {
     throw InputError(source, YamlLine(list), list_path, "expected a non-empty list of nodes");
   }
+  if (list.size() > static_cast<size_t>(limits::kMaxNodes)) {
+    throw InputError(source, YamlLine(list), list_path,
+                     "expected at most " + std::to_string(limits::kMaxNodes) + " nodes, got " +
+                         std::to_string(list.size()));
+  }
   Cluster cluster;
   std::set<std::string> names;
   for (size_t i = 0; i < list.size(); ++i) {
@@ -63,9 +70,7 @@ Cluster ParseCluster(const YAML::Node& root, std::string_view source, const std:
     if (!names.insert(node.name).second) {
       f.Fail("name", "duplicate node name " + Quote(node.name) + "; names must be unique");
     }
-    long gpus = f.Int("gpus", 1);
-    if (gpus > 4096) f.Fail("gpus", "expected at most 4096 device slots per node");
-    node.gpus = static_cast<int>(gpus);
+    node.gpus = static_cast<int>(f.Int("gpus", 1, limits::kMaxGpusPerNode));
     ReadSlotFields(f, "cpu", &node.gpu_memory_gib, &node.device, &node.threads_per_gpu);
     cluster.nodes.push_back(std::move(node));
   }
@@ -80,9 +85,7 @@ AllocationTemplate ParseAllocationTemplate(const YAML::Node& root, std::string_v
   if (from != "slurm") f.Fail("from", "expected slurm (the allocation Saturn runs in)");
   AllocationTemplate t;
   if (f.Has("gpus")) {
-    long gpus = f.Int("gpus", 1);
-    if (gpus > 4096) f.Fail("gpus", "expected at most 4096 device slots per node");
-    t.gpus = static_cast<int>(gpus);
+    t.gpus = static_cast<int>(f.Int("gpus", 1, limits::kMaxGpusPerNode));
   }
   ReadSlotFields(f, "cuda", &t.gpu_memory_gib, &t.device, &t.threads_per_gpu);
   return t;

@@ -3,8 +3,26 @@
 #include <map>
 
 #include "common/error.h"
+#include "common/format.h"
+#include "common/json_text.h"
+#include "common/limits.h"
 
 namespace saturn {
+namespace {
+
+// A GPU count or id: an integer from 0 to limits::kMaxGpusPerNode.
+int GpuNumber(const nlohmann::json& v, std::string_view source, int line,
+              const std::string& field) {
+  std::optional<long> n = JsonInt(v, 0, limits::kMaxGpusPerNode);
+  if (!n) {
+    throw InputError(source, line, field,
+                     "expected an integer from 0 to " + std::to_string(limits::kMaxGpusPerNode) +
+                         ", got " + Quote(v.dump()));
+  }
+  return static_cast<int>(*n);
+}
+
+}  // namespace
 
 std::string EventToJsonLine(const Event& e) {
   nlohmann::json j = {{"t", e.t}, {"event", e.kind}};
@@ -30,12 +48,11 @@ std::vector<Event> ParseEventLines(std::string_view text, std::string_view sourc
     ++line_no;
     if (line.find_first_not_of(" \t\r") == std::string_view::npos) continue;
     nlohmann::json j;
-    try {
-      j = nlohmann::json::parse(line);
-    } catch (const nlohmann::json::parse_error&) {
+    std::string why;
+    if (!ParseJsonText(line, &j, &why)) {
       // A crash can leave the last line half-written; ignore only that one.
       if (pos >= text.size()) break;
-      throw InputError(source, line_no, "", "invalid JSON event line");
+      throw InputError(source, line_no, "", "invalid JSON event line: " + why);
     }
     if (!j.is_object() || !j.contains("t") || !j["t"].is_number() || !j.contains("event") ||
         !j["event"].is_string()) {
@@ -45,6 +62,11 @@ std::vector<Event> ParseEventLines(std::string_view text, std::string_view sourc
     for (const auto& [k, v] : j.items()) {
       if (k == "t") {
         e.t = v.get<double>();
+        if (!(e.t >= 0 && e.t <= limits::kMaxNumber)) {
+          throw InputError(source, line_no, "t",
+                           "expected seconds from 0 to " + FormatNumber(limits::kMaxNumber) +
+                               ", got " + FormatNumber(e.t));
+        }
       } else if (k == "event") {
         e.kind = v.get<std::string>();
       } else if (k == "task" && v.is_string()) {
@@ -52,11 +74,13 @@ std::vector<Event> ParseEventLines(std::string_view text, std::string_view sourc
       } else if (k == "technique" && v.is_string()) {
         e.technique = v.get<std::string>();
       } else if (k == "gpus" && v.is_number_integer()) {
-        e.gpus = v.get<int>();
+        e.gpus = GpuNumber(v, source, line_no, "gpus");
       } else if (k == "node" && v.is_string()) {
         e.node = v.get<std::string>();
       } else if (k == "gpu_ids" && v.is_array()) {
-        e.gpu_ids = v.get<std::vector<int>>();
+        for (size_t i = 0; i < v.size(); ++i)
+          e.gpu_ids.push_back(
+              GpuNumber(v[i], source, line_no, "gpu_ids[" + std::to_string(i) + "]"));
       } else {
         e.extra[k] = v;
       }

@@ -3,7 +3,10 @@
 #include <cmath>
 
 #include "common/error.h"
+#include "common/format.h"
 #include "common/fs.h"
+#include "common/json_text.h"
+#include "common/limits.h"
 
 namespace saturn {
 namespace {
@@ -30,12 +33,24 @@ double GetNumber(const json& obj, const char* key, std::string_view source,
   if (!v.is_number() || !std::isfinite(v.get<double>())) {
     throw InputError(source, 0, path + key, "expected a finite number");
   }
-  return v.get<double>();
+  double x = v.get<double>();
+  if (std::fabs(x) > limits::kMaxNumber) {
+    throw InputError(source, 0, path + key,
+                     "expected a number of seconds from -" + FormatNumber(limits::kMaxNumber) +
+                         " to " + FormatNumber(limits::kMaxNumber) + ", got " + FormatNumber(x));
+  }
+  return x;
 }
 
-int GetInt(const json& v, std::string_view source, const std::string& field) {
-  if (!v.is_number_integer()) throw InputError(source, 0, field, "expected an integer");
-  return v.get<int>();
+// An integer in [min, max].
+int GetInt(const json& v, std::string_view source, const std::string& field, long min, long max) {
+  std::optional<long> n = JsonInt(v, min, max);
+  if (!n) {
+    throw InputError(source, 0, field,
+                     "expected an integer from " + std::to_string(min) + " to " +
+                         std::to_string(max) + ", got " + Quote(v.dump()));
+  }
+  return static_cast<int>(*n);
 }
 
 }  // namespace
@@ -88,12 +103,14 @@ Plan PlanFromJson(const json& in, std::string_view source) {
     PlanTask task;
     task.task = GetString(t, "task", source, path);
     task.technique = GetString(t, "technique", source, path);
-    task.gpus = GetInt(Field(t, "gpus", source, path), source, path + "gpus");
+    task.gpus =
+        GetInt(Field(t, "gpus", source, path), source, path + "gpus", 1, limits::kMaxGpusPerNode);
     task.node = GetString(t, "node", source, path);
     const json& ids = Field(t, "gpu_ids", source, path);
     if (!ids.is_array()) throw InputError(source, 0, path + "gpu_ids", "expected a list");
     for (size_t k = 0; k < ids.size(); ++k) {
-      task.gpu_ids.push_back(GetInt(ids[k], source, path + "gpu_ids[" + std::to_string(k) + "]"));
+      task.gpu_ids.push_back(GetInt(ids[k], source, path + "gpu_ids[" + std::to_string(k) + "]", 0,
+                                    limits::kMaxGpusPerNode - 1));
     }
     task.start_s = GetNumber(t, "start_s", source, path);
     task.end_s = GetNumber(t, "end_s", source, path);
@@ -110,15 +127,15 @@ Plan PlanFromJson(const json& in, std::string_view source) {
   return plan;
 }
 
-Plan LoadPlanFile(const std::string& path) {
-  std::string text = ReadFile(path);
+Plan ParsePlanJson(std::string_view text, std::string_view source) {
   json parsed;
-  try {
-    parsed = json::parse(text);
-  } catch (const json::parse_error& e) {
-    throw InputError(path, 0, "", std::string("invalid JSON: ") + e.what());
-  }
-  return PlanFromJson(parsed, path);
+  std::string why;
+  if (!ParseJsonText(text, &parsed, &why)) throw InputError(source, 0, "", "invalid JSON: " + why);
+  return PlanFromJson(parsed, source);
+}
+
+Plan LoadPlanFile(const std::string& path) {
+  return ParsePlanJson(ReadFile(path), path);
 }
 
 }  // namespace saturn

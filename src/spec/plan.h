@@ -42,6 +42,8 @@ struct Plan {
 
 nlohmann::json PlanToJson(const Plan& plan);
 Plan PlanFromJson(const nlohmann::json& json, std::string_view source);
+// Plan JSON text (`source` names it in errors); LoadPlanFile reads a file.
+Plan ParsePlanJson(std::string_view text, std::string_view source);
 Plan LoadPlanFile(const std::string& path);
 
 }  // namespace saturn

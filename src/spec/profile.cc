@@ -10,6 +10,8 @@
 #include "common/error.h"
 #include "common/format.h"
 #include "common/fs.h"
+#include "common/json_text.h"
+#include "common/limits.h"
 
 namespace saturn {
 namespace {
@@ -75,6 +77,11 @@ void CheckProfile(const ProfileTable& table, std::string_view source, const Clus
       throw InputError(source, r.line, "runtime_s",
                        "expected a positive number of seconds, got " + FormatNumber(r.runtime_s));
     }
+    if (r.feasible && r.runtime_s > limits::kMaxNumber) {
+      throw InputError(source, r.line, "runtime_s",
+                       "expected at most " + FormatNumber(limits::kMaxNumber) + " seconds, got " +
+                           FormatNumber(r.runtime_s));
+    }
     auto key = std::make_tuple(r.task, r.technique, r.gpus);
     auto [it, inserted] = seen.emplace(key, r.line);
     if (!inserted) {
@@ -100,9 +107,17 @@ ProfileTable ParseProfileCsv(std::string_view text, std::string_view source,
     throw InputError(source, 1, "",
                      "empty file; expected the header task,technique,gpus,runtime_s");
   }
+  if (csv.records.size() - 1 > static_cast<size_t>(limits::kMaxProfileRows)) {
+    throw InputError(source, csv.records[limits::kMaxProfileRows + 1].line, "",
+                     "more than " + std::to_string(limits::kMaxProfileRows) +
+                         " rows; expected one per task, technique and GPU count");
+  }
   const CsvRecord& header = csv.records[0];
   std::map<std::string, int> column;
   for (size_t i = 0; i < header.fields.size(); ++i) {
+    if (std::string why = UnlessUtf8(header.fields[i]); !why.empty()) {
+      throw InputError(source, header.line, "header", why);
+    }
     if (!column.emplace(header.fields[i], static_cast<int>(i)).second) {
       throw InputError(source, header.line, "header",
                        "duplicate column " + Quote(header.fields[i]));
@@ -132,6 +147,11 @@ ProfileTable ParseProfileCsv(std::string_view text, std::string_view source,
       throw InputError(source, rec.line, "",
                        "expected " + std::to_string(header.fields.size()) + " fields, got " +
                            std::to_string(rec.fields.size()));
+    }
+    for (size_t i = 0; i < rec.fields.size(); ++i) {
+      if (std::string why = UnlessUtf8(rec.fields[i]); !why.empty()) {
+        throw InputError(source, rec.line, header.fields[i], why);
+      }
     }
     ProfileRow row;
     row.line = rec.line;

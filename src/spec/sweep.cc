@@ -1,6 +1,7 @@
 #include "spec/sweep.h"
 
 #include <cctype>
+#include <limits>
 
 #include "common/error.h"
 
@@ -29,8 +30,10 @@ void SetPath(YAML::Node node, const std::string& path, const YAML::Node& value) 
     node[path] = value;
     return;
   }
-  YAML::Node child = node[path.substr(0, dot)];
-  SetPath(child, path.substr(dot + 1), value);
+  std::string key = path.substr(0, dot);
+  // A field the task does not have yet becomes a map (then read as any other).
+  if (!node[key].IsMap()) node[key] = YAML::Node(YAML::NodeType::Map);
+  SetPath(node[key], path.substr(dot + 1), value);
 }
 
 }  // namespace
@@ -41,7 +44,7 @@ std::vector<SweepAxis> ReadSweepAxes(const YamlFields& task) {
   YAML::Node sweep = task.Required("sweep");
   if (!sweep.IsMap()) task.Fail("sweep", "expected a map from field to list of values");
   for (const auto& kv : sweep) {
-    std::string key = kv.first.as<std::string>();
+    std::string key = YamlKey(kv.first, task.source(), task.FieldPath("sweep"));
     std::string field = task.FieldPath("sweep") + "." + key;
     if (!kv.second.IsSequence() || kv.second.size() == 0) {
       throw InputError(task.source(), YamlLine(kv.second), field,
@@ -50,9 +53,36 @@ std::vector<SweepAxis> ReadSweepAxes(const YamlFields& task) {
     if (key == "name" || key == "sweep" || key == "type") {
       throw InputError(task.source(), YamlLine(kv.second), field, "cannot sweep over " + key);
     }
+    // Each part before the last must be a map of the task (or absent).
+    YAML::Node at = task.node();
+    for (size_t dot = key.find('.'); dot != std::string::npos; dot = key.find('.', dot + 1)) {
+      std::string part = key.substr(0, dot);
+      // A const look-up adds no key (but gives an invalid node for a
+      // missing one); reset() rebinds `at` (operator= would overwrite the
+      // node it refers to).
+      const YAML::Node parent = at;
+      const YAML::Node next = parent[part.substr(part.rfind('.') + 1)];
+      if (!next.IsDefined() || next.IsNull()) break;  // made by the sweep
+      if (!next.IsMap()) {
+        throw InputError(task.source(), YamlLine(kv.second), field,
+                         "cannot sweep over " + key + ": " + part + " is not a map");
+      }
+      at.reset(next);
+    }
     axes.push_back({key, kv.second});
   }
   return axes;
+}
+
+long SweepSize(const std::vector<SweepAxis>& axes) {
+  constexpr long kMost = std::numeric_limits<long>::max();
+  long size = 1;
+  for (const SweepAxis& axis : axes) {
+    long values = static_cast<long>(axis.values.size());
+    if (size > kMost / values) return kMost;
+    size *= values;
+  }
+  return size;
 }
 
 std::vector<std::vector<size_t>> SweepCombinations(const std::vector<SweepAxis>& axes) {

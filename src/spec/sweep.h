@@ -28,6 +28,9 @@ struct SweepAxis {
 // field that cannot be swept (name, sweep, type).
 std::vector<SweepAxis> ReadSweepAxes(const YamlFields& task);
 
+// How many combinations `axes` make (LONG_MAX if more), without making them.
+long SweepSize(const std::vector<SweepAxis>& axes);
+
 // Every combination of value indices, one per axis; one empty combination
 // when there are no axes.
 std::vector<std::vector<size_t>> SweepCombinations(const std::vector<SweepAxis>& axes);

@@ -1,15 +1,20 @@
 #include "spec/workload.h"
 
 #include <algorithm>
-#include <cmath>
+#include <cctype>
 #include <filesystem>
+#include <limits>
 #include <map>
-#include <regex>
+#include <optional>
 #include <set>
 
+#include "common/defaults.h"
 #include "common/error.h"
+#include "common/format.h"
 #include "common/fs.h"
+#include "common/limits.h"
 #include "spec/sweep.h"
+#include "spec/task_steps.h"
 #include "spec/yaml_fields.h"
 
 namespace saturn {
@@ -26,36 +31,31 @@ using nlohmann::json;
 const std::set<std::string> kCommandPlaceholders = {"gpus",       "gpu_ids",        "steps",
                                                     "start_step", "checkpoint_dir", "node"};
 
-// A YAML scalar as the JSON value it reads as (integer, number, bool or string).
-json ScalarToJson(const YAML::Node& node) {
-  const std::string& s = node.Scalar();
-  if (node.Tag() == "!") return s;  // quoted: keep as string
-  char* end = nullptr;
-  errno = 0;
-  long long i = std::strtoll(s.c_str(), &end, 10);
-  if (!s.empty() && *end == '\0' && errno == 0) return i;
-  double d = std::strtod(s.c_str(), &end);
-  if (!s.empty() && *end == '\0' && std::isfinite(d)) return d;
-  if (s == "true") return true;
-  if (s == "false") return false;
-  return s;
+// Task names name files and folders: letters, digits and . _ + -, not
+// starting with a punctuation mark.
+bool IsTaskName(const std::string& name) {
+  auto allowed = [](unsigned char c) {
+    return std::isalnum(c) || c == '.' || c == '_' || c == '+' || c == '-';
+  };
+  return !name.empty() && std::isalnum(static_cast<unsigned char>(name[0])) &&
+         std::all_of(name.begin(), name.end(), allowed);
 }
 
-json ToJson(const YAML::Node& node) {
-  if (node.IsMap()) {
-    json out = json::object();
-    for (const auto& kv : node)
-      out[kv.first.as<std::string>()] = ToJson(kv.second);
-    return out;
+// The first placeholder of a command template that Saturn does not fill
+// ("{name}" with no braces inside), if any.
+std::optional<std::string> UnknownPlaceholder(const std::string& tmpl) {
+  size_t open = tmpl.find('{');
+  while (open != std::string::npos) {
+    size_t close = tmpl.find_first_of("{}", open + 1);
+    if (close == std::string::npos) break;
+    if (tmpl[close] == '}') {
+      std::string name = tmpl.substr(open + 1, close - open - 1);
+      if (!kCommandPlaceholders.count(name)) return name;
+      close = tmpl.find('{', close);
+    }
+    open = close;
   }
-  if (node.IsSequence()) {
-    json out = json::array();
-    for (const auto& item : node)
-      out.push_back(ToJson(item));
-    return out;
-  }
-  if (node.IsScalar()) return ScalarToJson(node);
-  return nullptr;
+  return std::nullopt;
 }
 
 class TaskReader {
@@ -68,8 +68,7 @@ class TaskReader {
     WorkloadTask t;
     t.line = YamlLine(f_.node());
     t.name = f_.String("name");
-    static const std::regex kName("[A-Za-z0-9][A-Za-z0-9._+-]*");
-    if (!std::regex_match(t.name, kName)) {
+    if (!IsTaskName(t.name)) {
       f_.Fail("name",
               "expected letters, digits and . _ + - (it names files), got " + Quote(t.name));
     }
@@ -85,7 +84,7 @@ class TaskReader {
       t.spec["name"] = t.name;
       t.spec["model"] = ReadModel();
       t.spec["data"] = ReadData();
-      t.spec["batch_size"] = f_.Int("batch_size", 1);
+      t.spec["batch_size"] = f_.Int("batch_size", 1, limits::kMaxBatchSize);
       t.batch_size_line = YamlLine(f_.Required("batch_size"));
       t.field = f_.path();
       t.spec["optimizer"] = ReadOptimizer();
@@ -123,7 +122,7 @@ class TaskReader {
     json out = {{"type", type}};
     auto ints = [&](std::initializer_list<const char*> keys) {
       for (const char* k : keys)
-        out[k] = m.Int(k, 1);
+        out[k] = m.Int(k, 1, limits::kMaxModelSize);
     };
     if (type == "gpt") {
       m.AllowOnly({"type", "layers", "d_model", "heads", "seq_len"});
@@ -189,7 +188,7 @@ class TaskReader {
       d.AllowOnly({"type", "path", "eval_path", "seq_len", "vocab"});
       out["path"] = Path("path", d);
       if (d.Has("eval_path")) out["eval_path"] = Path("eval_path", d);
-      out["seq_len"] = d.Int("seq_len", 1);
+      out["seq_len"] = d.Int("seq_len", 1, limits::kMaxModelSize);
       long vocab = d.Int("vocab", 2);
       if (vocab > 65536) d.Fail("vocab", "uint16 token ids allow at most 65536");
       out["vocab"] = vocab;
@@ -208,7 +207,8 @@ class TaskReader {
   json ReadEval() {
     YamlFields e(f_.Required("eval"), w_.source, f_.FieldPath("eval"));
     e.AllowOnly({"every", "batches"});
-    json out = {{"every", e.Int("every", 1)}, {"batches", e.OptionalInt("batches", 1).value_or(1)}};
+    json out = {{"every", e.Int("every", 1, limits::kMaxSteps)},
+                {"batches", e.OptionalInt("batches", 1, limits::kMaxBatchSize).value_or(1)}};
     return out;
   }
 
@@ -258,8 +258,10 @@ class TaskReader {
     if (!range.IsSequence() || range.size() != 2) {
       f_.Fail("gpu_range", "expected [min, max], e.g. [1, 8]");
     }
-    t->gpu_min = static_cast<int>(YamlToInt(range[0], w_.source, field + "[0]", 1));
-    t->gpu_max = static_cast<int>(YamlToInt(range[1], w_.source, field + "[1]", 1));
+    t->gpu_min =
+        static_cast<int>(YamlToInt(range[0], w_.source, field + "[0]", 1, limits::kMaxGpusPerNode));
+    t->gpu_max =
+        static_cast<int>(YamlToInt(range[1], w_.source, field + "[1]", 1, limits::kMaxGpusPerNode));
     if (t->gpu_max < t->gpu_min) f_.Fail("gpu_range", "expected min <= max");
     // A cluster from the allocation is checked once it is known (UseAllocation).
     if (!w_.from_allocation && t->gpu_min > w_.cluster.MaxGpusPerNode()) {
@@ -274,20 +276,15 @@ class TaskReader {
       f_.Fail("commands", "expected a map from technique name to command template");
     }
     json cmds = json::object();
-    static const std::regex kPlaceholder("\\{([^{}]*)\\}");
     for (const auto& kv : commands) {
-      std::string technique = kv.first.as<std::string>();
+      std::string technique = YamlKey(kv.first, w_.source, field);
       std::string f = field + "." + technique;
       std::string tmpl = YamlToString(kv.second, w_.source, f);
-      for (auto it = std::sregex_iterator(tmpl.begin(), tmpl.end(), kPlaceholder);
-           it != std::sregex_iterator(); ++it) {
-        std::string name = (*it)[1];
-        if (!kCommandPlaceholders.count(name)) {
-          throw InputError(w_.source, YamlLine(kv.second), f,
-                           "unknown placeholder {" + name +
-                               "}; expected {gpus}, {gpu_ids}, {steps}, {start_step}, "
-                               "{checkpoint_dir} or {node}");
-        }
+      if (std::optional<std::string> name = UnknownPlaceholder(tmpl)) {
+        throw InputError(w_.source, YamlLine(kv.second), f,
+                         "unknown placeholder {" + *name +
+                             "}; expected {gpus}, {gpu_ids}, {steps}, {start_step}, "
+                             "{checkpoint_dir} or {node}");
       }
       cmds[technique] = tmpl;
       t->techniques.push_back(technique);
@@ -301,8 +298,8 @@ class TaskReader {
       YAML::Node env = f_.Required("env");
       if (!env.IsMap()) f_.Fail("env", "expected a map of environment variables");
       for (const auto& kv : env) {
-        t->spec["env"][kv.first.as<std::string>()] = YamlToString(
-            kv.second, w_.source, f_.FieldPath("env") + "." + kv.first.as<std::string>());
+        std::string name = YamlKey(kv.first, w_.source, f_.FieldPath("env"));
+        t->spec["env"][name] = YamlToString(kv.second, w_.source, f_.FieldPath("env") + "." + name);
       }
     }
   }
@@ -311,35 +308,6 @@ class TaskReader {
   YamlFields f_;
   std::string model_type_;
 };
-
-// The elements of a sequence file a task trains on: all of them, or, when
-// it evaluates on a held-out part of the same file, those before its last
-// tenth (at least seq_len + 2 elements; engine/data.h).
-long TrainingElements(const json& spec, long size, long seq_len) {
-  bool split = spec.contains("eval") && !spec["data"].contains("eval_path");
-  return split ? size - std::max(size / 10, seq_len + 2) : size;
-}
-
-// Samples in one epoch of a task's data, or 0 if unknown.
-long SamplesPerEpoch(const json& spec) {
-  const json& data = spec["data"];
-  std::string type = data["type"];
-  if (type == "synthetic") return data.value("size", 0L);
-  std::error_code ec;
-  if (type == "text") {
-    long seq = spec["model"].value("seq_len", 0L);
-    long bytes = TrainingElements(
-        spec, static_cast<long>(fs::file_size(data["path"].get<std::string>(), ec)), seq);
-    return seq > 0 ? std::max(0L, (bytes - 1) / seq) : 0;
-  }
-  if (type == "tokens") {
-    long seq = data["seq_len"].get<long>();
-    long tokens = TrainingElements(
-        spec, static_cast<long>(fs::file_size(data["path"].get<std::string>(), ec)) / 2, seq);
-    return std::max(0L, (tokens - 1) / seq);
-  }
-  return 0;
-}
 
 // What a trial measures does not depend on how long the task trains: the
 // step count (steps, or epochs turned into steps) and how often it
@@ -360,8 +328,12 @@ std::string TrialKey(const WorkloadTask& t) {
 void ReadWorkloadCluster(const YamlFields& top, Workload& w) {
   YAML::Node cluster = top.Required("cluster");
   if (cluster.IsScalar()) {
-    fs::path p = fs::path(w.base_dir) / cluster.Scalar();
-    w.cluster = LoadClusterFile(p.lexically_normal().string());
+    fs::path p = (fs::path(w.base_dir) / cluster.Scalar()).lexically_normal();
+    std::error_code ec;
+    if (fs::exists(p, ec) && !fs::is_regular_file(p, ec)) {
+      top.Fail("cluster", "expected a cluster file, got " + Quote(p.string()));
+    }
+    w.cluster = LoadClusterFile(p.string());
   } else if (cluster.IsMap() && cluster["from"]) {
     w.from_allocation = ParseAllocationTemplate(cluster, w.source, "cluster");
   } else {
@@ -392,31 +364,17 @@ void ReadPlugins(const YamlFields& top, const std::vector<std::string>& extra_pl
   }
 }
 
-// Steps: given, or epochs x batches per epoch. A command task must give steps.
-void SetSteps(const YAML::Node& effective, const std::string& source, const std::string& path,
-              WorkloadTask& task) {
-  YamlFields f(effective, source, path);
-  bool has_steps = effective["steps"].IsDefined(), has_epochs = effective["epochs"].IsDefined();
-  if (task.is_command) {
-    if (!has_steps) f.Fail("steps", "missing required field");
-    task.steps = f.Int("steps", 1);
-  } else if (has_steps == has_epochs) {
-    f.Fail(has_steps ? "epochs" : "steps",
-           has_steps ? "give steps or epochs, not both" : "missing: give steps or epochs");
-  } else if (has_steps) {
-    task.steps = f.Int("steps", 1);
-  } else {
-    long epochs = f.Int("epochs", 1);
-    long samples = SamplesPerEpoch(task.spec);
-    if (samples <= 0) {
-      f.Fail("epochs",
-             "cannot count the samples of this data; give steps, or data.size "
-             "for synthetic data");
-    }
-    long batch = task.spec["batch_size"].get<long>();
-    task.steps = epochs * ((samples + batch - 1) / batch);
+// Adding `adding` tasks (those a task's sweep makes) keeps the workload
+// within its limit of tasks, or the task's field says by how much not.
+void CheckTaskCount(const YamlFields& task, long adding, const Workload& w) {
+  long room = w.max_tasks - static_cast<long>(w.tasks.size());
+  if (adding <= room) return;
+  std::string limit = "the workload past its limit of " + Plural(w.max_tasks, "task") +
+                      "; raise it with max_tasks: in the workload or --max-tasks";
+  if (!task.Has("sweep")) {
+    throw InputError(w.source, YamlLine(task.node()), task.path(), "takes " + limit);
   }
-  task.spec["steps"] = task.steps;
+  task.Fail("sweep", "makes " + Plural(adding, "task") + ", which takes " + limit);
 }
 
 // Reads tasks[i]: validates it as written, then once per sweep combination,
@@ -427,13 +385,14 @@ void ReadTaskAndSweep(const YAML::Node& node, const std::string& path,
   TaskReader base(w, node, path);
   WorkloadTask written = base.Read();
   std::vector<SweepAxis> axes = ReadSweepAxes(base.fields());
+  CheckTaskCount(base.fields(), SweepSize(axes), w);
   for (const auto& combo : SweepCombinations(axes)) {
     WorkloadTask task = written;
     YAML::Node effective = node;
     if (!axes.empty()) {
       SweepVariant variant = MakeSweepVariant(node, written.name, axes, combo);
       task = TaskReader(w, variant.node, path + " (sweep " + variant.name + ")").Read();
-      effective = variant.node;
+      effective.reset(variant.node);  // rebinds; operator= would overwrite tasks[i]
     }
     SetSteps(effective, w.source, path, task);
     task.trial_key = TrialKey(task);
@@ -456,12 +415,16 @@ std::vector<std::string> TaskTechniques(const WorkloadTask& task,
 }
 
 Workload ParseWorkload(const std::string& text, const std::string& source,
-                       const std::string& base_dir, const std::vector<std::string>& extra_plugins) {
+                       const std::string& base_dir, const std::vector<std::string>& extra_plugins,
+                       long max_tasks) {
   Workload w;
   w.source = source;
   w.base_dir = base_dir;
   YamlFields top(ParseYamlText(text, source), source, "");
-  top.AllowOnly({"cluster", "tasks", "plugins"});
+  top.AllowOnly({"cluster", "tasks", "plugins", "max_tasks"});
+  w.max_tasks = max_tasks > 0
+                    ? max_tasks
+                    : top.OptionalInt("max_tasks", 1).value_or(defaults::kMaxWorkloadTasks);
   ReadWorkloadCluster(top, w);
   ReadPlugins(top, extra_plugins, w);
   YAML::Node tasks = top.Required("tasks");
@@ -485,9 +448,10 @@ void UseAllocation(Workload& w, const std::vector<std::pair<std::string, int>>& 
   }
 }
 
-Workload LoadWorkloadFile(const std::string& path, const std::vector<std::string>& extra_plugins) {
+Workload LoadWorkloadFile(const std::string& path, const std::vector<std::string>& extra_plugins,
+                          long max_tasks) {
   std::string dir = fs::absolute(fs::path(path)).parent_path().string();
-  return ParseWorkload(ReadFile(path), path, dir, extra_plugins);
+  return ParseWorkload(ReadFile(path), path, dir, extra_plugins, max_tasks);
 }
 
 }  // namespace saturn

@@ -59,15 +59,20 @@ struct Workload {
   std::optional<AllocationTemplate> from_allocation;  // `cluster: {from: slurm, ...}`
   std::vector<WorkloadTask> tasks;
   std::vector<std::string> plugins;  // technique plug-ins (shared libraries), absolute paths
+  // The most tasks it may expand to: --max-tasks, else its `max_tasks:`,
+  // else defaults::kMaxWorkloadTasks. More is an InputError at the task
+  // (or sweep) that goes past it, before any task is expanded.
+  long max_tasks = 0;
 };
 
 // `extra_plugins`: technique plug-ins given on the command line (--plugin),
-// added after the workload's own `plugins:`.
+// added after the workload's own `plugins:`; `max_tasks`: --max-tasks (0:
+// not given).
 Workload LoadWorkloadFile(const std::string& path,
-                          const std::vector<std::string>& extra_plugins = {});
+                          const std::vector<std::string>& extra_plugins = {}, long max_tasks = 0);
 Workload ParseWorkload(const std::string& text, const std::string& source,
                        const std::string& base_dir,
-                       const std::vector<std::string>& extra_plugins = {});
+                       const std::vector<std::string>& extra_plugins = {}, long max_tasks = 0);
 
 // Fills the cluster of a `cluster: {from: slurm}` workload from the
 // allocation's nodes and GPUs, and checks every task's gpu_range against it.

@@ -4,6 +4,8 @@
 #include <cstdlib>
 
 #include "common/error.h"
+#include "common/format.h"
+#include "common/json_text.h"
 
 namespace saturn {
 namespace {
@@ -15,14 +17,17 @@ std::string Describe(const YAML::Node& node) {
   return "a map";
 }
 
-bool ParseLong(const std::string& text, long* out) {
-  if (text.empty()) return false;
+enum class Parsed { kOk, kNotANumber, kOutOfRange };
+
+Parsed ParseLong(const std::string& text, long* out) {
+  if (text.empty()) return Parsed::kNotANumber;
   char* end = nullptr;
   errno = 0;
   long v = std::strtol(text.c_str(), &end, 10);
-  if (errno != 0 || *end != '\0') return false;
+  if (*end != '\0') return Parsed::kNotANumber;
+  if (errno != 0) return Parsed::kOutOfRange;
   *out = v;
-  return true;
+  return Parsed::kOk;
 }
 
 bool ParseDouble(const std::string& text, double* out) {
@@ -30,7 +35,9 @@ bool ParseDouble(const std::string& text, double* out) {
   char* end = nullptr;
   errno = 0;
   double v = std::strtod(text.c_str(), &end);
-  if (errno != 0 || *end != '\0') return false;
+  // Out of range: too large reads as +-inf (refused by the callers' bounds),
+  // too small as an underflow, refused here.
+  if (*end != '\0' || (errno != 0 && !std::isinf(v))) return false;
   *out = v;
   return true;
 }
@@ -71,7 +78,7 @@ bool YamlFields::Has(std::string_view key) const {
 
 void YamlFields::AllowOnly(std::initializer_list<std::string_view> allowed) const {
   for (const auto& item : node_) {
-    std::string key = item.first.as<std::string>();
+    std::string key = YamlKey(item.first, source_, path_.empty() ? "document" : path_);
     bool ok = false;
     for (std::string_view a : allowed)
       ok = ok || key == a;
@@ -105,22 +112,23 @@ std::optional<std::string> YamlFields::OptionalString(std::string_view key) cons
   return String(key);
 }
 
-long YamlFields::Int(std::string_view key, long min) const {
-  return YamlToInt(Required(key), source_, FieldPath(key), min);
+long YamlFields::Int(std::string_view key, long min, long max) const {
+  return YamlToInt(Required(key), source_, FieldPath(key), min, max);
 }
 
-std::optional<long> YamlFields::OptionalInt(std::string_view key, long min) const {
+std::optional<long> YamlFields::OptionalInt(std::string_view key, long min, long max) const {
   if (!Has(key)) return std::nullopt;
-  return Int(key, min);
+  return Int(key, min, max);
 }
 
-double YamlFields::Double(std::string_view key, double min_exclusive) const {
-  return YamlToDouble(Required(key), source_, FieldPath(key), min_exclusive);
+double YamlFields::Double(std::string_view key, double min_exclusive, double max) const {
+  return YamlToDouble(Required(key), source_, FieldPath(key), min_exclusive, max);
 }
 
-std::optional<double> YamlFields::OptionalDouble(std::string_view key, double min_exclusive) const {
+std::optional<double> YamlFields::OptionalDouble(std::string_view key, double min_exclusive,
+                                                 double max) const {
   if (!Has(key)) return std::nullopt;
-  return Double(key, min_exclusive);
+  return Double(key, min_exclusive, max);
 }
 
 std::optional<bool> YamlFields::OptionalBool(std::string_view key) const {
@@ -134,10 +142,15 @@ std::optional<bool> YamlFields::OptionalBool(std::string_view key) const {
   Fail(key, "expected true or false, got " + Describe(v));
 }
 
-long YamlToInt(const YAML::Node& node, std::string_view source, const std::string& field,
-               long min) {
+long YamlToInt(const YAML::Node& node, std::string_view source, const std::string& field, long min,
+               long max) {
   long v = 0;
-  if (!node.IsScalar() || !ParseLong(node.Scalar(), &v) || v < min) {
+  Parsed parsed = node.IsScalar() ? ParseLong(node.Scalar(), &v) : Parsed::kNotANumber;
+  if (parsed == Parsed::kOutOfRange || (parsed == Parsed::kOk && v > max && v >= min)) {
+    throw InputError(source, YamlLine(node), field,
+                     "expected an integer <= " + std::to_string(max) + ", got " + Describe(node));
+  }
+  if (parsed != Parsed::kOk || v < min) {
     throw InputError(source, YamlLine(node), field,
                      "expected an integer >= " + std::to_string(min) + ", got " + Describe(node));
   }
@@ -145,10 +158,14 @@ long YamlToInt(const YAML::Node& node, std::string_view source, const std::strin
 }
 
 double YamlToDouble(const YAML::Node& node, std::string_view source, const std::string& field,
-                    double min_exclusive) {
+                    double min_exclusive, double max) {
   double v = 0;
-  if (!node.IsScalar() || !ParseDouble(node.Scalar(), &v) || !std::isfinite(v) ||
-      !(v > min_exclusive)) {
+  bool parsed = node.IsScalar() && ParseDouble(node.Scalar(), &v);
+  if (parsed && v > max) {
+    throw InputError(source, YamlLine(node), field,
+                     "expected a number <= " + FormatNumber(max) + ", got " + Describe(node));
+  }
+  if (!parsed || !std::isfinite(v) || !(v > min_exclusive)) {
     std::string bound = min_exclusive == 0 ? "> 0" : "> " + std::to_string(min_exclusive);
     if (std::isinf(min_exclusive)) bound = "that is finite";
     throw InputError(source, YamlLine(node), field,
@@ -157,11 +174,25 @@ double YamlToDouble(const YAML::Node& node, std::string_view source, const std::
   return v;
 }
 
+std::string YamlKey(const YAML::Node& key, std::string_view source, const std::string& field) {
+  if (!key.IsScalar()) {
+    throw InputError(source, YamlLine(key), field,
+                     "expected names as keys, got " + Describe(key) + " as a key");
+  }
+  if (std::string why = UnlessUtf8(key.Scalar()); !why.empty()) {
+    throw InputError(source, YamlLine(key), field, "a key: " + why);
+  }
+  return key.Scalar();
+}
+
 std::string YamlToString(const YAML::Node& node, std::string_view source,
                          const std::string& field) {
   if (!node.IsScalar() || node.Scalar().empty()) {
     throw InputError(source, YamlLine(node), field,
                      "expected a non-empty string, got " + Describe(node));
+  }
+  if (std::string why = UnlessUtf8(node.Scalar()); !why.empty()) {
+    throw InputError(source, YamlLine(node), field, why);
   }
   return node.Scalar();
 }

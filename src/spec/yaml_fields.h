@@ -12,12 +12,17 @@
 #include <yaml-cpp/yaml.h>
 
 #include <initializer_list>
+#include <limits>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "common/limits.h"
+
 namespace saturn {
+
+inline constexpr long kNoMax = std::numeric_limits<long>::max();
 
 // Parses YAML text; syntax errors become InputError with the line.
 YAML::Node ParseYamlText(const std::string& text, std::string_view source);
@@ -42,11 +47,13 @@ class YamlFields {
 
   std::string String(std::string_view key) const;
   std::optional<std::string> OptionalString(std::string_view key) const;
-  long Int(std::string_view key, long min) const;
-  std::optional<long> OptionalInt(std::string_view key, long min) const;
-  // A finite number > min_exclusive.
-  double Double(std::string_view key, double min_exclusive) const;
-  std::optional<double> OptionalDouble(std::string_view key, double min_exclusive) const;
+  // An integer in [min, max].
+  long Int(std::string_view key, long min, long max = kNoMax) const;
+  std::optional<long> OptionalInt(std::string_view key, long min, long max = kNoMax) const;
+  // A finite number > min_exclusive and <= max.
+  double Double(std::string_view key, double min_exclusive, double max = limits::kMaxNumber) const;
+  std::optional<double> OptionalDouble(std::string_view key, double min_exclusive,
+                                       double max = limits::kMaxNumber) const;
   std::optional<bool> OptionalBool(std::string_view key) const;
   // Throws "missing required field" if absent.
   YAML::Node Required(std::string_view key) const;
@@ -60,9 +67,13 @@ class YamlFields {
 };
 
 // Conversions for scalars found elsewhere (list items and the like).
-long YamlToInt(const YAML::Node& node, std::string_view source, const std::string& field, long min);
+long YamlToInt(const YAML::Node& node, std::string_view source, const std::string& field, long min,
+               long max = kNoMax);
 double YamlToDouble(const YAML::Node& node, std::string_view source, const std::string& field,
-                    double min_exclusive);
+                    double min_exclusive, double max = limits::kMaxNumber);
 std::string YamlToString(const YAML::Node& node, std::string_view source, const std::string& field);
+// A map's key as a string; InputError naming `field` (the map) if the key is
+// a list or a map.
+std::string YamlKey(const YAML::Node& key, std::string_view source, const std::string& field);
 
 }  // namespace saturn

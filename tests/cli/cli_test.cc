@@ -236,5 +236,26 @@ TEST_F(Cli, ProfileTakesABackend) {
   EXPECT_THAT(Saturn("profile --help").output, HasSubstr("--backend TEXT=local"));
 }
 
+TEST_F(Cli, AWorkloadPastItsTaskLimitExitsTwoNamingTheSweep) {
+  WriteFileAtomic(Path("w.yaml"),
+                  "cluster: {nodes: [{name: n0, gpus: 2}]}\n"
+                  "tasks:\n"
+                  "  - name: a\n"
+                  "    type: command\n"
+                  "    steps: 5\n"
+                  "    commands: {ddp: 'true'}\n"
+                  "    sweep: {seed: [1, 2, 3]}\n");
+  const std::string message =
+      "w.yaml:7: tasks[0].sweep: makes 3 tasks, which takes the workload past its limit of 2 tasks";
+  Result r = Saturn("profile " + Path("w.yaml") + " --max-tasks 2");
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_THAT(r.output, HasSubstr(message));
+  r = Saturn("run " + Path("w.yaml") + " --max-tasks 2 --run-dir " + Path("run"));
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_THAT(r.output, HasSubstr(message));
+  EXPECT_FALSE(std::filesystem::exists(Path("run")));
+  EXPECT_THAT(Saturn("run --help").output, HasSubstr("--max-tasks"));
+}
+
 }  // namespace
 }  // namespace saturn

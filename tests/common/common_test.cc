@@ -11,6 +11,7 @@
 #include "common/error.h"
 #include "common/format.h"
 #include "common/fs.h"
+#include "common/json_text.h"
 
 namespace saturn {
 namespace {
@@ -109,6 +110,40 @@ TEST(Fs, ReadFileNamesTheFileWhenItCannot) {
     EXPECT_THAT(e.what(), HasSubstr("/nonexistent/saturn.yaml"));
     EXPECT_THAT(e.what(), HasSubstr("No such file"));
   }
+}
+
+TEST(Error, QuoteShortensLongValuesBetweenCharacters) {
+  EXPECT_EQ(Quote("abc"), "'abc'");
+  std::string long_value = std::string(59, 'a') + "\xc3\xa9" + "tail";  // 'é' across the cut
+  EXPECT_EQ(Quote(long_value), "'" + std::string(59, 'a') + "...'");
+  EXPECT_TRUE(IsUtf8(Quote(long_value)));
+}
+
+TEST(JsonText, Utf8AsJsonWritesIt) {
+  for (std::string ok :
+       {"", "plain", "\xc3\xa9", "\xe2\x82\xac", "\xf0\x9f\x98\x80", "\xf4\x8f\xbf\xbf"}) {
+    EXPECT_TRUE(IsUtf8(ok)) << ok;
+    EXPECT_NO_THROW(nlohmann::json(ok).dump());
+  }
+  // Truncated, a stray continuation, overlong, a surrogate, past U+10FFFF, 0xff.
+  for (std::string bad : {"\xc3", "\x80", "\xc0\xaf", "\xe0\x80\xaf", "\xed\xa0\x80",
+                          "\xf4\x90\x80\x80", "\xff", "ab\xf0\x9f\x98"}) {
+    EXPECT_FALSE(IsUtf8(bad)) << bad;
+    EXPECT_THROW(nlohmann::json(bad).dump(), nlohmann::json::type_error) << bad;
+  }
+  EXPECT_EQ(UnlessUtf8("ab\xff" "c"), "expected UTF-8 text, got the byte 0xff at offset 2");
+}
+
+TEST(JsonText, ParsesWithinBoundsOrSaysWhy) {
+  nlohmann::json j;
+  std::string why;
+  EXPECT_TRUE(ParseJsonText(std::string(64, '[') + std::string(64, ']'), &j, &why));
+  EXPECT_FALSE(ParseJsonText(std::string(65, '[') + std::string(65, ']'), &j, &why));
+  EXPECT_EQ(why, "nested deeper than 64 levels");
+  EXPECT_FALSE(ParseJsonText("[1e400]", &j, &why));
+  EXPECT_THAT(why, HasSubstr("number overflow"));
+  EXPECT_FALSE(ParseJsonText("{\"a\": ", &j, &why));
+  EXPECT_THAT(why, HasSubstr("parse_error"));
 }
 
 TEST(Format, Durations) {

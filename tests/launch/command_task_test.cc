@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <sstream>
 
 #include "common/fs.h"
 #include "common/process.h"
@@ -116,6 +117,8 @@ TEST(CommandJob, PassesTheTasksSeed) {
   nlohmann::json spec = Spec();
   spec["seed"] = 7;
   EXPECT_EQ(CommandJob(spec, Call()).env.at("SATURN_SEED"), "7");
+  spec["seed"] = 1099511627776;  // 2^40: a seed is any integer >= 0, not an int
+  EXPECT_EQ(CommandJob(spec, Call()).env.at("SATURN_SEED"), "1099511627776");
 }
 
 // Saturn stops a program with SIGTERM to its process group: the shell waits
@@ -208,6 +211,17 @@ TEST(CommandSearchResult, AFailedProgramIsInfeasibleWithItsOutput) {
   EXPECT_FALSE(r.feasible);
   EXPECT_THAT(r.reason, StartsWith("the program failed ("));
   EXPECT_THAT(r.reason, HasSubstr("ValueError: bad shape"));
+}
+
+TEST(CommandSearchResult, ReadsTheOutputItselfAsItReadsTheLog) {
+  std::istringstream out("a\nb\nc\nd\ne\nf\nsaturn: step=1e300 step_s=1\n");
+  WorkerSearchResult r = CommandSearchResult(out, 3 << 8, 1.0, 4, 1);
+  EXPECT_FALSE(r.feasible);
+  EXPECT_THAT(r.reason, HasSubstr(": c\nd\ne\nf\nsaturn: step=1e300 step_s=1"));  // the last 5
+  std::istringstream silent("saturn: step=1e300 step_s=1\n");  // not a progress line
+  r = CommandSearchResult(silent, 0, 8.0, 4, 1);
+  ASSERT_TRUE(r.feasible);
+  EXPECT_EQ(r.knobs, (nlohmann::json{{"timed", "externally"}}));
 }
 
 }  // namespace

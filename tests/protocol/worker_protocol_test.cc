@@ -4,6 +4,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "common/fs.h"
 #include "protocol/worker_protocol.h"
 
@@ -128,6 +130,68 @@ TEST(WorkerProtocol, ForeignOrBrokenMessagesAreRefused) {
   } catch (const std::runtime_error& e) {
     EXPECT_THAT(e.what(), HasSubstr(path));
   }
+}
+
+// A field of the wrong type or out of range is the protocol's own error,
+// never the JSON library's exception or a number cast out of range.
+TEST(WorkerProtocol, FieldsOfTheWrongTypeOrOutOfRangeAreProtocolErrors) {
+  auto error = [](const std::string& text) -> std::string {
+    try {
+      nlohmann::json j = ParseWorkerMessage(text, "r.json");
+      if (j.contains("techniques")) {
+        TechniquesFromJson(j);
+      } else if (j.contains("completed_steps")) {
+        ExecuteResultFromJson(j);
+      } else {
+        SearchResultFromJson(j);
+      }
+    } catch (const ProtocolError& e) {
+      return e.what();
+    }
+    return "";
+  };
+  EXPECT_EQ(error(R"({"protocol": 1, "feasible": "yes"})"),
+            "field feasible has the wrong type: \"yes\"");
+  EXPECT_EQ(error(R"({"protocol": 1, "gpus": 1e300})"),
+            "field gpus: expected an integer from 0 to 4096, got 1e+300");
+  EXPECT_EQ(error(R"({"protocol": 1, "completed_steps": -1})"),
+            "field completed_steps: expected an integer from 0 to 1000000000000, got -1");
+  EXPECT_EQ(error(R"({"protocol": 1, "techniques": [3]})"),
+            "technique list: a technique that is not an object");
+  EXPECT_EQ(error(R"({"protocol": 1, "techniques": [{"name": "x", "min_gpus": "2"}]})"),
+            "field min_gpus: expected an integer from 1 to 4096, got \"2\"");
+  EXPECT_EQ(error(R"({"protocol": 1, "techniques": [{"name": "x", "min_gpus": 0}]})"),
+            "field min_gpus: expected an integer from 1 to 4096, got 0");
+  EXPECT_EQ(
+      error(R"({"protocol": 1, "techniques": [{"name": "x", "min_gpus": 4, "max_gpus": 2}]})"),
+      "technique list: x's min_gpus is above its max_gpus");
+  EXPECT_EQ(error(R"({"protocol": "1"})"), "r.json is not protocol 1");
+  EXPECT_EQ(error(R"({"protocol": 1.5})"), "r.json is not protocol 1");
+  EXPECT_EQ(
+      error(R"({"protocol": 1, "x": 1e400})"),
+      "r.json is not JSON: [json.exception.out_of_range.406] number overflow parsing '1e400'");
+  EXPECT_EQ(error(std::string(10000, '[')), "r.json is not JSON: nested deeper than 64 levels");
+  EXPECT_EQ(error(R"({"protocol": 1, "reason": null, "feasible": false})"), "");
+}
+
+TEST(WorkerProtocol, ProgressLinesWithNumbersOutOfRangeAreNotProgressLines) {
+  StepReport r;
+  EXPECT_FALSE(ParseStepLine("saturn: step=1e300 loss=1", &r));
+  EXPECT_FALSE(ParseStepLine("saturn: step=-1 loss=1", &r));
+  EXPECT_FALSE(ParseStepLine("saturn: step=nan loss=1", &r));
+  EXPECT_FALSE(ParseStepLine("saturn: step=2.5 loss=1", &r));
+  EXPECT_FALSE(ParseStepLine("saturn: step=9223372036854775807", &r));
+  EXPECT_FALSE(ParseStepLine("saturn: step=1 step_s=inf", &r));
+  EXPECT_FALSE(ParseStepLine("saturn: step=1 step_s=-0.5", &r));
+  EXPECT_FALSE(ParseStepLine("saturn: step=1 peak_mem_gib=nan", &r));
+  ASSERT_TRUE(ParseStepLine("saturn: step=1000000000000 loss=nan step_s=0.5", &r));
+  EXPECT_EQ(r.step, 1'000'000'000'000);
+  EXPECT_TRUE(std::isnan(r.loss));  // a diverged run reports its loss as it is
+  EvalReport e;
+  EXPECT_FALSE(ParseEvalLine("saturn: eval_step=1e300 eval_loss=1", &e));
+  EXPECT_FALSE(ParseEvalLine("saturn: eval_step=1 eval_loss=1 eval_accuracy=1.5", &e));
+  EXPECT_FALSE(ParseEvalLine("saturn: eval_step=1 eval_loss=1 eval_s=-1", &e));
+  EXPECT_TRUE(ParseEvalLine("saturn: eval_step=1 eval_loss=1 eval_accuracy=1 eval_s=2", &e));
 }
 
 }  // namespace
