@@ -50,8 +50,10 @@ int RunPlan(const PlanOptions& o) {
     };
   }
   BuiltinSolvers().Get(o.solver);  // unknown name: exit 2 before any work
-  std::fprintf(stderr, "planning %d tasks on %d GPUs (%zu nodes) with %s, limit %s\n",
-               problem.NumTasks(), cluster.TotalGpus(), cluster.nodes.size(), o.solver.c_str(),
+  std::fprintf(stderr, "planning %s on %s (%s) with %s, limit %s\n",
+               Plural(problem.NumTasks(), "task").c_str(),
+               Plural(cluster.TotalGpus(), "GPU").c_str(),
+               Plural(static_cast<long>(cluster.nodes.size()), "node").c_str(), o.solver.c_str(),
                FormatDuration(o.time_limit_s).c_str());
   PlanResult result = RunPlanner(problem, request);
   const Plan& plan = result.plan;

@@ -32,7 +32,7 @@ int RunRun(const RunOptions& o) {
   for (const nlohmann::json& b : s.best) {
     std::fprintf(stderr, "best of %s: %s, evaluation loss %s; model: %s/tasks/%s/model.pt\n",
                  b["sweep"].get<std::string>().c_str(), b["task"].get<std::string>().c_str(),
-                 FormatFixed(b["final_eval_loss"].get<double>(), 4).c_str(), s.run_dir.c_str(),
+                 FormatLoss(b["final_eval_loss"].get<double>()).c_str(), s.run_dir.c_str(),
                  b["task"].get<std::string>().c_str());
   }
   return s.failed ? 1 : 0;

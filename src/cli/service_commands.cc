@@ -12,6 +12,7 @@
 
 #include "cli/commands.h"
 #include "cli/executor_options.h"
+#include "common/defaults.h"
 #include "common/error.h"
 #include "common/format.h"
 #include "common/fs.h"
@@ -176,6 +177,14 @@ void AddServiceCommands(CLI::App& app, int* status) {
   serve->add_option("--max-body", o->max_body_bytes, "Largest request body, bytes (else 413)")
       ->capture_default_str();
   AddExecutorOptions(serve, &o->run, no_introspection.get());
+  // A service has no planned makespan to take its defaults from.
+  serve->get_option("--interval")
+      ->description("Seconds between re-planning checks (default: " +
+                    FormatNumber(defaults::kServiceIntervalS) + ")");
+  serve->get_option("--threshold")
+      ->description(
+          "Switch only if the plan ends this much sooner (s) (default: two switch "
+          "costs)");
   serve->callback([o, no_introspection, status] {
     o->run.introspection = !*no_introspection;
     o->run.progress = false;

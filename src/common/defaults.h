@@ -58,6 +58,10 @@ inline constexpr int kMaxRetries = 2;
 // Two, so that a damaged newest checkpoint always has a good one before it.
 inline constexpr int kKeepCheckpoints = 2;
 
+// `saturn serve`: seconds between re-planning checks (a service has no
+// makespan to take a tenth of); its switch threshold is two switch costs.
+inline constexpr double kServiceIntervalS = 60.0;
+
 // Profiling: wall seconds before a trial is killed.
 inline constexpr double kTrialTimeoutS = 300.0;
 

@@ -36,6 +36,14 @@ std::string FormatNumber(double value) {
   return std::string(buf, result.ptr);
 }
 
+std::string FormatLoss(double value) {
+  if (value == 0 || !std::isfinite(value) || std::fabs(value) >= 0.001)
+    return FormatFixed(value, 4);
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3g", value);
+  return buf;
+}
+
 std::string Plural(long n, const std::string& word) {
   std::string text = std::to_string(n) + " " + word;
   if (n == 1) return text;

@@ -64,8 +64,8 @@ std::string LossChart(const std::string& task, const std::vector<std::pair<long,
   auto y = [&](double l) { return top + (h - top - bottom) * (1 - (l - lo) / (hi - lo)); };
   svg.Line(left, top, left, h - bottom, "#999");
   svg.Line(left, h - bottom, w - right, h - bottom, "#999");
-  svg.Text(left - 4, y(hi) + 4, FormatFixed(hi, 3), 9, "end", "fill=\"#555\"");
-  svg.Text(left - 4, y(lo) + 4, FormatFixed(lo, 3), 9, "end", "fill=\"#555\"");
+  svg.Text(left - 4, y(hi) + 4, FormatLoss(hi), 9, "end", "fill=\"#555\"");
+  svg.Text(left - 4, y(lo) + 4, FormatLoss(lo), 9, "end", "fill=\"#555\"");
   svg.Text(w - right, h - bottom + 14, "step " + std::to_string(static_cast<long>(max_step)), 9,
            "end", "fill=\"#555\"");
   std::string pts;
@@ -179,7 +179,7 @@ std::string ReportHtml(const RunReportInput& in, const Evals& evals, const json&
               : std::string();
       html += "<li>" + XmlEscape(b["sweep"].get<std::string>()) + ": <b>" +
               XmlEscape(b["task"].get<std::string>()) + "</b>, evaluation loss " +
-              FormatFixed(b["final_eval_loss"].get<double>(), 4) + accuracy + " (" +
+              FormatLoss(b["final_eval_loss"].get<double>()) + accuracy + " (" +
               std::to_string(b["evaluated"].get<int>()) + " of " +
               Plural(static_cast<long>(b["tasks"].get<size_t>()), "task") +
               " evaluated); its model: <code>tasks/" + XmlEscape(b["task"].get<std::string>()) +
@@ -202,13 +202,13 @@ std::string ReportHtml(const RunReportInput& in, const Evals& evals, const json&
     bool is_best = best_of.count(t.sweep.empty() ? t.name : t.sweep) &&
                    best_of[t.sweep.empty() ? t.name : t.sweep] == t.name;
     std::string eval_cell =
-        final_eval ? FormatFixed(final_eval->loss, 4) + (is_best ? " (best)" : "") : "";
+        final_eval ? FormatLoss(final_eval->loss) + (is_best ? " (best)" : "") : "";
     html += std::string("<tr") + (t.status == "failed" ? " class=\"failed\"" : "") + "><td>" +
             XmlEscape(t.name) + "</td><td>" + t.status + "</td><td>" + XmlEscape(t.technique) +
             "</td><td>" + std::to_string(t.gpus) + "</td><td>" + XmlEscape(t.node) + "</td><td>" +
             FormatDuration(t.start_s) + "</td><td>" + FormatDuration(t.end_s) + "</td><td>" +
             std::to_string(t.steps_done) + "/" + std::to_string(t.steps) + "</td><td>" +
-            FormatFixed(t.final_loss, 4) + "</td><td>" + eval_cell + "</td><td>" +
+            FormatLoss(t.final_loss) + "</td><td>" + eval_cell + "</td><td>" +
             std::to_string(t.attempts) +
             (t.failures > 0 ? " (" + std::to_string(t.failures) + " failed)" : "") + "</td><td>" +
             XmlEscape(t.error) + "</td></tr>\n";

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <thread>
 
+#include "common/defaults.h"
 #include "common/error.h"
 #include "common/format.h"
 #include "common/fs.h"
@@ -119,7 +120,7 @@ void Service::SetUp() {
     PushEvent(line.substr(0, line.size() - 1));
   };
   const RunOptions& o = options_.run;
-  run.interval_s = o.interval_s > 0 ? o.interval_s : 60.0;
+  run.interval_s = o.interval_s > 0 ? o.interval_s : defaults::kServiceIntervalS;
   run.threshold_s = o.threshold_s >= 0 ? o.threshold_s : 2 * o.switch_cost_s;
   BuildProblem(run);
   dispatcher_ = std::make_unique<Dispatcher>(run);

@@ -208,6 +208,10 @@ TEST(CliHelp, ShowsEachDefaultOfTheOptionTable) {
   EXPECT_THAT(simulate, HasSubstr("--seed UINT=0"));
   EXPECT_THAT(Saturn("plan --help").output, HasSubstr("--solver TEXT=auto"));
   EXPECT_THAT(run, HasSubstr("--seed UINT=0"));
+  // serve has no makespan to take a tenth of: its own defaults.
+  std::string serve = Saturn("serve --help").output;
+  EXPECT_THAT(serve, HasSubstr("re-planning checks (default: 60)"));
+  EXPECT_THAT(serve, HasSubstr("(default: two switch costs)"));
 
   EXPECT_THAT(Saturn("plan --help").output,
               HasSubstr(WithDefault("--time-limit FLOAT:POSITIVE", defaults::kSolverTimeLimitS)));

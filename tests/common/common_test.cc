@@ -153,6 +153,12 @@ TEST(Format, Durations) {
   EXPECT_EQ(FormatDuration(86400 * 4), "4.0d");
 }
 
+TEST(Format, LossesShowTheirDigits) {
+  EXPECT_EQ(FormatLoss(1.50883), "1.5088");
+  EXPECT_EQ(FormatLoss(0.0000234), "2.34e-05");  // not 0.0000
+  EXPECT_EQ(FormatLoss(0), "0.0000");
+}
+
 TEST(Format, PluralsOfCountedWords) {
   EXPECT_EQ(Plural(1, "task"), "1 task");
   EXPECT_EQ(Plural(0, "task"), "0 tasks");

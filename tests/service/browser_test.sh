@@ -137,6 +137,11 @@ PY
     check server --server "$url" --expect-tasks gpt-a,gpt-b,gpt-c --expect-moving \
       --wait-status gpt-a=finished --wait-status gpt-b=finished --wait-status gpt-c=finished \
       --timeout 120 || status=1
+    # A page opened after every task ended: the stream's recent progress
+    # messages must not make finished tasks look running again.
+    check server-ended --server "$url" --expect-tasks gpt-a,gpt-b,gpt-c \
+      --wait-status gpt-a=finished --wait-status gpt-b=finished --wait-status gpt-c=finished \
+      --timeout 30 || status=1
     ;;
   *)
     echo "usage: browser_test.sh mock|server ARTIFACT_DIR [SATURN]" >&2
