@@ -19,6 +19,11 @@ std::string ReadFile(const std::string& path) {
   if (std::filesystem::is_directory(path, ec)) {
     throw InputError(path, 0, "", "expected a file, found a directory");
   }
+  // A device (/dev/zero, /dev/urandom) never ends: refused before reading.
+  // Pipes are read (a process substitution, <(...), is one).
+  if (std::filesystem::is_character_file(path, ec) || std::filesystem::is_block_file(path, ec)) {
+    throw InputError(path, 0, "", "expected a file, found a device");
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     throw InputError(path, 0, "", std::string("cannot read file: ") + std::strerror(errno));

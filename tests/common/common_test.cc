@@ -112,6 +112,16 @@ TEST(Fs, ReadFileNamesTheFileWhenItCannot) {
   }
 }
 
+TEST(Fs, ReadFileRefusesADeviceThatNeverEnds) {
+  // /dev/zero read "forever" (ASan stopped saturn plan at a 32 GiB buffer).
+  try {
+    ReadFile("/dev/zero");
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("/dev/zero: expected a file, found a device"));
+  }
+}
+
 TEST(Error, QuoteShortensLongValuesBetweenCharacters) {
   EXPECT_EQ(Quote("abc"), "'abc'");
   std::string long_value = std::string(59, 'a') + "\xc3\xa9" + "tail";  // 'é' across the cut
@@ -131,7 +141,9 @@ TEST(JsonText, Utf8AsJsonWritesIt) {
     EXPECT_FALSE(IsUtf8(bad)) << bad;
     EXPECT_THROW(nlohmann::json(bad).dump(), nlohmann::json::type_error) << bad;
   }
-  EXPECT_EQ(UnlessUtf8("ab\xff" "c"), "expected UTF-8 text, got the byte 0xff at offset 2");
+  EXPECT_EQ(UnlessUtf8("ab\xff"
+                       "c"),
+            "expected UTF-8 text, got the byte 0xff at offset 2");
 }
 
 TEST(JsonText, ParsesWithinBoundsOrSaysWhy) {

@@ -163,7 +163,8 @@ TEST_F(Run, ResumesAfterTheOrchestratorIsKilled) {
     }
   }
   EXPECT_TRUE(resumed);
-  for (const json& t : Report()["tasks"])
+  json report = Report();  // kept: a loop over a temporary's member reads freed memory
+  for (const json& t : report["tasks"])
     EXPECT_EQ(t["status"], "finished");
 }
 
@@ -238,7 +239,8 @@ TEST_F(Run, AResumeOfARunKilledWhileProfilingStartsItOver) {
   ASSERT_TRUE(fs::exists(dir_ + "/run/state.sqlite"));
   ASSERT_FALSE(fs::exists(dir_ + "/run/plan-0.json")) << "profiling was over";
   ASSERT_EQ(RunSaturn("--resume --no-introspection"), 0) << ReadFile(dir_ + "/out.log");
-  for (const json& t : Report()["tasks"])
+  json report = Report();  // kept: a loop over a temporary's member reads freed memory
+  for (const json& t : report["tasks"])
     EXPECT_EQ(t["status"], "finished") << t["task"];
 }
 
@@ -383,7 +385,8 @@ TEST_F(Run, ResumedOnOtherNodesPlansTheRestForThem) {
   }
   EXPECT_TRUE(replanned);
   EXPECT_GT(started, 0) << "the run ended before it could be killed";
-  for (const json& t : Report()["tasks"])
+  json report = Report();  // kept: a loop over a temporary's member reads freed memory
+  for (const json& t : report["tasks"])
     EXPECT_EQ(t["status"], "finished") << t["task"];
   EXPECT_THAT(ReadFile(dir_ + "/run/cluster.yaml"), HasSubstr("name: n7"));
 }
