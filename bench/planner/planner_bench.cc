@@ -6,7 +6,6 @@
 //   planner_bench                       # full run (long limit 60 s, auto 2 s)
 //   planner_bench --quick               # 5 s long limit, small instances only
 //   planner_bench --write txt-8 DIR     # write an instance's cluster.yaml + profile.csv
-#include <sys/resource.h>
 
 #include <chrono>
 #include <cstdio>
@@ -17,6 +16,7 @@
 #include <vector>
 
 #include "bench/common/instances.h"
+#include "bench/common/resources.h"
 #include "common/format.h"
 #include "common/fs.h"
 #include "planner/flow_milp.h"
@@ -30,12 +30,6 @@ struct Run {
   std::string solver;
   double limit;
 };
-
-double PeakRssMib() {
-  rusage u{};
-  getrusage(RUSAGE_SELF, &u);
-  return u.ru_maxrss / 1024.0;
-}
 
 // Rough size of the paper's model, to skip it where CBC could not even load it.
 long SaturnMilpRows(const Problem& p) {

@@ -15,7 +15,6 @@
 //   planner_scale_bench                      # 300 tasks on 32x8, limits 2/10/30 s, long 120 s
 //   planner_scale_bench --quick              # 100 tasks on 16x8, limits 2/5 s, long 10 s
 //   planner_scale_bench --tasks 300 --nodes 32 --limits 2,10,30 --long-limit 600
-#include <sys/resource.h>
 
 #include <chrono>
 #include <cmath>
@@ -29,6 +28,7 @@
 #include <vector>
 
 #include "bench/common/instances.h"
+#include "bench/common/resources.h"
 #include "bench/planner/mixed.h"
 #include "common/format.h"
 #include "planner/lower_bound.h"
@@ -36,12 +36,6 @@
 
 namespace saturn::bench {
 namespace {
-
-double PeakRssMib() {
-  rusage u{};
-  getrusage(RUSAGE_SELF, &u);
-  return u.ru_maxrss / 1024.0;
-}
 
 std::vector<double> ParseList(const char* text) {
   std::vector<double> out;

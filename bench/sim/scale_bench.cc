@@ -15,7 +15,6 @@
 //   sim_scale_bench --tasks 50000 --nodes 1024       # 50,000 tasks on 8,192 GPUs
 //   sim_scale_bench --tasks 2000 --nodes 8           # packing-bound: 2,000 tasks on 64 GPUs
 //   sim_scale_bench --tasks 2000 --nodes 32 --interval 3600
-#include <sys/resource.h>
 
 #include <algorithm>
 #include <chrono>
@@ -25,25 +24,12 @@
 #include <string>
 
 #include "bench/common/instances.h"
+#include "bench/common/resources.h"
 #include "planner/planner.h"
 #include "sim/simulator.h"
 
 namespace saturn::bench {
 namespace {
-
-double PeakRssMib() {
-  rusage u{};
-  getrusage(RUSAGE_SELF, &u);
-  return u.ru_maxrss / 1024.0;
-}
-
-// CPU seconds of this process so far (on a shared machine wall time also
-// counts the others' work).
-double CpuSeconds() {
-  rusage u{};
-  getrusage(RUSAGE_SELF, &u);
-  return u.ru_utime.tv_sec + u.ru_stime.tv_sec + 1e-6 * (u.ru_utime.tv_usec + u.ru_stime.tv_usec);
-}
 
 double Seconds(std::chrono::steady_clock::time_point since) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();

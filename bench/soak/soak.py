@@ -250,11 +250,16 @@ def events(run_dir):
     return out
 
 
+def listing(folder):
+    """The names in a folder, none when it does not exist (yet)."""
+    return os.listdir(folder) if os.path.isdir(folder) else []
+
+
 def steps_done(run_dir):
     """Per task, the step lines its workers have printed so far."""
     done = {}
     root = os.path.join(run_dir, "tasks")
-    for task in os.listdir(root) if os.path.isdir(root) else []:
+    for task in listing(root):
         try:
             with open(os.path.join(root, task, "worker.out"), "rb") as f:
                 done[task] = f.read().count(b"saturn: step=")
@@ -267,10 +272,9 @@ def checkpoint_steps(run_dir):
     """Per task, the newest published checkpoint-<step> (no suffix)."""
     newest = {}
     root = os.path.join(run_dir, "tasks")
-    for task in os.listdir(root) if os.path.isdir(root) else []:
+    for task in listing(root):
         steps = [0]
-        for name in os.listdir(os.path.join(root, task, "checkpoints")) \
-                if os.path.isdir(os.path.join(root, task, "checkpoints")) else []:
+        for name in listing(os.path.join(root, task, "checkpoints")):
             if name.startswith("checkpoint-") and name[11:].isdigit():
                 steps.append(int(name[11:]))
         newest[task] = max(steps)
@@ -405,9 +409,9 @@ def kill_group(pid):
 
 def partial_checkpoint(run_dir):
     root = os.path.join(run_dir, "tasks")
-    for task in os.listdir(root) if os.path.isdir(root) else []:
+    for task in listing(root):
         ck = os.path.join(root, task, "checkpoints")
-        for name in os.listdir(ck) if os.path.isdir(ck) else []:
+        for name in listing(ck):
             if name.endswith(".partial"):
                 return task, ck
     return None

@@ -14,21 +14,14 @@
 #include "spec/profile.h"
 #include "spec/workload.h"
 #include "spec/yaml_fields.h"
+#include "tests/spec/error_of.h"
 
 namespace saturn {
 namespace {
 
 using ::testing::HasSubstr;
 
-template <typename F>
-std::string ErrorOf(F f) {
-  try {
-    f();
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "";
-}
+using testing_spec::ErrorOf;
 
 std::string ClusterError(const std::string& node) {
   return ErrorOf(

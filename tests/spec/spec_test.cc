@@ -6,6 +6,7 @@
 #include "spec/plan.h"
 #include "spec/profile.h"
 #include "spec/yaml_fields.h"
+#include "tests/spec/error_of.h"
 
 namespace saturn {
 namespace {
@@ -16,16 +17,7 @@ Cluster ClusterFrom(const std::string& yaml) {
   return ParseCluster(ParseYamlText(yaml, "c.yaml"), "c.yaml");
 }
 
-// The InputError message of `f`, or "" if it does not throw one.
-template <typename F>
-std::string ErrorOf(F f) {
-  try {
-    f();
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "";
-}
+using testing_spec::ErrorOf;
 
 TEST(Cluster, ReadsNodes) {
   Cluster c =
