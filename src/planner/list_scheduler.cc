@@ -59,7 +59,9 @@ double SerialDecoder::Decode(const std::vector<int>& order, const std::vector<in
     int best_node = -1;
     for (int n : node_order_) {
       if (!problem_.Fits(o, n)) continue;
-      double s = append ? AppendStart(n, o) : timelines_[n].EarliestStart(0.0, o.runtime_s, o.gpus);
+      // Only a node that starts it strictly sooner can win (ties: first node).
+      double s = append ? AppendStart(n, o)
+                        : timelines_[n].EarliestStartBefore(0.0, o.runtime_s, o.gpus, best_start);
       if (s < best_start) {
         best_start = s;
         best_node = n;

@@ -1,6 +1,7 @@
 #include "planner/timeline.h"
 
 #include <algorithm>
+#include <limits>
 #include <stdexcept>
 
 namespace saturn {
@@ -29,11 +30,17 @@ double NodeTimeline::LastEnd() const {
 }
 
 double NodeTimeline::EarliestStart(double ready, double duration, int gpus) const {
+  return EarliestStartBefore(ready, duration, gpus, std::numeric_limits<double>::infinity());
+}
+
+double NodeTimeline::EarliestStartBefore(double ready, double duration, int gpus,
+                                         double cutoff) const {
   if (gpus > capacity_) throw std::logic_error("NodeTimeline: task larger than node");
   int limit = capacity_ - gpus;
   double t = std::max(ready, 0.0);
   size_t i = StepAt(t);
   while (true) {
+    if (!(t < cutoff)) return std::numeric_limits<double>::infinity();
     // Find the first step in [t, t+duration) whose usage is too high.
     size_t k = i;
     bool blocked = false;

@@ -20,6 +20,9 @@ class NodeTimeline {
   // Earliest t >= ready such that `gpus` more GPUs are free on [t, t+duration).
   // Requires gpus <= capacity.
   double EarliestStart(double ready, double duration, int gpus) const;
+  // The same if it is before `cutoff`, else +inf, found without scanning
+  // past `cutoff` (a decoder looking for a node better than its best so far).
+  double EarliestStartBefore(double ready, double duration, int gpus, double cutoff) const;
   // GPUs in use at time t.
   int UsedAt(double t) const;
   // Marks `gpus` GPUs busy on [start, end).

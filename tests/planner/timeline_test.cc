@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
+
 namespace saturn {
 namespace {
 
@@ -30,6 +32,17 @@ TEST(NodeTimeline, BackfillsIntoAGapThatIsLongEnough) {
   EXPECT_EQ(t.EarliestStart(0, 5, 2), 10);  // two GPUs still free in the gap
   EXPECT_EQ(t.EarliestStart(0, 5, 3), 60);
   EXPECT_EQ(t.LastEnd(), 60);
+}
+
+TEST(NodeTimeline, EarliestStartBeforeACutoffIsTheSameOrInfinity) {
+  NodeTimeline t(4);
+  t.Add(0, 10, 4);
+  t.Add(30, 60, 4);
+  EXPECT_EQ(t.EarliestStartBefore(0, 20, 2, 11), 10);  // found before the cutoff
+  EXPECT_EQ(t.EarliestStartBefore(0, 20, 2, 10), std::numeric_limits<double>::infinity());
+  EXPECT_EQ(t.EarliestStartBefore(0, 21, 2, 59), std::numeric_limits<double>::infinity());
+  EXPECT_EQ(t.EarliestStartBefore(0, 21, 2, 61), 60);
+  EXPECT_EQ(t.EarliestStartBefore(0, 1, 1, 0), std::numeric_limits<double>::infinity());
 }
 
 TEST(NodeTimeline, RejectsOverCapacity) {
