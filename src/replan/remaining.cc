@@ -130,7 +130,7 @@ Schedule RetimePlan(const RemainingProblem& remaining, const Plan& current,
     double best_start = std::numeric_limits<double>::infinity();
     for (int n = 0; n < problem.NumNodes(); ++n) {
       if (!problem.Fits(o, n)) continue;
-      double s = timelines[n].EarliestStart(0.0, o.runtime_s, o.gpus);
+      double s = timelines[n].EarliestStartBefore(0.0, o.runtime_s, o.gpus, best_start);
       if (s < best_start) {
         best_start = s;
         best_node = n;

@@ -101,8 +101,9 @@ class AutoSolver final : public Solver {
         proven = progress.Reached(Makespan(problem, result.schedule), result.lower_bound);
     }
 
-    // Phase 2 (anytime, or a work limit beyond the default effort): keep
-    // improving the best plan until the gap closes or time or work ends.
+    // Phase 2 (anytime, a work limit, or a bounded run on kGroupNodes+
+    // nodes): keep improving the best plan until the gap closes or time or
+    // work ends.
     std::string anytime_note;
     if (!proven && budget.second > 0 && !deadline.Expired()) {
       proven = Anytime(problem, deadline, search, progress, budget.second, result, anytime_note);
@@ -197,9 +198,10 @@ class AutoSolver final : public Solver {
   // Phase 1's decoder evaluations (the default effort: evaluations scale
   // inversely with the size of one, tasks x nodes, about 2 s on one core of a
   // 2-core machine for any size) and phase 2's work units (+inf: until the
-  // deadline; 0: no phase 2). On kGroupNodes or more nodes half of the
-  // default effort goes to phase 2, whose node-group search improves such
-  // plans far more per unit of work than whole-plan climbs (bench/planner).
+  // deadline; 0: no phase 2). Half of the default effort goes to phase 2 on
+  // kGroupNodes or more nodes, whose node-group search improves such plans
+  // far more per unit of work than whole-plan climbs (bench/planner), and
+  // in open-ended runs (anytime, work limit) on any cluster.
   using Budget = std::pair<long, double>;
   static Budget BudgetFor(const Problem& problem, const SolveContext& ctx) {
     const double size = static_cast<double>(problem.NumTasks()) * problem.NumNodes();
