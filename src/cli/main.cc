@@ -32,6 +32,9 @@ int main(int argc, char** argv) {
   } catch (const saturn::InputError& e) {
     std::fprintf(stderr, "saturn: error: %s\n", e.what());
     return 2;
+  } catch (const saturn::SystemError& e) {
+    std::fprintf(stderr, "saturn: error: %s\n", e.what());
+    return 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "saturn: internal error: %s\n", e.what());
     return 1;

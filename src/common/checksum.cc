@@ -1,5 +1,7 @@
 #include "common/checksum.h"
 
+#include "common/error.h"
+
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -95,7 +97,7 @@ std::string Crc32cHex(uint32_t crc) {
 
 FileDigest DigestFile(const std::string& path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw std::runtime_error("cannot read " + path + ": " + std::strerror(errno));
+  if (fd < 0) throw SystemError("cannot read " + path + ": " + std::strerror(errno));
   FileDigest d;
   std::vector<unsigned char> buffer(1 << 20);
   while (true) {
@@ -104,7 +106,7 @@ FileDigest DigestFile(const std::string& path) {
     if (n < 0) {
       int err = errno;
       ::close(fd);
-      throw std::runtime_error("cannot read " + path + ": " + std::strerror(err));
+      throw SystemError("cannot read " + path + ": " + std::strerror(err));
     }
     if (n == 0) break;
     d.crc32c = Crc32c(buffer.data(), static_cast<size_t>(n), d.crc32c);

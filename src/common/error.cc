@@ -20,7 +20,16 @@ std::string Compose(std::string_view file, int line, std::string_view field,
 
 InputError::InputError(std::string_view file, int line, std::string_view field,
                        std::string_view message)
-    : std::runtime_error(Compose(file, line, field, message)) {}
+    : std::runtime_error(Compose(file, line, field, message)),
+      file_(file),
+      field_(field),
+      message_(message),
+      line_(line),
+      parts_(true) {}
+
+InputError InputError::AtLine(int line) const {
+  return parts_ ? InputError(file_, line, field_, message_) : *this;
+}
 
 std::string Quote(std::string_view value) {
   constexpr size_t kMax = 60;

@@ -30,6 +30,16 @@ std::string FormatFixed(double value, int decimals) {
   return buf;
 }
 
+std::string FormatMilliseconds(double seconds) {
+  // Past 1e15 s milliseconds are below a double's resolution anyway.
+  if (!std::isfinite(seconds) || std::fabs(seconds) >= 1e15) return FormatNumber(seconds);
+  std::string text = FormatFixed(seconds, 3);
+  while (text.back() == '0')
+    text.pop_back();
+  if (text.back() == '.') text.pop_back();
+  return text == "-0" ? "0" : text;
+}
+
 std::string FormatNumber(double value) {
   char buf[64];
   auto result = std::to_chars(buf, buf + sizeof buf, value);

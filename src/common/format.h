@@ -3,6 +3,7 @@
 //   FormatDuration(3725)  -> "1h02m"
 //   FormatDuration(42.5)  -> "42.5s"
 //   FormatFixed(1.23456, 2) -> "1.23"
+//   FormatMilliseconds(30115.800000000003) -> "30115.8"
 //   FormatLoss(1.50883) -> "1.5088";  FormatLoss(0.000023) -> "2.3e-05"
 //   Plural(1, "task") -> "1 task";  Plural(3, "task") -> "3 tasks";  Plural(2, "switch") -> "2
 //   switches"
@@ -17,6 +18,8 @@ std::string FormatFixed(double value, int decimals);
 // A loss or other small positive figure: 4 decimals, or 3 significant
 // digits when that would show 0.0000 (FormatLoss(2.3e-5) -> "2.3e-05").
 std::string FormatLoss(double value);
+// Seconds to the millisecond, without trailing zeros: 30115.8, 12, 0.001.
+std::string FormatMilliseconds(double seconds);
 // Shortest round-trip text for a double (used in CSV/JSON-adjacent output).
 std::string FormatNumber(double value);
 // "<n> <word>", with an "s" (after s, x, ch, sh: "es") unless n is 1.

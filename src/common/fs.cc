@@ -38,7 +38,7 @@ void MakeDirectories(const std::string& path) {
   if (path.empty()) return;
   std::error_code ec;
   std::filesystem::create_directories(path, ec);
-  if (ec) throw std::runtime_error("cannot create directory " + path + ": " + ec.message());
+  if (ec) throw SystemError("cannot create directory " + path + ": " + ec.message());
 }
 
 namespace {
@@ -76,18 +76,17 @@ std::string Parent(const std::string& path) {
 
 void SyncDirectory(const std::string& path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0)
-    throw std::runtime_error("cannot open directory " + path + ": " + std::strerror(errno));
+  if (fd < 0) throw SystemError("cannot open directory " + path + ": " + std::strerror(errno));
   int err = ::fsync(fd) != 0 ? errno : 0;
   ::close(fd);
   // EINVAL: a file system that cannot flush directories (it orders them itself).
   if (err != 0 && err != EINVAL)
-    throw std::runtime_error("cannot flush directory " + path + ": " + std::strerror(err));
+    throw SystemError("cannot flush directory " + path + ": " + std::strerror(err));
 }
 
 void WriteFileDurable(const std::string& path, const std::string& contents) {
   if (int err = WriteAndSync(path, contents)) {
-    throw std::runtime_error("cannot write " + path + ": " + std::strerror(err));
+    throw SystemError("cannot write " + path + ": " + std::strerror(err));
   }
 }
 
@@ -100,7 +99,7 @@ void WriteFileAtomic(const std::string& path, const std::string& contents) {
     err = errno;
     ::unlink(tmp.c_str());
   }
-  if (err != 0) throw std::runtime_error("cannot write " + path + ": " + std::strerror(err));
+  if (err != 0) throw SystemError("cannot write " + path + ": " + std::strerror(err));
   SyncDirectory(parent);
 }
 

@@ -15,6 +15,8 @@
 #include <stdexcept>
 #include <thread>
 
+#include "common/error.h"
+
 extern char** environ;
 
 namespace saturn {
@@ -23,12 +25,12 @@ Process Process::Spawn(const ProcessSpec& spec) {
   if (spec.argv.empty()) throw std::runtime_error("Process::Spawn: empty argv");
   int out_pipe[2] = {-1, -1};
   if (spec.pipe_stdout && ::pipe2(out_pipe, O_CLOEXEC) != 0) {
-    throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
+    throw SystemError(std::string("pipe: ") + std::strerror(errno));
   }
   // A close-on-exec pipe reports exec failures back to the parent.
   int err_pipe[2];
   if (::pipe2(err_pipe, O_CLOEXEC) != 0) {
-    throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
+    throw SystemError(std::string("pipe: ") + std::strerror(errno));
   }
   std::vector<std::string> env_strings;
   for (char** e = environ; *e; ++e) {
@@ -49,7 +51,7 @@ Process Process::Spawn(const ProcessSpec& spec) {
 
   pid_t parent = ::getpid();
   pid_t pid = ::fork();
-  if (pid < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
+  if (pid < 0) throw SystemError(std::string("fork: ") + std::strerror(errno));
   if (pid == 0) {
     ::setpgid(0, 0);
     if (spec.die_with_parent) {
@@ -87,7 +89,7 @@ Process Process::Spawn(const ProcessSpec& spec) {
   if (n > 0) {
     ::waitpid(pid, nullptr, 0);
     if (spec.pipe_stdout) ::close(out_pipe[0]);
-    throw std::runtime_error("cannot start " + spec.argv[0] + ": " + std::string(buf, n));
+    throw SystemError("cannot start " + spec.argv[0] + ": " + std::string(buf, n));
   }
   Process p;
   p.pid_ = pid;
@@ -143,7 +145,7 @@ int Process::Wait() {
     if (r == pid_) {
       status_ = status;
     } else if (r < 0 && errno != EINTR) {
-      throw std::runtime_error(std::string("waitpid: ") + std::strerror(errno));
+      throw SystemError(std::string("waitpid: ") + std::strerror(errno));
     }
   }
   return *status_;

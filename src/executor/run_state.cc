@@ -14,6 +14,7 @@
 #include "common/error.h"
 #include "common/format.h"
 #include "common/fs.h"
+#include "common/sqlite_error.h"
 
 namespace saturn {
 namespace {
@@ -22,7 +23,7 @@ constexpr const char* kFormat = "saturn-run-state/1";
 
 void Check(sqlite3* db, int rc, const char* what) {
   if (rc != SQLITE_OK && rc != SQLITE_DONE && rc != SQLITE_ROW) {
-    throw std::runtime_error(std::string("run state: ") + what + ": " + sqlite3_errmsg(db));
+    ThrowSqliteError(db, rc, std::string("run state: ") + what);
   }
 }
 
@@ -67,7 +68,7 @@ void DropTornTail(const std::string& path) {
   size_t keep = text.rfind('\n');
   keep = keep == std::string::npos ? 0 : keep + 1;
   if (::truncate(path.c_str(), static_cast<off_t>(keep)) != 0) {
-    throw std::runtime_error("cannot repair " + path + ": " + std::strerror(errno));
+    throw SystemError("cannot repair " + path + ": " + std::strerror(errno));
   }
 }
 
@@ -333,7 +334,7 @@ void RunState::Append(const Event& event) {
   while (left > 0) {
     ssize_t n = ::write(events_fd_, data, left);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) throw std::runtime_error("cannot append to the event log");
+    if (n < 0) throw SystemError("cannot append to the event log");
     data += n;
     left -= static_cast<size_t>(n);
   }

@@ -125,7 +125,7 @@ std::vector<std::string> SrunPrefix(const std::string& job_id) {
 CommandOutput RunCommand(const std::vector<std::string>& argv, double timeout_s) {
   std::string err_path = (fs::temp_directory_path() / "saturn-cmd-XXXXXX").string();
   int fd = ::mkstemp(err_path.data());
-  if (fd < 0) throw std::runtime_error("cannot create a temporary file in " + err_path);
+  if (fd < 0) throw SystemError("cannot create a temporary file in " + err_path);
   ::close(fd);
   ProcessSpec spec;
   spec.argv = argv;
@@ -193,7 +193,7 @@ SlurmAllocation ReadAllocation(const std::string& job_id, const CommandRunner& r
   auto expand = [&](const std::string& hostlist) {
     std::vector<std::string> argv = {"scontrol", "show", "hostnames", hostlist};
     CommandOutput r = run(argv);
-    if (r.status != 0) throw std::runtime_error(Describe(Join(argv, " "), r));
+    if (r.status != 0) throw SystemError(Describe(Join(argv, " "), r));
     return SplitWords(r.out);
   };
   SlurmAllocation a;
@@ -371,8 +371,8 @@ void SlurmBackend::CheckSharedDir(const std::string& dir, const Cluster& cluster
   std::error_code ec;
   fs::remove(marker, ec);
   if (r.status != 0) {
-    throw std::runtime_error("cannot check that " + dir +
-                             " is shared by the nodes: " + Describe("the check step (srun)", r));
+    throw SystemError("cannot check that " + dir +
+                      " is shared by the nodes: " + Describe("the check step (srun)", r));
   }
   std::map<std::string, std::string> seen;
   for (const std::string& line : Lines(r.out)) {

@@ -19,6 +19,14 @@ double Tolerance(double scale) {
   return 1e-6 + 1e-9 * std::abs(scale);
 }
 
+// Two times for a message, to the millisecond (30115.8, not
+// 30115.800000000003), or in full where that would show them equal.
+std::pair<std::string, std::string> TwoTimes(double a, double b) {
+  std::string x = FormatMilliseconds(a), y = FormatMilliseconds(b);
+  if (x == y) return {FormatNumber(a), FormatNumber(b)};
+  return {x, y};
+}
+
 // Holds what the checks share: name lookups, the tolerance, the tasks seen,
 // and busy intervals per (node, gpu).
 class PlanChecker {
@@ -92,17 +100,32 @@ class PlanChecker {
 
   void CheckOption(const std::string& who, const Task& task, const PlanTask& t, int node) {
     if (MatchingOption(task, t, node)) return;
-    bool row_exists = false;
+    // The row on this node (one pinned here first), else any with the same
+    // technique and GPU count.
+    const Option* row = nullptr;
+    bool here = false;
     for (const Option& o : task.options) {
-      row_exists = row_exists || (o.technique == t.technique && o.gpus == t.gpus);
+      if (o.technique != t.technique || o.gpus != t.gpus) continue;
+      const bool on_node = o.node < 0 || o.node == node;
+      if (!row || (on_node && !here)) {
+        row = &o;
+        here = on_node;
+      }
     }
-    if (!row_exists) {
+    const double took = t.end_s - t.start_s;
+    if (!row) {
       Fail(who + ": (" + t.technique + ", " + std::to_string(t.gpus) +
            " GPUs) is not a feasible configuration in the profile");
+    } else if (!here) {
+      Fail(who + ": (" + t.technique + ", " + std::to_string(t.gpus) +
+           " GPUs) may not run on node '" + t.node + "'");
+    } else if (row->starts_now &&
+               std::abs(took - row->runtime_s) <= Tolerance(row->runtime_s + t.end_s)) {
+      Fail(who + ": is running and must keep its start (0) and GPUs");
     } else {
-      Fail(who + ": end_s - start_s = " + FormatNumber(t.end_s - t.start_s) +
-           " does not equal the profiled runtime of (" + t.technique + ", " +
-           std::to_string(t.gpus) + " GPUs) on this node");
+      auto [ran, profiled] = TwoTimes(took, row->runtime_s);
+      Fail(who + ": end_s - start_s = " + ran + " s does not equal the profiled runtime of (" +
+           t.technique + ", " + std::to_string(t.gpus) + " GPUs) on this node, " + profiled + " s");
     }
   }
 
@@ -138,9 +161,10 @@ class PlanChecker {
         const auto& [s0, e0, a] = intervals[i - 1];
         const auto& [s1, e1, b] = intervals[i];
         if (s1 < e0 - tol_) {
+          auto [starts, ends] = TwoTimes(s1, e0);
           Fail("GPU " + std::to_string(key.second) + " of node '" + problem_.nodes[key.first].name +
-               "' runs '" + a + "' and '" + b + "' at the same time (" + FormatNumber(s1) + " < " +
-               FormatNumber(e0) + ")");
+               "' runs '" + a + "' and '" + b + "' at the same time ('" + b + "' starts at " +
+               starts + " s, before '" + a + "' ends at " + ends + " s)");
         }
       }
     }
@@ -148,12 +172,12 @@ class PlanChecker {
 
   void CheckTotals() {
     if (std::abs(plan_.makespan_s - max_end_) > tol_) {
-      Fail("makespan_s " + FormatNumber(plan_.makespan_s) + " is not the largest end_s " +
-           FormatNumber(max_end_));
+      auto [makespan, end] = TwoTimes(plan_.makespan_s, max_end_);
+      Fail("makespan_s " + makespan + " is not the largest end_s " + end);
     }
     if (plan_.lower_bound_s > plan_.makespan_s + tol_) {
-      Fail("lower_bound_s " + FormatNumber(plan_.lower_bound_s) + " exceeds makespan_s " +
-           FormatNumber(plan_.makespan_s));
+      auto [bound, makespan] = TwoTimes(plan_.lower_bound_s, plan_.makespan_s);
+      Fail("lower_bound_s " + bound + " exceeds makespan_s " + makespan);
     }
     if (plan_.lower_bound_s < 0) Fail("lower_bound_s is negative");
   }

@@ -8,6 +8,7 @@
 
 #include "common/error.h"
 #include "common/fs.h"
+#include "common/sqlite_error.h"
 
 namespace saturn {
 namespace {
@@ -137,17 +138,17 @@ std::optional<nlohmann::json> ProfileCache::Get(const std::string& key) {
 
 void ProfileCache::Put(const std::string& key, const nlohmann::json& value) {
   sqlite3_stmt* stmt = nullptr;
-  if (sqlite3_prepare_v2(db_, "INSERT OR REPLACE INTO trials(key, result) VALUES(?, ?)", -1, &stmt,
-                         nullptr) != SQLITE_OK) {
-    throw std::runtime_error(std::string("profile cache: ") + sqlite3_errmsg(db_));
+  if (int rc = sqlite3_prepare_v2(db_, "INSERT OR REPLACE INTO trials(key, result) VALUES(?, ?)",
+                                  -1, &stmt, nullptr);
+      rc != SQLITE_OK) {
+    ThrowSqliteError(db_, rc, "profile cache");
   }
   std::string text = value.dump();
   sqlite3_bind_text(stmt, 1, key.c_str(), -1, SQLITE_TRANSIENT);
   sqlite3_bind_text(stmt, 2, text.c_str(), -1, SQLITE_TRANSIENT);
   int rc = sqlite3_step(stmt);
   sqlite3_finalize(stmt);
-  if (rc != SQLITE_DONE)
-    throw std::runtime_error(std::string("profile cache: ") + sqlite3_errmsg(db_));
+  if (rc != SQLITE_DONE) ThrowSqliteError(db_, rc, "profile cache");
 }
 
 int ProfileCache::Size() {

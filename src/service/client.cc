@@ -21,9 +21,9 @@ httplib::Client Connect(const std::string& server) {
 
 ServiceClient::Reply ToReply(const httplib::Result& r, const std::string& server) {
   if (!r) {
-    throw std::runtime_error("cannot reach the service at " + server + " (" +
-                             httplib::to_string(r.error()) +
-                             "); is `saturn serve` running there? (--server URL)");
+    throw SystemError("cannot reach the service at " + server + " (" +
+                      httplib::to_string(r.error()) +
+                      "); is `saturn serve` running there? (--server URL)");
   }
   ServiceClient::Reply reply;
   reply.status = r->status;

@@ -218,6 +218,8 @@ Service::Reply Service::Submit(const std::string& text, const std::string& sourc
     }
   } catch (const InputError& e) {
     return {400, {{"error", e.what()}}};
+  } catch (const SystemError& e) {  // the service's machine refused, not the workload
+    return {503, {{"error", e.what()}}};
   } catch (const std::runtime_error& e) {
     return {400, {{"error", e.what()}}};
   }

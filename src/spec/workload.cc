@@ -263,6 +263,7 @@ class TaskReader {
     t->gpu_max =
         static_cast<int>(YamlToInt(range[1], w_.source, field + "[1]", 1, limits::kMaxGpusPerNode));
     if (t->gpu_max < t->gpu_min) f_.Fail("gpu_range", "expected min <= max");
+    t->gpu_range_given = true;
     // A cluster from the allocation is checked once it is known (UseAllocation).
     if (!w_.from_allocation && t->gpu_min > w_.cluster.MaxGpusPerNode()) {
       f_.Fail("gpu_range", TooFewGpus(t->gpu_min, w_.cluster));
@@ -377,6 +378,28 @@ void CheckTaskCount(const YamlFields& task, long adding, const Workload& w) {
   task.Fail("sweep", "makes " + Plural(adding, "task") + ", which takes " + limit);
 }
 
+// A sweep's variant is a copy, and a copy's nodes have no lines (YAML::Clone
+// gives line 1, set values none): the lines later checks name are the task's
+// as written, or the sweep's for the fields it sets.
+void KeepLines(const WorkloadTask& written, const std::vector<SweepAxis>& axes, int sweep_line,
+               WorkloadTask& variant) {
+  auto swept = [&](const std::string& field) {
+    return std::any_of(axes.begin(), axes.end(), [&](const SweepAxis& a) {
+      return a.path == field || a.path.rfind(field + ".", 0) == 0;
+    });
+  };
+  variant.line = written.line;
+  if (variant.batch_size_line <= 1) {
+    variant.batch_size_line = swept("batch_size") ? sweep_line : written.batch_size_line;
+  }
+  for (size_t i = 0; i < variant.technique_lines.size(); ++i) {
+    if (variant.technique_lines[i] > 1) continue;
+    variant.technique_lines[i] = !swept("techniques") && i < written.technique_lines.size()
+                                     ? written.technique_lines[i]
+                                     : sweep_line;
+  }
+}
+
 // Reads tasks[i]: validates it as written, then once per sweep combination,
 // and appends each resulting task (names must be unique: `names` maps each
 // to its line).
@@ -386,22 +409,38 @@ void ReadTaskAndSweep(const YAML::Node& node, const std::string& path,
   WorkloadTask written = base.Read();
   std::vector<SweepAxis> axes = ReadSweepAxes(base.fields());
   CheckTaskCount(base.fields(), SweepSize(axes), w);
+  // A variant is a copy, and copies have no lines: its errors point at the
+  // sweep (where it differs from the task as written), its task at the task.
+  const int sweep_line = axes.empty() ? 0 : YamlLine(node["sweep"]);
   for (const auto& combo : SweepCombinations(axes)) {
     WorkloadTask task = written;
     YAML::Node effective = node;
     if (!axes.empty()) {
       SweepVariant variant = MakeSweepVariant(node, written.name, axes, combo);
-      task = TaskReader(w, variant.node, path + " (sweep " + variant.name + ")").Read();
+      try {
+        task = TaskReader(w, variant.node, path + " (sweep " + variant.name + ")").Read();
+      } catch (const InputError& e) {
+        if (e.line() > 1) throw;  // a swept value keeps its own line
+        throw e.AtLine(sweep_line);
+      }
+      KeepLines(written, axes, sweep_line, task);
       effective.reset(variant.node);  // rebinds; operator= would overwrite tasks[i]
     }
-    SetSteps(effective, w.source, path, task);
+    try {
+      SetSteps(effective, w.source, path, task);
+    } catch (const InputError& e) {
+      if (axes.empty() || e.line() > 1) throw;
+      throw e.AtLine(sweep_line);
+    }
     task.trial_key = TrialKey(task);
     task.sweep = written.name;
     auto [it, inserted] = names.emplace(task.name, task.line);
     if (!inserted) {
-      throw InputError(w.source, task.line, path + ".name",
-                       "duplicate task name " + Quote(task.name) + " (also at line " +
-                           std::to_string(it->second) + ")");
+      const bool swept = !axes.empty();
+      throw InputError(w.source, swept ? sweep_line : task.line,
+                       path + (swept ? ".sweep" : ".name"),
+                       (swept ? "makes the duplicate task name " : "duplicate task name ") +
+                           Quote(task.name) + " (also at line " + std::to_string(it->second) + ")");
     }
     w.tasks.push_back(std::move(task));
   }

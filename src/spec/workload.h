@@ -47,9 +47,10 @@ struct WorkloadTask {
   std::string field;  // "tasks[0]"
   int gpu_min = 1;
   int gpu_max = 1 << 20;
-  std::string trial_key;  // canonical JSON of what determines speed and memory
-  std::string sweep;      // the name as written: tasks of one sweep share it
-  int line = 0;           // where the task is defined
+  bool gpu_range_given = false;  // gpu_range: written (gpu_max is then the user's)
+  std::string trial_key;         // canonical JSON of what determines speed and memory
+  std::string sweep;             // the name as written: tasks of one sweep share it
+  int line = 0;                  // where the task is defined
 };
 
 struct Workload {

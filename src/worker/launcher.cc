@@ -16,6 +16,8 @@
 #include <stdexcept>
 #include <thread>
 
+#include "common/error.h"
+
 namespace saturn::worker {
 namespace {
 
@@ -46,7 +48,7 @@ pid_t StartRank(const std::vector<std::string>& args, int rank, int world_size,
   pid_t parent = getpid();
   std::fflush(nullptr);
   pid_t pid = fork();
-  if (pid < 0) throw std::runtime_error(std::string("fork failed: ") + std::strerror(errno));
+  if (pid < 0) throw SystemError(std::string("fork failed: ") + std::strerror(errno));
   if (pid == 0) {
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != parent) _exit(4);
@@ -97,8 +99,8 @@ std::string MakeRendezvousDir() {
   if (ec) base = "/tmp";
   std::string pattern = base + "/saturn-rdzv-XXXXXX";
   if (mkdtemp(pattern.data()) == nullptr) {
-    throw std::runtime_error("cannot create a rendezvous directory in " + base + ": " +
-                             std::strerror(errno));
+    throw SystemError("cannot create a rendezvous directory in " + base + ": " +
+                      std::strerror(errno));
   }
   return pattern;
 }

@@ -9,8 +9,8 @@
 // ranks also die with the launcher (PR_SET_PDEATHSIG).
 //
 // The launcher's exit status is the root cause's: bad input (2) before out of
-// memory (3) before internal errors (1) before peer failures (4), which are
-// usually the others noticing the first failure. A rank killed by a signal
+// memory (3) before the system's refusals and internal errors (1) before
+// peer failures (4), which are usually the others noticing the first failure. A rank killed by a signal
 // it was not sent by the launcher counts as a peer failure.
 //
 //   LaunchResult r = LaunchRanks(args, 4, "/tmp/saturn-rdzv-x");

@@ -289,6 +289,8 @@ int RunWorker(const WorkerOptions& o) {
     return Fail(o, 2, "error", e.what());
   } catch (const engine::PeerFailure& e) {
     return Fail(o, 4, "peer failure", e.what());
+  } catch (const SystemError& e) {
+    return Fail(o, 1, "error", e.what());
   } catch (const std::exception& e) {
     // Out-of-memory messages say so themselves.
     if (engine::IsOutOfMemory(e)) return Fail(o, 3, "", engine::ErrorText(e));

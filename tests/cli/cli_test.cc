@@ -23,10 +23,10 @@ struct Result {
   std::string output;  // stdout and stderr
 };
 
-// Runs saturn; output is stdout and stderr, or stdout only if !with_stderr.
-Result Saturn(const std::string& args, bool with_stderr = true) {
-  std::string cmd = std::string(SATURN_BINARY_DIR) + "/src/cli/saturn " + args +
-                    (with_stderr ? " 2>&1" : " 2>/dev/null");
+const std::string kSaturn = std::string(SATURN_BINARY_DIR) + "/src/cli/saturn";
+
+// Runs a shell command; output is what it printed.
+Result Shell(const std::string& cmd) {
   FILE* pipe = popen(cmd.c_str(), "r");
   std::string out;
   std::array<char, 4096> buf;
@@ -35,6 +35,11 @@ Result Saturn(const std::string& args, bool with_stderr = true) {
     out.append(buf.data(), n);
   int status = pclose(pipe);
   return {WEXITSTATUS(status), out};
+}
+
+// Runs saturn; output is stdout and stderr, or stdout only if !with_stderr.
+Result Saturn(const std::string& args, bool with_stderr = true) {
+  return Shell(kSaturn + " " + args + (with_stderr ? " 2>&1" : " 2>/dev/null"));
 }
 
 class Cli : public ::testing::Test {
@@ -117,6 +122,25 @@ TEST_F(Cli, BadInputExitsTwoWithOneMessageAndWritesNothing) {
   r = Saturn("plan --profile " + Path("profile.csv"));
   EXPECT_EQ(r.status, 2);
   EXPECT_THAT(r.output, HasSubstr("--cluster is required"));
+}
+
+// What the system refuses is an error with its reason (exit 1), not an
+// "internal error": a file that cannot be written, a service not there.
+TEST_F(Cli, WhatTheSystemRefusesIsAnErrorNotAnInternalOne) {
+  // A file-size limit of 0 stands in for a full disk (SIGXFSZ ignored, as
+  // a shell's trap leaves it to the program it starts).
+  Result r = Shell("sh -c \"trap '' XFSZ; ulimit -f 0; exec " + kSaturn + " " + PlanArgs() +
+                   " --output " + Path("plan.json") + "\" 2>&1");
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("saturn: error: cannot write " + Path("plan.json")));
+  EXPECT_THAT(r.output, HasSubstr("File too large"));
+  EXPECT_THAT(r.output, Not(HasSubstr("internal error")));
+  EXPECT_FALSE(std::filesystem::exists(Path("plan.json")));
+  // Port 1 on the loopback: nothing listens there.
+  r = Saturn("status --server http://127.0.0.1:1");
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("saturn: error: cannot reach the service at http://127.0.0.1:1"));
+  EXPECT_THAT(r.output, Not(HasSubstr("internal error")));
 }
 
 TEST_F(Cli, SimulateWritesResultTraceAndChart) {

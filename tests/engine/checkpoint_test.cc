@@ -18,6 +18,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 class WorkerCheckpoints : public ::testing::Test {
  protected:
@@ -112,7 +113,9 @@ TEST_F(WorkerCheckpoints, AFullDiskFailsTheAttemptAndLeavesThePreviousCheckpoint
     failed.err = p.Stderr();
   }
   EXPECT_EQ(failed.status, 1);
+  EXPECT_THAT(failed.err, HasSubstr("saturn-worker: error: cannot write"));
   EXPECT_THAT(failed.err, HasSubstr("File too large"));
+  EXPECT_THAT(failed.err, Not(HasSubstr("internal error")));
   EXPECT_EQ(Folders(), (std::set<std::string>{"checkpoint-2"}));  // no checkpoint-4, no .partial
   EXPECT_EQ(CheckCheckpoint(dir_.Path("ck/checkpoint-2")).state, CheckpointState::kGood);
   EXPECT_EQ(FindNewestCheckpoint(dir_.Path("ck")).step, 2);

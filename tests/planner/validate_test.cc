@@ -64,7 +64,44 @@ TEST(ValidatePlan, ConfigurationNotInProfile) {
 TEST(ValidatePlan, DurationMustEqualRuntime) {
   Plan p = GoodPlan();
   p.tasks[1].end_s = 40;
-  ExpectOneError(p, "does not equal the profiled runtime");
+  ExpectOneError(p,
+                 "end_s - start_s = 40 s does not equal the profiled runtime of (ddp, 2 GPUs) "
+                 "on this node, 50 s");
+}
+
+// Times in messages are to the millisecond (no 30.100000000000001), and in
+// full only where rounding would show two different times as one.
+TEST(ValidatePlan, MessagesShowTimesWithoutFloatNoise) {
+  Plan p = GoodPlan();
+  p.tasks[1].start_s = 0.1 + 0.2;  // 0.30000000000000004
+  p.tasks[1].end_s = 40.1;
+  ExpectOneError(p, "end_s - start_s = 39.8 s does not equal");
+  p = GoodPlan();
+  p.makespan_s = 100.0004;  // beyond the tolerance, equal to the millisecond
+  ExpectOneError(p, "makespan_s 100.0004 is not the largest end_s 100");
+  p = GoodPlan();
+  p.tasks[1].gpu_ids = {1, 2};
+  p.tasks[1].start_s = 99.25;
+  p.tasks[1].end_s = 149.25;
+  p.makespan_s = 149.25;
+  ExpectOneError(p, "('b' starts at 99.25 s, before 'a' ends at 100 s)");
+}
+
+// A running task's option is pinned to its node: elsewhere it is named as
+// such, not as a wrong runtime.
+TEST(ValidatePlan, APinnedOptionOnAnotherNodeIsNamedAsSuch) {
+  Problem two = testing::MakeProblem({4, 4}, {{"a", {{"ddp", 2, 100}}}});
+  two.tasks[0].options[0].node = 1;
+  Plan p;
+  p.solver = "test";
+  p.status = "feasible";
+  p.makespan_s = 100;
+  p.tasks = {{"a", "ddp", 2, "node0", {0, 1}, 0, 100}};
+  std::vector<std::string> errors = ValidatePlan(two, p);
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_THAT(errors[0], HasSubstr("(ddp, 2 GPUs) may not run on node 'node0'"));
+  p.tasks[0].node = "node1";
+  EXPECT_TRUE(ValidatePlan(two, p).empty());
 }
 
 TEST(ValidatePlan, GpuCountMustMatch) {

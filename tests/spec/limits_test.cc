@@ -225,9 +225,9 @@ TEST_F(WorkloadLimits, MapKeysMustBeNamesAndSweptPathsMustBeMaps) {
   EXPECT_EQ(Error(kHead + task + "    sweep: {steps.x: [1]}\n"),
             "w.yaml:9: tasks[0].sweep.steps.x: cannot sweep over steps.x: steps is not a map");
   // A swept field the task does not have yet is made, then read as any other
-  // (a field a sweep made has no line).
+  // (a field a sweep made has no line of its own: the sweep's is named).
   EXPECT_EQ(Error(kHead + task + "    sweep: {soptimizer.lr: [1]}\n"),
-            "w.yaml: tasks[0] (sweep m-lr1).soptimizer: unknown field; expected one of: name, "
+            "w.yaml:9: tasks[0] (sweep m-lr1).soptimizer: unknown field; expected one of: name, "
             "type, model, data, batch_size, optimizer, steps, epochs, seed, sweep, techniques, "
             "gpu_range, precision, eval");
   EXPECT_EQ(Error(kHead + task + "    sweep: {eval.every: [5]}\n"), "");

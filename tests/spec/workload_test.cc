@@ -73,6 +73,20 @@ TEST_F(WorkloadTest, SweepsExpandWithReadableNamesAndShareTrialKeys) {
   EXPECT_NE(w.tasks[0].trial_key, w.tasks[1].trial_key);  // batch size differs
 }
 
+// A sweep's variants are copies without lines: their errors point at the
+// sweep (line 9 here), and their tasks at the task as written (line 3).
+TEST_F(WorkloadTest, ErrorsOfSweptTasksNameTheSweepsLine) {
+  EXPECT_EQ(ErrorOf(kTask + "    steps: 10\n    sweep: {optimizer.foo: [0.1, 0.2]}\n"),
+            "w.yaml:9: tasks[0] (sweep gpt-foo0.1).optimizer.foo: unknown field; expected one "
+            "of: type, lr, weight_decay");
+  EXPECT_EQ(ErrorOf(kTask + "    steps: 10\n    sweep: {batch_size: [8, 8]}\n"),
+            "w.yaml:9: tasks[0].sweep: makes the duplicate task name 'gpt-bs8' (also at line 3)");
+  EXPECT_THAT(ErrorOf(kTask + "    steps: 10\n    sweep: {batch_size: [8, 0]}\n"),
+              HasSubstr("w.yaml:9: tasks[0] (sweep gpt-bs0).batch_size"));
+  Workload w = Parse(kTask + "    steps: 10\n    sweep: {batch_size: [8, 16]}\n");
+  EXPECT_EQ(w.tasks[1].line, 3);
+}
+
 TEST_F(WorkloadTest, StepsAndEpochsAreNotPartOfTheTrialKey) {
   Workload a = Parse(kTask + "    steps: 10\n");
   Workload b = Parse(kTask + "    steps: 400\n");
