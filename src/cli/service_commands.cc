@@ -93,14 +93,16 @@ int Status(const ClientFlags& f) {
   std::printf("%-24s %-10s %-10s %5s %-8s %13s %10s %9s\n", "TASK", "STATUS", "TECHNIQUE", "GPUS",
               "NODE", "STEPS", "ETA", "LOSS");
   for (const json& t : r.body["tasks"]) {
-    std::string steps = Text(t["steps_done"]) + "/" + Text(t["steps"]);
+    // Before planning (profiling, queued) a task has no step count yet.
+    std::string steps = t["steps"].is_null() ? "-" : Text(t["steps_done"]) + "/" + Text(t["steps"]);
+    const json& loss = t["final_loss"].is_null() ? t["loss"] : t["final_loss"];
     std::string eta = t["eta_s"].is_number() && t["status"] != "finished"
                           ? FormatDuration(std::max(0.0, t["eta_s"].get<double>() - now))
                           : "-";
     std::printf("%-24s %-10s %-10s %5s %-8s %13s %10s %9s\n", Text(t["id"]).c_str(),
                 Text(t["status"]).c_str(), Text(t["technique"]).c_str(), Text(t["gpus"]).c_str(),
                 Text(t["node"]).c_str(), steps.c_str(), eta.c_str(),
-                Text(t["final_loss"].is_null() ? t["loss"] : t["final_loss"], 4).c_str());
+                loss.is_number() ? FormatLoss(loss.get<double>()).c_str() : Text(loss).c_str());
     if (!t.value("error", "").empty()) std::printf("    %s\n", Text(t["error"]).c_str());
   }
   return 0;

@@ -199,6 +199,23 @@ std::map<std::string, json> EnumerateTrials(const Workload& workload,
   return trial_task;
 }
 
+// A gpu_range above every node is profiled up to the largest node (a task
+// runs on one node): said once, naming the first such task.
+void NoteRangesAboveTheCluster(const Workload& workload) {
+  const int max_gpus = workload.cluster.MaxGpusPerNode();
+  std::vector<const WorkloadTask*> above;
+  for (const WorkloadTask& task : workload.tasks) {
+    if (task.gpu_range_given && task.gpu_max > max_gpus) above.push_back(&task);
+  }
+  if (above.empty()) return;
+  std::string others =
+      above.size() > 1 ? " (and " + Plural(static_cast<long>(above.size()) - 1, "other") + ")" : "";
+  std::fprintf(stderr,
+               "saturn: note: gpu_range of task '%s'%s goes up to %d GPUs, but a task runs on one "
+               "node and the largest has %d: profiled up to %d\n",
+               above[0]->name.c_str(), others.c_str(), above[0]->gpu_max, max_gpus, max_gpus);
+}
+
 // The trials the cache does not hold.
 std::vector<int> TrialsToRun(ProfileRun& run, TrialCache& cache) {
   std::vector<int> todo;
@@ -402,6 +419,7 @@ ProfileRun RunProfiler(const Workload& workload, const ProfilerOptions& options)
   const TechniqueCatalogue techniques(engine_tasks ? AvailableTechniques(workload, worker)
                                                    : std::vector<WorkerTechnique>{});
   const std::map<std::string, json> trial_task = EnumerateTrials(workload, techniques, run);
+  if (options.progress) NoteRangesAboveTheCluster(workload);
   TrialCache cache(options, worker.empty() ? "" : WorkerBuild(worker), techniques);
   const std::vector<int> todo = TrialsToRun(run, cache);
   TrialRunner runner(options, clock, *backend, worker, dir, workload.plugins);
@@ -428,23 +446,32 @@ std::string ProfileSummary(const Workload& workload, const ProfileRun& run) {
   for (size_t k = 0; k < workload.tasks.size(); ++k) {
     const WorkloadTask& task = workload.tasks[k];
     out << "  " << task.name << " (" << task.steps << " steps)\n";
-    std::map<int, const Trial*> best;
+    // Per GPU count, the technique with the shortest runtime as the planner
+    // sees it (steps, evaluation, launch and checkpoints); the planner then
+    // picks a GPU count per task to pack the cluster.
+    struct Fastest {
+      const Trial* trial = nullptr;
+      WorkerSearchResult result;
+      double runtime_s = 0;
+    };
+    std::map<int, Fastest> fastest;
     std::map<std::string, std::vector<std::string>> failures;  // reason -> configurations
     for (int i : run.task_trials[k]) {
       const Trial& t = run.trials[i];
       if (t.result.feasible) {
-        const Trial*& b = best[t.gpus];
-        if (!b || t.result.step_s < b->result.step_s) b = &t;
+        WorkerSearchResult r = t.result;
+        r.step_s = StepWithEvaluation(r, EvalEvery(task));
+        double runtime = RuntimeEstimate(r, task.steps, run.checkpoint_every);
+        Fastest& f = fastest[t.gpus];
+        if (!f.trial || runtime < f.runtime_s) f = {&t, r, runtime};
       } else {
         failures[t.result.reason].push_back(t.technique + " x" + std::to_string(t.gpus));
       }
     }
-    for (const auto& [gpus, t] : best) {
-      WorkerSearchResult r = t->result;
-      r.step_s = StepWithEvaluation(r, EvalEvery(task));
-      out << "    " << gpus << " GPU" << (gpus > 1 ? "s" : " ") << ": best " << t->technique << " "
-          << FormatDuration(RuntimeEstimate(r, task.steps, run.checkpoint_every)) << " ("
-          << FormatFixed(r.step_s, 4) << " s/step"
+    for (const auto& [gpus, f] : fastest) {
+      out << "    " << gpus << " GPU" << (gpus > 1 ? "s" : " ") << ": fastest "
+          << f.trial->technique << " " << FormatDuration(f.runtime_s) << " ("
+          << FormatFixed(f.result.step_s, 4) << " s/step"
           << (EvalEvery(task) > 0 ? ", evaluation included" : "") << ")\n";
     }
     for (const auto& [reason, configs] : failures) {

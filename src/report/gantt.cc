@@ -123,8 +123,11 @@ std::string RenderGanttSvg(const GanttChart& chart) {
         double x = x_of(b.start), w = x_of(b.end) - x;
         double y = y_of(b.node, lo) + 1, h = (hi - lo + 1) * row_h - 2;
         if (b.outline_only) {
+          // In a dark shade of the task's colour: each outline names its
+          // task's bar, and shows on it where the task ran as planned.
           svg.Rect(x, y, w, h, "none", b.detail,
-                   "stroke=\"#333\" stroke-dasharray=\"4 2\" stroke-width=\"1\"");
+                   "stroke=\"" + OutlineColorFor(b.color_key) +
+                       "\" stroke-dasharray=\"5 2\" stroke-width=\"2\"");
           continue;
         }
         svg.Rect(x, y, w, h, ColorFor(b.color_key), b.detail,

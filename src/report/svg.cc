@@ -38,7 +38,11 @@ std::string XmlEscape(std::string_view text) {
   return out;
 }
 
-std::string ColorFor(std::string_view key) {
+namespace {
+
+// The key's hue and saturation at the given lightness (percent); `light_range`
+// spreads the lightness over that many steps.
+std::string KeyColor(std::string_view key, int light, int light_range) {
   // FNV-1a, then a golden-ratio hue walk for well-separated colours.
   uint64_t h = 1469598103934665603ull;
   for (char c : key) {
@@ -47,10 +51,20 @@ std::string ColorFor(std::string_view key) {
   }
   double hue = std::fmod(static_cast<double>(h % 1000) * 0.618033988749895 * 360.0, 360.0);
   int sat = 55 + static_cast<int>((h >> 20) % 20);
-  int light = 62 + static_cast<int>((h >> 30) % 12);
+  light += static_cast<int>((h >> 30) % static_cast<uint64_t>(light_range));
   char buf[48];
   std::snprintf(buf, sizeof buf, "hsl(%d,%d%%,%d%%)", static_cast<int>(hue), sat, light);
   return buf;
+}
+
+}  // namespace
+
+std::string ColorFor(std::string_view key) {
+  return KeyColor(key, 62, 12);
+}
+
+std::string OutlineColorFor(std::string_view key) {
+  return KeyColor(key, 30, 1);
 }
 
 double NiceTick(double span, int target) {

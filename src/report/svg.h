@@ -14,6 +14,8 @@ namespace saturn {
 std::string XmlEscape(std::string_view text);
 // A stable, well-spread colour for a key (same key, same colour).
 std::string ColorFor(std::string_view key);
+// The same hue, dark: an outline that shows on a bar of ColorFor(key).
+std::string OutlineColorFor(std::string_view key);
 // Tick spacing for an axis of `span` seconds with about `target` ticks, in
 // human steps (1, 2, 5 x 10^k seconds, or minutes/hours).
 double NiceTick(double span, int target);

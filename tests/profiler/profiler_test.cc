@@ -18,6 +18,7 @@ namespace saturn {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 namespace fs = std::filesystem;
 
 class Profiler : public ::testing::Test {
@@ -165,6 +166,50 @@ TEST_F(Profiler, TechniquesAndGpuRangeRestrictTrials) {
       std::string(kGptGrid) + "    techniques: [fsdp]\n    gpu_range: [3, 8]\n";
   ProfileRun run = RunProfiler(Load(restricted), options_);
   EXPECT_EQ(run.trials.size(), 2u);  // fsdp x3, x4 (the node has 4)
+}
+
+// The summary's technique per GPU count is the one with the shortest
+// runtime as the planner sees it, not the shortest step: here fsdp's steps
+// are faster but its checkpoints cost more than the steps save.
+TEST_F(Profiler, TheSummaryNamesTheFastestRuntimeNotTheFastestStep) {
+  Workload w = Load(kGptGrid);
+  ProfileRun run;
+  run.checkpoint_every = 10;  // 11 checkpoint writes in the 100 steps
+  auto trial = [](const char* technique, double step_s, double checkpoint_s) {
+    Trial t;
+    t.technique = technique;
+    t.gpus = 2;
+    t.example_task = "gpt";
+    t.result.feasible = true;
+    t.result.step_s = step_s;
+    t.result.checkpoint_s = checkpoint_s;
+    return t;
+  };
+  run.trials = {trial("fsdp", 0.9, 5.0), trial("ddp", 1.0, 0.1)};  // 145 s against 101 s
+  run.task_trials.assign(w.tasks.size(), {0, 1});
+  std::string summary = ProfileSummary(w, run);
+  EXPECT_THAT(summary, HasSubstr("2 GPUs: fastest ddp 1m41s"));
+  EXPECT_THAT(summary, Not(HasSubstr("fastest fsdp")));
+}
+
+// A gpu_range above every node is clipped with a note (once, for a sweep's
+// three tasks), not silently.
+TEST_F(Profiler, AGpuRangeAboveEveryNodeIsClippedWithANote) {
+  options_.progress = true;
+  ::testing::internal::CaptureStderr();
+  ProfileRun run = RunProfiler(Load(std::string(kGptGrid) + "    gpu_range: [3, 8]\n"), options_);
+  std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_THAT(err,
+              HasSubstr("saturn: note: gpu_range of task 'gpt-lr1.0e-5' (and 2 others) goes up "
+                        "to 8 GPUs, but a task runs on one node and the largest has 4: "
+                        "profiled up to 4"));
+  for (const Trial& t : run.trials)
+    EXPECT_LE(t.gpus, 4);
+  for (const char* within : {"    gpu_range: [1, 4]\n", ""}) {  // no note, none without a range
+    ::testing::internal::CaptureStderr();
+    RunProfiler(Load(std::string(kGptGrid) + within), options_);
+    EXPECT_THAT(::testing::internal::GetCapturedStderr(), Not(HasSubstr("note:"))) << within;
+  }
 }
 
 // Every read of this clock moves it a second on: a trial's age grows by

@@ -10,6 +10,7 @@
 #include "common/fs.h"
 #include "report/gantt.h"
 #include "report/run_report.h"
+#include "report/svg.h"
 
 namespace saturn {
 namespace {
@@ -122,6 +123,9 @@ TEST(Gantt, OutlineBarsAreDashedAndBarsOnUnknownNodesAreLeftOut) {
   chart.bars.push_back({"elsewhere", {0}, 0, 10, "ghost", "ghost tooltip", "ghost", false});
   std::string svg = RenderGanttSvg(chart);
   EXPECT_EQ(Count(svg, "stroke-dasharray"), 1);
+  // The outline is a dark shade of its task's colour, as that task's bar is.
+  EXPECT_THAT(svg, HasSubstr("stroke=\"" + OutlineColorFor(chart.bars[1].color_key) +
+                             "\" stroke-dasharray"));
   EXPECT_THAT(svg, Not(HasSubstr("ghost")));
 }
 
