@@ -4,8 +4,10 @@
 #   thread   ThreadSanitizer (build-tsan/, torch-free): the executor's, the
 #            re-planner's, the simulator's and the service's tests (the
 #            re-planning thread, signal handling, progress, HTTP threads)
-#   engine   ASan + UBSan with LibTorch (build-asan-torch/): the engine's and
-#            worker's tests, leak detection off (LibTorch is not instrumented)
+#   engine   ASan + UBSan with LibTorch (build-asan-torch/): the engine's tests
+#            (training, techniques' equivalence, checkpoints and resume,
+#            memory, TorchScript, export) and the worker's, leak detection
+#            off (LibTorch is not instrumented)
 # Every sanitized process, tests and the programs they start, writes its
 # reports under <build>/sanitizer-logs/; a mode fails if a test fails or any
 # report was written (the first lines of each are printed). Suppressions
@@ -40,8 +42,11 @@ run_mode() {
       ;;
     engine)
       build=build-asan-torch torch=ON
-      binaries=(engine/engine_task_test engine/engine_test worker/worker_test)
-      targets=(saturn-worker engine_task_test engine_test worker_test)
+      binaries=(engine/engine_task_test engine/engine_test engine/engine_worker_test
+                engine/engine_equivalence_test engine/engine_torchscript_test
+                engine/engine_torchscript_worker_test engine/engine_export_test worker/worker_test)
+      targets=(saturn-worker engine_task_test engine_test engine_worker_test engine_equivalence_test
+               engine_torchscript_test engine_torchscript_worker_test engine_export_test worker_test)
       ;;
   esac
   cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSATURN_WITH_TORCH=$torch \

@@ -64,7 +64,8 @@ pid_t StartRank(const std::vector<std::string>& args, int rank, int world_size,
   return pid;
 }
 
-// Lower is more likely the root cause.
+// Lower is more likely the root cause. A rank killed by a signal (not
+// ours) comes before peer failures: those are the others noticing it.
 int Severity(int status) {
   switch (status) {
     case 2:
@@ -74,9 +75,9 @@ int Severity(int status) {
     case 1:
       return 2;
     case 4:
-      return 3;
+      return 4;
     default:
-      return status < 0 ? 4 : 5;
+      return status < 0 ? 3 : 5;
   }
 }
 
@@ -120,11 +121,28 @@ LaunchResult LaunchRanks(const std::vector<std::string>& args, int world_size,
   }
   int running = world_size;
   bool stopping = false;
+  // When the others are killed. A rank that failed as a peer (4) or died of
+  // a signal has usually noticed another's failure: a rank that hit bad
+  // input closes its connections while unwinding, before it has written its
+  // note and exited, so the others get a moment to exit with the root cause.
+  using Clock = std::chrono::steady_clock;
+  constexpr auto kPeerGrace = std::chrono::seconds(5);
+  bool kill_pending = false;
+  Clock::time_point kill_at{};
   while (running > 0) {
     int signal = g_forward_signal.exchange(0);
     if (signal != 0 && !stopping) {
       for (Rank& rank : ranks) {
         if (rank.running) kill(rank.pid, SIGTERM);
+      }
+    }
+    if (kill_pending && Clock::now() >= kill_at) {
+      kill_pending = false;
+      for (Rank& other : ranks) {
+        if (other.running) {
+          other.killed_by_us = true;
+          kill(other.pid, SIGKILL);
+        }
       }
     }
     int raw = 0;
@@ -140,12 +158,9 @@ LaunchResult LaunchRanks(const std::vector<std::string>& args, int world_size,
       rank.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -WTERMSIG(raw);
       if (rank.status != 0 && !rank.killed_by_us && !stopping) {
         stopping = true;
-        for (Rank& other : ranks) {
-          if (other.running) {
-            other.killed_by_us = true;
-            kill(other.pid, SIGKILL);
-          }
-        }
+        const bool peer = rank.status == 4 || rank.status < 0;
+        kill_pending = true;
+        kill_at = Clock::now() + (peer ? Clock::duration(kPeerGrace) : Clock::duration::zero());
       }
     }
   }

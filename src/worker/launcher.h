@@ -5,13 +5,16 @@
 // lines); the others write theirs to stderr. SIGTERM or SIGINT to the
 // launcher is passed on to every rank (they checkpoint and exit); ranks start
 // with SIGTERM blocked until they can handle it. When a rank fails, the
-// others are killed at once, so a dead rank never leaves the rest waiting;
+// others are killed, so a dead rank never leaves the rest waiting: at once,
+// or after up to 5 s when the first to fail did so as a peer (4) or by a
+// signal, so that the rank it noticed can exit with the root cause first;
 // ranks also die with the launcher (PR_SET_PDEATHSIG).
 //
 // The launcher's exit status is the root cause's: bad input (2) before out of
 // memory (3) before the system's refusals and internal errors (1) before
-// peer failures (4), which are usually the others noticing the first failure. A rank killed by a signal
-// it was not sent by the launcher counts as a peer failure.
+// peer failures (4), which are usually the others noticing the first
+// failure. A rank killed by a signal it was not sent by the launcher counts
+// as a peer failure.
 //
 //   LaunchResult r = LaunchRanks(args, 4, "/tmp/saturn-rdzv-x");
 //   if (r.status != 0) fprintf(stderr, "%s\n", r.message.c_str());
