@@ -38,6 +38,7 @@ struct Options {
   int warmup = 2, measure = 6;
   std::vector<int> threads{1, 2};
   std::vector<std::string> families{"gpt", "vit", "resnet", "mlp"};
+  std::vector<std::string> sizes{"S", "M", "L"};
   bool single = true, techniques = true;
   std::string device = "cpu";      // or cuda (a CUDA LibTorch; scripts/gpu-check.sh)
   std::string precision = "fp32";  // or bf16
@@ -228,6 +229,7 @@ std::vector<Case> Cases(const Options& o) {
   for (const Size& s : sizes) {
     if (std::find(o.families.begin(), o.families.end(), s.family) == o.families.end()) continue;
     if (o.quick && s.size != "S") continue;
+    if (std::find(o.sizes.begin(), o.sizes.end(), s.size) == o.sizes.end()) continue;
     for (int threads : o.threads) {
       cases.push_back({s.family, s.size, s.model, s.batch, "adamw", threads});
       if (s.size == "M" && threads == o.threads.front()) {
@@ -397,6 +399,8 @@ int main(int argc, char** argv) {
         o.threads.push_back(std::max(1, std::atoi(t.c_str())));
     } else if (arg == "--families" && has_value) {
       o.families = Split(argv[++i]);
+    } else if (arg == "--sizes" && has_value) {
+      o.sizes = Split(argv[++i]);
     } else if (arg == "--device" && has_value) {
       o.device = argv[++i];
     } else if (arg == "--precision" && has_value) {
@@ -410,7 +414,8 @@ int main(int argc, char** argv) {
     } else {
       std::fprintf(stderr,
                    "usage: engine_bench [--quick] [--rounds R] [--threads 1,2] "
-                   "[--families gpt,vit,resnet,mlp] [--only single|techniques] [--device cpu|cuda] "
+                   "[--families gpt,vit,resnet,mlp] [--sizes S,M,L] [--only single|techniques] "
+                   "[--device cpu|cuda] "
                    "[--precision fp32|bf16] [--gpt2]\n");
       return 2;
     }

@@ -5,6 +5,7 @@
 
 #include "common/error.h"
 #include "engine/phases.h"
+#include "engine/torch_version.h"
 
 namespace saturn::engine {
 
@@ -48,38 +49,50 @@ namespace {
 // bf16 autocast on the device's kind for one scope, as torch.autocast does:
 // the previous state comes back afterwards, and leaving the outermost scope
 // drops the cast weights it cached (the optimizer changes them in place).
+// LibTorch 2.4 replaced the per-backend calls (is_cpu_enabled,
+// set_autocast_gpu_dtype, ...) with calls taking the device type; the old
+// ones still exist there but print a deprecation warning on every call.
 class AutocastScope {
  public:
   AutocastScope(bool enable, bool cuda) : enable_(enable), cuda_(cuda) {
     if (!enable_) return;
-    if (cuda_) {
-      was_enabled_ = at::autocast::is_enabled();
-      was_dtype_ = at::autocast::get_autocast_gpu_dtype();
-      at::autocast::set_autocast_gpu_dtype(at::kBFloat16);
-      at::autocast::set_enabled(true);
-    } else {
-      was_enabled_ = at::autocast::is_cpu_enabled();
-      was_dtype_ = at::autocast::get_autocast_cpu_dtype();
-      at::autocast::set_autocast_cpu_dtype(at::kBFloat16);
-      at::autocast::set_cpu_enabled(true);
-    }
+    was_enabled_ = IsEnabled();
+    was_dtype_ = Dtype();
+    SetDtype(at::kBFloat16);
+    SetEnabled(true);
     at::autocast::increment_nesting();
   }
   ~AutocastScope() {
     if (!enable_) return;
     if (at::autocast::decrement_nesting() == 0) at::autocast::clear_cache();
-    if (cuda_) {
-      at::autocast::set_enabled(was_enabled_);
-      at::autocast::set_autocast_gpu_dtype(was_dtype_);
-    } else {
-      at::autocast::set_cpu_enabled(was_enabled_);
-      at::autocast::set_autocast_cpu_dtype(was_dtype_);
-    }
+    SetEnabled(was_enabled_);
+    SetDtype(was_dtype_);
   }
   AutocastScope(const AutocastScope&) = delete;
   AutocastScope& operator=(const AutocastScope&) = delete;
 
  private:
+#if SATURN_TORCH_AT_LEAST(2, 4)
+  at::DeviceType Type() const { return cuda_ ? at::kCUDA : at::kCPU; }
+  bool IsEnabled() const { return at::autocast::is_autocast_enabled(Type()); }
+  at::ScalarType Dtype() const { return at::autocast::get_autocast_dtype(Type()); }
+  void SetEnabled(bool on) const { at::autocast::set_autocast_enabled(Type(), on); }
+  void SetDtype(at::ScalarType dtype) const { at::autocast::set_autocast_dtype(Type(), dtype); }
+#else
+  bool IsEnabled() const {
+    return cuda_ ? at::autocast::is_enabled() : at::autocast::is_cpu_enabled();
+  }
+  at::ScalarType Dtype() const {
+    return cuda_ ? at::autocast::get_autocast_gpu_dtype() : at::autocast::get_autocast_cpu_dtype();
+  }
+  void SetEnabled(bool on) const {
+    cuda_ ? at::autocast::set_enabled(on) : at::autocast::set_cpu_enabled(on);
+  }
+  void SetDtype(at::ScalarType dtype) const {
+    cuda_ ? at::autocast::set_autocast_gpu_dtype(dtype) : at::autocast::set_autocast_cpu_dtype(dtype);
+  }
+#endif
+
   bool enable_, cuda_;
   bool was_enabled_ = false;
   at::ScalarType was_dtype_ = at::kBFloat16;
@@ -157,7 +170,7 @@ void AssignBlockTensors(Block& block, BlockState& state, const std::vector<std::
   at::NoGradGuard no_grad;
   const std::vector<ParamSlot>& params = block.Params();
   for (size_t p = 0; p < params.size(); ++p) {
-    const at::Tensor& value = Lookup(tensors, "param/" + params[p].name, where);
+    at::Tensor value = Lookup(tensors, "param/" + params[p].name, where);
     if (value.sizes() != params[p].tensor->sizes()) {
       throw InputError(where, 0, params[p].name, "checkpoint shape does not match the model");
     }

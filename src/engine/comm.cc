@@ -1,18 +1,32 @@
 #include "engine/comm.h"
 
 #include <torch/csrc/distributed/c10d/FileStore.hpp>
-#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/Work.hpp>
 
 #include <chrono>
 #include <functional>
 #include <utility>
 
+#include "common/error.h"
 #include "engine/errors.h"
 #include "engine/phases.h"
 
-#ifdef USE_C10D_NCCL
+// Each backend is compiled in only where its headers are: Debian's LibTorch
+// has Gloo (libgloo-dev) and no NCCL; a PyTorch wheel has NCCL (nccl.h in
+// the nvidia-nccl wheel) but ships no Gloo headers. CMake defines
+// USE_C10D_GLOO / USE_C10D_NCCL when it found them (src/engine/CMakeLists.txt);
+// __has_include keeps a build whose include path lost one compiling.
+#if defined(USE_C10D_GLOO) && __has_include(<gloo/algorithm.h>)
+#define SATURN_HAVE_GLOO 1
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#else
+#define SATURN_HAVE_GLOO 0
+#endif
+#if defined(USE_C10D_NCCL) && __has_include(<nccl.h>)
+#define SATURN_HAVE_NCCL 1
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
+#else
+#define SATURN_HAVE_NCCL 0
 #endif
 
 namespace saturn::engine {
@@ -203,6 +217,20 @@ class C10dCommunicator final : public Communicator {
 
 }  // namespace
 
+std::string MissingBackend(DeviceKind kind) {
+  if (kind == DeviceKind::kCuda && !SATURN_HAVE_NCCL) {
+    return "this saturn-worker was built without NCCL (no nccl.h found when it was compiled), "
+           "so ranks on cuda devices cannot communicate: techniques on 2 or more GPUs are "
+           "unavailable (docs/gpus.md, \"NCCL\")";
+  }
+  if (kind == DeviceKind::kCpu && !SATURN_HAVE_GLOO) {
+    return "this saturn-worker was built without Gloo (its LibTorch ships no gloo headers), so "
+           "ranks on cpu devices cannot communicate: techniques on 2 or more cpu devices are "
+           "unavailable (docs/gpus.md, \"Gloo\")";
+  }
+  return "";
+}
+
 std::unique_ptr<Communicator> Communicator::Solo() {
   return std::make_unique<SoloCommunicator>();
 }
@@ -210,12 +238,15 @@ std::unique_ptr<Communicator> Communicator::Solo() {
 std::unique_ptr<Communicator> Communicator::Create(const CommOptions& options,
                                                    const Device& device) {
   if (options.size == 1) return Solo();
+  if (std::string missing = MissingBackend(device.Spec().kind); !missing.empty()) {
+    throw InputError("", 0, "--device-kind", missing);
+  }
   try {
     auto store =
         c10::make_intrusive<c10d::FileStore>(options.rendezvous_dir + "/store", options.size);
     store->setTimeout(Millis(options.timeout_s));
+#if SATURN_HAVE_NCCL
     if (device.IsCuda()) {
-#ifdef USE_C10D_NCCL
       auto nccl_options = c10d::ProcessGroupNCCL::Options::create();
       nccl_options->timeout = Millis(options.timeout_s);
       auto group = c10::make_intrusive<c10d::ProcessGroupNCCL>(store, options.rank, options.size,
@@ -223,17 +254,21 @@ std::unique_ptr<Communicator> Communicator::Create(const CommOptions& options,
       return std::make_unique<C10dCommunicator<c10d::ProcessGroupNCCL>>(
           group, options.rank, options.size, options.timeout_s, device.TorchDevice(),
           /*native_reduce_scatter=*/true);
-#else
-      throw std::runtime_error("this LibTorch has no NCCL; cuda ranks cannot communicate");
-#endif
     }
-    auto gloo_options = c10d::ProcessGroupGloo::Options::create(Millis(options.timeout_s));
-    gloo_options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
-    auto group = c10::make_intrusive<c10d::ProcessGroupGloo>(store, options.rank, options.size,
-                                                             gloo_options);
-    return std::make_unique<C10dCommunicator<c10d::ProcessGroupGloo>>(
-        group, options.rank, options.size, options.timeout_s, at::Device(at::kCPU),
-        /*native_reduce_scatter=*/false);
+#endif
+#if SATURN_HAVE_GLOO
+    if (!device.IsCuda()) {
+      auto gloo_options = c10d::ProcessGroupGloo::Options::create(Millis(options.timeout_s));
+      gloo_options->devices.push_back(
+          c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
+      auto group = c10::make_intrusive<c10d::ProcessGroupGloo>(store, options.rank, options.size,
+                                                               gloo_options);
+      return std::make_unique<C10dCommunicator<c10d::ProcessGroupGloo>>(
+          group, options.rank, options.size, options.timeout_s, at::Device(at::kCPU),
+          /*native_reduce_scatter=*/false);
+    }
+#endif
+    throw std::logic_error("no collective backend for " + device.Describe());
   } catch (const PeerFailure&) {
     throw;
   } catch (const std::exception& e) {

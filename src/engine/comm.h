@@ -59,6 +59,12 @@ class Work {
   std::function<void()> then_;
 };
 
+// Why this build cannot join several ranks on devices of `kind` (its
+// LibTorch, or the headers it was compiled with, lack Gloo for cpu devices or
+// NCCL for cuda devices), or "" when it can. Checked before any rank starts,
+// so a search reports the configuration infeasible with this reason.
+std::string MissingBackend(DeviceKind kind);
+
 class Communicator {
  public:
   virtual ~Communicator() = default;

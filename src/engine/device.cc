@@ -24,6 +24,14 @@ namespace {
 
 thread_local bool t_host_scope = false;
 
+#ifdef SATURN_CUDA
+// The caching allocator's statistics are arrays indexed by StatType, whose
+// first entry, AGGREGATE, sums over pools. The enum moved (from
+// c10::cuda::CUDACachingAllocator in 1.13 to c10::CachingDeviceAllocator
+// in 2.5); its value 0 did not.
+constexpr size_t kAggregateStat = 0;
+#endif
+
 // Counts live and peak bytes of every CPU tensor, split into device and host
 // memory by the HostMemoryScope of the allocating thread. Each allocation
 // carries a small header in front of the data that remembers its size and
@@ -211,9 +219,8 @@ void Device::Synchronize() const {
 int64_t Device::LiveBytes() const {
 #ifdef SATURN_CUDA
   if (IsCuda()) {
-    auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(spec_.index);
-    return stats
-        .allocated_bytes[static_cast<size_t>(c10::cuda::CUDACachingAllocator::StatType::AGGREGATE)]
+    return c10::cuda::CUDACachingAllocator::getDeviceStats(spec_.index)
+        .allocated_bytes[kAggregateStat]
         .current;
   }
 #endif
@@ -223,9 +230,8 @@ int64_t Device::LiveBytes() const {
 int64_t Device::PeakBytes() const {
 #ifdef SATURN_CUDA
   if (IsCuda()) {
-    auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(spec_.index);
-    return stats
-        .allocated_bytes[static_cast<size_t>(c10::cuda::CUDACachingAllocator::StatType::AGGREGATE)]
+    return c10::cuda::CUDACachingAllocator::getDeviceStats(spec_.index)
+        .allocated_bytes[kAggregateStat]
         .peak;
   }
 #endif

@@ -282,6 +282,12 @@ int RunWorker(const WorkerOptions& o) {
       return 0;
     }
     if (job.technique->ProcessLayout() == Technique::Layout::kRankPerDevice && o.gpus > 1) {
+      std::string missing = engine::MissingBackend(engine::ParseDeviceKind(o.device_kind));
+      if (!missing.empty()) {
+        if (o.mode == Mode::kExecute) throw InputError("", 0, "--technique", missing);
+        WriteResult(o.out, Infeasible(o, missing));
+        return 0;
+      }
       return Launch(o);
     }
     return RunRank(o, job, 0, 1);

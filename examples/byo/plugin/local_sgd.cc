@@ -14,6 +14,7 @@
 // workload file; the build puts it in build/examples/byo/plugin/), or with
 // `--plugin` (saturn profile, saturn run, saturn-worker).
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 
 #include "engine/plugin.h"
 

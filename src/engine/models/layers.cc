@@ -3,7 +3,7 @@
 #include <cmath>
 #include <limits>
 
-#include <torch/version.h>
+#include "engine/torch_version.h"
 
 namespace saturn::engine {
 
@@ -54,7 +54,7 @@ at::Tensor TransformerLayer::Attention(const at::Tensor& x) const {
   int64_t batch = x.size(0), tokens = x.size(1), head_width = width_ / heads_;
   // [B, T, 3, H, hd] -> [3, B, H, T, hd]
   at::Tensor qkv = qkv_(x).view({batch, tokens, 3, heads_, head_width}).permute({2, 0, 3, 1, 4});
-#if TORCH_VERSION_MAJOR >= 2
+#if SATURN_TORCH_AT_LEAST(2, 0)
   at::Tensor mixed = at::scaled_dot_product_attention(qkv[0], qkv[1], qkv[2], {}, 0.0, causal_);
 #else
   qkv = qkv.contiguous().view({3, batch * heads_, tokens, head_width});

@@ -15,6 +15,7 @@
 //
 // Knobs: checkpointing, offload (search measures all four and keeps the
 // fastest that fits).
+#include <ATen/core/grad_mode.h>
 #include <torch/csrc/autograd/autograd.h>
 
 #include <algorithm>

@@ -13,6 +13,7 @@
 // (one copy, no second forward). Activation memory is then single's.
 //
 // Knobs: blocks_per_shard, recompute (tuned by search).
+#include <ATen/core/grad_mode.h>
 #include <torch/csrc/autograd/autograd.h>
 
 #include <algorithm>
