@@ -15,7 +15,8 @@
 # reused; delete it, or change the package lists below, to remake it). As root
 # (or with sudo), with Debian's archive reachable the first time.
 #
-# In the root, with the repository mounted at /saturn:
+# In the root, with the repository mounted at /saturn (the working tree as it
+# is, uncommitted changes included):
 #   1. configure (Ninja) and build saturn-worker, the engine's tests and
 #      bench/engine against LibTorch 2.6 with -Wall -Wextra -Werror
 #      (-DSATURN_ENGINE_ONLY=ON, build-torch2/);
@@ -40,7 +41,7 @@ build=/saturn/build-torch2
 # What the root holds. Changing a list remakes that part of the root.
 packages="libtorch-dev python3-torch g++ cmake ninja-build nlohmann-json3-dev libcli11-dev
   libgtest-dev libgmock-dev libgloo-dev libopenblas0-pthread python3 ca-certificates"
-cuda_packages="libtorch-cuda-dev libnccl-dev nvidia-cuda-dev"
+cuda_packages="libtorch-cuda-dev libnccl-dev nvidia-cuda-dev libcu++-dev"
 
 mode=all bench=1 rounds=3
 for arg in "$@"; do
@@ -104,10 +105,10 @@ for a in args[1:]:
     if skip:
         skip = False
         continue
-    if a in ("-o", "-MF", "-MT", "-MQ"):
+    if a in ("-o", "-MF", "-MT", "-MQ", "-include"):  # and the argument after it
         skip = True
         continue
-    if a in ("-c", "-MD", "-MMD") or a.startswith("-include") or a.endswith(".gch") or a == unit:
+    if a in ("-c", "-MD", "-MMD", "-Winvalid-pch") or a == unit:
         continue
     out.append(a)
 print(shlex.join(out + [unit]))

@@ -90,17 +90,60 @@ void WriteFileDurable(const std::string& path, const std::string& contents) {
   }
 }
 
-void WriteFileAtomic(const std::string& path, const std::string& contents) {
-  std::string parent = Parent(path);
-  MakeDirectories(parent);
-  std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  int err = WriteAndSync(tmp, contents);
-  if (err == 0 && ::rename(tmp.c_str(), path.c_str()) != 0) {
-    err = errno;
-    ::unlink(tmp.c_str());
+AtomicFileWriter::AtomicFileWriter(std::string path) : path_(std::move(path)) {
+  MakeDirectories(Parent(path_));
+  tmp_ = path_ + ".tmp." + std::to_string(::getpid());
+  fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd_ < 0) throw SystemError("cannot write " + path_ + ": " + std::strerror(errno));
+}
+
+AtomicFileWriter::~AtomicFileWriter() {
+  if (fd_ >= 0) {
+    ::close(fd_);
+    ::unlink(tmp_.c_str());
   }
-  if (err != 0) throw SystemError("cannot write " + path + ": " + std::strerror(err));
-  SyncDirectory(parent);
+}
+
+void AtomicFileWriter::Fail(int err) {
+  ::close(fd_);
+  fd_ = -1;
+  ::unlink(tmp_.c_str());
+  throw SystemError("cannot write " + path_ + ": " + std::strerror(err));
+}
+
+void AtomicFileWriter::Write(const void* data, size_t size) {
+  const char* from = static_cast<const char*>(data);
+  while (size > 0) {
+    ssize_t n = ::write(fd_, from, size);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) Fail(errno);
+    from += n;
+    size -= static_cast<size_t>(n);
+    written_ += static_cast<uint64_t>(n);
+  }
+}
+
+void AtomicFileWriter::Commit() {
+  if (::fsync(fd_) != 0) Fail(errno);
+  int fd = fd_;
+  fd_ = -1;
+  if (::close(fd) != 0) {
+    int err = errno;
+    ::unlink(tmp_.c_str());
+    throw SystemError("cannot write " + path_ + ": " + std::strerror(err));
+  }
+  if (::rename(tmp_.c_str(), path_.c_str()) != 0) {
+    int err = errno;
+    ::unlink(tmp_.c_str());
+    throw SystemError("cannot write " + path_ + ": " + std::strerror(err));
+  }
+  SyncDirectory(Parent(path_));
+}
+
+void WriteFileAtomic(const std::string& path, const std::string& contents) {
+  AtomicFileWriter out(path);
+  out.Write(contents.data(), contents.size());
+  out.Commit();
 }
 
 }  // namespace saturn

@@ -11,6 +11,8 @@
 //   WriteFileAtomic("plan.json", plan_json + "\n");  // all or nothing
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
 #include <string>
 
 namespace saturn {
@@ -27,6 +29,31 @@ void WriteFileAtomic(const std::string& path, const std::string& contents);
 // for files of a folder that is itself renamed into place). Throws
 // std::runtime_error on failure, removing what it wrote.
 void WriteFileDurable(const std::string& path, const std::string& contents);
+
+// WriteFileAtomic for contents written piece by piece (a multi-gigabyte
+// model): a temporary file beside `path`, renamed over it by Commit();
+// destroyed uncommitted (an error on the way), it removes the temporary.
+// Write and Commit throw SystemError naming `path` (a full disk).
+//
+//   AtomicFileWriter out("model.pt");
+//   out.Write(header.data(), header.size());  // ... any number of times
+//   out.Commit();
+class AtomicFileWriter {
+ public:
+  explicit AtomicFileWriter(std::string path);
+  ~AtomicFileWriter();
+  AtomicFileWriter(const AtomicFileWriter&) = delete;
+  AtomicFileWriter& operator=(const AtomicFileWriter&) = delete;
+  void Write(const void* data, size_t size);
+  uint64_t Written() const { return written_; }
+  void Commit();
+
+ private:
+  [[noreturn]] void Fail(int err);
+  std::string path_, tmp_;
+  int fd_ = -1;
+  uint64_t written_ = 0;
+};
 
 // Flushes a directory's entries (created, renamed, removed files) to disk.
 // Throws std::runtime_error on failure.

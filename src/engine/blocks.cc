@@ -10,17 +10,27 @@
 namespace saturn::engine {
 
 int64_t ModelStateBytes(const TrainContext& ctx) {
-  int64_t params = 0;
+  int64_t params = 0, trainable = 0;
   for (int64_t count : ctx.model.BlockParamCounts())
     params += count;
-  return params * static_cast<int64_t>(sizeof(float)) *
-         (2 + static_cast<int64_t>(ctx.optimizer.Slots().size()));
+  for (int64_t count : ctx.model.BlockTrainableCounts())
+    trainable += count;
+  return static_cast<int64_t>(sizeof(float)) *
+         (params + trainable * (1 + static_cast<int64_t>(ctx.optimizer.Slots().size())));
 }
 
 void BlockToDevice(Block& block, const Device& device) {
   for (const ParamSlot& slot : block.Params()) {
-    *slot.tensor = device.ToDevice(*slot.tensor).requires_grad_(true);
+    *slot.tensor = device.ToDevice(*slot.tensor).requires_grad_(slot.trainable);
   }
+}
+
+at::Tensor SumInOrder(const std::vector<at::Tensor>& grads) {
+  at::NoGradGuard no_grad;
+  at::Tensor total = grads.at(0).clone();
+  for (size_t i = 1; i < grads.size(); ++i)
+    total.add_(grads[i]);
+  return total;
 }
 
 BlockSet::BlockSet(const TrainContext& ctx, int begin, int end, Placement placement)
@@ -31,12 +41,14 @@ BlockSet::BlockSet(const TrainContext& ctx, int begin, int end, Placement placem
     if (placement == Placement::kDevice) {
       BlockToDevice(*block, ctx.device);
       for (const ParamSlot& slot : block->Params()) {
-        state.push_back(ctx.optimizer.NewState(*slot.tensor));
+        state.push_back(slot.trainable ? ctx.optimizer.NewState(*slot.tensor)
+                                       : std::vector<at::Tensor>{});
       }
     } else {
       HostMemoryScope host;
       for (const ParamSlot& slot : block->Params()) {
-        state.push_back(ctx.optimizer.NewState(*slot.tensor));
+        state.push_back(slot.trainable ? ctx.optimizer.NewState(*slot.tensor)
+                                       : std::vector<at::Tensor>{});
       }
     }
     blocks_.push_back(std::move(block));
@@ -118,6 +130,23 @@ at::Tensor BlockSet::Forward(at::Tensor x) {
   return x;
 }
 
+void BlockSet::SumTiedGrads() {
+  at::NoGradGuard no_grad;
+  for (const TiedParam& tied : ctx_.model.TiedParams()) {
+    std::vector<at::Tensor> grads;
+    for (const auto& [index, name] : tied.copies) {
+      if (index < begin_ || index >= end_) continue;
+      for (const ParamSlot& slot : At(index).Params()) {
+        if (slot.name == name && slot.tensor->grad().defined()) grads.push_back(slot.tensor->grad());
+      }
+    }
+    if (grads.size() < 2) continue;
+    at::Tensor total = SumInOrder(grads);
+    for (at::Tensor& grad : grads)
+      grad.copy_(total);
+  }
+}
+
 void BlockSet::Update(int64_t optimizer_step, Grads grads) {
   PhaseScope phase(Phase::kOptimizer);
   for (size_t b = 0; b < blocks_.size(); ++b) {
@@ -158,6 +187,7 @@ NamedTensors BlockTensors(const Block& block, const BlockState& state,
   const std::vector<ParamSlot>& params = block.Params();
   for (size_t p = 0; p < params.size(); ++p) {
     tensors.emplace_back("param/" + params[p].name, *params[p].tensor);
+    if (!params[p].trainable) continue;
     for (size_t s = 0; s < slots.size(); ++s) {
       tensors.emplace_back(slots[s] + "/" + params[p].name, state[p][s]);
     }
@@ -175,6 +205,7 @@ void AssignBlockTensors(Block& block, BlockState& state, const std::vector<std::
       throw InputError(where, 0, params[p].name, "checkpoint shape does not match the model");
     }
     params[p].tensor->copy_(value);
+    if (!params[p].trainable) continue;
     for (size_t s = 0; s < slots.size(); ++s) {
       state[p][s].copy_(Lookup(tensors, slots[s] + "/" + params[p].name, where));
     }

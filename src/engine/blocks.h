@@ -36,6 +36,10 @@ class BlockSet {
   BlockState& StateOf(int index) { return state_[index - begin_]; }
 
   at::Tensor Forward(at::Tensor x);
+  // Replaces the gradient of each tied copy this set holds by the sum of
+  // the gradients of the copies it holds (Model::TiedParams); copies held
+  // elsewhere (another pipeline stage) are the technique's to add.
+  void SumTiedGrads();
   // Applies the optimizer to every parameter that has a gradient, then
   // releases the gradients (kRelease) or zeroes them in place (kZero: for
   // gradients that are views of buffers the technique owns).
@@ -64,13 +68,20 @@ at::Tensor RunBlock(Block& block, const at::Tensor& x, const TrainContext& ctx);
 void ReleaseStorage(const at::Tensor& tensor);
 void RefillStorage(const at::Tensor& tensor, size_t bytes);
 
-// Bytes of parameters, gradients and optimizer state of the whole model.
+// Bytes of parameters, gradients and optimizer state of the whole model
+// (gradients and state of its trainable parameters only).
 int64_t ModelStateBytes(const TrainContext& ctx);
 
-// Moves a block's parameters to the device as leaves that require gradients.
+// Moves a block's parameters to the device as leaves, trainable ones
+// requiring gradients.
 void BlockToDevice(Block& block, const Device& device);
 
-// The checkpoint tensors of one block: "param/<name>" and "<slot>/<name>".
+// The sum of tied copies' gradients, in the order of their copies, so that
+// every process adding the same gradients gets the same bits.
+at::Tensor SumInOrder(const std::vector<at::Tensor>& grads);
+
+// The checkpoint tensors of one block: "param/<name>" and "<slot>/<name>"
+// (optimizer state for trainable parameters only).
 NamedTensors BlockTensors(const Block& block, const BlockState& state,
                           const std::vector<std::string>& slots);
 // Copies checkpoint tensors into a block's parameters and state, in place.

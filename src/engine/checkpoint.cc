@@ -3,14 +3,18 @@
 #include <ATen/CPUGeneratorImpl.h>
 #include <torch/csrc/jit/serialization/pickle.h>
 
+#include <stdexcept>
+
 #include <cstdio>
 #include <filesystem>
+#include <map>
 #include <mutex>
 #include <set>
 
 #include "common/error.h"
 #include "common/fs.h"
 #include "engine/device.h"
+#include "engine/formats/torch_save.h"
 #include "protocol/checkpoint_files.h"
 
 namespace saturn::engine {
@@ -23,15 +27,42 @@ std::string BlockName(int index) {
   return name;
 }
 
-std::string TensorBytes(const NamedTensors& tensors) {
-  c10::Dict<std::string, at::Tensor> dict;
-  {
-    HostMemoryScope host;
-    for (const auto& [name, tensor] : tensors)
-      dict.insert(name, tensor.detach().cpu().contiguous());
+StoredDtype StoredOf(at::ScalarType type) {
+  switch (type) {
+    case at::kFloat: return StoredDtype::kF32;
+    case at::kHalf: return StoredDtype::kF16;
+    case at::kBFloat16: return StoredDtype::kBF16;
+    case at::kDouble: return StoredDtype::kF64;
+    case at::kLong: return StoredDtype::kI64;
+    case at::kInt: return StoredDtype::kI32;
+    case at::kShort: return StoredDtype::kI16;
+    case at::kChar: return StoredDtype::kI8;
+    case at::kByte: return StoredDtype::kU8;
+    case at::kBool: return StoredDtype::kBool;
+    default: throw std::logic_error(std::string("no stored dtype for ") + c10::toString(type));
   }
-  std::vector<char> bytes = torch::jit::pickle_save(c10::IValue(dict));
-  return std::string(bytes.begin(), bytes.end());
+}
+
+// Adds tensors to a torch.save file, each made contiguous on the CPU first.
+void AddTensors(TorchSaveWriter& out, const NamedTensors& tensors) {
+  for (const auto& [name, tensor] : tensors) {
+    at::Tensor t;
+    {
+      HostMemoryScope host;
+      t = tensor.detach().cpu().contiguous();
+    }
+    out.Add(name, StoredOf(t.scalar_type()), t.sizes().vec(), t.data_ptr(),
+            static_cast<uint64_t>(t.nbytes()));
+  }
+}
+
+// A torch.save file of `tensors` (torch.load reads it, weights_only too).
+std::string TensorBytes(const NamedTensors& tensors) {
+  std::string bytes;
+  TorchSaveWriter out([&](const void* p, size_t n) { bytes.append(static_cast<const char*>(p), n); });
+  AddTensors(out, tensors);
+  out.Finish();
+  return bytes;
 }
 
 NamedTensors ParseTensors(const std::string& bytes, const std::string& path) {
@@ -73,6 +104,7 @@ nlohmann::json MetaJson(const CheckpointMeta& meta) {
           {"batch_size", meta.batch_size},
           {"seed", meta.seed},
           {"model", meta.model},
+          {"finetune", meta.finetune},
           {"optimizer", meta.optimizer},
           {"blocks", meta.blocks},
           {"loss", meta.loss},
@@ -143,6 +175,7 @@ CheckpointReader::CheckpointReader(std::string path) : path_(std::move(path)) {
     meta_.batch_size = json.at("batch_size").get<int64_t>();
     meta_.seed = json.at("seed").get<uint64_t>();
     meta_.model = json.at("model");
+    meta_.finetune = json.value("finetune", nlohmann::json::object());
     meta_.optimizer = json.at("optimizer").get<std::string>();
     meta_.blocks = json.at("blocks").get<int>();
     meta_.loss = json.at("loss").get<double>();
@@ -178,19 +211,53 @@ const at::Tensor& Lookup(const NamedTensors& tensors, const std::string& name,
   throw InputError(where, 0, "", "checkpoint lacks " + Quote(name));
 }
 
-bool ExportModel(const std::string& checkpoint, const Model& model, const std::string& path,
-                 const std::string& trained_path) {
+bool ExportModel(const std::string& checkpoint, const Model& model, const LoraSpec& lora,
+                 const ExportPaths& paths) {
   CheckpointReader reader(checkpoint);
-  NamedTensors params;
+  // model.pt streams out block by block: one block in memory at a time.
+  AtomicFileWriter model_file(paths.model);
+  TorchSaveWriter model_out([&](const void* p, size_t n) { model_file.Write(p, n); });
+  NamedTensors adapters;
+  bool trained = !paths.trained.empty() && model.HasTrainedForm();
+  NamedTensors all;  // for the trained form only (torchscript models are small)
+  auto ends = [](const std::string& name, const std::string& tail) {
+    return name.size() > tail.size() &&
+           name.compare(name.size() - tail.size(), tail.size(), tail) == 0;
+  };
   for (int i = 0; i < reader.Meta().blocks; ++i) {
+    NamedTensors block;  // in the block's order of parameters
+    std::map<std::string, size_t> position;
     for (auto& [name, tensor] : reader.ReadBlock(i)) {
-      if (name.rfind("param/", 0) == 0) {
-        params.emplace_back(model.ExportName(i, name.substr(6)), tensor);
-      }
+      if (name.rfind("param/", 0) != 0) continue;
+      position[name.substr(6)] = block.size();
+      block.emplace_back(name.substr(6), tensor);
     }
+    // LoRA: <map>.weight += scale * <map>.lora_B @ <map>.lora_A.
+    for (const auto& [name, tensor] : block) {
+      if (!ends(name, ".lora_A")) continue;
+      std::string map = name.substr(0, name.size() - 7);
+      auto b = position.find(map + ".lora_B"), w = position.find(map + ".weight");
+      if (b == position.end() || w == position.end()) continue;
+      HostMemoryScope host;
+      at::Tensor& weight = block[w->second].second;
+      weight = weight + at::mm(block[b->second].second, tensor) * lora.Scale();
+    }
+    NamedTensors params;
+    for (const auto& [name, tensor] : block) {
+      std::string exported = model.ExportName(i, name);
+      if (exported.empty()) continue;  // a tied copy: exported once, by its first block
+      bool adapter = ends(name, ".lora_A") || ends(name, ".lora_B");
+      (adapter ? adapters : params).emplace_back(exported, tensor);
+    }
+    AddTensors(model_out, params);
+    if (trained) all.insert(all.end(), params.begin(), params.end());
   }
-  WriteFileAtomic(path, TensorBytes(params));
-  return !trained_path.empty() && model.SaveTrained(params, trained_path);
+  model_out.Finish();
+  model_file.Commit();
+  if (!paths.adapters.empty() && !adapters.empty()) {
+    WriteFileAtomic(paths.adapters, TensorBytes(adapters));
+  }
+  return trained && model.SaveTrained(all, paths.trained);
 }
 
 }  // namespace saturn::engine

@@ -51,6 +51,7 @@ struct CheckpointMeta {
   int64_t batch_size = 0;
   uint64_t seed = 0;
   nlohmann::json model;
+  nlohmann::json finetune = nlohmann::json::object();  // the task's finetune (LoRA)
   std::string optimizer;
   int blocks = 0;
   double loss = 0.0;
@@ -98,13 +99,25 @@ class CheckpointReader {
 const at::Tensor& Lookup(const NamedTensors& tensors, const std::string& name,
                          const std::string& where);
 
-// Writes the parameters of every block of a checkpoint as one torch pickle
-// (a dict name -> tensor, named by Model::ExportName: what
-// python/saturn_models.py's modules, or a torchscript task's own module,
-// load with load_state_dict), for users; and, when the model has one
-// (torchscript: the user's module with the trained weights), its trained
-// form beside it as `trained_path`. Returns whether it wrote trained_path.
-bool ExportModel(const std::string& checkpoint, const Model& model, const std::string& path,
-                 const std::string& trained_path);
+// What a finished task leaves for users (docs/contracts.md, "A run's folder").
+struct ExportPaths {
+  // The parameters of every block as one torch pickle (a dict name ->
+  // tensor, named by Model::ExportName: what python/saturn_models.py's
+  // modules, or a torchscript task's own module, load with
+  // load_state_dict). A LoRA task's adapters are merged into the weights
+  // they adapt (W + alpha / rank * B A), so it loads as a plain model.
+  std::string model;
+  // When the model has one (torchscript: the user's module with the trained
+  // weights), its trained form; "" for none.
+  std::string trained;
+  // A LoRA task's adapters alone (lora_A, lora_B of each adapted map, named
+  // by ExportName); "" for none.
+  std::string adapters;
+};
+
+// Writes ExportPaths' files from a checkpoint; returns whether it wrote the
+// trained form.
+bool ExportModel(const std::string& checkpoint, const Model& model, const LoraSpec& lora,
+                 const ExportPaths& paths);
 
 }  // namespace saturn::engine

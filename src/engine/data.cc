@@ -87,18 +87,21 @@ class OffsetDataset final : public Dataset {
 // next-byte pattern a small model learns from the context.
 class SyntheticTokens final : public Dataset {
  public:
-  SyntheticTokens(int64_t seq_len, uint64_t seed) : seq_len_(seq_len), seed_(seed) {}
+  // Ids below min(256, vocab).
+  SyntheticTokens(int64_t seq_len, int64_t vocab, uint64_t seed)
+      : seq_len_(seq_len), modulus_(std::min<int64_t>(256, vocab)), seed_(seed) {}
 
   Batch Samples(int64_t first, int64_t count) const override {
     at::Tensor window = at::empty({count, seq_len_ + 1}, at::kLong);
     int64_t* out = window.data_ptr<int64_t>();
     for (int64_t i = 0; i < count; ++i) {
       uint64_t key = SampleKey(seed_, first + i);
-      int64_t x = static_cast<int64_t>(key & 255), a = static_cast<int64_t>((key >> 8) % 4) * 2 + 1,
+      int64_t x = static_cast<int64_t>(key & 255) % modulus_,
+              a = static_cast<int64_t>((key >> 8) % 4) * 2 + 1,
               b = static_cast<int64_t>((key >> 16) % 7) + 1;
       for (int64_t t = 0; t <= seq_len_; ++t) {
         out[i * (seq_len_ + 1) + t] = x;
-        x = (x * a + b) % 256;
+        x = (x * a + b) % modulus_;
       }
     }
     return {window.narrow(1, 0, seq_len_).contiguous(), window.narrow(1, 1, seq_len_).contiguous()};
@@ -106,6 +109,7 @@ class SyntheticTokens final : public Dataset {
 
  private:
   int64_t seq_len_;
+  int64_t modulus_;
   uint64_t seed_;
 };
 
@@ -280,10 +284,15 @@ void CheckZooShapes(const Batch& b, const InputShape& input, const std::string& 
                          " for 2 samples) do not fit the model, which takes inputs " +
                          ShapeOf(want_in) + " and targets " + ShapeOf(want_out));
   }
-  int64_t classes = input.kind == InputShape::Kind::kTokens ? 256 : input.classes;
+  int64_t classes = input.classes;
   if (b.targets.min().item<int64_t>() < 0 || b.targets.max().item<int64_t>() >= classes) {
     throw InputError(where, 0, "",
                      "targets must be class ids in [0, " + std::to_string(classes) + ")");
+  }
+  if (input.kind == InputShape::Kind::kTokens &&
+      (b.inputs.min().item<int64_t>() < 0 || b.inputs.max().item<int64_t>() >= classes)) {
+    throw InputError(where, 0, "",
+                     "inputs must be token ids in [0, " + std::to_string(classes) + ")");
   }
 }
 
@@ -336,12 +345,13 @@ std::unique_ptr<Dataset> MakeSplit(const TaskSpec& task, const Model& model, Spl
       if (!tokens && !any) {
         throw InputError(
             task.source, 0, "data.type",
-            "tokens data feeds language models (gpt, torchscript), not " + task.model_type);
+            "tokens data feeds language models (gpt, gpt2, torchscript), not " + task.model_type);
       }
-      if (tokens && (task.data.seq_len != input.seq_len || task.data.vocab > 256)) {
+      if (tokens && (task.data.seq_len != input.seq_len || task.data.vocab > input.classes)) {
         throw InputError(task.source, 0, "data",
-                         "the gpt model takes seq_len " + std::to_string(input.seq_len) +
-                             " and byte ids (vocab <= 256); got seq_len " +
+                         "the " + task.model_type + " model takes seq_len " +
+                             std::to_string(input.seq_len) + " and ids below its vocab " +
+                             std::to_string(input.classes) + "; got seq_len " +
                              std::to_string(task.data.seq_len) + ", vocab " +
                              std::to_string(task.data.vocab));
       }
@@ -376,9 +386,12 @@ std::unique_ptr<Dataset> MakeSplit(const TaskSpec& task, const Model& model, Spl
                          "or tensors (torch.save([inputs, targets]))");
   }
   if (task.data.type == "text") {
-    if (!tokens) {
+    if (!tokens || input.classes != 256) {
       throw InputError(task.source, 0, "data.type",
-                       "text data needs a gpt model; use synthetic data for " + task.model_type);
+                       tokens ? "text data is bytes, for the byte-level gpt; " + task.model_type +
+                                    " takes token ids: tokens data (uint16) or synthetic"
+                              : "text data needs a gpt model; use synthetic data for " +
+                                    task.model_type);
     }
     std::string bytes = ReadFile(path);
     if (static_cast<int64_t>(bytes.size()) < input.seq_len + 2) {
@@ -392,7 +405,7 @@ std::unique_ptr<Dataset> MakeSplit(const TaskSpec& task, const Model& model, Spl
   }
   std::unique_ptr<Dataset> data;
   if (tokens) {
-    data = std::make_unique<SyntheticTokens>(input.seq_len, task.data.seed);
+    data = std::make_unique<SyntheticTokens>(input.seq_len, input.classes, task.data.seed);
   } else if (input.kind == InputShape::Kind::kImage) {
     data = std::make_unique<SyntheticClasses>(
         std::vector<int64_t>{input.channels, input.image_size, input.image_size}, input.classes,

@@ -38,7 +38,7 @@ EvalResult EvaluateBatches(const TrainContext& ctx, const std::vector<Batch>& ba
     NamedTensors values;
     {
       HostMemoryScope host;
-      block = ctx.model.BuildBlock(i, /*materialize=*/true);
+      block = ctx.model.BuildBlockToFill(i);
       values = params(i);
     }
     std::string where = "block " + std::to_string(i);

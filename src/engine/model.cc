@@ -4,6 +4,8 @@
 
 #include "common/error.h"
 #include "engine/device.h"
+#include "engine/formats/weight_index.h"
+#include "engine/weights.h"
 #include "engine/phases.h"
 
 namespace saturn::engine {
@@ -12,6 +14,13 @@ int64_t Block::ParamCount() const {
   int64_t count = 0;
   for (const ParamSlot& slot : params_)
     count += slot.tensor->numel();
+  return count;
+}
+
+int64_t Block::TrainableCount() const {
+  int64_t count = 0;
+  for (const ParamSlot& slot : params_)
+    if (slot.trainable) count += slot.tensor->numel();
   return count;
 }
 
@@ -27,13 +36,15 @@ uint64_t Mix(uint64_t x) {
 
 }  // namespace
 
-ParamFactory::ParamFactory(uint64_t seed, int block_index, bool materialize)
-    : materialize_(materialize),
+ParamFactory::ParamFactory(uint64_t seed, int block_index, Mode mode)
+    : mode_(mode),
+      seed_(seed),
+      block_index_(block_index),
       generator_(at::make_generator<at::CPUGeneratorImpl>(
           Mix(Mix(seed) ^ static_cast<uint64_t>(block_index)))) {}
 
 at::Tensor ParamFactory::Empty(at::IntArrayRef shape) const {
-  if (!materialize_)
+  if (mode_ == Mode::kShapes)
     return at::empty(shape, at::TensorOptions().dtype(at::kFloat).device(at::kMeta));
   HostMemoryScope host;
   return at::empty(shape, at::kFloat);
@@ -41,25 +52,42 @@ at::Tensor ParamFactory::Empty(at::IntArrayRef shape) const {
 
 at::Tensor ParamFactory::Normal(at::IntArrayRef shape, double std) {
   at::Tensor t = Empty(shape);
-  if (materialize_) t.normal_(0.0, std, generator_);
+  if (Fills()) t.normal_(0.0, std, generator_);
   return t;
 }
 
 at::Tensor ParamFactory::Uniform(at::IntArrayRef shape, double bound) {
   at::Tensor t = Empty(shape);
-  if (materialize_) t.uniform_(-bound, bound, generator_);
+  if (Fills()) t.uniform_(-bound, bound, generator_);
   return t;
 }
 
 at::Tensor ParamFactory::Zeros(at::IntArrayRef shape) {
   at::Tensor t = Empty(shape);
-  if (materialize_) t.zero_();
+  if (Fills()) t.zero_();
   return t;
 }
 
 at::Tensor ParamFactory::Ones(at::IntArrayRef shape) {
   at::Tensor t = Empty(shape);
-  if (materialize_) t.fill_(1.0);
+  if (Fills()) t.fill_(1.0);
+  return t;
+}
+
+at::Tensor ParamFactory::AdapterUniform(at::IntArrayRef shape, double bound) {
+  at::Tensor t = Empty(shape);
+  if (!Materializes()) return t;
+  if (!adapter_generator_.defined()) {
+    adapter_generator_ = at::make_generator<at::CPUGeneratorImpl>(
+        Mix(Mix(seed_ ^ 0x10a4da97e45ULL) ^ static_cast<uint64_t>(block_index_)));
+  }
+  t.uniform_(-bound, bound, adapter_generator_);
+  return t;
+}
+
+at::Tensor ParamFactory::AdapterZeros(at::IntArrayRef shape) {
+  at::Tensor t = Empty(shape);
+  if (Materializes()) t.zero_();
   return t;
 }
 
@@ -126,6 +154,42 @@ std::vector<int64_t> Model::BlockParamCounts() const {
   return counts;
 }
 
+std::vector<int64_t> Model::BlockTrainableCounts() const {
+  std::vector<int64_t> counts;
+  for (int i = 0; i < NumBlocks(); ++i)
+    counts.push_back(BuildBlock(i, false)->TrainableCount());
+  return counts;
+}
+
+Model::~Model() = default;
+
+std::unique_ptr<Block> Model::BuildBlock(int index, bool materialize) const {
+  using Mode = ParamFactory::Mode;
+  ParamFactory factory(Seed(), index, !materialize ? Mode::kShapes
+                                      : init_      ? Mode::kEmpty
+                                                   : Mode::kRandom);
+  std::unique_ptr<Block> block = MakeBlock(index, factory);
+  if (materialize && init_) init_->Load(index, *block);
+  return block;
+}
+
+std::unique_ptr<Block> Model::BuildBlockToFill(int index) const {
+  ParamFactory factory(Seed(), index, ParamFactory::Mode::kEmpty);
+  return MakeBlock(index, factory);
+}
+
+std::optional<InitKey> Model::InitKeyOf(int block, const std::string& name,
+                                        const WeightIndex&) const {
+  for (const TiedParam& tied : TiedParams()) {
+    for (const auto& copy : tied.copies) {
+      if (copy.first == block && copy.second == name) {
+        return InitKey{ExportName(tied.copies[0].first, tied.copies[0].second)};
+      }
+    }
+  }
+  return InitKey{ExportName(block, name)};
+}
+
 const ModelRegistry& BuiltinModels() {
   static const ModelRegistry* registry = [] {
     auto* r = new ModelRegistry;
@@ -140,7 +204,12 @@ std::unique_ptr<Model> BuildModel(const TaskSpec& task) {
   if (family == nullptr) {
     throw InputError(task.source, 0, "model.type", BuiltinModels().UnknownMessage(task.model_type));
   }
-  return family->Build(task);
+  std::unique_ptr<Model> model = family->Build(task);
+  JsonFields fields(task.model, task.source, "model");
+  if (fields.Has("init")) {
+    model->SetInit(std::make_shared<PretrainedWeights>(fields.String("init"), *model));
+  }
+  return model;
 }
 
 }  // namespace saturn::engine

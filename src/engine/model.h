@@ -10,15 +10,27 @@
 //
 // Initial values are a pure function of (task seed, block index), so any
 // rank can build any block, alone, and get the same numbers: that is what
-// makes every technique and device count train the same weights.
+// makes every technique and device count train the same weights. A model
+// that starts from pretrained weights (model.init, engine/weights.h) reads
+// each block's values from that file as the block is built, so any rank
+// still builds any block alone, and holds only the blocks it builds.
+//
+// Tied parameters (GPT-2's token embedding, which its head reuses) are
+// copies held by several blocks (TiedParams): they start equal, and every
+// technique sums their gradients before the optimizer (blocks.h,
+// SumTiedGrads), so they stay equal.
+//
+// Frozen parameters (a LoRA task's base weights) take no gradient and no
+// optimizer state; adapters (LoRA's A and B) train (ParamSlot).
 //
 // User models (models/torchscript.cc) are TorchScript files: their initial
 // values come from the file, and a module that is not a sequence of blocks is
 // one block that only techniques keeping whole models (single, ddp) train
 // (WhyNotSplittable).
 //
-// Adding a model family: write models/<name>.cc with a ModelFamily subclass,
-// and register it in RegisterBuiltinModels (models/builtin.cc).
+// Adding a model family: write models/<name>.cc with a ModelFamily subclass
+// and a Model whose MakeBlock builds its blocks, and register it in
+// RegisterBuiltinModels (models/builtin.cc).
 //
 //   const ModelFamily& family = BuiltinModels().Get("gpt");
 //   std::unique_ptr<Model> model = family.Build(task);     // InputError on bad fields
@@ -30,12 +42,18 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "common/registry.h"
 #include "engine/task.h"
+
+namespace saturn::engine {
+class PretrainedWeights;
+struct WeightIndex;
+}  // namespace saturn::engine
 
 namespace saturn::engine {
 
@@ -45,6 +63,8 @@ namespace saturn::engine {
 struct ParamSlot {
   std::string name;  // local to the block, e.g. "attn.qkv.weight"
   at::Tensor* tensor;
+  bool trainable = true;  // false: frozen, no gradient, no optimizer state
+  bool adapter = false;   // a LoRA adapter (trainable; never in pretrained weights)
 };
 
 class Block {
@@ -53,8 +73,12 @@ class Block {
   virtual at::Tensor Forward(const at::Tensor& input) = 0;
   const std::vector<ParamSlot>& Params() const { return params_; }
   int64_t ParamCount() const;
+  // Parameters that take gradients.
+  int64_t TrainableCount() const;
   // Adds a parameter slot; blocks and their layers call it while constructing.
-  void Register(std::string name, at::Tensor* slot) { params_.push_back({std::move(name), slot}); }
+  void Register(std::string name, at::Tensor* slot, bool trainable = true, bool adapter = false) {
+    params_.push_back({std::move(name), slot, trainable, adapter});
+  }
 
  private:
   std::vector<ParamSlot> params_;
@@ -62,19 +86,48 @@ class Block {
 
 // Makes a block's parameters: initialised in host memory from a generator
 // seeded by (seed, block index), or, when not materialising, shape-only
-// tensors on the meta device (no memory; for sizes and estimates).
+// tensors on the meta device (no memory; for sizes and estimates), or
+// allocated but left unset for pretrained weights to fill (kEmpty).
+// Adapters (LoRA) draw from a generator of their own, so that adding them
+// leaves the other parameters' initial values as they were, and are always
+// initialised: pretrained weights do not hold them.
 class ParamFactory {
  public:
-  ParamFactory(uint64_t seed, int block_index, bool materialize);
+  enum class Mode { kShapes, kRandom, kEmpty };
+  ParamFactory(uint64_t seed, int block_index, Mode mode);
+  ParamFactory(uint64_t seed, int block_index, bool materialize)
+      : ParamFactory(seed, block_index, materialize ? Mode::kRandom : Mode::kShapes) {}
   at::Tensor Normal(at::IntArrayRef shape, double std);
   at::Tensor Uniform(at::IntArrayRef shape, double bound);
   at::Tensor Zeros(at::IntArrayRef shape);
   at::Tensor Ones(at::IntArrayRef shape);
+  at::Tensor AdapterUniform(at::IntArrayRef shape, double bound);
+  at::Tensor AdapterZeros(at::IntArrayRef shape);
+  // Whether tensors are real (kRandom, kEmpty) rather than shapes only.
+  bool Materializes() const { return mode_ != Mode::kShapes; }
+  Mode mode() const { return mode_; }
 
  private:
   at::Tensor Empty(at::IntArrayRef shape) const;
-  bool materialize_;
+  bool Fills() const { return mode_ == Mode::kRandom; }
+  Mode mode_;
+  uint64_t seed_;
+  int block_index_;
   at::Generator generator_;
+  at::Generator adapter_generator_;  // made on first use
+};
+
+// A parameter held by several blocks: (block, slot name) of each copy. The
+// first copy is the one model.pt exports.
+struct TiedParam {
+  std::vector<std::pair<int, std::string>> copies;
+};
+
+// Where pretrained weights (model.init) keep one parameter: the key in the
+// file, and whether it is stored transposed (GPT-2's Conv1D: [in, out]).
+struct InitKey {
+  std::string key;
+  bool transposed = false;
 };
 
 // What the data must look like for a model.
@@ -95,9 +148,16 @@ enum class LossKind { kCrossEntropy, kMse };
 
 class Model {
  public:
-  virtual ~Model() = default;
+  virtual ~Model();
   virtual int NumBlocks() const = 0;
-  virtual std::unique_ptr<Block> BuildBlock(int index, bool materialize) const = 0;
+  // Block `index` with its initial values (materialize: in host memory;
+  // otherwise shape-only): MakeBlock's, or, for a model with pretrained
+  // weights, the file's.
+  std::unique_ptr<Block> BuildBlock(int index, bool materialize) const;
+  // A block whose values the caller sets at once (evaluation, from a
+  // checkpoint): allocated, neither initialised nor read from pretrained
+  // weights.
+  std::unique_ptr<Block> BuildBlockToFill(int index) const;
   virtual InputShape Input() const = 0;
   // Multiply-add FLOPs (x2) of one sample's forward pass, for utilisation.
   virtual double ForwardFlopsPerSample() const = 0;
@@ -125,6 +185,26 @@ class Model {
   int64_t LossItemsPerSample() const;
   // Parameter count of every block, from shape-only blocks (cheap).
   std::vector<int64_t> BlockParamCounts() const;
+  // ... of the trainable parameters only (all of them unless frozen).
+  std::vector<int64_t> BlockTrainableCounts() const;
+
+  // Copies of one parameter in several blocks (see above); none by default.
+  virtual std::vector<TiedParam> TiedParams() const { return {}; }
+
+  // Pretrained weights (model.init): attached by BuildModel once checked
+  // against the whole model (PretrainedWeights: every parameter the model
+  // reads is there with its shape, nothing is left over).
+  void SetInit(std::shared_ptr<const PretrainedWeights> init) { init_ = std::move(init); }
+  const PretrainedWeights* Init() const { return init_.get(); }
+  // Where `index` keeps block `block`'s parameter `name`; nullopt when the
+  // parameter keeps its initial values. By default `index` is Saturn's
+  // model.pt (ExportName's keys; a tied copy reads the first copy's). An
+  // adapter the file lacks keeps its initial values.
+  virtual std::optional<InitKey> InitKeyOf(int block, const std::string& name,
+                                           const WeightIndex& index) const;
+  // Keys of a weights file the model may leave unread (GPT-2's causal-mask
+  // buffers and its tied lm_head.weight); the rest must all be read.
+  virtual bool IgnorableInitKey(const std::string&) const { return false; }
 
   // The trained model for users (docs/contracts.md, "A run's folder").
   // ExportName: the key of block `block`'s parameter `name` in model.pt,
@@ -137,6 +217,19 @@ class Model {
   // when the family has no such form (the zoo: model.pt is it).
   virtual bool SaveTrained(const std::vector<std::pair<std::string, at::Tensor>>& params,
                            const std::string& path) const;
+  // Whether SaveTrained writes anything (so that exports of the zoo's models
+  // never hold all of their parameters at once).
+  virtual bool HasTrainedForm() const { return false; }
+
+ protected:
+  // The family's blocks, from `factory` (which knows whether to initialise,
+  // only allocate or only shape them).
+  virtual std::unique_ptr<Block> MakeBlock(int index, ParamFactory& factory) const = 0;
+  // The seed of initial values (the task's).
+  virtual uint64_t Seed() const = 0;
+
+ private:
+  std::shared_ptr<const PretrainedWeights> init_;
 };
 
 class ModelFamily {

@@ -92,6 +92,12 @@ const nlohmann::json& JsonFields::Object(std::string_view key) const {
   return value;
 }
 
+bool LoraSpec::Targets(const std::string& part) const {
+  for (const std::string& t : targets)
+    if (t == part) return true;
+  return false;
+}
+
 TaskSpec ParseTask(const nlohmann::json& json, const std::string& source) {
   JsonFields task(json, source, "");
   TaskSpec spec;
@@ -134,6 +140,27 @@ TaskSpec ParseTask(const nlohmann::json& json, const std::string& source) {
     JsonFields eval(task.Object("eval"), source, "eval");
     spec.eval.every = eval.Int("every", 1);
     spec.eval.batches = eval.IntOr("batches", 1, 1);
+  }
+
+  if (task.Has("finetune")) {
+    spec.finetune = task.Object("finetune");
+    JsonFields finetune(spec.finetune, source, "finetune");
+    if (finetune.Has("lora")) {
+      JsonFields lora(finetune.Object("lora"), source, "finetune.lora");
+      spec.lora.rank = lora.Int("rank", 1);
+      spec.lora.alpha = lora.NumberOr("alpha", static_cast<double>(spec.lora.rank), true);
+      const nlohmann::json& targets = lora.Has("targets") ? spec.finetune["lora"]["targets"]
+                                                          : nlohmann::json::array({"attn"});
+      if (!targets.is_array() || targets.empty()) {
+        lora.Fail("targets", "expected a non-empty list of attn, mlp");
+      }
+      for (const nlohmann::json& t : targets) {
+        if (!t.is_string() || (t != "attn" && t != "mlp")) {
+          lora.Fail("targets", "expected attn or mlp, got " + Shown(t));
+        }
+        if (!spec.lora.Targets(t.get<std::string>())) spec.lora.targets.push_back(t);
+      }
+    }
   }
 
   JsonFields optimizer(task.Object("optimizer"), source, "optimizer");

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace saturn::engine {
 
@@ -46,6 +47,21 @@ struct EvalSpec {
   int64_t batches = 1;
 };
 
+// finetune.lora: low-rank adapters (LoRA, Hu et al. 2021) on the linear
+// maps of `targets` (attn: the attention's input and output projections;
+// mlp: both MLP layers); the model's own weights are frozen and only the
+// adapters train. Each adapted map computes W x + b + (alpha / rank) B A x,
+// A [rank, in] seeded uniform(+-1/sqrt(in)), B [out, rank] zeros.
+struct LoraSpec {
+  int64_t rank = 0;  // 0: no LoRA, every weight trains
+  double alpha = 0.0;
+  std::vector<std::string> targets;  // "attn", "mlp"
+
+  bool Enabled() const { return rank > 0; }
+  double Scale() const { return alpha / static_cast<double>(rank); }
+  bool Targets(const std::string& part) const;
+};
+
 struct TaskSpec {
   std::string source;  // where the task came from, for error messages
   std::string name;
@@ -60,6 +76,9 @@ struct TaskSpec {
   // (master weights), gradients, optimizer state and checkpoints.
   std::string precision = "fp32";
   EvalSpec eval;
+  LoraSpec lora;
+  // The task's `finetune` object as given (part of a checkpoint's identity).
+  nlohmann::json finetune = nlohmann::json::object();
 };
 
 // Typed, checked access to the fields of one JSON object. `path` prefixes

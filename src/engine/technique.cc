@@ -119,6 +119,7 @@ CheckpointMeta MetaAt(const TrainContext& ctx, std::string_view technique, int64
   meta.batch_size = ctx.task.batch_size;
   meta.seed = ctx.task.seed;
   meta.model = ctx.task.model;
+  meta.finetune = ctx.task.finetune;
   meta.optimizer = ctx.task.optimizer.type;
   meta.blocks = ctx.model.NumBlocks();
   meta.loss = loss;
@@ -158,6 +159,7 @@ double Resume(TrainContext& ctx, const ExecuteOptions& options, Trainer& trainer
     throw InputError(path, 0, what, "the checkpoint was written for a different task");
   };
   if (meta.model != ctx.task.model) mismatch("model");
+  if (meta.finetune != ctx.task.finetune) mismatch("finetune");
   if (meta.optimizer != ctx.task.optimizer.type) mismatch("optimizer");
   if (meta.batch_size != ctx.task.batch_size) mismatch("batch_size");
   if (meta.step != options.from_step || meta.blocks != ctx.model.NumBlocks()) mismatch("step");

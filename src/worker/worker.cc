@@ -144,9 +144,10 @@ int RunExecute(const WorkerOptions& o, const Job& job, engine::TrainContext& ctx
   if (rank != 0) return 0;
   if (!o.save_model.empty()) {
     // model.pt, and for a torchscript task trained.pt beside it.
-    std::filesystem::path model_path(o.save_model);
-    engine::ExportModel(done.checkpoint, *job.model, o.save_model,
-                        (model_path.parent_path() / "trained.pt").string());
+    std::filesystem::path folder = std::filesystem::path(o.save_model).parent_path();
+    engine::ExportModel(done.checkpoint, *job.model, job.task.lora,
+                        {o.save_model, (folder / "trained.pt").string(),
+                         job.task.lora.Enabled() ? (folder / "adapters.pt").string() : ""});
   }
   WorkerExecuteResult result;
   result.completed_steps = static_cast<long>(done.completed_steps);

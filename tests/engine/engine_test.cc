@@ -123,7 +123,7 @@ TEST(Models, BadFieldsAreInputErrors) {
     FAIL();
   } catch (const InputError& e) {
     EXPECT_THAT(e.what(),
-                HasSubstr("unknown model type 'bert'; expected one of: gpt, vit, resnet, mlp, torchscript"));
+                HasSubstr("unknown model type 'bert'; expected one of: gpt, gpt2, vit, resnet, mlp, torchscript"));
   }
 }
 

@@ -6,6 +6,7 @@
 namespace saturn::engine {
 
 std::unique_ptr<ModelFamily> MakeGptFamily();
+std::unique_ptr<ModelFamily> MakeGpt2Family();
 std::unique_ptr<ModelFamily> MakeVitFamily();
 std::unique_ptr<ModelFamily> MakeResnetFamily();
 std::unique_ptr<ModelFamily> MakeMlpFamily();
@@ -13,6 +14,7 @@ std::unique_ptr<ModelFamily> MakeTorchScriptFamily();
 
 void RegisterBuiltinModels(ModelRegistry& registry) {
   registry.Register(MakeGptFamily());
+  registry.Register(MakeGpt2Family());
   registry.Register(MakeVitFamily());
   registry.Register(MakeResnetFamily());
   registry.Register(MakeMlpFamily());

@@ -11,6 +11,7 @@ constexpr int64_t kVocab = 256;
 
 struct GptConfig {
   int64_t layers, width, heads, seq_len;
+  LoraSpec lora;  // frozen but for the adapters of the layers
 };
 
 class Embedding final : public Block {
@@ -18,8 +19,8 @@ class Embedding final : public Block {
   Embedding(ParamFactory& f, const GptConfig& c)
       : tokens_(f.Normal({kVocab, c.width}, 0.02)),
         positions_(f.Normal({c.seq_len, c.width}, 0.02)) {
-    Register("tokens", &tokens_);
-    Register("positions", &positions_);
+    Register("tokens", &tokens_, !c.lora.Enabled());
+    Register("positions", &positions_, !c.lora.Enabled());
   }
   at::Tensor Forward(const at::Tensor& x) override {
     return at::embedding(tokens_, x) + positions_.narrow(0, 0, x.size(1));
@@ -32,7 +33,7 @@ class Embedding final : public Block {
 class Layer final : public Block {
  public:
   Layer(ParamFactory& f, const GptConfig& c)
-      : layer_(*this, f, c.width, c.heads, /*causal=*/true) {}
+      : layer_(*this, f, c.width, c.heads, TransformerOptions(/*causal=*/true, c.lora)) {}
   at::Tensor Forward(const at::Tensor& x) override { return layer_(x); }
 
  private:
@@ -42,7 +43,8 @@ class Layer final : public Block {
 class Head final : public Block {
  public:
   Head(ParamFactory& f, const GptConfig& c)
-      : norm_(*this, f, "ln", c.width), out_(*this, f, "out", c.width, kVocab) {}
+      : norm_(*this, f, "ln", c.width, c.lora.Enabled()),
+        out_(*this, f, "out", c.width, kVocab, 0.02, true, Tuning::Frozen(c.lora.Enabled())) {}
   at::Tensor Forward(const at::Tensor& x) override { return out_(norm_(x)); }
 
  private:
@@ -54,8 +56,8 @@ class Gpt final : public Model {
  public:
   Gpt(const GptConfig& config, uint64_t seed) : config_(config), seed_(seed) {}
   int NumBlocks() const override { return static_cast<int>(config_.layers) + 2; }
-  std::unique_ptr<Block> BuildBlock(int index, bool materialize) const override {
-    ParamFactory factory(seed_, index, materialize);
+  uint64_t Seed() const override { return seed_; }
+  std::unique_ptr<Block> MakeBlock(int index, ParamFactory& factory) const override {
     if (index == 0) return std::make_unique<Embedding>(factory, config_);
     if (index == NumBlocks() - 1) return std::make_unique<Head>(factory, config_);
     return std::make_unique<Layer>(factory, config_);
@@ -91,7 +93,7 @@ class GptFamily final : public ModelFamily {
   std::unique_ptr<Model> Build(const TaskSpec& task) const override {
     JsonFields fields(task.model, task.source, "model");
     GptConfig config{fields.Int("layers", 1), fields.Int("d_model", 1), fields.Int("heads", 1),
-                     fields.Int("seq_len", 1)};
+                     fields.Int("seq_len", 1), task.lora};
     if (config.width % config.heads != 0) {
       fields.Fail("d_model", "must be a multiple of heads (" + std::to_string(config.heads) + ")");
     }

@@ -7,25 +7,48 @@
 
 namespace saturn::engine {
 
+Tuning Tuning::Of(const LoraSpec& lora, const std::string& part) {
+  Tuning tuning;
+  tuning.frozen = lora.Enabled();
+  if (lora.Enabled() && lora.Targets(part)) {
+    tuning.lora_rank = lora.rank;
+    tuning.lora_scale = lora.Scale();
+  }
+  return tuning;
+}
+
 Linear::Linear(Block& block, ParamFactory& factory, const std::string& name, int64_t in,
-               int64_t out, double std, bool bias) {
+               int64_t out, double std, bool bias, const Tuning& tuning) {
   weight_ = std > 0 ? factory.Normal({out, in}, std)
                     : factory.Uniform({out, in}, 1.0 / std::sqrt(static_cast<double>(in)));
-  block.Register(name + ".weight", &weight_);
+  block.Register(name + ".weight", &weight_, !tuning.frozen);
   if (bias) {
     bias_ = factory.Zeros({out});
-    block.Register(name + ".bias", &bias_);
+    block.Register(name + ".bias", &bias_, !tuning.frozen);
+  }
+  if (tuning.lora_rank > 0) {
+    // As peft initialises them: A like a default nn.Linear, B zero, so the
+    // adapted map starts as the pretrained one.
+    lora_a_ =
+        factory.AdapterUniform({tuning.lora_rank, in}, 1.0 / std::sqrt(static_cast<double>(in)));
+    lora_b_ = factory.AdapterZeros({out, tuning.lora_rank});
+    lora_scale_ = tuning.lora_scale;
+    block.Register(name + ".lora_A", &lora_a_, /*trainable=*/true, /*adapter=*/true);
+    block.Register(name + ".lora_B", &lora_b_, /*trainable=*/true, /*adapter=*/true);
   }
 }
 
 at::Tensor Linear::operator()(const at::Tensor& x) const {
-  return at::linear(x, weight_, bias_);
+  at::Tensor y = at::linear(x, weight_, bias_);
+  if (!lora_a_.defined()) return y;
+  return y + at::linear(at::linear(x, lora_a_), lora_b_) * lora_scale_;
 }
 
-LayerNorm::LayerNorm(Block& block, ParamFactory& factory, const std::string& name, int64_t width)
+LayerNorm::LayerNorm(Block& block, ParamFactory& factory, const std::string& name, int64_t width,
+                     bool frozen)
     : width_(width), weight_(factory.Ones({width})), bias_(factory.Zeros({width})) {
-  block.Register(name + ".weight", &weight_);
-  block.Register(name + ".bias", &bias_);
+  block.Register(name + ".weight", &weight_, !frozen);
+  block.Register(name + ".bias", &bias_, !frozen);
 }
 
 at::Tensor LayerNorm::operator()(const at::Tensor& x) const {
@@ -35,15 +58,20 @@ at::Tensor LayerNorm::operator()(const at::Tensor& x) const {
 
 TransformerLayer::TransformerLayer(Block& block, ParamFactory& factory, int64_t width,
                                    int64_t heads, bool causal)
+    : TransformerLayer(block, factory, width, heads, TransformerOptions(causal)) {}
+
+TransformerLayer::TransformerLayer(Block& block, ParamFactory& factory, int64_t width,
+                                   int64_t heads, const TransformerOptions& o)
     : width_(width),
       heads_(heads),
-      causal_(causal),
-      ln1_(block, factory, "ln1", width),
-      qkv_(block, factory, "attn.qkv", width, 3 * width),
-      proj_(block, factory, "attn.proj", width, width),
-      ln2_(block, factory, "ln2", width),
-      fc1_(block, factory, "mlp.fc1", width, 4 * width),
-      fc2_(block, factory, "mlp.fc2", 4 * width, width) {}
+      causal_(o.causal),
+      gelu_tanh_(o.gelu_tanh),
+      ln1_(block, factory, "ln1", width, o.lora.Enabled()),
+      qkv_(block, factory, "attn.qkv", width, 3 * width, 0.02, true, Tuning::Of(o.lora, "attn")),
+      proj_(block, factory, "attn.proj", width, width, 0.02, true, Tuning::Of(o.lora, "attn")),
+      ln2_(block, factory, "ln2", width, o.lora.Enabled()),
+      fc1_(block, factory, "mlp.fc1", width, 4 * width, 0.02, true, Tuning::Of(o.lora, "mlp")),
+      fc2_(block, factory, "mlp.fc2", 4 * width, width, 0.02, true, Tuning::Of(o.lora, "mlp")) {}
 
 // Attention as PyTorch's own training path computes it: one copy to lay q, k
 // and v out per head, the scale and the causal mask folded into one batched
@@ -78,7 +106,7 @@ const at::Tensor& TransformerLayer::CausalMask(int64_t tokens, const at::Tensor&
 
 at::Tensor TransformerLayer::operator()(const at::Tensor& x) const {
   at::Tensor h = x + Attention(ln1_(x));
-  return h + fc2_(at::gelu(fc1_(ln2_(h))));
+  return h + fc2_(at::gelu(fc1_(ln2_(h)), gelu_tanh_ ? "tanh" : "none"));
 }
 
 double TransformerLayer::Flops(int64_t width, int64_t tokens) {

@@ -17,21 +17,43 @@
 
 namespace saturn::engine {
 
+// How a layer's weights train: all of them (the default), or frozen with
+// LoRA adapters on this layer's linear maps (rank > 0), or frozen alone.
+struct Tuning {
+  bool frozen = false;
+  int64_t lora_rank = 0;  // > 0: adapters (frozen must be true)
+  double lora_scale = 1.0;
+
+  // A task's tuning of the linear maps of one part ("attn", "mlp") and of
+  // everything else (lora_rank 0).
+  static Tuning Of(const LoraSpec& lora, const std::string& part);
+  static Tuning Frozen(bool frozen) {
+    Tuning tuning;
+    tuning.frozen = frozen;
+    return tuning;
+  }
+};
+
 class Linear {
  public:
   // Weights ~ N(0, std) (std <= 0: PyTorch's default uniform bound 1/sqrt(in)).
+  // With LoRA adapters: x W^T + b + scale * (x A^T) B^T, named
+  // <name>.lora_A [rank, in] and <name>.lora_B [out, rank].
   Linear(Block& block, ParamFactory& factory, const std::string& name, int64_t in, int64_t out,
-         double std = 0.02, bool bias = true);
+         double std = 0.02, bool bias = true, const Tuning& tuning = {});
   at::Tensor operator()(const at::Tensor& x) const;
 
  private:
   at::Tensor weight_;
   at::Tensor bias_;
+  at::Tensor lora_a_, lora_b_;
+  double lora_scale_ = 0.0;
 };
 
 class LayerNorm {
  public:
-  LayerNorm(Block& block, ParamFactory& factory, const std::string& name, int64_t width);
+  LayerNorm(Block& block, ParamFactory& factory, const std::string& name, int64_t width,
+            bool frozen = false);
   at::Tensor operator()(const at::Tensor& x) const;
 
  private:
@@ -40,10 +62,21 @@ class LayerNorm {
   at::Tensor bias_;
 };
 
+struct TransformerOptions {
+  explicit TransformerOptions(bool causal, LoraSpec lora = {}, bool gelu_tanh = false)
+      : causal(causal), gelu_tanh(gelu_tanh), lora(std::move(lora)) {}
+  bool causal;
+  // GELU with the tanh approximation (GPT-2's "gelu_new"); exact otherwise.
+  bool gelu_tanh;
+  LoraSpec lora;  // adapters on "attn" and/or "mlp"; frozen weights otherwise
+};
+
 // A pre-norm transformer layer: x + attention(ln(x)), then x + mlp(ln(x)).
 class TransformerLayer {
  public:
   TransformerLayer(Block& block, ParamFactory& factory, int64_t width, int64_t heads, bool causal);
+  TransformerLayer(Block& block, ParamFactory& factory, int64_t width, int64_t heads,
+                   const TransformerOptions& options);
   at::Tensor operator()(const at::Tensor& x) const;
   // Forward FLOPs of one sequence of `tokens`.
   static double Flops(int64_t width, int64_t tokens);
@@ -57,6 +90,7 @@ class TransformerLayer {
   int64_t width_;
   int64_t heads_;
   bool causal_;
+  bool gelu_tanh_;
   LayerNorm ln1_;
   Linear qkv_;
   Linear proj_;

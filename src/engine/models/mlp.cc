@@ -2,6 +2,7 @@
 // (linear + ReLU, width to width) and a linear head to 10 classes.
 #include <memory>
 
+#include "common/error.h"
 #include "engine/models/layers.h"
 
 namespace saturn::engine {
@@ -31,8 +32,8 @@ class Mlp final : public Model {
  public:
   Mlp(int64_t layers, int64_t width, uint64_t seed) : layers_(layers), width_(width), seed_(seed) {}
   int NumBlocks() const override { return static_cast<int>(layers_) + 1; }
-  std::unique_ptr<Block> BuildBlock(int index, bool materialize) const override {
-    ParamFactory factory(seed_, index, materialize);
+  uint64_t Seed() const override { return seed_; }
+  std::unique_ptr<Block> MakeBlock(int index, ParamFactory& factory) const override {
     if (index == NumBlocks() - 1) return std::make_unique<Head>(factory, width_);
     return std::make_unique<Hidden>(factory, width_);
   }
@@ -63,6 +64,10 @@ class MlpFamily final : public ModelFamily {
  public:
   std::string_view Name() const override { return "mlp"; }
   std::unique_ptr<Model> Build(const TaskSpec& task) const override {
+    if (task.lora.Enabled()) {
+      throw InputError(task.source, 0, "finetune.lora",
+                       "LoRA adapts transformer models (gpt, gpt2, vit), not mlp");
+    }
     JsonFields fields(task.model, task.source, "model");
     return std::make_unique<Mlp>(fields.Int("layers", 1), fields.Int("width", 1), task.seed);
   }

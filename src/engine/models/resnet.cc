@@ -5,6 +5,7 @@
 #include <cmath>
 #include <memory>
 
+#include "common/error.h"
 #include "engine/models/layers.h"
 
 namespace saturn::engine {
@@ -98,8 +99,8 @@ class Resnet final : public Model {
  public:
   Resnet(const ResnetConfig& config, uint64_t seed) : config_(config), seed_(seed) {}
   int NumBlocks() const override { return static_cast<int>(config_.blocks) + 2; }
-  std::unique_ptr<Block> BuildBlock(int index, bool materialize) const override {
-    ParamFactory factory(seed_, index, materialize);
+  uint64_t Seed() const override { return seed_; }
+  std::unique_ptr<Block> MakeBlock(int index, ParamFactory& factory) const override {
     if (index == 0) return std::make_unique<Stem>(factory, config_);
     if (index == NumBlocks() - 1) return std::make_unique<Head>(factory, config_);
     return std::make_unique<Residual>(factory, config_);
@@ -135,6 +136,10 @@ class ResnetFamily final : public ModelFamily {
  public:
   std::string_view Name() const override { return "resnet"; }
   std::unique_ptr<Model> Build(const TaskSpec& task) const override {
+    if (task.lora.Enabled()) {
+      throw InputError(task.source, 0, "finetune.lora",
+                       "LoRA adapts transformer models (gpt, gpt2, vit), not resnet");
+    }
     JsonFields fields(task.model, task.source, "model");
     ResnetConfig config{fields.Int("blocks", 1), fields.Int("width", 1),
                         fields.Int("image_size", 1)};

@@ -209,7 +209,11 @@ class ScriptModel final : public Model {
 
   int NumBlocks() const override { return static_cast<int>(blocks_.size()); }
 
-  std::unique_ptr<Block> BuildBlock(int index, bool materialize) const override {
+  // Initial values are the module's own; the factory only says whether to
+  // materialise them.
+  uint64_t Seed() const override { return 0; }
+  std::unique_ptr<Block> MakeBlock(int index, ParamFactory& factory) const override {
+    bool materialize = factory.Materializes();
     HostMemoryScope host;
     std::vector<std::pair<std::string, Module>> parts;
     for (const std::string& name : blocks_.at(index))
@@ -240,6 +244,7 @@ class ScriptModel final : public Model {
   // trained.pt: the user's module (a copy), its parameters replaced by the
   // trained ones in their original dtype, saved as TorchScript; buffers
   // are the file's (they are not trained, see above).
+  bool HasTrainedForm() const override { return true; }
   bool SaveTrained(const std::vector<std::pair<std::string, at::Tensor>>& params,
                    const std::string& path) const override {
     HostMemoryScope host;
@@ -306,6 +311,13 @@ class TorchScriptFamily final : public ModelFamily {
   std::string_view Name() const override { return "torchscript"; }
   std::unique_ptr<Model> Build(const TaskSpec& task) const override {
     JsonFields fields(task.model, task.source, "model");
+    if (fields.Has("init")) {
+      fields.Fail("init", "a torchscript model starts from its own file's weights (model.path)");
+    }
+    if (task.lora.Enabled()) {
+      throw InputError(task.source, 0, "finetune.lora",
+                       "LoRA adapts the zoo's transformer models (gpt, gpt2, vit), not torchscript");
+    }
     std::string path = fields.String("path");
     std::string loss = fields.String("loss");
     if (loss != "cross_entropy" && loss != "mse") {

@@ -13,6 +13,7 @@ constexpr int64_t kClasses = 10;
 
 struct VitConfig {
   int64_t layers, width, heads, image_size, patch;
+  LoraSpec lora;  // the embeddings and layers frozen but for the adapters; the head trains
   int64_t Patches() const { return (image_size / patch) * (image_size / patch); }
 };
 
@@ -20,11 +21,12 @@ class PatchEmbedding final : public Block {
  public:
   PatchEmbedding(ParamFactory& f, const VitConfig& c)
       : config_(c),
-        project_(*this, f, "patch", kChannels * c.patch * c.patch, c.width),
+        project_(*this, f, "patch", kChannels * c.patch * c.patch, c.width, 0.02, true,
+                 Tuning::Frozen(c.lora.Enabled())),
         cls_(f.Normal({1, 1, c.width}, 0.02)),
         positions_(f.Normal({c.Patches() + 1, c.width}, 0.02)) {
-    Register("cls", &cls_);
-    Register("positions", &positions_);
+    Register("cls", &cls_, !c.lora.Enabled());
+    Register("positions", &positions_, !c.lora.Enabled());
   }
   at::Tensor Forward(const at::Tensor& images) override {
     int64_t batch = images.size(0), grid = config_.image_size / config_.patch, p = config_.patch;
@@ -44,7 +46,7 @@ class PatchEmbedding final : public Block {
 class Layer final : public Block {
  public:
   Layer(ParamFactory& f, const VitConfig& c)
-      : layer_(*this, f, c.width, c.heads, /*causal=*/false) {}
+      : layer_(*this, f, c.width, c.heads, TransformerOptions(/*causal=*/false, c.lora)) {}
   at::Tensor Forward(const at::Tensor& x) override { return layer_(x); }
 
  private:
@@ -66,8 +68,8 @@ class Vit final : public Model {
  public:
   Vit(const VitConfig& config, uint64_t seed) : config_(config), seed_(seed) {}
   int NumBlocks() const override { return static_cast<int>(config_.layers) + 2; }
-  std::unique_ptr<Block> BuildBlock(int index, bool materialize) const override {
-    ParamFactory factory(seed_, index, materialize);
+  uint64_t Seed() const override { return seed_; }
+  std::unique_ptr<Block> MakeBlock(int index, ParamFactory& factory) const override {
     if (index == 0) return std::make_unique<PatchEmbedding>(factory, config_);
     if (index == NumBlocks() - 1) return std::make_unique<Head>(factory, config_);
     return std::make_unique<Layer>(factory, config_);
@@ -106,7 +108,7 @@ class VitFamily final : public ModelFamily {
   std::unique_ptr<Model> Build(const TaskSpec& task) const override {
     JsonFields fields(task.model, task.source, "model");
     VitConfig config{fields.Int("layers", 1), fields.Int("d_model", 1), fields.Int("heads", 1),
-                     fields.Int("image_size", 1), fields.Int("patch", 1)};
+                     fields.Int("image_size", 1), fields.Int("patch", 1), task.lora};
     if (config.width % config.heads != 0) {
       fields.Fail("d_model", "must be a multiple of heads (" + std::to_string(config.heads) + ")");
     }

@@ -39,6 +39,7 @@ class DdpTrainer final : public Trainer {
     for (Work& work : in_flight_)
       work.Wait();
     in_flight_.clear();
+    blocks_.SumTiedGrads();
     blocks_.Update(step + 1, BlockSet::Grads::kZero);
     return ctx_.comm.SumOf(loss.item<double>());
   }
@@ -58,13 +59,15 @@ class DdpTrainer final : public Trainer {
   // Buckets fill in reverse parameter order, roughly the order in which
   // backward produces gradients. Each parameter's gradient is a view of its
   // bucket, so autograd accumulates straight into the buffer we reduce.
+  // Frozen parameters have no gradient and no bucket.
   void BuildBuckets(int64_t bucket_bytes) {
     std::vector<at::Tensor*> order;
     for (int b = ctx_.model.NumBlocks() - 1; b >= 0; --b) {
       const std::vector<ParamSlot>& params = blocks_.At(b).Params();
       for (auto it = params.rbegin(); it != params.rend(); ++it)
-        order.push_back(it->tensor);
+        if (it->trainable) order.push_back(it->tensor);
     }
+    if (order.empty()) return;
     std::vector<std::vector<at::Tensor*>> groups(1);
     int64_t bytes = 0;
     for (at::Tensor* param : order) {

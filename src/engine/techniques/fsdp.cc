@@ -13,13 +13,20 @@
 // during backward. With CPU offload, the shards live in host memory and the
 // optimizer runs there.
 //
+// Frozen parameters (LoRA's base) are sharded and gathered like the others,
+// in a flat buffer of their own without gradient or optimizer state. Tied
+// copies (GPT-2's embedding in its first and last blocks) have their local
+// gradients summed before those blocks are reduced.
+//
 // Knobs: checkpointing, offload (search measures all four and keeps the
 // fastest that fits).
 #include <ATen/core/grad_mode.h>
 #include <torch/csrc/autograd/autograd.h>
 
 #include <algorithm>
+#include <map>
 #include <optional>
+#include <set>
 
 #include "common/error.h"
 #include "engine/blocks.h"
@@ -28,15 +35,35 @@
 namespace saturn::engine {
 namespace {
 
-struct ShardedBlock {
-  std::unique_ptr<Block> block;  // slots hold views of `full` while gathered
+// Some of a block's parameters as one flat buffer, cut into a shard per rank.
+struct Flat {
+  std::vector<size_t> params;  // indices into the block's Params()
   std::vector<std::vector<int64_t>> shapes;
   std::vector<int64_t> offsets;
-  int64_t padded = 0;  // flat size, a multiple of the group size
-  at::Tensor shard;    // this rank's slice of the flat parameters
-  at::Tensor grad;     // ... of the summed gradient
+  int64_t padded = 0;  // flat size, a multiple of the group size; 0: no parameters
+  at::Tensor shard;    // this rank's slice
+  at::Tensor full;     // gathered, when materialised
+};
+
+// A block's trainable parameters, which carry a gradient and optimizer
+// state, and its frozen ones (LoRA's base weights), which are only sharded
+// and gathered.
+struct ShardedBlock {
+  std::unique_ptr<Block> block;  // slots hold views of the fulls while gathered
+  Flat train, frozen;
+  at::Tensor grad;  // train's shard of the summed gradient
   std::vector<at::Tensor> state;
-  at::Tensor full;  // gathered flat parameters, when materialised
+};
+
+// Operations in flight together.
+struct Works {
+  std::vector<Work> all;
+  void Add(Work work) { all.push_back(std::move(work)); }
+  void Wait() {
+    for (Work& work : all)
+      work.Wait();
+    all.clear();
+  }
 };
 
 class FsdpTrainer final : public Trainer {
@@ -45,6 +72,24 @@ class FsdpTrainer final : public Trainer {
       : ctx_(ctx), checkpointing_(checkpointing), offload_(offload) {
     for (int i = 0; i < ctx.model.NumBlocks(); ++i)
       blocks_.push_back(Shard(i));
+    // Tied copies (GPT-2's embedding and its head's copy): their blocks'
+    // gradients are reduced once every copy's local gradient exists, with
+    // the copies' regions summed first (TiedRegions).
+    for (const TiedParam& tied : ctx.model.TiedParams()) {
+      std::vector<std::pair<int, size_t>> regions;
+      for (const auto& [block, name] : tied.copies) {
+        const Flat& flat = blocks_[block].train;
+        for (size_t k = 0; k < flat.params.size(); ++k) {
+          if (blocks_[block].block->Params()[flat.params[k]].name == name) {
+            regions.push_back({block, k});
+          }
+        }
+      }
+      if (regions.size() < 2) continue;  // frozen (LoRA): nothing to sum
+      for (const auto& [block, k] : regions)
+        tied_blocks_.insert(block);
+      tied_.push_back(std::move(regions));
+    }
   }
 
   double Step(int64_t step) override {
@@ -53,7 +98,7 @@ class FsdpTrainer final : public Trainer {
     Batch batch = ctx_.StepSamples(step, begin, end - begin);
 
     std::vector<at::Tensor> inputs(n), outputs(n);
-    Work gather = StartGather(0);
+    Works gather = StartGather(0);
     at::Tensor x = batch.inputs;
     for (int i = 0; i < n; ++i) {
       gather.Wait();
@@ -70,9 +115,9 @@ class FsdpTrainer final : public Trainer {
     }
     // The last block's parameters stay: its backward comes next.
     at::Tensor loss;
-    Work reduce;
+    Works reduce;
     at::Tensor upstream;
-    gather = Work();
+    gather = Works();
     for (int i = n - 1; i >= 0; --i) {
       gather.Wait();
       if (i > 0) gather = StartGather(i - 1);
@@ -103,7 +148,8 @@ class FsdpTrainer final : public Trainer {
       std::optional<HostMemoryScope> host;
       if (offload_) host.emplace();
       for (ShardedBlock& sharded : blocks_) {
-        ctx_.optimizer.Update(sharded.shard, sharded.grad, sharded.state, step + 1);
+        if (sharded.train.padded == 0) continue;
+        ctx_.optimizer.Update(sharded.train.shard, sharded.grad, sharded.state, step + 1);
       }
     }
     return ctx_.comm.SumOf(loss.item<double>());
@@ -117,12 +163,13 @@ class FsdpTrainer final : public Trainer {
       ShardedBlock& sharded = blocks_[i];
       StartGather(static_cast<int>(i)).Wait();
       BindParams(static_cast<int>(i));
-      BlockState state(sharded.shapes.size());
-      for (size_t s = 0; s < slots.size(); ++s) {
-        at::Tensor full = at::empty({sharded.padded}, ctx_.device.Options());
+      BlockState state(sharded.block->Params().size());
+      const Flat& train = sharded.train;
+      for (size_t s = 0; s < slots.size() && train.padded > 0; ++s) {
+        at::Tensor full = at::empty({train.padded}, ctx_.device.Options());
         ctx_.comm.AllGather(ToComm(sharded.state[s]), full).Wait();
-        for (size_t p = 0; p < sharded.shapes.size(); ++p)
-          state[p].push_back(View(full, sharded, p));
+        for (size_t k = 0; k < train.params.size(); ++k)
+          state[train.params[k]].push_back(View(full, train, k));
       }
       if (static_cast<int>(i) % ctx_.comm.Size() == ctx_.comm.Rank()) {
         out.WriteBlock(static_cast<int>(i), BlockTensors(*sharded.block, state, slots));
@@ -137,55 +184,75 @@ class FsdpTrainer final : public Trainer {
       ShardedBlock& sharded = blocks_[i];
       NamedTensors tensors = in.ReadBlock(static_cast<int>(i));
       std::string where = "block " + std::to_string(i);
-      std::vector<at::Tensor> params;
-      std::vector<std::vector<at::Tensor>> state(slots.size());
-      for (const ParamSlot& slot : sharded.block->Params()) {
-        params.push_back(Lookup(tensors, "param/" + slot.name, where));
-        for (size_t s = 0; s < slots.size(); ++s) {
-          state[s].push_back(Lookup(tensors, slots[s] + "/" + slot.name, where));
-        }
-      }
+      const std::vector<ParamSlot>& slots_of_block = sharded.block->Params();
       at::NoGradGuard no_grad;
-      sharded.shard.copy_(MyShard(Flatten(params, sharded)));
-      for (size_t s = 0; s < slots.size(); ++s) {
-        sharded.state[s].copy_(MyShard(Flatten(state[s], sharded)));
+      for (Flat* flat : {&sharded.train, &sharded.frozen}) {
+        if (flat->padded == 0) continue;
+        std::vector<at::Tensor> params;
+        for (size_t index : flat->params)
+          params.push_back(Lookup(tensors, "param/" + slots_of_block[index].name, where));
+        flat->shard.copy_(MyShard(Flatten(params, *flat)));
+      }
+      for (size_t s = 0; s < slots.size() && sharded.train.padded > 0; ++s) {
+        std::vector<at::Tensor> state;
+        for (size_t index : sharded.train.params)
+          state.push_back(Lookup(tensors, slots[s] + "/" + slots_of_block[index].name, where));
+        sharded.state[s].copy_(MyShard(Flatten(state, sharded.train)));
       }
     }
   }
 
  private:
+  // Lays out `indices` of `params` in `flat` and returns their values, flat.
+  at::Tensor Layout(Flat& flat, const std::vector<ParamSlot>& params,
+                    const std::vector<size_t>& indices) {
+    flat.params = indices;
+    std::vector<at::Tensor> values;
+    int64_t offset = 0;
+    for (size_t index : indices) {
+      const at::Tensor& t = *params[index].tensor;
+      flat.shapes.push_back(t.sizes().vec());
+      flat.offsets.push_back(offset);
+      offset += t.numel();
+      values.push_back(t);
+    }
+    int64_t ranks = ctx_.comm.Size();
+    flat.padded = (offset + ranks - 1) / ranks * ranks;
+    return Flatten(values, flat);
+  }
+
   ShardedBlock Shard(int index) {
     ShardedBlock sharded;
     sharded.block = ctx_.model.BuildBlock(index, /*materialize=*/true);
-    std::vector<at::Tensor> params;
-    int64_t offset = 0;
-    for (const ParamSlot& slot : sharded.block->Params()) {
-      sharded.shapes.push_back(slot.tensor->sizes().vec());
-      sharded.offsets.push_back(offset);
-      offset += slot.tensor->numel();
-      params.push_back(*slot.tensor);
-    }
-    int64_t ranks = ctx_.comm.Size();
-    sharded.padded = (offset + ranks - 1) / ranks * ranks;
-    at::Tensor flat = Flatten(params, sharded);
-    for (const ParamSlot& slot : sharded.block->Params())
+    const std::vector<ParamSlot>& params = sharded.block->Params();
+    std::vector<size_t> train, frozen;
+    for (size_t p = 0; p < params.size(); ++p)
+      (params[p].trainable ? train : frozen).push_back(p);
+    at::Tensor train_values = Layout(sharded.train, params, train);
+    at::Tensor frozen_values = Layout(sharded.frozen, params, frozen);
+    for (const ParamSlot& slot : params)
       slot.tensor->reset();
-    sharded.shard =
-        offload_ ? ctx_.device.ToHost(MyShard(flat)) : ctx_.device.ToDevice(MyShard(flat));
-    std::optional<HostMemoryScope> host;
-    if (offload_) host.emplace();
-    sharded.grad = at::zeros_like(sharded.shard);
-    sharded.state = ctx_.optimizer.NewState(sharded.shard);
+    auto keep = [&](const at::Tensor& flat) {
+      return offload_ ? ctx_.device.ToHost(MyShard(flat)) : ctx_.device.ToDevice(MyShard(flat));
+    };
+    if (sharded.train.padded > 0) sharded.train.shard = keep(train_values);
+    if (sharded.frozen.padded > 0) sharded.frozen.shard = keep(frozen_values);
+    if (sharded.train.padded > 0) {
+      std::optional<HostMemoryScope> host;
+      if (offload_) host.emplace();
+      sharded.grad = at::zeros_like(sharded.train.shard);
+      sharded.state = ctx_.optimizer.NewState(sharded.train.shard);
+    }
     return sharded;
   }
 
-  static at::Tensor Flatten(const std::vector<at::Tensor>& tensors, const ShardedBlock& sharded) {
+  static at::Tensor Flatten(const std::vector<at::Tensor>& tensors, const Flat& flat) {
     HostMemoryScope host;
-    at::Tensor flat = at::zeros({sharded.padded}, at::kFloat);
-    for (size_t p = 0; p < tensors.size(); ++p) {
-      flat.narrow(0, sharded.offsets[p], tensors[p].numel()).copy_(tensors[p].reshape({-1}));
+    at::Tensor out = at::zeros({flat.padded}, at::kFloat);
+    for (size_t k = 0; k < tensors.size(); ++k) {
+      out.narrow(0, flat.offsets[k], tensors[k].numel()).copy_(tensors[k].reshape({-1}));
     }
-    return flat;
+    return out;
   }
 
   at::Tensor MyShard(const at::Tensor& flat) const {
@@ -197,32 +264,41 @@ class FsdpTrainer final : public Trainer {
     return offload_ ? ctx_.device.ToDevice(shard) : shard;
   }
 
-  static at::Tensor View(const at::Tensor& full, const ShardedBlock& sharded, size_t p) {
+  static at::Tensor View(const at::Tensor& full, const Flat& flat, size_t k) {
     int64_t numel = 1;
-    for (int64_t d : sharded.shapes[p])
+    for (int64_t d : flat.shapes[k])
       numel *= d;
-    return full.narrow(0, sharded.offsets[p], numel).view(sharded.shapes[p]);
+    return full.narrow(0, flat.offsets[k], numel).view(flat.shapes[k]);
   }
 
-  // Gathers block i's parameters into its full buffer: a new buffer, or,
-  // when autograd still holds views of the old one, the old storage refilled.
-  Work StartGather(int i) {
-    ShardedBlock& sharded = blocks_[i];
-    size_t bytes = static_cast<size_t>(sharded.padded) * sizeof(float);
-    if (sharded.full.defined() && sharded.full.storage().nbytes() == 0) {
-      RefillStorage(sharded.full, bytes);
-    } else if (!sharded.full.defined()) {
-      sharded.full = at::empty({sharded.padded}, ctx_.device.Options());
+  // Gathers block i's parameters into their full buffers: new buffers, or,
+  // when autograd still holds views of the old ones, the old storage
+  // refilled.
+  Works StartGather(int i) {
+    Works works;
+    for (Flat* flat : {&blocks_[i].train, &blocks_[i].frozen}) {
+      if (flat->padded == 0) continue;
+      size_t bytes = static_cast<size_t>(flat->padded) * sizeof(float);
+      if (flat->full.defined() && flat->full.storage().nbytes() == 0) {
+        RefillStorage(flat->full, bytes);
+      } else if (!flat->full.defined()) {
+        flat->full = at::empty({flat->padded}, ctx_.device.Options());
+      }
+      works.Add(ctx_.comm.AllGather(ToComm(flat->shard), flat->full));
     }
-    return ctx_.comm.AllGather(ToComm(sharded.shard), sharded.full);
+    return works;
   }
 
   void BindParams(int i) {
     ShardedBlock& sharded = blocks_[i];
     const std::vector<ParamSlot>& slots = sharded.block->Params();
-    for (size_t p = 0; p < slots.size(); ++p) {
-      if (slots[p].tensor->defined()) continue;
-      *slots[p].tensor = View(sharded.full, sharded, p).requires_grad_(true);
+    for (const Flat* flat : {&sharded.train, &sharded.frozen}) {
+      bool trainable = flat == &sharded.train;
+      for (size_t k = 0; k < flat->params.size(); ++k) {
+        at::Tensor* slot = slots[flat->params[k]].tensor;
+        if (slot->defined()) continue;
+        *slot = View(flat->full, *flat, k).requires_grad_(trainable);
+      }
     }
   }
 
@@ -231,29 +307,69 @@ class FsdpTrainer final : public Trainer {
   // (to be refilled for the backward) but its memory goes.
   void Evict(int i, bool graph_holds_views) {
     ShardedBlock& sharded = blocks_[i];
-    if (graph_holds_views) {
-      ReleaseStorage(sharded.full);
-      return;
+    for (Flat* flat : {&sharded.train, &sharded.frozen}) {
+      if (flat->padded == 0) continue;
+      if (graph_holds_views) {
+        ReleaseStorage(flat->full);
+        continue;
+      }
+      for (size_t index : flat->params)
+        sharded.block->Params()[index].tensor->reset();
+      flat->full.reset();
     }
-    for (const ParamSlot& slot : sharded.block->Params())
-      slot.tensor->reset();
-    sharded.full.reset();
   }
 
-  // Sums block i's gradients over ranks into this rank's gradient shard.
-  Work StartReduceScatter(int i) {
+  // Block i's local gradients, flat; their sum over ranks goes to each
+  // rank's gradient shard. A block holding tied copies waits until the
+  // blocks of every copy have theirs; then the copies' regions are summed
+  // and all of those blocks are reduced.
+  Works StartReduceScatter(int i) {
     ShardedBlock& sharded = blocks_[i];
-    std::vector<at::Tensor> grads;
-    for (const ParamSlot& slot : sharded.block->Params())
-      grads.push_back(slot.tensor->grad());
-    at::Tensor flat = at::zeros({sharded.padded}, ctx_.device.Options());
-    for (size_t p = 0; p < grads.size(); ++p) {
-      flat.narrow(0, sharded.offsets[p], grads[p].numel()).copy_(grads[p].reshape({-1}));
+    Works works;
+    if (sharded.train.padded == 0) return works;
+    const std::vector<ParamSlot>& slots = sharded.block->Params();
+    at::Tensor flat = at::zeros({sharded.train.padded}, ctx_.device.Options());
+    for (size_t k = 0; k < sharded.train.params.size(); ++k) {
+      at::Tensor* param = slots[sharded.train.params[k]].tensor;
+      if (!param->grad().defined()) continue;
+      flat.narrow(0, sharded.train.offsets[k], param->grad().numel())
+          .copy_(param->grad().reshape({-1}));
+      param->mutable_grad().reset();
     }
-    for (const ParamSlot& slot : sharded.block->Params())
-      slot.tensor->mutable_grad().reset();
+    if (!tied_blocks_.count(i)) {
+      works.Add(Reduce(i, flat));
+      return works;
+    }
+    pending_[i] = flat;
+    if (pending_.size() < tied_blocks_.size()) return works;
+    for (const auto& regions : tied_) {
+      std::vector<at::Tensor> parts;
+      for (const auto& [block, k] : regions)
+        parts.push_back(Region(block, k));
+      at::Tensor total = SumInOrder(parts);
+      for (at::Tensor& part : parts)
+        part.copy_(total);
+    }
+    // Highest block first, the order the reductions would have had.
+    for (auto it = pending_.rbegin(); it != pending_.rend(); ++it)
+      works.Add(Reduce(it->first, it->second));
+    pending_.clear();
+    return works;
+  }
+
+  at::Tensor Region(int block, size_t k) {
+    const Flat& train = blocks_[block].train;
+    int64_t numel = 1;
+    for (int64_t d : train.shapes[k])
+      numel *= d;
+    return pending_.at(block).narrow(0, train.offsets[k], numel);
+  }
+
+  Work Reduce(int i, at::Tensor flat) {
+    ShardedBlock& sharded = blocks_[i];
     if (!offload_) return ctx_.comm.ReduceScatter(flat, sharded.grad);
-    at::Tensor received = at::empty({sharded.padded / ctx_.comm.Size()}, ctx_.device.Options());
+    at::Tensor received =
+        at::empty({sharded.train.padded / ctx_.comm.Size()}, ctx_.device.Options());
     Work work = ctx_.comm.ReduceScatter(flat, received);
     work.Then([this, received, i] { blocks_[i].grad.copy_(received); });
     return work;
@@ -262,6 +378,10 @@ class FsdpTrainer final : public Trainer {
   TrainContext& ctx_;
   bool checkpointing_, offload_;
   std::vector<ShardedBlock> blocks_;
+  // Tied copies: per group, (block, index into its train flat) of each copy.
+  std::vector<std::vector<std::pair<int, size_t>>> tied_;
+  std::set<int> tied_blocks_;
+  std::map<int, at::Tensor> pending_;  // local gradients waiting for their tied copies
 };
 
 class Fsdp final : public Technique {
@@ -293,15 +413,19 @@ class Fsdp final : public Technique {
   std::optional<int64_t> StaticBytesPerDevice(const TrainContext& ctx,
                                               const Knobs& knobs) const override {
     std::vector<int64_t> counts = ctx.model.BlockParamCounts();
-    int64_t sharded = 0, largest = 0;
-    for (int64_t count : counts) {
-      sharded += (count + ctx.gpus - 1) / ctx.gpus;
-      largest = std::max(largest, count);
+    std::vector<int64_t> trainable = ctx.model.BlockTrainableCounts();
+    int64_t sharded = 0, sharded_train = 0, largest = 0;
+    for (size_t b = 0; b < counts.size(); ++b) {
+      sharded += (counts[b] + ctx.gpus - 1) / ctx.gpus;
+      sharded_train += (trainable[b] + ctx.gpus - 1) / ctx.gpus;
+      largest = std::max(largest, counts[b]);
     }
-    int64_t per_param = KnobBool(knobs, "offload", false)
-                            ? 0
-                            : 2 + static_cast<int64_t>(ctx.optimizer.Slots().size());
-    return static_cast<int64_t>(sizeof(float)) * (sharded * per_param + largest);
+    // Parameter shards, and gradient and state shards of the trainable ones.
+    int64_t kept = KnobBool(knobs, "offload", false)
+                       ? 0
+                       : sharded + sharded_train *
+                                       (1 + static_cast<int64_t>(ctx.optimizer.Slots().size()));
+    return static_cast<int64_t>(sizeof(float)) * (kept + largest);
   }
 
   std::unique_ptr<Trainer> MakeTrainer(TrainContext& ctx, const Knobs& knobs) const override {

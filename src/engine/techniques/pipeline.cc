@@ -111,6 +111,7 @@ class PipelineTrainer final : public Trainer {
         stage_(ctx.comm.Rank()),
         stages_(ctx.comm.Size()),
         micro_batches_(micro_batches),
+        bounds_(bounds),
         blocks_(ctx, static_cast<int>(bounds[stage_]), static_cast<int>(bounds[stage_ + 1]),
                 Placement::kDevice) {}
 
@@ -158,6 +159,7 @@ class PipelineTrainer final : public Trainer {
     }
     for (Work& send : sends)
       send.Wait();
+    SumTiedGrads();
     idle_s_ += idle;
     busy_s_ += Now() - start;
     blocks_.Update(step + 1);
@@ -178,6 +180,55 @@ class PipelineTrainer final : public Trainer {
 
  private:
   static int Tag(int64_t micro_batch, int kind) { return static_cast<int>(micro_batch * 4 + kind); }
+
+  int StageOf(int block) const {
+    int s = 0;
+    while (s + 1 < stages_ && block >= bounds_[s + 1])
+      ++s;
+    return s;
+  }
+
+  // Tied copies (GPT-2's embedding on the first stage and its head's copy on
+  // the last): each stage holding copies sums its own, sends that to the
+  // other holders and adds theirs, in stage order, so every copy gets the
+  // same total.
+  void SumTiedGrads() {
+    blocks_.SumTiedGrads();
+    std::vector<TiedParam> groups = ctx_.model.TiedParams();
+    for (size_t g = 0; g < groups.size(); ++g) {
+      std::vector<at::Tensor> mine;
+      std::vector<int> holders;
+      for (const auto& [block, name] : groups[g].copies) {
+        int s = StageOf(block);
+        if (std::find(holders.begin(), holders.end(), s) == holders.end()) holders.push_back(s);
+        if (s != stage_) continue;
+        for (const ParamSlot& slot : blocks_.At(block).Params()) {
+          if (slot.name == name && slot.tensor->grad().defined()) mine.push_back(slot.tensor->grad());
+        }
+      }
+      if (mine.empty() || holders.size() < 2) continue;
+      std::sort(holders.begin(), holders.end());
+      const at::Tensor& own = mine[0];  // equal to the others after SumTiedGrads
+      std::vector<Work> sends;
+      std::vector<at::Tensor> parts;
+      for (int other : holders) {
+        if (other == stage_) {
+          parts.push_back(own);
+          continue;
+        }
+        sends.push_back(ctx_.comm.Send(own, other, Tag(static_cast<int64_t>(g), 3)));
+        at::Tensor theirs = at::empty_like(own);
+        ctx_.comm.Recv(theirs, other, Tag(static_cast<int64_t>(g), 3));
+        parts.push_back(theirs);
+      }
+      for (Work& send : sends)
+        send.Wait();
+      at::Tensor total = SumInOrder(parts);
+      at::NoGradGuard no_grad;
+      for (at::Tensor& grad : mine)
+        grad.copy_(total);
+    }
+  }
 
   // Shapes travel ahead of the data: micro-batches may differ in size.
   void SendActivation(const at::Tensor& y, int tag, std::vector<Work>& sends) {
@@ -204,6 +255,7 @@ class PipelineTrainer final : public Trainer {
   TrainContext& ctx_;
   int stage_, stages_;
   int64_t micro_batches_;
+  std::vector<int64_t> bounds_;
   BlockSet blocks_;
   double idle_s_ = 0.0, busy_s_ = 0.0;
 };

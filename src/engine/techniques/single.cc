@@ -19,6 +19,7 @@ class SingleTrainer final : public Trainer {
       PhaseScope phase(Phase::kBackward);
       loss.backward();
     }
+    blocks_.SumTiedGrads();
     blocks_.Update(step + 1);
     return loss.item<double>();
   }

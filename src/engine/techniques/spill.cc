@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <future>
+#include <map>
 
 #include "common/error.h"
 #include "engine/blocks.h"
@@ -33,6 +34,12 @@ class SpillTrainer final : public Trainer {
     for (int begin = 0; begin < ctx.model.NumBlocks(); begin += blocks_per_shard) {
       shards_.push_back({begin, std::min(begin + blocks_per_shard, ctx.model.NumBlocks())});
     }
+    std::vector<TiedParam> tied = ctx.model.TiedParams();
+    for (size_t g = 0; g < tied.size(); ++g) {
+      for (const auto& copy : tied[g].copies)
+        tied_group_[copy] = g;
+    }
+    tied_grads_.resize(tied.size());
   }
 
   double Step(int64_t step) override {
@@ -52,8 +59,7 @@ class SpillTrainer final : public Trainer {
         x = Forward(s, current, x);
         continue;
       }
-      for (at::Tensor& param : current.params)
-        param.requires_grad_(true);
+      Trainable(s, current);
       inputs[s] = s == 0 ? x : x.detach().requires_grad_(true);
       x = outputs[s] = Forward(s, current, inputs[s]);
       // The graph keeps the shard's parameters for its backward pass: their
@@ -76,8 +82,7 @@ class SpillTrainer final : public Trainer {
       if (s > 0) next = recompute_ ? PageIn(s - 1) : Refill(s - 1, std::move(kept[s - 1]));
       at::Tensor input = inputs[s], output = outputs[s];
       if (recompute_) {
-        for (at::Tensor& param : current.params)
-          param.requires_grad_(true);
+        Trainable(s, current);
         if (s > 0) input = input.detach().requires_grad_(true);
         output = Forward(s, current, input);
       }
@@ -96,6 +101,7 @@ class SpillTrainer final : public Trainer {
       UpdateOnHost(s, current, step + 1);
       current = Paged();
     }
+    UpdateTiedOnHost(step + 1);
     return loss_value;
   }
 
@@ -171,6 +177,20 @@ class SpillTrainer final : public Trainer {
     return x;
   }
 
+  // Shard s's trainable device parameters take gradients.
+  void Trainable(int s, Paged& paged) {
+    size_t next = 0;
+    for (int b = shards_[s].first; b < shards_[s].second; ++b) {
+      for (const ParamSlot& slot : host_.At(b).Params()) {
+        at::Tensor& param = paged.params[next++];
+        if (slot.trainable) param.requires_grad_(true);
+      }
+    }
+  }
+
+  // The optimizer on shard s's host parameters with the gradients of its
+  // device copies. A tied copy waits for its others (their shards come
+  // later in the backward pass): UpdateTiedOnHost.
   void UpdateOnHost(int s, const Paged& paged, int64_t optimizer_step) {
     PhaseScope phase(Phase::kOptimizer);
     HostMemoryScope host;
@@ -179,16 +199,54 @@ class SpillTrainer final : public Trainer {
       const std::vector<ParamSlot>& params = host_.At(b).Params();
       BlockState& state = host_.StateOf(b);
       for (size_t p = 0; p < params.size(); ++p) {
-        at::Tensor grad = ctx_.device.ToHost(paged.params[next++].grad());
+        const at::Tensor& device_grad = paged.params[next++].grad();
+        if (!params[p].trainable || !device_grad.defined()) continue;
+        at::Tensor grad = ctx_.device.ToHost(device_grad);
+        auto tied = tied_group_.find({b, params[p].name});
+        if (tied != tied_group_.end()) {
+          tied_grads_[tied->second].push_back({b, static_cast<int>(p), grad});
+          continue;
+        }
         ctx_.optimizer.Update(*params[p].tensor, grad, state[p], optimizer_step);
       }
     }
   }
 
+  // Each tied group's copies, updated with the sum of their gradients.
+  void UpdateTiedOnHost(int64_t optimizer_step) {
+    PhaseScope phase(Phase::kOptimizer);
+    HostMemoryScope host;
+    std::vector<TiedParam> groups = ctx_.model.TiedParams();
+    for (size_t g = 0; g < tied_grads_.size(); ++g) {
+      std::vector<Stashed>& stashed = tied_grads_[g];
+      if (stashed.empty()) continue;
+      // In the order of the copies, as every technique adds them.
+      std::vector<at::Tensor> grads;
+      for (const auto& [block, name] : groups[g].copies) {
+        for (const Stashed& st : stashed)
+          if (st.block == block && host_.At(block).Params()[st.param].name == name)
+            grads.push_back(st.grad);
+      }
+      at::Tensor total = SumInOrder(grads);
+      for (const Stashed& st : stashed) {
+        ctx_.optimizer.Update(*host_.At(st.block).Params()[st.param].tensor, total,
+                              host_.StateOf(st.block)[st.param], optimizer_step);
+      }
+      stashed.clear();
+    }
+  }
+
+  struct Stashed {
+    int block, param;
+    at::Tensor grad;  // in host memory
+  };
+
   TrainContext& ctx_;
   BlockSet host_;
   std::vector<std::pair<int, int>> shards_;  // [first block, end block)
   bool recompute_;
+  std::map<std::pair<int, std::string>, size_t> tied_group_;  // copy -> its group
+  std::vector<std::vector<Stashed>> tied_grads_;              // per group, this step
 };
 
 class Spill final : public Technique {

@@ -1,0 +1,64 @@
+// Pretrained weights a model starts from (`model: {..., init: PATH}`): a
+// Hugging Face checkpoint (model.safetensors or pytorch_model.bin, a folder
+// holding one, sharded ones with their .index.json), or Saturn's own
+// model.pt of a finished task (engine/formats/weight_index.h reads them all).
+//
+// Opening checks the file against the whole model before anything trains:
+// every parameter the model reads (Model::InitKeyOf) is there with its
+// shape, and every tensor of the file is read by the model or one it may
+// leave out (Model::IgnorableInitKey); otherwise one InputError names the
+// file, the tensor and both shapes, or the tensors missing or left over.
+// Only the file's index is read then. Building a block (Model::BuildBlock)
+// reads that block's tensors, straight into its parameters (float32, any
+// stored float dtype converted, Conv1D weights transposed), so a rank or a
+// shard reads only the blocks it builds and nothing holds a second copy of
+// the model: one tensor at most is in flight beside the block.
+//
+//   auto init = std::make_shared<PretrainedWeights>("gpt2/", *model);  // InputError if unfit
+//   model->SetInit(init);
+//   std::unique_ptr<Block> block = model->BuildBlock(3, true);          // block 3 from the file
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "engine/formats/bytes.h"
+#include "engine/formats/weight_index.h"
+#include "engine/model.h"
+
+namespace saturn::engine {
+
+class PretrainedWeights {
+ public:
+  PretrainedWeights(const std::string& path, const Model& model);
+  ~PretrainedWeights();
+
+  const WeightIndex& Index() const { return index_; }
+  // Fills block `index`'s parameters that the file holds.
+  void Load(int index, Block& block) const;
+  // Reads one stored tensor as a float32 tensor of `shape` (the model's),
+  // transposing a 2-d one stored [in, out]; into `out` when given (a
+  // contiguous float32 tensor of that shape), else a new host tensor.
+  at::Tensor Read(const std::string& key, bool transposed, at::IntArrayRef shape,
+                  at::Tensor out = at::Tensor()) const;
+
+ private:
+  struct Source {
+    std::string key;
+    bool transposed = false;
+  };
+  const FileBytes& File(const std::string& path) const;
+
+  std::string path_;
+  WeightIndex index_;
+  // (block, parameter name) -> where it is stored; absent: initial values.
+  std::map<std::pair<int, std::string>, Source> sources_;
+  mutable std::map<std::string, std::unique_ptr<FileBytes>> files_;
+};
+
+}  // namespace saturn::engine
