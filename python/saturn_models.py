@@ -14,6 +14,13 @@ or by hand, with the fields of the workload's ``model:``:
     model = saturn_models.GPT(layers=4, d_model=256, heads=4, seq_len=128)
     model.load_state_dict(torch.load("runs/my-run/tasks/gpt/model.pt"))
 
+GPT-2 (``model: {type: gpt2, ...}``) is Hugging Face's GPT2LMHeadModel under
+our parameter names; ``save_hf(model, "out/")`` writes it in Hugging Face's
+layout again (``model.safetensors`` and ``config.json``, which
+``transformers.GPT2LMHeadModel.from_pretrained("out/")`` loads), and
+``load_hf("gpt2/")`` reads a Hugging Face checkpoint into a ``GPT2``. Neither
+needs the transformers or safetensors packages.
+
 ``saturn_models.loss(model, inputs, targets)`` is the loss Saturn trains and
 evaluates with (mean cross-entropy over every target; mean squared error for
 torchscript tasks with ``loss: mse``).
@@ -32,11 +39,15 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-__all__ = ["GPT", "ViT", "ResNet", "MLP", "build", "load", "loss"]
+__all__ = ["GPT", "GPT2", "ViT", "ResNet", "MLP", "build", "load", "loss", "save_hf", "load_hf"]
 
 VOCAB = 256  # gpt: byte-level next-token prediction
 CLASSES = 10  # vit, resnet, mlp
 CHANNELS = 3  # vit, resnet: RGB images
+
+
+def _gelu_tanh(x):
+    return F.gelu(x, approximate="tanh")
 
 
 class Attention(nn.Module):
@@ -60,24 +71,25 @@ class Attention(nn.Module):
 
 
 class MlpBlock(nn.Module):
-    def __init__(self, width):
+    def __init__(self, width, activation=F.gelu):
         super().__init__()
         self.fc1 = nn.Linear(width, 4 * width)
         self.fc2 = nn.Linear(4 * width, width)
+        self.activation = activation
 
     def forward(self, x):
-        return self.fc2(F.gelu(self.fc1(x)))
+        return self.fc2(self.activation(self.fc1(x)))
 
 
 class TransformerLayer(nn.Module):
     """Pre-norm: x + attention(ln1(x)), then x + mlp(ln2(x))."""
 
-    def __init__(self, width, heads, causal):
+    def __init__(self, width, heads, causal, activation=F.gelu):
         super().__init__()
         self.ln1 = nn.LayerNorm(width)
         self.attn = Attention(width, heads, causal)
         self.ln2 = nn.LayerNorm(width)
-        self.mlp = MlpBlock(width)
+        self.mlp = MlpBlock(width, activation)
 
     def forward(self, x):
         x = x + self.attn(self.ln1(x))
@@ -105,6 +117,171 @@ class GPT(nn.Module):
         for layer in self.layers:
             x = layer(x)
         return self.out(self.ln(x))
+
+
+GPT2_PRESETS = {"small": (12, 768, 12), "medium": (24, 1024, 16), "large": (36, 1280, 20),
+                "xl": (48, 1600, 25)}
+
+
+class GPT2(nn.Module):
+    """GPT-2: model {type: gpt2, layers, d_model, heads, vocab, positions, seq_len}.
+
+    Input [B, T] int64 token ids (T <= positions); output [B, T, vocab]
+    logits. The head is the token embedding (tied), GELU is the tanh
+    approximation, LayerNorm's epsilon 1e-5, as in GPT-2.
+    """
+
+    def __init__(self, layers=12, d_model=768, heads=12, vocab=50257, positions=1024, **_):
+        super().__init__()
+        self.config = dict(layers=layers, d_model=d_model, heads=heads, vocab=vocab,
+                           positions=positions)
+        self.tokens = nn.Embedding(vocab, d_model)
+        self.positions = nn.Embedding(positions, d_model)
+        self.layers = nn.ModuleList(
+            [TransformerLayer(d_model, heads, causal=True, activation=_gelu_tanh)
+             for _ in range(layers)])
+        self.ln = nn.LayerNorm(d_model)
+
+    def forward(self, tokens):
+        x = self.tokens(tokens) + self.positions.weight[: tokens.shape[1]]
+        for layer in self.layers:
+            x = layer(x)
+        return self.ln(x) @ self.tokens.weight.t()
+
+
+# Our names of a GPT2 layer's parameters and Hugging Face's; True where
+# Hugging Face's Conv1D keeps the weight transposed ([in, out]).
+_HF_LAYER = [("ln1.weight", "ln_1.weight", False), ("ln1.bias", "ln_1.bias", False),
+             ("attn.qkv.weight", "attn.c_attn.weight", True),
+             ("attn.qkv.bias", "attn.c_attn.bias", False),
+             ("attn.proj.weight", "attn.c_proj.weight", True),
+             ("attn.proj.bias", "attn.c_proj.bias", False),
+             ("ln2.weight", "ln_2.weight", False), ("ln2.bias", "ln_2.bias", False),
+             ("mlp.fc1.weight", "mlp.c_fc.weight", True), ("mlp.fc1.bias", "mlp.c_fc.bias", False),
+             ("mlp.fc2.weight", "mlp.c_proj.weight", True),
+             ("mlp.fc2.bias", "mlp.c_proj.bias", False)]
+
+
+def _hf_state(model):
+    """A GPT2's weights under Hugging Face's names (with "transformer.")."""
+    ours = model.state_dict()
+    out = {"transformer.wte.weight": ours["tokens.weight"],
+           "transformer.wpe.weight": ours["positions.weight"],
+           "transformer.ln_f.weight": ours["ln.weight"], "transformer.ln_f.bias": ours["ln.bias"]}
+    for k in range(len(model.layers)):
+        for mine, theirs, transposed in _HF_LAYER:
+            value = ours["layers.%d.%s" % (k, mine)]
+            out["transformer.h.%d.%s" % (k, theirs)] = value.t() if transposed else value
+    return out
+
+
+_SAFETENSORS_DTYPES = {torch.float32: "F32", torch.float16: "F16", torch.bfloat16: "BF16",
+                       torch.float64: "F64", torch.int64: "I64", torch.int32: "I32",
+                       torch.uint8: "U8", torch.bool: "BOOL"}
+
+
+def write_safetensors(tensors, path, metadata=None):
+    """Writes a dict of tensors as a safetensors file (the format's JSON
+    header and raw little-endian bytes; no safetensors package needed)."""
+    header, blobs, offset = {}, [], 0
+    for name, tensor in tensors.items():
+        data = tensor.detach().cpu().contiguous()
+        raw = data.view(torch.uint8).numpy().tobytes() if data.numel() else b""
+        header[name] = {"dtype": _SAFETENSORS_DTYPES[data.dtype], "shape": list(data.shape),
+                        "data_offsets": [offset, offset + len(raw)]}
+        blobs.append(raw)
+        offset += len(raw)
+    if metadata:
+        header["__metadata__"] = metadata
+    text = json.dumps(header, separators=(",", ":")).encode()
+    text += b" " * ((8 - len(text) % 8) % 8)
+    tmp = path + ".partial"
+    with open(tmp, "wb") as f:
+        f.write(len(text).to_bytes(8, "little"))
+        f.write(text)
+        for raw in blobs:
+            f.write(raw)
+    os.replace(tmp, path)
+
+
+def read_safetensors(path):
+    """The tensors of a safetensors file, as a dict."""
+    names = {v: k for k, v in _SAFETENSORS_DTYPES.items()}
+    with open(path, "rb") as f:
+        length = int.from_bytes(f.read(8), "little")
+        header = json.loads(f.read(length))
+        data = f.read()
+    out = {}
+    for name, entry in header.items():
+        if name == "__metadata__":
+            continue
+        begin, end = entry["data_offsets"]
+        raw = torch.frombuffer(bytearray(data[begin:end]), dtype=torch.uint8) if end > begin \
+            else torch.empty(0, dtype=torch.uint8)
+        out[name] = raw.view(names[entry["dtype"]]).reshape(entry["shape"]).clone()
+    return out
+
+
+def save_hf(model, directory):
+    """Writes a GPT2 in Hugging Face's layout: model.safetensors (the tied
+    lm_head left out, as Hugging Face does) and config.json."""
+    if not isinstance(model, GPT2):
+        raise TypeError("save_hf takes a saturn_models.GPT2, got %s" % type(model).__name__)
+    os.makedirs(directory, exist_ok=True)
+    write_safetensors(_hf_state(model), os.path.join(directory, "model.safetensors"),
+                      {"format": "pt"})
+    c = model.config
+    config = {"architectures": ["GPT2LMHeadModel"], "model_type": "gpt2",
+              "vocab_size": c["vocab"], "n_positions": c["positions"], "n_ctx": c["positions"],
+              "n_embd": c["d_model"], "n_layer": c["layers"], "n_head": c["heads"],
+              "activation_function": "gelu_new", "layer_norm_epsilon": 1e-5,
+              "tie_word_embeddings": True, "resid_pdrop": 0.1, "embd_pdrop": 0.1,
+              "attn_pdrop": 0.1, "initializer_range": 0.02}
+    with open(os.path.join(directory, "config.json"), "w") as f:
+        json.dump(config, f, indent=2)
+        f.write("\n")
+
+
+def load_hf(path):
+    """A Hugging Face GPT-2 checkpoint (a folder with model.safetensors or
+    pytorch_model.bin, or one of those files) as a GPT2."""
+    if os.path.isdir(path):
+        for name in ("model.safetensors", "pytorch_model.bin"):
+            if os.path.exists(os.path.join(path, name)):
+                path = os.path.join(path, name)
+                break
+    if path.endswith(".safetensors"):
+        state = read_safetensors(path)
+    else:
+        state = torch.load(path, map_location="cpu")
+    prefix = "transformer." if "transformer.wte.weight" in state else ""
+    wte = state[prefix + "wte.weight"]
+    layers = 1 + max(int(k[len(prefix) + 2:].split(".")[0]) for k in state
+                     if k.startswith(prefix + "h."))
+    d_model = wte.shape[1]
+    heads = _heads_of(path, d_model)
+    model = GPT2(layers=layers, d_model=d_model, heads=heads, vocab=wte.shape[0],
+                 positions=state[prefix + "wpe.weight"].shape[0])
+    ours = {"tokens.weight": wte, "positions.weight": state[prefix + "wpe.weight"],
+            "ln.weight": state[prefix + "ln_f.weight"], "ln.bias": state[prefix + "ln_f.bias"]}
+    for k in range(layers):
+        for mine, theirs, transposed in _HF_LAYER:
+            value = state[prefix + "h.%d.%s" % (k, theirs)]
+            ours["layers.%d.%s" % (k, mine)] = value.t() if transposed else value
+    model.load_state_dict({k: v.float() for k, v in ours.items()})
+    return model
+
+
+def _heads_of(path, d_model):
+    """n_head from the config.json beside a checkpoint (GPT-2's sizes else)."""
+    config = os.path.join(os.path.dirname(os.path.abspath(path)), "config.json")
+    if os.path.exists(config):
+        with open(config) as f:
+            return json.load(f)["n_head"]
+    for layers, width, heads in GPT2_PRESETS.values():
+        if width == d_model:
+            return heads
+    raise ValueError("%s: no config.json beside it to give n_head" % path)
 
 
 class ViT(nn.Module):
@@ -209,6 +386,11 @@ def build(model):
     kind = model["type"]
     if kind == "gpt":
         return GPT(model["layers"], model["d_model"], model["heads"], model["seq_len"])
+    if kind == "gpt2":
+        layers, d_model, heads = GPT2_PRESETS[model.get("preset", "small")]
+        return GPT2(layers=model.get("layers", layers), d_model=model.get("d_model", d_model),
+                    heads=model.get("heads", heads), vocab=model.get("vocab", 50257),
+                    positions=model.get("positions", 1024))
     if kind == "vit":
         return ViT(model["layers"], model["d_model"], model["heads"], model["image_size"],
                    model["patch"])
@@ -218,7 +400,8 @@ def build(model):
         return MLP(model["layers"], model["width"])
     if kind == "torchscript":
         return torch.jit.load(model["path"])
-    raise ValueError("unknown model type %r; expected gpt, vit, resnet, mlp or torchscript" % kind)
+    raise ValueError("unknown model type %r; expected gpt, gpt2, vit, resnet, mlp or torchscript"
+                     % kind)
 
 
 def load(task_dir, map_location="cpu"):

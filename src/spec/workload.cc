@@ -13,6 +13,7 @@
 #include "common/format.h"
 #include "common/fs.h"
 #include "common/limits.h"
+#include "common/model_presets.h"
 #include "spec/sweep.h"
 #include "spec/task_steps.h"
 #include "spec/yaml_fields.h"
@@ -79,10 +80,11 @@ class TaskReader {
       ReadCommand(&t);
     } else if (type == "train") {
       f_.AllowOnly({"name", "type", "model", "data", "batch_size", "optimizer", "steps", "epochs",
-                    "seed", "sweep", "techniques", "gpu_range", "precision", "eval"});
+                    "seed", "sweep", "techniques", "gpu_range", "precision", "eval", "finetune"});
       t.spec = json::object();
       t.spec["name"] = t.name;
       t.spec["model"] = ReadModel();
+      if (f_.Has("finetune")) t.spec["finetune"] = ReadFinetune();
       t.spec["data"] = ReadData();
       t.spec["batch_size"] = f_.Int("batch_size", 1, limits::kMaxBatchSize);
       t.batch_size_line = YamlLine(f_.Required("batch_size"));
@@ -116,6 +118,52 @@ class TaskReader {
     return fs::absolute(full).lexically_normal().string();
   }
 
+  // model.init: pretrained weights, a file or a folder holding one.
+  std::string InitPath(const YamlFields& m) {
+    std::string p = m.String("init");
+    fs::path full = fs::path(p).is_absolute() ? fs::path(p) : fs::path(w_.base_dir) / p;
+    std::error_code ec;
+    if (!fs::is_regular_file(full, ec) && !fs::is_directory(full, ec)) {
+      m.Fail("init", "no such file or folder: " + full.string() +
+                         " (a model.safetensors, pytorch_model.bin or model.pt, or a folder "
+                         "holding one)");
+    }
+    return fs::absolute(full).lexically_normal().string();
+  }
+
+  // GPT-2: a preset's sizes (default small), any field overriding them; the
+  // sizes written out in full.
+  json ReadGpt2(const YamlFields& m) {
+    m.AllowOnly({"type", "preset", "layers", "d_model", "heads", "vocab", "positions", "seq_len",
+                 "init"});
+    json out = {{"type", "gpt2"}};
+    std::string preset_name = m.OptionalString("preset").value_or("small");
+    const Gpt2Preset* preset = FindGpt2Preset(preset_name);
+    if (preset == nullptr) {
+      m.Fail("preset", "expected small, medium, large or xl, got " + Quote(preset_name));
+    }
+    if (m.Has("preset")) out["preset"] = preset_name;
+    auto size = [&](const char* key, long fallback) {
+      out[key] = m.OptionalInt(key, 1, limits::kMaxModelSize).value_or(fallback);
+      return out[key].get<long>();
+    };
+    size("layers", preset->layers);
+    long d_model = size("d_model", preset->d_model);
+    long heads = size("heads", preset->heads);
+    long vocab = m.OptionalInt("vocab", 2, 65536).value_or(kGpt2Vocab);
+    out["vocab"] = vocab;
+    long positions = size("positions", kGpt2Positions);
+    long seq_len = size("seq_len", positions);
+    if (d_model % heads != 0) {
+      m.Fail("heads", "must divide d_model (" + std::to_string(d_model) + ")");
+    }
+    if (seq_len > positions) {
+      m.Fail("seq_len", "at most positions (" + std::to_string(positions) +
+                            ", the model's position table)");
+    }
+    return out;
+  }
+
   json ReadModel() {
     YamlFields m(f_.Required("model"), w_.source, f_.FieldPath("model"));
     std::string type = m.String("type");
@@ -124,14 +172,16 @@ class TaskReader {
       for (const char* k : keys)
         out[k] = m.Int(k, 1, limits::kMaxModelSize);
     };
-    if (type == "gpt") {
-      m.AllowOnly({"type", "layers", "d_model", "heads", "seq_len"});
+    if (type == "gpt2") {
+      out = ReadGpt2(m);
+    } else if (type == "gpt") {
+      m.AllowOnly({"type", "layers", "d_model", "heads", "seq_len", "init"});
       ints({"layers", "d_model", "heads", "seq_len"});
       if (out["d_model"].get<long>() % out["heads"].get<long>() != 0) {
         m.Fail("heads", "must divide d_model (" + std::to_string(out["d_model"].get<long>()) + ")");
       }
     } else if (type == "vit") {
-      m.AllowOnly({"type", "layers", "d_model", "heads", "image_size", "patch"});
+      m.AllowOnly({"type", "layers", "d_model", "heads", "image_size", "patch", "init"});
       ints({"layers", "d_model", "heads", "image_size", "patch"});
       if (out["d_model"].get<long>() % out["heads"].get<long>() != 0) {
         m.Fail("heads", "must divide d_model (" + std::to_string(out["d_model"].get<long>()) + ")");
@@ -141,10 +191,10 @@ class TaskReader {
                "must divide image_size (" + std::to_string(out["image_size"].get<long>()) + ")");
       }
     } else if (type == "resnet") {
-      m.AllowOnly({"type", "blocks", "width", "image_size"});
+      m.AllowOnly({"type", "blocks", "width", "image_size", "init"});
       ints({"blocks", "width", "image_size"});
     } else if (type == "mlp") {
-      m.AllowOnly({"type", "layers", "width"});
+      m.AllowOnly({"type", "layers", "width", "init"});
       ints({"layers", "width"});
     } else if (type == "torchscript") {
       m.AllowOnly({"type", "path", "loss"});
@@ -156,9 +206,46 @@ class TaskReader {
       out["loss"] = loss;
     } else {
       m.Fail("type", "unknown model type " + Quote(type) +
-                         "; expected gpt, vit, resnet, mlp or torchscript");
+                         "; expected gpt, gpt2, vit, resnet, mlp or torchscript");
     }
+    if (m.Has("init")) out["init"] = InitPath(m);
     model_type_ = type;
+    model_ = out;
+    return out;
+  }
+
+  // finetune: {lora: {rank, alpha, targets}}.
+  json ReadFinetune() {
+    YamlFields ft(f_.Required("finetune"), w_.source, f_.FieldPath("finetune"));
+    ft.AllowOnly({"lora"});
+    json out = json::object();
+    if (!ft.Has("lora")) return out;
+    YamlFields lora(ft.Required("lora"), w_.source, ft.FieldPath("lora"));
+    lora.AllowOnly({"rank", "alpha", "targets"});
+    if (model_type_ != "gpt" && model_type_ != "gpt2" && model_type_ != "vit") {
+      ft.Fail("lora", "LoRA adapts transformer models (gpt, gpt2, vit), not " + model_type_);
+    }
+    long rank = lora.Int("rank", 1, limits::kMaxModelSize);
+    json l = {{"rank", rank}};
+    if (lora.Has("alpha")) l["alpha"] = lora.Double("alpha", 0.0);
+    if (lora.Has("targets")) {
+      YAML::Node list = lora.Required("targets");
+      if (!list.IsSequence() || list.size() == 0) {
+        lora.Fail("targets", "expected a non-empty list of attn, mlp");
+      }
+      json targets = json::array();
+      for (size_t i = 0; i < list.size(); ++i) {
+        std::string field = lora.FieldPath("targets") + "[" + std::to_string(i) + "]";
+        std::string target = YamlToString(list[i], w_.source, field);
+        if (target != "attn" && target != "mlp") {
+          throw InputError(w_.source, YamlLine(list[i]), field,
+                           "expected attn or mlp, got " + Quote(target));
+        }
+        targets.push_back(target);
+      }
+      l["targets"] = targets;
+    }
+    out["lora"] = l;
     return out;
   }
 
@@ -171,6 +258,11 @@ class TaskReader {
       out["path"] = Path("path", d);
       if (model_type_ == "torchscript") {
         d.Fail("type", "a torchscript model takes tokens or tensors data (text is for gpt)");
+      }
+      if (model_type_ == "gpt2") {
+        d.Fail("type",
+               "text data is bytes, for the byte-level gpt; gpt2 takes GPT-2 token ids: tokens "
+               "data (uint16, e.g. from a GPT-2 tokenizer) or synthetic");
       }
       if (model_type_ != "gpt") {
         d.Fail("type", "text data feeds language models (gpt); use synthetic for " + model_type_);
@@ -192,6 +284,15 @@ class TaskReader {
       long vocab = d.Int("vocab", 2);
       if (vocab > 65536) d.Fail("vocab", "uint16 token ids allow at most 65536");
       out["vocab"] = vocab;
+      if (model_type_ == "gpt2") {
+        if (out["seq_len"] != model_["seq_len"]) {
+          d.Fail("seq_len", "must be the model's seq_len (" + model_["seq_len"].dump() +
+                                "); set model.seq_len to train on shorter windows");
+        }
+        if (vocab > model_["vocab"].get<long>()) {
+          d.Fail("vocab", "at most the model's vocab (" + model_["vocab"].dump() + ")");
+        }
+      }
     } else if (type == "tensors") {
       d.AllowOnly({"type", "path", "eval_path"});
       out["path"] = Path("path", d);
@@ -308,6 +409,7 @@ class TaskReader {
   const Workload& w_;
   YamlFields f_;
   std::string model_type_;
+  json model_;  // the model as read
 };
 
 // What a trial measures does not depend on how long the task trains: the
@@ -319,6 +421,7 @@ std::string TrialKey(const WorkloadTask& t) {
   key.erase("name");
   key.erase("seed");
   key.erase("steps");
+  if (key.contains("model")) key["model"].erase("init");  // values, not speed or memory
   if (key.contains("eval")) key["eval"].erase("every");  // its cost is per evaluation
   if (key.contains("optimizer")) key["optimizer"].erase("lr");
   if (key.contains("data")) key["data"].erase("seed");

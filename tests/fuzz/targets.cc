@@ -8,6 +8,7 @@ const std::vector<Target>& Targets() {
       {"profile", FuzzProfile},      {"plan", FuzzPlan},
       {"events", FuzzEvents},        {"protocol", FuzzProtocol},
       {"step_lines", FuzzStepLines}, {"command_task", FuzzCommandTask},
+      {"weights", FuzzWeights},
   };
   return targets;
 }

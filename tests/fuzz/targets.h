@@ -48,5 +48,6 @@ bool FuzzEvents(std::string_view input);
 bool FuzzProtocol(std::string_view input);   // rejection: ProtocolError
 bool FuzzStepLines(std::string_view input);  // progress and eval lines: never rejected
 bool FuzzCommandTask(std::string_view input);
+bool FuzzWeights(std::string_view input);  // safetensors, torch.save files, pickles
 
 }  // namespace saturn::fuzz

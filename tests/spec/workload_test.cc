@@ -132,6 +132,67 @@ TEST_F(WorkloadTest, TokensAndTensorsDataMayNameAHeldOutFile) {
   EXPECT_THAT(ErrorOf(missing), HasSubstr("tasks[0].data.eval_path: no such file"));
 }
 
+const std::string kGpt2 =
+    "  - name: ft\n"
+    "    data: {type: synthetic}\n"
+    "    batch_size: 8\n"
+    "    optimizer: {type: adamw, lr: 1.0e-4}\n"
+    "    steps: 10\n";
+
+TEST_F(WorkloadTest, Gpt2IsWrittenOutInFullFromItsPreset) {
+  Workload w = Parse(kGpt2 + "    model: {type: gpt2, preset: xl, seq_len: 256}\n");
+  const nlohmann::json& m = w.tasks[0].spec["model"];
+  EXPECT_EQ(m["layers"], 48);
+  EXPECT_EQ(m["d_model"], 1600);
+  EXPECT_EQ(m["heads"], 25);
+  EXPECT_EQ(m["vocab"], 50257);
+  EXPECT_EQ(m["positions"], 1024);
+  EXPECT_EQ(m["seq_len"], 256);
+  Workload small = Parse(kGpt2 + "    model: {type: gpt2}\n");
+  EXPECT_EQ(small.tasks[0].spec["model"]["layers"], 12);
+  EXPECT_EQ(small.tasks[0].spec["model"]["seq_len"], 1024);
+
+  EXPECT_THAT(ErrorOf(kGpt2 + "    model: {type: gpt2, preset: huge}\n"),
+              HasSubstr("tasks[0].model.preset: expected small, medium, large or xl, got 'huge'"));
+  EXPECT_THAT(ErrorOf(kGpt2 + "    model: {type: gpt2, seq_len: 2048}\n"),
+              HasSubstr("tasks[0].model.seq_len: at most positions (1024"));
+  EXPECT_THAT(ErrorOf(kGpt2 + "    model: {type: gpt2, heads: 7}\n"),
+              HasSubstr("tasks[0].model.heads: must divide d_model (768)"));
+  EXPECT_THAT(ErrorOf("  - name: ft\n    model: {type: gpt2}\n"
+                      "    data: {type: text, path: data/corpus.txt}\n"),
+              HasSubstr("gpt2 takes GPT-2 token ids"));
+}
+
+TEST_F(WorkloadTest, InitAndLoraReachTheWorkerAndInitIsNotPartOfTheTrialKey) {
+  fs::create_directories(dir_ + "/gpt2");
+  WriteFileAtomic(dir_ + "/gpt2/model.safetensors", "x");
+  std::string task = kGpt2 + "    model: {type: gpt2, init: gpt2}\n";
+  Workload w = Parse(task + "    finetune: {lora: {rank: 8, alpha: 16, targets: [attn, mlp]}}\n");
+  const nlohmann::json& spec = w.tasks[0].spec;
+  EXPECT_EQ(spec["model"]["init"], fs::absolute(dir_ + "/gpt2").lexically_normal().string());
+  EXPECT_EQ(spec["finetune"]["lora"]["rank"], 8);
+  EXPECT_EQ(spec["finetune"]["lora"]["alpha"], 16.0);
+  EXPECT_EQ(spec["finetune"]["lora"]["targets"], nlohmann::json::array({"attn", "mlp"}));
+  EXPECT_EQ(w.tasks[0].trial_key.find("init"), std::string::npos);
+  // A LoRA rank changes memory and speed: another trial.
+  Workload swept = Parse(task + "    finetune: {lora: {rank: 4}}\n    sweep: "
+                                "{finetune.lora.rank: [4, 8]}\n");
+  ASSERT_EQ(swept.tasks.size(), 2u);
+  EXPECT_NE(swept.tasks[0].trial_key, swept.tasks[1].trial_key);
+
+  EXPECT_THAT(ErrorOf(kGpt2 + "    model: {type: gpt2, init: nowhere}\n"),
+              HasSubstr("tasks[0].model.init: no such file or folder"));
+  EXPECT_THAT(ErrorOf(task + "    finetune: {lora: {rank: 0}}\n"),
+              HasSubstr("tasks[0].finetune.lora.rank"));
+  EXPECT_THAT(ErrorOf(task + "    finetune: {lora: {rank: 2, targets: [ffn]}}\n"),
+              HasSubstr("tasks[0].finetune.lora.targets[0]: expected attn or mlp, got 'ffn'"));
+  EXPECT_THAT(ErrorOf("  - name: m\n    model: {type: mlp, layers: 2, width: 8}\n"
+                      "    data: {type: synthetic}\n    batch_size: 8\n"
+                      "    optimizer: {type: sgd, lr: 0.1}\n    steps: 5\n"
+                      "    finetune: {lora: {rank: 2}}\n"),
+              HasSubstr("LoRA adapts transformer models (gpt, gpt2, vit), not mlp"));
+}
+
 TEST_F(WorkloadTest, InlineClusterAndCommandTasks) {
   Workload w = ParseWorkload(
       "cluster: {nodes: [{name: a, gpus: 2}]}\ntasks:\n"

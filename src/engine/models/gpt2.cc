@@ -20,6 +20,7 @@
 #include <memory>
 
 #include "common/error.h"
+#include "common/model_presets.h"
 #include "engine/formats/weight_index.h"
 #include "engine/models/layers.h"
 
@@ -30,13 +31,6 @@ struct Gpt2Config {
   int64_t layers, width, heads, vocab, positions, seq_len;
   LoraSpec lora;
 };
-
-struct Preset {
-  const char* name;
-  int64_t layers, width, heads;
-};
-constexpr Preset kPresets[] = {
-    {"small", 12, 768, 12}, {"medium", 24, 1024, 16}, {"large", 36, 1280, 20}, {"xl", 48, 1600, 25}};
 
 class Embeddings final : public Block {
  public:
@@ -169,21 +163,17 @@ class Gpt2Family final : public ModelFamily {
   std::string_view Name() const override { return "gpt2"; }
   std::unique_ptr<Model> Build(const TaskSpec& task) const override {
     JsonFields fields(task.model, task.source, "model");
-    Preset preset = kPresets[0];
-    if (fields.Has("preset")) {
-      std::string name = fields.String("preset");
-      bool found = false;
-      for (const Preset& p : kPresets) {
-        if (name == p.name) preset = p, found = true;
-      }
-      if (!found) fields.Fail("preset", "expected small, medium, large or xl, got " + Quote(name));
+    const Gpt2Preset* preset = FindGpt2Preset(fields.StringOr("preset", "small"));
+    if (preset == nullptr) {
+      fields.Fail("preset", "expected small, medium, large or xl, got " +
+                                Quote(fields.String("preset")));
     }
     Gpt2Config c;
-    c.layers = fields.IntOr("layers", preset.layers, 1);
-    c.width = fields.IntOr("d_model", preset.width, 1);
-    c.heads = fields.IntOr("heads", preset.heads, 1);
-    c.vocab = fields.IntOr("vocab", 50257, 2);
-    c.positions = fields.IntOr("positions", 1024, 1);
+    c.layers = fields.IntOr("layers", preset->layers, 1);
+    c.width = fields.IntOr("d_model", preset->d_model, 1);
+    c.heads = fields.IntOr("heads", preset->heads, 1);
+    c.vocab = fields.IntOr("vocab", kGpt2Vocab, 2);
+    c.positions = fields.IntOr("positions", kGpt2Positions, 1);
     c.seq_len = fields.IntOr("seq_len", c.positions, 1);
     c.lora = task.lora;
     if (c.width % c.heads != 0) {

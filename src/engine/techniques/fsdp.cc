@@ -133,7 +133,9 @@ class FsdpTrainer final : public Trainer {
         loss.backward();
       } else {
         PhaseScope backward(Phase::kBackward);
-        torch::autograd::backward({outputs[i]}, {upstream});
+        // A block before every trainable parameter (LoRA's frozen
+        // embeddings) has nothing to back-propagate into.
+        if (outputs[i].requires_grad()) torch::autograd::backward({outputs[i]}, {upstream});
       }
       if (i > 0) upstream = inputs[i].grad();
       outputs[i].reset();

@@ -6,6 +6,7 @@
 //
 // Knobs: micro_batches (tuned by search), partition (the stage boundaries
 // [0, b1, ..., blocks], measured once per search).
+#include <ATen/core/grad_mode.h>
 #include <torch/csrc/autograd/autograd.h>
 
 #include <algorithm>
@@ -72,7 +73,7 @@ std::vector<double> MeasureBlockTimes(TrainContext& ctx, int64_t micro_batch) {
     for (int repeat = 0; repeat < 3; ++repeat) {
       double start = Now();
       output = RunBlock(*block, input, ctx);
-      output.backward(at::ones_like(output));
+      if (output.requires_grad()) output.backward(at::ones_like(output));
       ctx.device.Synchronize();
       best = std::min(best, Now() - start);
     }
@@ -151,7 +152,9 @@ class PipelineTrainer final : public Trainer {
         ctx_.comm.Recv(grad, stage_ + 1, Tag(j, 2));
         idle += Now() - wait;
         PhaseScope phase(Phase::kBackward);
-        torch::autograd::backward({outputs[j]}, {grad});
+        // A stage before every trainable parameter (LoRA's frozen
+        // embeddings alone) has nothing to back-propagate into.
+        if (outputs[j].requires_grad()) torch::autograd::backward({outputs[j]}, {grad});
       }
       if (!first) sends.push_back(ctx_.comm.Send(inputs[j].grad(), stage_ - 1, Tag(j, 2)));
       inputs[j].reset();

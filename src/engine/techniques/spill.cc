@@ -93,7 +93,9 @@ class SpillTrainer final : public Trainer {
         loss_value = loss.item<double>();
         loss.backward();
       } else {
-        torch::autograd::backward({output}, {upstream});
+        // A shard before every trainable parameter (LoRA's frozen
+        // embeddings) has nothing to back-propagate into.
+        if (output.requires_grad()) torch::autograd::backward({output}, {upstream});
       }
       if (s > 0) upstream = input.grad();
       inputs[s].reset();
