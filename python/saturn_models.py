@@ -123,12 +123,67 @@ GPT2_PRESETS = {"small": (12, 768, 12), "medium": (24, 1024, 16), "large": (36, 
                 "xl": (48, 1600, 25)}
 
 
+class Conv1D(nn.Module):
+    """GPT-2's linear map: x W + b with W [in, out] (Hugging Face's Conv1D)."""
+
+    def __init__(self, width_in, width_out):
+        super().__init__()
+        self.weight = nn.Parameter(torch.empty(width_in, width_out))
+        self.bias = nn.Parameter(torch.zeros(width_out))
+        nn.init.normal_(self.weight, std=0.02)
+
+    def forward(self, x):
+        return torch.addmm(self.bias, x.reshape(-1, x.shape[-1]), self.weight).view(
+            *x.shape[:-1], self.weight.shape[1])
+
+
+class Gpt2Attention(nn.Module):
+    def __init__(self, width, heads):
+        super().__init__()
+        self.heads = heads
+        self.qkv = Conv1D(width, 3 * width)
+        self.proj = Conv1D(width, width)
+
+    def forward(self, x):
+        batch, tokens, width = x.shape
+        head = width // self.heads
+        q, k, v = self.qkv(x).view(batch, tokens, 3, self.heads, head).permute(2, 0, 3, 1, 4)
+        scores = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(head))
+        mask = torch.full((tokens, tokens), float("-inf"), device=x.device, dtype=scores.dtype)
+        mixed = (scores + mask.triu(1)).softmax(-1) @ v
+        return self.proj(mixed.transpose(1, 2).reshape(batch, tokens, width))
+
+
+class Gpt2Mlp(nn.Module):
+    def __init__(self, width):
+        super().__init__()
+        self.fc1 = Conv1D(width, 4 * width)
+        self.fc2 = Conv1D(4 * width, width)
+
+    def forward(self, x):
+        return self.fc2(_gelu_tanh(self.fc1(x)))
+
+
+class Gpt2Layer(nn.Module):
+    def __init__(self, width, heads):
+        super().__init__()
+        self.ln1 = nn.LayerNorm(width)
+        self.attn = Gpt2Attention(width, heads)
+        self.ln2 = nn.LayerNorm(width)
+        self.mlp = Gpt2Mlp(width)
+
+    def forward(self, x):
+        x = x + self.attn(self.ln1(x))
+        return x + self.mlp(self.ln2(x))
+
+
 class GPT2(nn.Module):
     """GPT-2: model {type: gpt2, layers, d_model, heads, vocab, positions, seq_len}.
 
     Input [B, T] int64 token ids (T <= positions); output [B, T, vocab]
     logits. The head is the token embedding (tied), GELU is the tanh
-    approximation, LayerNorm's epsilon 1e-5, as in GPT-2.
+    approximation, LayerNorm's epsilon 1e-5, and the linear maps keep
+    GPT-2's Conv1D layout ([in, out]), as in GPT-2.
     """
 
     def __init__(self, layers=12, d_model=768, heads=12, vocab=50257, positions=1024, **_):
@@ -137,9 +192,7 @@ class GPT2(nn.Module):
                            positions=positions)
         self.tokens = nn.Embedding(vocab, d_model)
         self.positions = nn.Embedding(positions, d_model)
-        self.layers = nn.ModuleList(
-            [TransformerLayer(d_model, heads, causal=True, activation=_gelu_tanh)
-             for _ in range(layers)])
+        self.layers = nn.ModuleList([Gpt2Layer(d_model, heads) for _ in range(layers)])
         self.ln = nn.LayerNorm(d_model)
 
     def forward(self, tokens):
@@ -149,17 +202,9 @@ class GPT2(nn.Module):
         return self.ln(x) @ self.tokens.weight.t()
 
 
-# Our names of a GPT2 layer's parameters and Hugging Face's; True where
-# Hugging Face's Conv1D keeps the weight transposed ([in, out]).
-_HF_LAYER = [("ln1.weight", "ln_1.weight", False), ("ln1.bias", "ln_1.bias", False),
-             ("attn.qkv.weight", "attn.c_attn.weight", True),
-             ("attn.qkv.bias", "attn.c_attn.bias", False),
-             ("attn.proj.weight", "attn.c_proj.weight", True),
-             ("attn.proj.bias", "attn.c_proj.bias", False),
-             ("ln2.weight", "ln_2.weight", False), ("ln2.bias", "ln_2.bias", False),
-             ("mlp.fc1.weight", "mlp.c_fc.weight", True), ("mlp.fc1.bias", "mlp.c_fc.bias", False),
-             ("mlp.fc2.weight", "mlp.c_proj.weight", True),
-             ("mlp.fc2.bias", "mlp.c_proj.bias", False)]
+# Our names of a GPT2 layer's parameters and Hugging Face's (same layout).
+_HF_LAYER = [("ln1", "ln_1"), ("attn.qkv", "attn.c_attn"), ("attn.proj", "attn.c_proj"),
+             ("ln2", "ln_2"), ("mlp.fc1", "mlp.c_fc"), ("mlp.fc2", "mlp.c_proj")]
 
 
 def _hf_state(model):
@@ -169,9 +214,10 @@ def _hf_state(model):
            "transformer.wpe.weight": ours["positions.weight"],
            "transformer.ln_f.weight": ours["ln.weight"], "transformer.ln_f.bias": ours["ln.bias"]}
     for k in range(len(model.layers)):
-        for mine, theirs, transposed in _HF_LAYER:
-            value = ours["layers.%d.%s" % (k, mine)]
-            out["transformer.h.%d.%s" % (k, theirs)] = value.t() if transposed else value
+        for mine, theirs in _HF_LAYER:
+            for leaf in ("weight", "bias"):
+                out["transformer.h.%d.%s.%s" % (k, theirs, leaf)] = \
+                    ours["layers.%d.%s.%s" % (k, mine, leaf)]
     return out
 
 
@@ -265,9 +311,10 @@ def load_hf(path):
     ours = {"tokens.weight": wte, "positions.weight": state[prefix + "wpe.weight"],
             "ln.weight": state[prefix + "ln_f.weight"], "ln.bias": state[prefix + "ln_f.bias"]}
     for k in range(layers):
-        for mine, theirs, transposed in _HF_LAYER:
-            value = state[prefix + "h.%d.%s" % (k, theirs)]
-            ours["layers.%d.%s" % (k, mine)] = value.t() if transposed else value
+        for mine, theirs in _HF_LAYER:
+            for leaf in ("weight", "bias"):
+                ours["layers.%d.%s.%s" % (k, mine, leaf)] = \
+                    state[prefix + "h.%d.%s.%s" % (k, theirs, leaf)]
     model.load_state_dict({k: v.float() for k, v in ours.items()})
     return model
 

@@ -42,7 +42,7 @@ struct Options {
   bool single = true, techniques = true;
   std::string device = "cpu";      // or cuda (a CUDA LibTorch; scripts/gpu-check.sh)
   std::string precision = "fp32";  // or bf16
-  bool gpt2 = false;               // only a GPT-2-small-sized GPT (12 x 768, seq 1024)
+  bool gpt2 = false;               // only GPT-2 small (type gpt2: 12 x 768, seq 1024, batch 8)
 };
 
 // One comparison: a model, a batch, an optimizer, a thread budget.
@@ -220,10 +220,10 @@ std::vector<Case> Cases(const Options& o) {
   };
   std::vector<Case> cases;
   if (o.gpt2) {
-    json gpt2 = {
-        {"type", "gpt"}, {"layers", 12}, {"d_model", 768}, {"heads", 12}, {"seq_len", 1024}};
+    // GPT-2 small itself: vocabulary 50257, tied head, sequence 1024.
+    json gpt2 = {{"type", "gpt2"}, {"preset", "small"}};
     for (int threads : o.threads)
-      cases.push_back({"gpt", "gpt2-small", gpt2, 8, "adamw", threads});
+      cases.push_back({"gpt2", "small", gpt2, 8, "adamw", threads});
     return cases;
   }
   for (const Size& s : sizes) {

@@ -8,6 +8,8 @@ trained with standard optimizers:
   gpt     pre-LN blocks: nn.MultiheadAttention(batch_first=True) with an
           additive float causal mask, nn.LayerNorm, nn.Linear/nn.GELU MLP 4x;
           nn.Embedding tokens and learned positions; LayerNorm + Linear head
+  gpt2    the same blocks with GELU's tanh approximation, GPT-2's vocabulary
+          and a head tied to the token embedding
   vit     the same blocks (no mask) over patches embedded by a strided
           nn.Conv2d, a class token, learned positions
   resnet  torchvision-style basic blocks (conv3x3-BN-ReLU-conv3x3-BN, +x,
@@ -43,12 +45,12 @@ CLASSES = 10
 
 
 class Block(nn.Module):
-    def __init__(self, width, heads):
+    def __init__(self, width, heads, gelu="none"):
         super().__init__()
         self.ln1 = nn.LayerNorm(width)
         self.attn = nn.MultiheadAttention(width, heads, batch_first=True)
         self.ln2 = nn.LayerNorm(width)
-        self.mlp = nn.Sequential(nn.Linear(width, 4 * width), nn.GELU(),
+        self.mlp = nn.Sequential(nn.Linear(width, 4 * width), nn.GELU(approximate=gelu),
                                  nn.Linear(4 * width, width))
 
     def forward(self, x, mask=None):
@@ -74,6 +76,32 @@ class Gpt(nn.Module):
         for block in self.blocks:
             x = block(x, self.mask[:t, :t])
         return self.head(self.ln(x))
+
+
+class Gpt2(nn.Module):
+    """GPT-2 as a user writes it with standard modules: tied head."""
+
+    def __init__(self, layers, d_model, heads, vocab, positions):
+        super().__init__()
+        self.tokens = nn.Embedding(vocab, d_model)
+        self.positions = nn.Embedding(positions, d_model)
+        self.blocks = nn.ModuleList(Block(d_model, heads, gelu="tanh") for _ in range(layers))
+        self.ln = nn.LayerNorm(d_model)
+        self.head = nn.Linear(d_model, vocab, bias=False)
+        self.head.weight = self.tokens.weight
+        mask = torch.full((positions, positions), float("-inf")).triu(1)
+        self.register_buffer("mask", mask, persistent=False)
+
+    def forward(self, idx):
+        t = idx.shape[1]
+        x = self.tokens(idx) + self.positions(torch.arange(t, device=idx.device))
+        for block in self.blocks:
+            x = block(x, self.mask[:t, :t])
+        return self.head(self.ln(x))
+
+
+GPT2_PRESETS = {"small": (12, 768, 12), "medium": (24, 1024, 16), "large": (36, 1280, 20),
+                "xl": (48, 1600, 25)}
 
 
 class Vit(nn.Module):
@@ -140,6 +168,20 @@ def build(family, m):
 
         def loss(out, y):
             return F.cross_entropy(out.reshape(-1, VOCAB), y.reshape(-1))
+        return model, batch, loss
+    if family == "gpt2":
+        layers, d_model, heads = GPT2_PRESETS[m.get("preset", "small")]
+        vocab, positions = m.get("vocab", 50257), m.get("positions", 1024)
+        seq = m.get("seq_len", positions)
+        model = Gpt2(m.get("layers", layers), m.get("d_model", d_model), m.get("heads", heads),
+                     vocab, positions)
+
+        def batch(n, g):
+            window = torch.randint(0, vocab, (n, seq + 1), generator=g)
+            return window[:, :-1].contiguous(), window[:, 1:].contiguous()
+
+        def loss(out, y):
+            return F.cross_entropy(out.reshape(-1, vocab), y.reshape(-1))
         return model, batch, loss
     if family in ("vit", "resnet"):
         if family == "vit":

@@ -1,6 +1,8 @@
 #include "engine/blocks.h"
 
 #include <ATen/autocast_mode.h>
+
+#include <algorithm>
 #include <ATen/core/grad_mode.h>
 
 #include "common/error.h"
@@ -15,6 +17,16 @@ int64_t ModelStateBytes(const TrainContext& ctx) {
     params += count;
   for (int64_t count : ctx.model.BlockTrainableCounts())
     trainable += count;
+  // Tied copies held together are one tensor (BlockSet shares them).
+  for (const TiedParam& tied : ctx.model.TiedParams()) {
+    std::unique_ptr<Block> block = ctx.model.BuildBlock(tied.copies[0].first, false);
+    for (const ParamSlot& slot : block->Params()) {
+      if (slot.name != tied.copies[0].second) continue;
+      int64_t extra = slot.tensor->numel() * static_cast<int64_t>(tied.copies.size() - 1);
+      params -= extra;
+      if (slot.trainable) trainable -= extra;
+    }
+  }
   return static_cast<int64_t>(sizeof(float)) *
          (params + trainable * (1 + static_cast<int64_t>(ctx.optimizer.Slots().size())));
 }
@@ -54,6 +66,31 @@ BlockSet::BlockSet(const TrainContext& ctx, int begin, int end, Placement placem
     blocks_.push_back(std::move(block));
     state_.push_back(std::move(state));
   }
+  ShareTiedCopies();
+}
+
+void BlockSet::ShareTiedCopies() {
+  for (const TiedParam& tied : ctx_.model.TiedParams()) {
+    std::pair<int, size_t> first{-1, 0};
+    for (const auto& [index, name] : tied.copies) {
+      if (index < begin_ || index >= end_) continue;
+      const std::vector<ParamSlot>& params = At(index).Params();
+      for (size_t p = 0; p < params.size(); ++p) {
+        if (params[p].name != name) continue;
+        if (first.first < 0) {
+          first = {index, p};
+          continue;
+        }
+        *params[p].tensor = *At(first.first).Params()[first.second].tensor;
+        StateOf(index)[p] = StateOf(first.first)[first.second];
+        shared_.push_back({index, p});
+      }
+    }
+  }
+}
+
+bool BlockSet::IsSharedCopy(int index, size_t p) const {
+  return std::find(shared_.begin(), shared_.end(), std::make_pair(index, p)) != shared_.end();
 }
 
 namespace {
@@ -136,8 +173,12 @@ void BlockSet::SumTiedGrads() {
     std::vector<at::Tensor> grads;
     for (const auto& [index, name] : tied.copies) {
       if (index < begin_ || index >= end_) continue;
-      for (const ParamSlot& slot : At(index).Params()) {
-        if (slot.name == name && slot.tensor->grad().defined()) grads.push_back(slot.tensor->grad());
+      const std::vector<ParamSlot>& params = At(index).Params();
+      for (size_t p = 0; p < params.size(); ++p) {
+        if (params[p].name == name && params[p].tensor->grad().defined() &&
+            !IsSharedCopy(index, p)) {
+          grads.push_back(params[p].tensor->grad());
+        }
       }
     }
     if (grads.size() < 2) continue;
@@ -153,7 +194,7 @@ void BlockSet::Update(int64_t optimizer_step, Grads grads) {
     const std::vector<ParamSlot>& params = blocks_[b]->Params();
     for (size_t p = 0; p < params.size(); ++p) {
       at::Tensor& param = *params[p].tensor;
-      if (!param.grad().defined()) continue;
+      if (!param.grad().defined() || IsSharedCopy(begin_ + static_cast<int>(b), p)) continue;
       ctx_.optimizer.Update(param, param.grad(), state_[b][p], optimizer_step);
       // A released gradient lets the next backward hand its buffer over
       // instead of adding into a zeroed one (one pass less, no memset).

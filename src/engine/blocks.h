@@ -36,10 +36,16 @@ class BlockSet {
   BlockState& StateOf(int index) { return state_[index - begin_]; }
 
   at::Tensor Forward(at::Tensor x);
-  // Replaces the gradient of each tied copy this set holds by the sum of
-  // the gradients of the copies it holds (Model::TiedParams); copies held
-  // elsewhere (another pipeline stage) are the technique's to add.
+  // Tied copies (Model::TiedParams) that this set holds more than once are
+  // one tensor: the later copies' slots point at the first's parameter and
+  // optimizer state, so autograd sums their gradients by itself and the
+  // model takes its memory once. Copies held elsewhere (another pipeline
+  // stage) are the technique's to add: SumTiedGrads makes each copy's
+  // gradient the sum of those this set holds (a no-op for shared ones).
   void SumTiedGrads();
+  // Whether block `index`'s parameter `p` is a later copy sharing an earlier
+  // one's tensor (update it once, reduce it once).
+  bool IsSharedCopy(int index, size_t p) const;
   // Applies the optimizer to every parameter that has a gradient, then
   // releases the gradients (kRelease) or zeroes them in place (kZero: for
   // gradients that are views of buffers the technique owns).
@@ -49,10 +55,13 @@ class BlockSet {
   void Load(const CheckpointReader& in);
 
  private:
+  void ShareTiedCopies();
+
   const TrainContext& ctx_;
   int begin_, end_;
   std::vector<std::unique_ptr<Block>> blocks_;
   std::vector<BlockState> state_;
+  std::vector<std::pair<int, size_t>> shared_;  // (block, parameter) of later copies
 };
 
 // One block's forward pass at the task's precision: for bf16, under autocast

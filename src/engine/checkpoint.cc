@@ -232,7 +232,8 @@ bool ExportModel(const std::string& checkpoint, const Model& model, const LoraSp
       position[name.substr(6)] = block.size();
       block.emplace_back(name.substr(6), tensor);
     }
-    // LoRA: <map>.weight += scale * <map>.lora_B @ <map>.lora_A.
+    // LoRA: <map>.weight += scale * B A ([out, in] weights, peft's layout)
+    // or scale * A B ([in, out] weights: Conv1D's), whichever is its shape.
     for (const auto& [name, tensor] : block) {
       if (!ends(name, ".lora_A")) continue;
       std::string map = name.substr(0, name.size() - 7);
@@ -240,7 +241,11 @@ bool ExportModel(const std::string& checkpoint, const Model& model, const LoraSp
       if (b == position.end() || w == position.end()) continue;
       HostMemoryScope host;
       at::Tensor& weight = block[w->second].second;
-      weight = weight + at::mm(block[b->second].second, tensor) * lora.Scale();
+      const at::Tensor& lora_b = block[b->second].second;
+      at::Tensor delta = weight.size(0) == lora_b.size(0) && weight.size(1) == tensor.size(1)
+                             ? at::mm(lora_b, tensor)
+                             : at::mm(tensor, lora_b);
+      weight = weight + delta * lora.Scale();
     }
     NamedTensors params;
     for (const auto& [name, tensor] : block) {

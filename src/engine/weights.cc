@@ -1,8 +1,11 @@
 #include "engine/weights.h"
 
 #include <ATen/core/grad_mode.h>
+#include <sys/mman.h>
 
+#include <future>
 #include <set>
+#include <vector>
 
 #include "common/error.h"
 #include "engine/device.h"
@@ -79,7 +82,7 @@ PretrainedWeights::PretrainedWeights(const std::string& path, const Model& model
                              " floats: is init a checkpoint of this model's sizes?");
       }
       sources_[{b, slot.name}] = Source{key->key, key->transposed};
-      used.insert(key->key);
+      if (!used.insert(key->key).second) repeated_.insert(key->key);
     }
   }
   if (!missing.empty()) {
@@ -106,6 +109,43 @@ const FileBytes& PretrainedWeights::File(const std::string& path) const {
   return *files_.at(path);
 }
 
+namespace {
+
+// Faults in the pages of a fresh parameter in one call rather than one
+// fault per page as the read touches them (several times faster; a no-op
+// where the kernel predates MADV_POPULATE_WRITE, Linux 5.14).
+void Populate(void* data, size_t bytes) {
+#ifdef MADV_POPULATE_WRITE
+  const uintptr_t page = 4096;
+  uintptr_t begin = (reinterpret_cast<uintptr_t>(data) + page - 1) & ~(page - 1);
+  uintptr_t end = (reinterpret_cast<uintptr_t>(data) + bytes) & ~(page - 1);
+  if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_POPULATE_WRITE);
+#else
+  (void)data, (void)bytes;
+#endif
+}
+
+// A parameter's bytes can go straight from the file into it.
+bool Direct(const StoredTensor& stored, bool transposed, const at::Tensor& out) {
+  return stored.dtype == StoredDtype::kF32 && stored.Contiguous() && !transposed &&
+         out.is_contiguous() && out.scalar_type() == at::kFloat;
+}
+
+}  // namespace
+
+void PretrainedWeights::ReadRaw(const StoredTensor& stored, std::vector<uint64_t>& buffer) const {
+  uint64_t span = stored.SpanBytes();
+  buffer.resize((span + 7) / 8);
+  File(stored.file).ReadInto(stored.offset, span, buffer.data());
+}
+
+void PretrainedWeights::Convert(const StoredTensor& stored, const std::vector<uint64_t>& raw,
+                                bool transposed, at::Tensor& out) const {
+  at::Tensor view = at::from_blob(const_cast<uint64_t*>(raw.data()), stored.shape, stored.strides,
+                                  at::TensorOptions().dtype(TorchType(stored.dtype)));
+  out.copy_(transposed ? view.t() : view);
+}
+
 at::Tensor PretrainedWeights::Read(const std::string& key, bool transposed, at::IntArrayRef shape,
                                    at::Tensor out) const {
   const StoredTensor* stored = index_.Find(key);
@@ -113,31 +153,70 @@ at::Tensor PretrainedWeights::Read(const std::string& key, bool transposed, at::
   HostMemoryScope host;
   at::NoGradGuard no_grad;
   if (!out.defined()) out = at::empty(shape, at::kFloat);
-  const FileBytes& file = File(stored->file);
-  if (stored->dtype == StoredDtype::kF32 && stored->Contiguous() && !transposed &&
-      out.is_contiguous() && out.scalar_type() == at::kFloat) {
-    // The common case: the bytes go straight into the parameter.
-    file.ReadInto(stored->offset, static_cast<uint64_t>(out.numel()) * sizeof(float),
-                  out.data_ptr());
+  if (Direct(*stored, transposed, out)) {
+    File(stored->file).ReadInto(stored->offset, stored->SpanBytes(), out.data_ptr());
     return out;
   }
-  // Another dtype, a view or a transposed weight: the stored bytes, then
-  // one conversion into the parameter.
-  uint64_t span = stored->SpanBytes();
-  at::Tensor raw = at::empty({static_cast<int64_t>(span)}, at::kByte);
-  file.ReadInto(stored->offset, span, raw.data_ptr());
-  at::Tensor view = at::from_blob(raw.data_ptr(), stored->shape, stored->strides,
-                                  at::TensorOptions().dtype(TorchType(stored->dtype)));
-  out.copy_(transposed ? view.t() : view);
+  std::vector<uint64_t> raw;
+  ReadRaw(*stored, raw);
+  Convert(*stored, raw, transposed, out);
   return out;
 }
 
 void PretrainedWeights::Load(int index, Block& block) const {
   at::NoGradGuard no_grad;
+  HostMemoryScope host;
+  // What to read, in the block's order; a tied copy whose first copy is
+  // alive is copied from it instead.
+  struct Job {
+    const StoredTensor* stored;
+    bool transposed;
+    at::Tensor out;
+    bool direct;
+  };
+  std::vector<Job> jobs;
   for (const ParamSlot& slot : block.Params()) {
     auto it = sources_.find({index, slot.name});
     if (it == sources_.end()) continue;  // keeps its initial values (an adapter)
-    Read(it->second.key, it->second.transposed, slot.tensor->sizes(), *slot.tensor);
+    const Source& source = it->second;
+    if (repeated_.count(source.key)) {
+      std::lock_guard<std::mutex> lock(shared_mutex_);
+      auto read = shared_.find(source.key);
+      c10::intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl> alive;
+      if (read != shared_.end()) alive = read->second.lock();
+      shared_.insert_or_assign(source.key,
+                               c10::weak_intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>(
+                                   slot.tensor->getIntrusivePtr()));
+      if (alive) {
+        slot.tensor->copy_(at::Tensor(alive));  // the same stored tensor, read already
+        continue;
+      }
+    }
+    const StoredTensor* stored = index_.Find(source.key);
+    jobs.push_back({stored, source.transposed, *slot.tensor,
+                    Direct(*stored, source.transposed, *slot.tensor)});
+  }
+  // A pipeline of two: while this thread converts tensor k (a transpose, a
+  // dtype), another reads tensor k + 1, straight into its parameter or into
+  // the other of two buffers. Reading is what loading costs; the rest hides
+  // behind it.
+  std::vector<uint64_t> buffers[2];
+  auto read = [&](size_t k) {
+    Job& job = jobs[k];
+    if (job.direct) {
+      Populate(job.out.data_ptr(), job.stored->SpanBytes());
+      File(job.stored->file).ReadInto(job.stored->offset, job.stored->SpanBytes(),
+                                      job.out.data_ptr());
+    } else {
+      ReadRaw(*job.stored, buffers[k % 2]);
+    }
+  };
+  std::future<void> next;
+  if (!jobs.empty()) next = std::async(std::launch::async, read, 0);
+  for (size_t k = 0; k < jobs.size(); ++k) {
+    next.get();
+    if (k + 1 < jobs.size()) next = std::async(std::launch::async, read, k + 1);
+    if (!jobs[k].direct) Convert(*jobs[k].stored, buffers[k % 2], jobs[k].transposed, jobs[k].out);
   }
 }
 

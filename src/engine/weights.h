@@ -22,6 +22,8 @@
 #include <ATen/ATen.h>
 
 #include <map>
+#include <mutex>
+#include <set>
 #include <memory>
 #include <string>
 #include <utility>
@@ -53,9 +55,20 @@ class PretrainedWeights {
     bool transposed = false;
   };
   const FileBytes& File(const std::string& path) const;
+  // A stored tensor's bytes into `buffer`, and from there into `out`.
+  void ReadRaw(const StoredTensor& stored, std::vector<uint64_t>& buffer) const;
+  void Convert(const StoredTensor& stored, const std::vector<uint64_t>& raw, bool transposed,
+               at::Tensor& out) const;
 
   std::string path_;
   WeightIndex index_;
+  // Keys read by more than one parameter (tied copies): the last tensor
+  // read for each, while it is alive, so a later copy copies it rather than
+  // reading the file again.
+  mutable std::mutex shared_mutex_;
+  mutable std::map<std::string, c10::weak_intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>>
+      shared_;
+  std::set<std::string> repeated_;
   // (block, parameter name) -> where it is stored; absent: initial values.
   std::map<std::pair<int, std::string>, Source> sources_;
   mutable std::map<std::string, std::unique_ptr<FileBytes>> files_;

@@ -145,8 +145,7 @@ def hf_key(key):
     if block == LAYERS + 1:
         return "ln_f." + name.split(".")[1], False
     part, leaf = name.rsplit(".", 1)
-    return "h.%d.%s.%s" % (block - 1, LAYER_KEYS[part], leaf), (
-        leaf == "weight" and not part.startswith("ln"))
+    return "h.%d.%s.%s" % (block - 1, LAYER_KEYS[part], leaf), False  # Conv1D's layout, kept
 
 
 def run_worker(args):

@@ -10,13 +10,16 @@
 // positions (training windows; at most positions), and preset small | medium
 // | large | xl for the published sizes (other fields override it). init:
 // pretrained weights (engine/weights.h): Hugging Face's key layout, with or
-// without "transformer.", Conv1D weights stored [in, out], lm_head.weight
+// without "transformer.", lm_head.weight
 // and the attention-mask buffers (attn.bias, attn.masked_bias) left unread;
 // or a finished gpt2 task's model.pt.
 //
 // Blocks: 0 the embeddings, 1..layers the transformer layers, then the
 // final LayerNorm with the head, which holds a copy of the token embedding
-// (TiedParams): the copies' gradients are summed, so they stay equal.
+// (TiedParams): the copies' gradients are summed, so they stay equal. The
+// layers' linear maps keep Conv1D's layout, [in, out] (WeightLayout::kInOut):
+// a Hugging Face checkpoint loads straight into them, and model.pt holds
+// them so (saturn_models.GPT2 computes x W + b as Conv1D does).
 #include <memory>
 
 #include "common/error.h"
@@ -51,7 +54,8 @@ class Layer final : public Block {
  public:
   Layer(ParamFactory& f, const Gpt2Config& c)
       : layer_(*this, f, c.width, c.heads,
-               TransformerOptions(/*causal=*/true, c.lora, /*gelu_tanh=*/true)) {}
+               TransformerOptions(/*causal=*/true, c.lora, /*gelu_tanh=*/true,
+                                  WeightLayout::kInOut)) {}
   at::Tensor Forward(const at::Tensor& x) override { return layer_(x); }
 
  private:
@@ -120,10 +124,8 @@ class Gpt2 final : public Model {
       if (name.rfind(from, 0) != 0) continue;
       std::string rest = name.substr(from.size());  // weight, bias, lora_A, lora_B
       if (rest == "lora_A" || rest == "lora_B") return std::nullopt;
-      std::string key = p + "h." + std::to_string(block - 1) + "." + theirs + rest;
-      // Conv1D keeps [in, out]; LayerNorm's and biases are vectors.
-      bool conv1d = rest == "weight" && from.rfind("ln", 0) != 0;
-      return InitKey{key, conv1d};
+      // The linear maps keep Conv1D's [in, out] layout: read as stored.
+      return InitKey{p + "h." + std::to_string(block - 1) + "." + theirs + rest};
     }
     return std::nullopt;
   }

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <limits>
+#include <vector>
 
 #include "engine/torch_version.h"
 
@@ -18,9 +19,12 @@ Tuning Tuning::Of(const LoraSpec& lora, const std::string& part) {
 }
 
 Linear::Linear(Block& block, ParamFactory& factory, const std::string& name, int64_t in,
-               int64_t out, double std, bool bias, const Tuning& tuning) {
-  weight_ = std > 0 ? factory.Normal({out, in}, std)
-                    : factory.Uniform({out, in}, 1.0 / std::sqrt(static_cast<double>(in)));
+               int64_t out, double std, bool bias, const Tuning& tuning, WeightLayout layout)
+    : layout_(layout) {
+  bool in_out = layout == WeightLayout::kInOut;
+  std::vector<int64_t> shape = in_out ? std::vector<int64_t>{in, out} : std::vector<int64_t>{out, in};
+  weight_ = std > 0 ? factory.Normal(shape, std)
+                    : factory.Uniform(shape, 1.0 / std::sqrt(static_cast<double>(in)));
   block.Register(name + ".weight", &weight_, !tuning.frozen);
   if (bias) {
     bias_ = factory.Zeros({out});
@@ -29,9 +33,12 @@ Linear::Linear(Block& block, ParamFactory& factory, const std::string& name, int
   if (tuning.lora_rank > 0) {
     // As peft initialises them: A like a default nn.Linear, B zero, so the
     // adapted map starts as the pretrained one.
-    lora_a_ =
-        factory.AdapterUniform({tuning.lora_rank, in}, 1.0 / std::sqrt(static_cast<double>(in)));
-    lora_b_ = factory.AdapterZeros({out, tuning.lora_rank});
+    int64_t r = tuning.lora_rank;
+    double bound = 1.0 / std::sqrt(static_cast<double>(in));
+    std::vector<int64_t> a = in_out ? std::vector<int64_t>{in, r} : std::vector<int64_t>{r, in};
+    std::vector<int64_t> b = in_out ? std::vector<int64_t>{r, out} : std::vector<int64_t>{out, r};
+    lora_a_ = factory.AdapterUniform(a, bound);
+    lora_b_ = factory.AdapterZeros(b);
     lora_scale_ = tuning.lora_scale;
     block.Register(name + ".lora_A", &lora_a_, /*trainable=*/true, /*adapter=*/true);
     block.Register(name + ".lora_B", &lora_b_, /*trainable=*/true, /*adapter=*/true);
@@ -39,9 +46,18 @@ Linear::Linear(Block& block, ParamFactory& factory, const std::string& name, int
 }
 
 at::Tensor Linear::operator()(const at::Tensor& x) const {
-  at::Tensor y = at::linear(x, weight_, bias_);
-  if (!lora_a_.defined()) return y;
-  return y + at::linear(at::linear(x, lora_a_), lora_b_) * lora_scale_;
+  if (layout_ == WeightLayout::kOutIn) {
+    at::Tensor y = at::linear(x, weight_, bias_);
+    if (!lora_a_.defined()) return y;
+    return y + at::linear(at::linear(x, lora_a_), lora_b_) * lora_scale_;
+  }
+  // [in, out]: one GEMM with the bias folded in, over all leading dimensions.
+  std::vector<int64_t> shape = x.sizes().vec();
+  shape.back() = weight_.size(1);
+  at::Tensor flat = x.reshape({-1, x.size(-1)});
+  at::Tensor y = bias_.defined() ? at::addmm(bias_, flat, weight_) : at::mm(flat, weight_);
+  if (lora_a_.defined()) y = y + at::mm(at::mm(flat, lora_a_), lora_b_) * lora_scale_;
+  return y.view(shape);
 }
 
 LayerNorm::LayerNorm(Block& block, ParamFactory& factory, const std::string& name, int64_t width,
@@ -67,11 +83,15 @@ TransformerLayer::TransformerLayer(Block& block, ParamFactory& factory, int64_t 
       causal_(o.causal),
       gelu_tanh_(o.gelu_tanh),
       ln1_(block, factory, "ln1", width, o.lora.Enabled()),
-      qkv_(block, factory, "attn.qkv", width, 3 * width, 0.02, true, Tuning::Of(o.lora, "attn")),
-      proj_(block, factory, "attn.proj", width, width, 0.02, true, Tuning::Of(o.lora, "attn")),
+      qkv_(block, factory, "attn.qkv", width, 3 * width, 0.02, true, Tuning::Of(o.lora, "attn"),
+           o.layout),
+      proj_(block, factory, "attn.proj", width, width, 0.02, true, Tuning::Of(o.lora, "attn"),
+            o.layout),
       ln2_(block, factory, "ln2", width, o.lora.Enabled()),
-      fc1_(block, factory, "mlp.fc1", width, 4 * width, 0.02, true, Tuning::Of(o.lora, "mlp")),
-      fc2_(block, factory, "mlp.fc2", 4 * width, width, 0.02, true, Tuning::Of(o.lora, "mlp")) {}
+      fc1_(block, factory, "mlp.fc1", width, 4 * width, 0.02, true, Tuning::Of(o.lora, "mlp"),
+           o.layout),
+      fc2_(block, factory, "mlp.fc2", 4 * width, width, 0.02, true, Tuning::Of(o.lora, "mlp"),
+           o.layout) {}
 
 // Attention as PyTorch's own training path computes it: one copy to lay q, k
 // and v out per head, the scale and the causal mask folded into one batched

@@ -34,16 +34,24 @@ struct Tuning {
   }
 };
 
+// How a linear map keeps its weight: [out, in] as nn.Linear (x W^T), or
+// [in, out] as GPT-2's Conv1D (x W), so that GPT-2's pretrained weights
+// load without a transpose.
+enum class WeightLayout { kOutIn, kInOut };
+
 class Linear {
  public:
   // Weights ~ N(0, std) (std <= 0: PyTorch's default uniform bound 1/sqrt(in)).
-  // With LoRA adapters: x W^T + b + scale * (x A^T) B^T, named
-  // <name>.lora_A [rank, in] and <name>.lora_B [out, rank].
+  // With LoRA adapters, scale * x A B added, named <name>.lora_A and
+  // <name>.lora_B: [rank, in] and [out, rank] for kOutIn (peft's layout:
+  // x A^T B^T), [in, rank] and [rank, out] for kInOut (x A B).
   Linear(Block& block, ParamFactory& factory, const std::string& name, int64_t in, int64_t out,
-         double std = 0.02, bool bias = true, const Tuning& tuning = {});
+         double std = 0.02, bool bias = true, const Tuning& tuning = {},
+         WeightLayout layout = WeightLayout::kOutIn);
   at::Tensor operator()(const at::Tensor& x) const;
 
  private:
+  WeightLayout layout_;
   at::Tensor weight_;
   at::Tensor bias_;
   at::Tensor lora_a_, lora_b_;
@@ -63,12 +71,14 @@ class LayerNorm {
 };
 
 struct TransformerOptions {
-  explicit TransformerOptions(bool causal, LoraSpec lora = {}, bool gelu_tanh = false)
-      : causal(causal), gelu_tanh(gelu_tanh), lora(std::move(lora)) {}
+  explicit TransformerOptions(bool causal, LoraSpec lora = {}, bool gelu_tanh = false,
+                              WeightLayout layout = WeightLayout::kOutIn)
+      : causal(causal), gelu_tanh(gelu_tanh), lora(std::move(lora)), layout(layout) {}
   bool causal;
   // GELU with the tanh approximation (GPT-2's "gelu_new"); exact otherwise.
   bool gelu_tanh;
   LoraSpec lora;  // adapters on "attn" and/or "mlp"; frozen weights otherwise
+  WeightLayout layout;  // of the four linear maps
 };
 
 // A pre-norm transformer layer: x + attention(ln(x)), then x + mlp(ln(x)).

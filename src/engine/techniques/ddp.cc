@@ -64,8 +64,8 @@ class DdpTrainer final : public Trainer {
     std::vector<at::Tensor*> order;
     for (int b = ctx_.model.NumBlocks() - 1; b >= 0; --b) {
       const std::vector<ParamSlot>& params = blocks_.At(b).Params();
-      for (auto it = params.rbegin(); it != params.rend(); ++it)
-        if (it->trainable) order.push_back(it->tensor);
+      for (size_t p = params.size(); p-- > 0;)
+        if (params[p].trainable && !blocks_.IsSharedCopy(b, p)) order.push_back(params[p].tensor);
     }
     if (order.empty()) return;
     std::vector<std::vector<at::Tensor*>> groups(1);

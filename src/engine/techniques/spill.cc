@@ -231,6 +231,7 @@ class SpillTrainer final : public Trainer {
       }
       at::Tensor total = SumInOrder(grads);
       for (const Stashed& st : stashed) {
+        if (host_.IsSharedCopy(st.block, static_cast<size_t>(st.param))) continue;  // updated once
         ctx_.optimizer.Update(*host_.At(st.block).Params()[st.param].tensor, total,
                               host_.StateOf(st.block)[st.param], optimizer_step);
       }
