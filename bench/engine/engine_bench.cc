@@ -39,7 +39,7 @@ struct Options {
   std::vector<int> threads{1, 2};
   std::vector<std::string> families{"gpt", "vit", "resnet", "mlp"};
   std::vector<std::string> sizes{"S", "M", "L"};
-  bool single = true, techniques = true;
+  bool single = true, techniques = true, lora = false;
   std::string device = "cpu";      // or cuda (a CUDA LibTorch; scripts/gpu-check.sh)
   std::string precision = "fp32";  // or bf16
   bool gpt2 = false;               // only GPT-2 small (type gpt2: 12 x 768, seq 1024, batch 8)
@@ -52,6 +52,7 @@ struct Case {
   int batch;
   std::string optimizer;
   int threads;
+  json finetune = json::object();  // {"lora": {...}} for LoRA
 };
 
 double Now() {
@@ -129,7 +130,9 @@ std::string TaskFile(const Options& o, const std::string& dir, const Case& c) {
                {"model", c.model},      {"data", {{"type", "synthetic"}}},
                {"batch_size", c.batch}, {"optimizer", {{"type", c.optimizer}, {"lr", 1e-3}}}};
   if (c.optimizer == "sgd") task["optimizer"]["momentum"] = 0.9;
-  std::string path = dir + "/task-" + c.family + "-" + c.size + "-" + c.optimizer + ".json";
+  if (!c.finetune.empty()) task["finetune"] = c.finetune;
+  std::string path = dir + "/task-" + c.family + "-" + c.size + "-" + c.optimizer +
+                     (c.finetune.empty() ? "" : "-lora") + ".json";
   saturn::WriteFileAtomic(path, task.dump());
   return path;
 }
@@ -373,6 +376,47 @@ void BenchTechniques(const Options& o, const std::string& dir, std::map<int, dou
   }
 }
 
+// 3. LoRA against full fine-tuning on the same model, single, unlimited
+// memory: peak and resident (between steps: parameters, gradients kept,
+// optimizer state) bytes, step time.
+void BenchLora(const Options& o, const std::string& dir) {
+  std::printf("3. LoRA (rank 8, attn + mlp) against full fine-tuning, single, AdamW, %d thread(s)\n",
+              o.threads.front());
+  std::printf("%-30s %-6s %-10s %-12s %s\n", "model", "tuning", "step_s", "peak MiB",
+              "resident MiB (parameters + optimizer state)");
+  json lora = {{"lora", {{"rank", 8}, {"alpha", 16}, {"targets", {"attn", "mlp"}}}}};
+  std::vector<std::pair<std::string, Case>> models = {
+      {"gpt2 4x256 vocab 4096 seq 32",
+       {"gpt2", "example",
+        {{"type", "gpt2"}, {"layers", 4}, {"d_model", 256}, {"heads", 4}, {"vocab", 4096},
+         {"positions", 64}, {"seq_len", 32}},
+        8, "adamw", o.threads.front()}},
+      {"gpt2 small (124M) seq 128",
+       {"gpt2", "small", {{"type", "gpt2"}, {"preset", "small"}, {"seq_len", 128}}, 4, "adamw",
+        o.threads.front()}}};
+  for (auto& [label, c] : models) {
+    json full, adapted;
+    for (bool with_lora : {false, true}) {
+      Case run = c;
+      if (with_lora) run.finetune = lora;
+      json r = RunSearch(o, dir, run, "single", 1);
+      double peak = 0, resident = 0;
+      for (const json& b : r.value("peak_memory_bytes", json::array()))
+        peak = std::max(peak, b.get<double>() / (1 << 20));
+      for (const json& b : r.value("resident_bytes", json::array()))
+        resident = std::max(resident, b.get<double>() / (1 << 20));
+      std::printf("%-30s %-6s %-10.4f %-12.1f %-12.1f\n", label.c_str(), with_lora ? "lora" : "full",
+                  StepS(r), peak, resident);
+      (with_lora ? adapted : full) = {{"peak", peak}, {"resident", resident}, {"step", StepS(r)}};
+    }
+    std::printf("  full / lora: peak %s, resident %s, step %s\n",
+                Ratio(full["peak"].get<double>(), adapted["peak"].get<double>()).c_str(),
+                Ratio(full["resident"].get<double>(), adapted["resident"].get<double>()).c_str(),
+                Ratio(full["step"].get<double>(), adapted["step"].get<double>()).c_str());
+    std::fflush(stdout);
+  }
+}
+
 std::vector<std::string> Split(const std::string& text) {
   std::vector<std::string> parts;
   std::stringstream in(text);
@@ -411,10 +455,11 @@ int main(int argc, char** argv) {
       std::string part = argv[++i];
       o.single = part == "single";
       o.techniques = part == "techniques";
+      o.lora = part == "lora";
     } else {
       std::fprintf(stderr,
                    "usage: engine_bench [--quick] [--rounds R] [--threads 1,2] "
-                   "[--families gpt,vit,resnet,mlp] [--sizes S,M,L] [--only single|techniques] "
+                   "[--families gpt,vit,resnet,mlp] [--sizes S,M,L] [--only single|techniques|lora] "
                    "[--device cpu|cuda] "
                    "[--precision fp32|bf16] [--gpt2]\n");
       return 2;
@@ -432,6 +477,7 @@ int main(int argc, char** argv) {
   std::printf("\n");
   int status = o.single ? BenchSingle(o, dir, matmul) : 0;
   if (o.techniques) BenchTechniques(o, dir, matmul);
+  if (o.lora) BenchLora(o, dir);
   std::filesystem::remove_all(dir);
   return status;
 }
