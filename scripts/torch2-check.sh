@@ -6,6 +6,8 @@
 #   scripts/torch2-check.sh --no-bench   # without the comparison with PyTorch 2.6
 #   scripts/torch2-check.sh --quick      # the comparison with 1 round
 #   scripts/torch2-check.sh --shell      # a shell inside the root (repository at /saturn)
+#   scripts/torch2-check.sh --exec CMD   # CMD inside the root, in /saturn (e.g. a
+#                                        # rehearsal of scripts/gpu-check.sh there)
 #
 # Debian 13 (trixie) ships LibTorch 2.6 (libtorch-dev, python3-torch; CPU)
 # and, in contrib and non-free, its CUDA build's headers (libtorch-cuda-dev),
@@ -31,6 +33,7 @@
 #      python3-torch, OPENBLAS_NUM_THREADS=1) at 1 thread, middle sizes.
 # Results: out/torch2-check/summary.txt and the logs beside it.
 set -uo pipefail
+original_args=("$@")
 cd "$(dirname "$0")/.."
 repo=$(pwd)
 root="${SATURN_TRIXIE_ROOT:-$repo/.cache/trixie}"
@@ -43,15 +46,18 @@ packages="libtorch-dev python3-torch g++ cmake ninja-build nlohmann-json3-dev li
   libgtest-dev libgmock-dev libgloo-dev libopenblas0-pthread python3 ca-certificates"
 cuda_packages="libtorch-cuda-dev libnccl-dev nvidia-cuda-dev libcu++-dev"
 
-mode=all bench=1 rounds=3
-for arg in "$@"; do
-  case "$arg" in
+mode=all bench=1 rounds=3 exec_command=""
+while [[ $# -gt 0 ]]; do
+  case "$1" in
     --inside) mode=inside ;;
     --shell) mode=shell ;;
+    --exec) mode=exec exec_command="${2:-}"; shift ;;
     --no-bench) bench=0 ;;
     --quick) rounds=1 ;;
-    *) echo "usage: scripts/torch2-check.sh [--no-bench] [--quick] [--shell]" >&2; exit 2 ;;
+    *) echo "usage: scripts/torch2-check.sh [--no-bench] [--quick] [--shell] [--exec CMD]" >&2
+       exit 2 ;;
   esac
+  shift
 done
 
 # ---------------------------------------------------------------------------
@@ -155,7 +161,7 @@ fi
 # ---------------------------------------------------------------------------
 if [[ $(id -u) -ne 0 ]]; then
   command -v sudo >/dev/null || { echo "torch2-check: needs root (debootstrap, chroot)" >&2; exit 1; }
-  exec sudo -E "$0" "$@"
+  exec sudo -E "$0" "${original_args[@]}"
 fi
 say() { echo "torch2-check: $*" >&2; }
 run_start=$(date +%s)
@@ -219,9 +225,17 @@ if [[ "$(cat "$root/.saturn-cuda" 2>/dev/null)" != "$(stamp "$cuda_packages")" ]
   stamp "$cuda_packages" >"$root/.saturn-cuda"
 fi
 mount_in "$repo" /saturn --bind
+# The machine's CUDA toolkit, when it has one (nvcc for rehearsals of
+# scripts/gpu-check.sh in the root).
+[[ -x /usr/local/cuda/bin/nvcc ]] && mount_in /usr/local/cuda /usr/local/cuda --bind -o ro
 say "root ready in $(( $(date +%s) - run_start )) s"
 if [[ "$mode" == shell ]]; then
   in_root TERM="${TERM:-xterm}" bash -c 'cd /saturn && exec bash -i'
+  exit $?
+fi
+if [[ "$mode" == exec ]]; then
+  in_root OUT="${OUT:-}" SATURN_GPU_CHECK_SECONDS="${SATURN_GPU_CHECK_SECONDS:-}" \
+    SATURN_GPU_BUILD="${SATURN_GPU_BUILD:-}" bash -c "cd /saturn && $exec_command"
   exit $?
 fi
 args=(--inside)

@@ -380,19 +380,32 @@ void BenchTechniques(const Options& o, const std::string& dir, std::map<int, dou
 // memory: peak and resident (between steps: parameters, gradients kept,
 // optimizer state) bytes, step time.
 void BenchLora(const Options& o, const std::string& dir) {
-  std::printf("3. LoRA (rank 8, attn + mlp) against full fine-tuning, single, AdamW, %d thread(s)\n",
-              o.threads.front());
+  std::printf(
+      "3. LoRA (rank 8, attn + mlp) against full fine-tuning, single, AdamW, %d thread(s)\n",
+      o.threads.front());
   std::printf("%-30s %-6s %-10s %-12s %s\n", "model", "tuning", "step_s", "peak MiB",
               "resident MiB (parameters + optimizer state)");
   json lora = {{"lora", {{"rank", 8}, {"alpha", 16}, {"targets", {"attn", "mlp"}}}}};
   std::vector<std::pair<std::string, Case>> models = {
       {"gpt2 4x256 vocab 4096 seq 32",
-       {"gpt2", "example",
-        {{"type", "gpt2"}, {"layers", 4}, {"d_model", 256}, {"heads", 4}, {"vocab", 4096},
-         {"positions", 64}, {"seq_len", 32}},
-        8, "adamw", o.threads.front()}},
+       {"gpt2",
+        "example",
+        {{"type", "gpt2"},
+         {"layers", 4},
+         {"d_model", 256},
+         {"heads", 4},
+         {"vocab", 4096},
+         {"positions", 64},
+         {"seq_len", 32}},
+        8,
+        "adamw",
+        o.threads.front()}},
       {"gpt2 small (124M) seq 128",
-       {"gpt2", "small", {{"type", "gpt2"}, {"preset", "small"}, {"seq_len", 128}}, 4, "adamw",
+       {"gpt2",
+        "small",
+        {{"type", "gpt2"}, {"preset", "small"}, {"seq_len", 128}},
+        4,
+        "adamw",
         o.threads.front()}}};
   for (auto& [label, c] : models) {
     json full, adapted;
@@ -405,8 +418,8 @@ void BenchLora(const Options& o, const std::string& dir) {
         peak = std::max(peak, b.get<double>() / (1 << 20));
       for (const json& b : r.value("resident_bytes", json::array()))
         resident = std::max(resident, b.get<double>() / (1 << 20));
-      std::printf("%-30s %-6s %-10.4f %-12.1f %-12.1f\n", label.c_str(), with_lora ? "lora" : "full",
-                  StepS(r), peak, resident);
+      std::printf("%-30s %-6s %-10.4f %-12.1f %-12.1f\n", label.c_str(),
+                  with_lora ? "lora" : "full", StepS(r), peak, resident);
       (with_lora ? adapted : full) = {{"peak", peak}, {"resident", resident}, {"step", StepS(r)}};
     }
     std::printf("  full / lora: peak %s, resident %s, step %s\n",
@@ -457,11 +470,12 @@ int main(int argc, char** argv) {
       o.techniques = part == "techniques";
       o.lora = part == "lora";
     } else {
-      std::fprintf(stderr,
-                   "usage: engine_bench [--quick] [--rounds R] [--threads 1,2] "
-                   "[--families gpt,vit,resnet,mlp] [--sizes S,M,L] [--only single|techniques|lora] "
-                   "[--device cpu|cuda] "
-                   "[--precision fp32|bf16] [--gpt2]\n");
+      std::fprintf(
+          stderr,
+          "usage: engine_bench [--quick] [--rounds R] [--threads 1,2] "
+          "[--families gpt,vit,resnet,mlp] [--sizes S,M,L] [--only single|techniques|lora] "
+          "[--device cpu|cuda] "
+          "[--precision fp32|bf16] [--gpt2]\n");
       return 2;
     }
   }

@@ -107,7 +107,8 @@ void WriteSafetensors(const std::string& path, const std::vector<Tensor>& tensor
   uint64_t offset = 0;
   for (const Tensor& t : tensors) {
     uint64_t bytes = static_cast<uint64_t>(Numel(t.shape)) * 4;
-    header[t.name] = {{"dtype", "F32"}, {"shape", t.shape}, {"data_offsets", {offset, offset + bytes}}};
+    header[t.name] = {
+        {"dtype", "F32"}, {"shape", t.shape}, {"data_offsets", {offset, offset + bytes}}};
     offset += bytes;
   }
   std::string text = header.dump();
@@ -170,9 +171,8 @@ json Measure(const std::string& what, const std::string& path, int64_t layers, b
     checksum = blocks.back()->Params()[0].tensor->sum().item<double>();
   }
   double seconds = Now() - start;
-  return {{"seconds", seconds},
-          {"peak_bytes", StatusBytes("VmHWM:") - before},
-          {"checksum", checksum}};
+  return {
+      {"seconds", seconds}, {"peak_bytes", StatusBytes("VmHWM:") - before}, {"checksum", checksum}};
 }
 
 json Child(const char* self, const std::string& what, const std::string& path, int64_t layers,
@@ -210,9 +210,12 @@ int main(int argc, char** argv) {
   std::string dir = fs::temp_directory_path().string() + "/saturn-load-bench";
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string arg = argv[i];
-    if (arg == "--rounds") rounds = std::max(1, std::atoi(argv[i + 1]));
-    else if (arg == "--layers") layers = std::max(1, std::atoi(argv[i + 1]));
-    else if (arg == "--dir") dir = argv[i + 1];
+    if (arg == "--rounds")
+      rounds = std::max(1, std::atoi(argv[i + 1]));
+    else if (arg == "--layers")
+      layers = std::max(1, std::atoi(argv[i + 1]));
+    else if (arg == "--dir")
+      dir = argv[i + 1];
   }
   const int64_t d = 768, vocab = 50257, positions = 1024;
   std::vector<Tensor> tensors = Gpt2Tensors(layers, d, vocab, positions);
@@ -226,12 +229,13 @@ int main(int argc, char** argv) {
   double t = Now();
   WriteSafetensors(safetensors, tensors);
   WriteTorchSave(torch_save, tensors);
-  std::printf("load_bench: GPT-2 layout, %lld layers x 768, %.1f M parameters; files %.0f MB each "
-              "(written in %.1f s); the model (tied embedding held twice) %.0f MB\n",
-              static_cast<long long>(layers), static_cast<double>(params) / 1e6,
-              static_cast<double>(fs::file_size(safetensors)) / 1e6, Now() - t, model_bytes / 1e6);
-  std::printf("%-18s %-6s %-8s %-8s %-7s %-9s %s\n", "file", "cache", "read s", "load s",
-              "ratio", "peak MB", "peak / model");
+  std::printf(
+      "load_bench: GPT-2 layout, %lld layers x 768, %.1f M parameters; files %.0f MB each "
+      "(written in %.1f s); the model (tied embedding held twice) %.0f MB\n",
+      static_cast<long long>(layers), static_cast<double>(params) / 1e6,
+      static_cast<double>(fs::file_size(safetensors)) / 1e6, Now() - t, model_bytes / 1e6);
+  std::printf("%-18s %-6s %-8s %-8s %-7s %-9s %s\n", "file", "cache", "read s", "load s", "ratio",
+              "peak MB", "peak / model");
   for (const std::string& path : {safetensors, torch_save}) {
     for (bool cold : {true, false}) {
       std::vector<double> read, load, peak;

@@ -16,8 +16,10 @@ struct Gpt2Preset {
   int64_t layers, d_model, heads;
 };
 
-inline constexpr Gpt2Preset kGpt2Presets[] = {
-    {"small", 12, 768, 12}, {"medium", 24, 1024, 16}, {"large", 36, 1280, 20}, {"xl", 48, 1600, 25}};
+inline constexpr Gpt2Preset kGpt2Presets[] = {{"small", 12, 768, 12},
+                                              {"medium", 24, 1024, 16},
+                                              {"large", 36, 1280, 20},
+                                              {"xl", 48, 1600, 25}};
 // Every size shares these.
 inline constexpr int64_t kGpt2Vocab = 50257;
 inline constexpr int64_t kGpt2Positions = 1024;

@@ -2,8 +2,8 @@
 
 #include <ATen/autocast_mode.h>
 
-#include <algorithm>
 #include <ATen/core/grad_mode.h>
+#include <algorithm>
 
 #include "common/error.h"
 #include "engine/phases.h"
@@ -122,11 +122,21 @@ class AutocastScope {
 
  private:
 #if SATURN_TORCH_AT_LEAST(2, 4)
-  at::DeviceType Type() const { return cuda_ ? at::kCUDA : at::kCPU; }
-  bool IsEnabled() const { return at::autocast::is_autocast_enabled(Type()); }
-  at::ScalarType Dtype() const { return at::autocast::get_autocast_dtype(Type()); }
-  void SetEnabled(bool on) const { at::autocast::set_autocast_enabled(Type(), on); }
-  void SetDtype(at::ScalarType dtype) const { at::autocast::set_autocast_dtype(Type(), dtype); }
+  at::DeviceType Type() const {
+    return cuda_ ? at::kCUDA : at::kCPU;
+  }
+  bool IsEnabled() const {
+    return at::autocast::is_autocast_enabled(Type());
+  }
+  at::ScalarType Dtype() const {
+    return at::autocast::get_autocast_dtype(Type());
+  }
+  void SetEnabled(bool on) const {
+    at::autocast::set_autocast_enabled(Type(), on);
+  }
+  void SetDtype(at::ScalarType dtype) const {
+    at::autocast::set_autocast_dtype(Type(), dtype);
+  }
 #else
   bool IsEnabled() const {
     return cuda_ ? at::autocast::is_enabled() : at::autocast::is_cpu_enabled();
@@ -138,7 +148,8 @@ class AutocastScope {
     cuda_ ? at::autocast::set_enabled(on) : at::autocast::set_cpu_enabled(on);
   }
   void SetDtype(at::ScalarType dtype) const {
-    cuda_ ? at::autocast::set_autocast_gpu_dtype(dtype) : at::autocast::set_autocast_cpu_dtype(dtype);
+    cuda_ ? at::autocast::set_autocast_gpu_dtype(dtype)
+          : at::autocast::set_autocast_cpu_dtype(dtype);
   }
 #endif
 

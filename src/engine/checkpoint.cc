@@ -29,17 +29,28 @@ std::string BlockName(int index) {
 
 StoredDtype StoredOf(at::ScalarType type) {
   switch (type) {
-    case at::kFloat: return StoredDtype::kF32;
-    case at::kHalf: return StoredDtype::kF16;
-    case at::kBFloat16: return StoredDtype::kBF16;
-    case at::kDouble: return StoredDtype::kF64;
-    case at::kLong: return StoredDtype::kI64;
-    case at::kInt: return StoredDtype::kI32;
-    case at::kShort: return StoredDtype::kI16;
-    case at::kChar: return StoredDtype::kI8;
-    case at::kByte: return StoredDtype::kU8;
-    case at::kBool: return StoredDtype::kBool;
-    default: throw std::logic_error(std::string("no stored dtype for ") + c10::toString(type));
+    case at::kFloat:
+      return StoredDtype::kF32;
+    case at::kHalf:
+      return StoredDtype::kF16;
+    case at::kBFloat16:
+      return StoredDtype::kBF16;
+    case at::kDouble:
+      return StoredDtype::kF64;
+    case at::kLong:
+      return StoredDtype::kI64;
+    case at::kInt:
+      return StoredDtype::kI32;
+    case at::kShort:
+      return StoredDtype::kI16;
+    case at::kChar:
+      return StoredDtype::kI8;
+    case at::kByte:
+      return StoredDtype::kU8;
+    case at::kBool:
+      return StoredDtype::kBool;
+    default:
+      throw std::logic_error(std::string("no stored dtype for ") + c10::toString(type));
   }
 }
 
@@ -59,7 +70,8 @@ void AddTensors(TorchSaveWriter& out, const NamedTensors& tensors) {
 // A torch.save file of `tensors` (torch.load reads it, weights_only too).
 std::string TensorBytes(const NamedTensors& tensors) {
   std::string bytes;
-  TorchSaveWriter out([&](const void* p, size_t n) { bytes.append(static_cast<const char*>(p), n); });
+  TorchSaveWriter out(
+      [&](const void* p, size_t n) { bytes.append(static_cast<const char*>(p), n); });
   AddTensors(out, tensors);
   out.Finish();
   return bytes;

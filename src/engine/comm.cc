@@ -259,8 +259,7 @@ std::unique_ptr<Communicator> Communicator::Create(const CommOptions& options,
 #if SATURN_HAVE_GLOO
     if (!device.IsCuda()) {
       auto gloo_options = c10d::ProcessGroupGloo::Options::create(Millis(options.timeout_s));
-      gloo_options->devices.push_back(
-          c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
+      gloo_options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
       auto group = c10::make_intrusive<c10d::ProcessGroupGloo>(store, options.rank, options.size,
                                                                gloo_options);
       return std::make_unique<C10dCommunicator<c10d::ProcessGroupGloo>>(

@@ -348,12 +348,11 @@ std::unique_ptr<Dataset> MakeSplit(const TaskSpec& task, const Model& model, Spl
             "tokens data feeds language models (gpt, gpt2, torchscript), not " + task.model_type);
       }
       if (tokens && (task.data.seq_len != input.seq_len || task.data.vocab > input.classes)) {
-        throw InputError(task.source, 0, "data",
-                         "the " + task.model_type + " model takes seq_len " +
-                             std::to_string(input.seq_len) + " and ids below its vocab " +
-                             std::to_string(input.classes) + "; got seq_len " +
-                             std::to_string(task.data.seq_len) + ", vocab " +
-                             std::to_string(task.data.vocab));
+        throw InputError(
+            task.source, 0, "data",
+            "the " + task.model_type + " model takes seq_len " + std::to_string(input.seq_len) +
+                " and ids below its vocab " + std::to_string(input.classes) + "; got seq_len " +
+                std::to_string(task.data.seq_len) + ", vocab " + std::to_string(task.data.vocab));
       }
       std::vector<uint16_t> ids = ReadTokens(task, path);
       Range range = RangeOf(task, split, static_cast<int64_t>(ids.size()), task.data.seq_len, path);
@@ -387,11 +386,11 @@ std::unique_ptr<Dataset> MakeSplit(const TaskSpec& task, const Model& model, Spl
   }
   if (task.data.type == "text") {
     if (!tokens || input.classes != 256) {
-      throw InputError(task.source, 0, "data.type",
-                       tokens ? "text data is bytes, for the byte-level gpt; " + task.model_type +
-                                    " takes token ids: tokens data (uint16) or synthetic"
-                              : "text data needs a gpt model; use synthetic data for " +
-                                    task.model_type);
+      throw InputError(
+          task.source, 0, "data.type",
+          tokens ? "text data is bytes, for the byte-level gpt; " + task.model_type +
+                       " takes token ids: tokens data (uint16) or synthetic"
+                 : "text data needs a gpt model; use synthetic data for " + task.model_type);
     }
     std::string bytes = ReadFile(path);
     if (static_cast<int64_t>(bytes.size()) < input.seq_len + 2) {

@@ -5,8 +5,8 @@
 #include "common/error.h"
 #include "engine/device.h"
 #include "engine/formats/weight_index.h"
-#include "engine/weights.h"
 #include "engine/phases.h"
+#include "engine/weights.h"
 
 namespace saturn::engine {
 
@@ -165,9 +165,10 @@ Model::~Model() = default;
 
 std::unique_ptr<Block> Model::BuildBlock(int index, bool materialize) const {
   using Mode = ParamFactory::Mode;
-  ParamFactory factory(Seed(), index, !materialize ? Mode::kShapes
-                                      : init_      ? Mode::kEmpty
-                                                   : Mode::kRandom);
+  ParamFactory factory(Seed(), index,
+                       !materialize ? Mode::kShapes
+                       : init_      ? Mode::kEmpty
+                                    : Mode::kRandom);
   std::unique_ptr<Block> block = MakeBlock(index, factory);
   if (materialize && init_) init_->Load(index, *block);
   return block;

@@ -149,8 +149,8 @@ TaskSpec ParseTask(const nlohmann::json& json, const std::string& source) {
       JsonFields lora(finetune.Object("lora"), source, "finetune.lora");
       spec.lora.rank = lora.Int("rank", 1);
       spec.lora.alpha = lora.NumberOr("alpha", static_cast<double>(spec.lora.rank), true);
-      const nlohmann::json& targets = lora.Has("targets") ? spec.finetune["lora"]["targets"]
-                                                          : nlohmann::json::array({"attn"});
+      const nlohmann::json& targets =
+          lora.Has("targets") ? spec.finetune["lora"]["targets"] : nlohmann::json::array({"attn"});
       if (!targets.is_array() || targets.empty()) {
         lora.Fail("targets", "expected a non-empty list of attn, mlp");
       }

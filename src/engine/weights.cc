@@ -22,16 +22,26 @@ std::string ShapeText(at::IntArrayRef shape) {
 
 at::ScalarType TorchType(StoredDtype dtype) {
   switch (dtype) {
-    case StoredDtype::kF32: return at::kFloat;
-    case StoredDtype::kF16: return at::kHalf;
-    case StoredDtype::kBF16: return at::kBFloat16;
-    case StoredDtype::kF64: return at::kDouble;
-    case StoredDtype::kI64: return at::kLong;
-    case StoredDtype::kI32: return at::kInt;
-    case StoredDtype::kI16: return at::kShort;
-    case StoredDtype::kI8: return at::kChar;
-    case StoredDtype::kU8: return at::kByte;
-    case StoredDtype::kBool: return at::kBool;
+    case StoredDtype::kF32:
+      return at::kFloat;
+    case StoredDtype::kF16:
+      return at::kHalf;
+    case StoredDtype::kBF16:
+      return at::kBFloat16;
+    case StoredDtype::kF64:
+      return at::kDouble;
+    case StoredDtype::kI64:
+      return at::kLong;
+    case StoredDtype::kI32:
+      return at::kInt;
+    case StoredDtype::kI16:
+      return at::kShort;
+    case StoredDtype::kI8:
+      return at::kChar;
+    case StoredDtype::kU8:
+      return at::kByte;
+    case StoredDtype::kBool:
+      return at::kBool;
   }
   return at::kFloat;
 }
@@ -74,8 +84,9 @@ PretrainedWeights::PretrainedWeights(const std::string& path, const Model& model
       std::vector<int64_t> as_stored = want.vec();
       if (key->transposed && as_stored.size() == 2) std::swap(as_stored[0], as_stored[1]);
       if (stored->shape != as_stored || !IsFloat(stored->dtype)) {
-        std::string expected = key->transposed ? ShapeText(as_stored) + " (stored transposed, [in, out])"
-                                               : ShapeText(as_stored);
+        std::string expected = key->transposed
+                                   ? ShapeText(as_stored) + " (stored transposed, [in, out])"
+                                   : ShapeText(as_stored);
         throw InputError(stored->file, 0, key->key,
                          "is " + stored->Describe() + ", but the model (" + slot.name +
                              " of block " + std::to_string(b) + ") needs " + expected +
@@ -205,8 +216,8 @@ void PretrainedWeights::Load(int index, Block& block) const {
     Job& job = jobs[k];
     if (job.direct) {
       Populate(job.out.data_ptr(), job.stored->SpanBytes());
-      File(job.stored->file).ReadInto(job.stored->offset, job.stored->SpanBytes(),
-                                      job.out.data_ptr());
+      File(job.stored->file)
+          .ReadInto(job.stored->offset, job.stored->SpanBytes(), job.out.data_ptr());
     } else {
       ReadRaw(*job.stored, buffers[k % 2]);
     }

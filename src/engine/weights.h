@@ -22,9 +22,9 @@
 #include <ATen/ATen.h>
 
 #include <map>
+#include <memory>
 #include <mutex>
 #include <set>
-#include <memory>
 #include <string>
 #include <utility>
 #include <vector>

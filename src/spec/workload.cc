@@ -12,6 +12,7 @@
 #include "common/error.h"
 #include "common/format.h"
 #include "common/fs.h"
+#include "common/json_text.h"
 #include "common/limits.h"
 #include "common/model_presets.h"
 #include "spec/sweep.h"
@@ -131,11 +132,38 @@ class TaskReader {
     return fs::absolute(full).lexically_normal().string();
   }
 
-  // GPT-2: a preset's sizes (default small), any field overriding them; the
-  // sizes written out in full.
+  // The sizes a Hugging Face GPT-2 checkpoint's config.json gives (beside
+  // the weights file, or in the folder `init` names); none when absent.
+  std::map<std::string, long> Gpt2Config(const YamlFields& m) {
+    std::map<std::string, long> sizes;
+    if (!m.Has("init")) return sizes;
+    fs::path init = InitPath(m);
+    fs::path config = (fs::is_directory(init) ? init : init.parent_path()) / "config.json";
+    std::error_code ec;
+    if (!fs::is_regular_file(config, ec)) return sizes;
+    nlohmann::json json;
+    std::string why;
+    if (!ParseJsonText(ReadFile(config.string()), &json, &why) || !json.is_object()) {
+      m.Fail("init", config.string() + " is not valid JSON: " + why);
+    }
+    for (const auto& [ours, theirs] :
+         std::vector<std::pair<std::string, std::string>>{{"layers", "n_layer"},
+                                                          {"d_model", "n_embd"},
+                                                          {"heads", "n_head"},
+                                                          {"vocab", "vocab_size"},
+                                                          {"positions", "n_positions"}}) {
+      if (auto value = JsonInt(json.value(theirs, nlohmann::json()), 1, limits::kMaxModelSize)) {
+        sizes[ours] = *value;
+      }
+    }
+    return sizes;
+  }
+
+  // GPT-2: its sizes from, in order, the task's fields, its preset, the
+  // config.json beside its init weights, GPT-2 small; written out in full.
   json ReadGpt2(const YamlFields& m) {
-    m.AllowOnly({"type", "preset", "layers", "d_model", "heads", "vocab", "positions", "seq_len",
-                 "init"});
+    m.AllowOnly(
+        {"type", "preset", "layers", "d_model", "heads", "vocab", "positions", "seq_len", "init"});
     json out = {{"type", "gpt2"}};
     std::string preset_name = m.OptionalString("preset").value_or("small");
     const Gpt2Preset* preset = FindGpt2Preset(preset_name);
@@ -143,23 +171,31 @@ class TaskReader {
       m.Fail("preset", "expected small, medium, large or xl, got " + Quote(preset_name));
     }
     if (m.Has("preset")) out["preset"] = preset_name;
-    auto size = [&](const char* key, long fallback) {
-      out[key] = m.OptionalInt(key, 1, limits::kMaxModelSize).value_or(fallback);
+    std::map<std::string, long> config = Gpt2Config(m);
+    auto fallback = [&](const char* key, long preset_value) {
+      auto it = config.find(key);
+      return m.Has("preset") || it == config.end() ? preset_value : it->second;
+    };
+    auto size = [&](const char* key, long fallback_value) {
+      out[key] = m.OptionalInt(key, 1, limits::kMaxModelSize).value_or(fallback_value);
       return out[key].get<long>();
     };
-    size("layers", preset->layers);
-    long d_model = size("d_model", preset->d_model);
-    long heads = size("heads", preset->heads);
-    long vocab = m.OptionalInt("vocab", 2, 65536).value_or(kGpt2Vocab);
+    size("layers", fallback("layers", preset->layers));
+    long d_model = size("d_model", fallback("d_model", preset->d_model));
+    long heads = size("heads", fallback("heads", preset->heads));
+    long vocab = m.OptionalInt("vocab", 2, 65536)
+                     .value_or(config.count("vocab") ? config["vocab"] : kGpt2Vocab);
+    if (vocab > 65536) m.Fail("vocab", "at most 65536 (uint16 token ids)");
     out["vocab"] = vocab;
-    long positions = size("positions", kGpt2Positions);
+    long positions =
+        size("positions", config.count("positions") ? config["positions"] : kGpt2Positions);
     long seq_len = size("seq_len", positions);
     if (d_model % heads != 0) {
       m.Fail("heads", "must divide d_model (" + std::to_string(d_model) + ")");
     }
     if (seq_len > positions) {
-      m.Fail("seq_len", "at most positions (" + std::to_string(positions) +
-                            ", the model's position table)");
+      m.Fail("seq_len",
+             "at most positions (" + std::to_string(positions) + ", the model's position table)");
     }
     return out;
   }
@@ -422,7 +458,7 @@ std::string TrialKey(const WorkloadTask& t) {
   key.erase("seed");
   key.erase("steps");
   if (key.contains("model")) key["model"].erase("init");  // values, not speed or memory
-  if (key.contains("eval")) key["eval"].erase("every");  // its cost is per evaluation
+  if (key.contains("eval")) key["eval"].erase("every");   // its cost is per evaluation
   if (key.contains("optimizer")) key["optimizer"].erase("lr");
   if (key.contains("data")) key["data"].erase("seed");
   return key.dump();  // nlohmann sorts object keys: canonical

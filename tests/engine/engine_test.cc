@@ -122,8 +122,8 @@ TEST(Models, BadFieldsAreInputErrors) {
     BuildModel(Task({{"type", "bert"}}));
     FAIL();
   } catch (const InputError& e) {
-    EXPECT_THAT(e.what(),
-                HasSubstr("unknown model type 'bert'; expected one of: gpt, gpt2, vit, resnet, mlp, torchscript"));
+    EXPECT_THAT(e.what(), HasSubstr("unknown model type 'bert'; expected one of: gpt, gpt2, vit, "
+                                    "resnet, mlp, torchscript"));
   }
 }
 
@@ -387,7 +387,8 @@ TEST(Techniques, RegistryListsTheBuiltins) {
     BuiltinTechniques().Get("zero");
     FAIL();
   } catch (const InputError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("unknown technique 'zero'; expected one of: single, ddp, fsdp"));
+    EXPECT_THAT(e.what(),
+                HasSubstr("unknown technique 'zero'; expected one of: single, ddp, fsdp"));
   }
   InProcess run(Task(kMlp));
   EXPECT_THAT(BuiltinTechniques().Get("single").Unsupported(run.task, *run.model, 2),

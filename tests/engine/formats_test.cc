@@ -29,7 +29,8 @@ std::string Floats(const std::vector<float>& values) {
 std::string SaveBytes(const std::vector<std::pair<std::string, std::vector<float>>>& tensors,
                       const std::vector<std::vector<int64_t>>& shapes) {
   std::string out;
-  TorchSaveWriter writer([&](const void* p, size_t n) { out.append(static_cast<const char*>(p), n); });
+  TorchSaveWriter writer(
+      [&](const void* p, size_t n) { out.append(static_cast<const char*>(p), n); });
   for (size_t i = 0; i < tensors.size(); ++i) {
     std::string data = Floats(tensors[i].second);
     writer.Add(tensors[i].first, StoredDtype::kF32, shapes[i], data.data(), data.size());
@@ -129,8 +130,8 @@ TEST(WeightFormats, DamagedFilesAreInputErrorsNamingTheFile) {
 }
 
 TEST(Pickle, StateDictPicklesReadBackAsCallsOfRebuildTensor) {
-  std::string pickle = StateDictPickle({"a", "b"}, {StoredDtype::kF32, StoredDtype::kBF16},
-                                       {{3, 4}, {5}});
+  std::string pickle =
+      StateDictPickle({"a", "b"}, {StoredDtype::kF32, StoredDtype::kBF16}, {{3, 4}, {5}});
   PickleReader reader(pickle, "data.pkl");
   PickleRef root = reader.Read();
   ASSERT_TRUE(root->Is(PickleValue::Kind::kDict));
@@ -157,7 +158,10 @@ TEST(Pickle, WhatIsNotAStateDictPickleIsRefusedNotRun) {
     return std::string();
   };
   // A list appended into itself (via the memo): a cycle, refused.
-  EXPECT_THAT(error(std::string("\x80\x02]q\x00h\x00" "a.", 9)), HasSubstr("contains itself"));
+  EXPECT_THAT(error(std::string("\x80\x02]q\x00h\x00"
+                                "a.",
+                                9)),
+              HasSubstr("contains itself"));
   // 70 nested lists: deeper than any state dict.
   std::string deep = "\x80\x02";
   for (int i = 0; i < 70; ++i)

@@ -27,7 +27,8 @@ bool FuzzWeights(std::string_view input) {
     return false;
   }
   std::string written;
-  TorchSaveWriter out([&](const void* p, size_t n) { written.append(static_cast<const char*>(p), n); });
+  TorchSaveWriter out(
+      [&](const void* p, size_t n) { written.append(static_cast<const char*>(p), n); });
   for (const std::string& name : index.names) {
     const StoredTensor& t = index.tensors.at(name);
     Require(t.offset <= input.size() && t.SpanBytes() <= input.size() - t.offset,

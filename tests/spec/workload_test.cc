@@ -175,10 +175,27 @@ TEST_F(WorkloadTest, InitAndLoraReachTheWorkerAndInitIsNotPartOfTheTrialKey) {
   EXPECT_EQ(spec["finetune"]["lora"]["targets"], nlohmann::json::array({"attn", "mlp"}));
   EXPECT_EQ(w.tasks[0].trial_key.find("init"), std::string::npos);
   // A LoRA rank changes memory and speed: another trial.
-  Workload swept = Parse(task + "    finetune: {lora: {rank: 4}}\n    sweep: "
-                                "{finetune.lora.rank: [4, 8]}\n");
+  Workload swept = Parse(task +
+                         "    finetune: {lora: {rank: 4}}\n    sweep: "
+                         "{finetune.lora.rank: [4, 8]}\n");
   ASSERT_EQ(swept.tasks.size(), 2u);
   EXPECT_NE(swept.tasks[0].trial_key, swept.tasks[1].trial_key);
+
+  // A Hugging Face folder's config.json gives the sizes; fields override it.
+  fs::create_directories(dir_ + "/medium");
+  WriteFileAtomic(dir_ + "/medium/pytorch_model.bin", "x");
+  WriteFileAtomic(dir_ + "/medium/config.json",
+                  R"({"n_layer": 24, "n_embd": 1024, "n_head": 16, "n_positions": 1024,
+                      "vocab_size": 50257, "model_type": "gpt2"})");
+  Workload medium = Parse(kGpt2 + "    model: {type: gpt2, init: medium, seq_len: 128}\n");
+  EXPECT_EQ(medium.tasks[0].spec["model"]["layers"], 24);
+  EXPECT_EQ(medium.tasks[0].spec["model"]["d_model"], 1024);
+  EXPECT_EQ(medium.tasks[0].spec["model"]["heads"], 16);
+  EXPECT_EQ(medium.tasks[0].spec["model"]["seq_len"], 128);
+  Workload six =
+      Parse(kGpt2 + "    model: {type: gpt2, init: medium/pytorch_model.bin, layers: 6}\n");
+  EXPECT_EQ(six.tasks[0].spec["model"]["layers"], 6);
+  EXPECT_EQ(six.tasks[0].spec["model"]["d_model"], 1024);
 
   EXPECT_THAT(ErrorOf(kGpt2 + "    model: {type: gpt2, init: nowhere}\n"),
               HasSubstr("tasks[0].model.init: no such file or folder"));

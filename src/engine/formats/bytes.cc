@@ -14,8 +14,8 @@ namespace saturn::engine {
 namespace {
 
 std::string PastEnd(uint64_t offset, uint64_t count, uint64_t size) {
-  return "truncated: needs bytes " + std::to_string(offset) + ".." + std::to_string(offset + count) +
-         " of a " + std::to_string(size) + "-byte file";
+  return "truncated: needs bytes " + std::to_string(offset) + ".." +
+         std::to_string(offset + count) + " of a " + std::to_string(size) + "-byte file";
 }
 
 }  // namespace

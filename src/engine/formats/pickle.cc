@@ -39,19 +39,31 @@ PickleRef Int(int64_t n) {
 
 std::string PickleValue::KindName() const {
   switch (kind) {
-    case Kind::kNone: return "None";
-    case Kind::kBool: return "bool";
+    case Kind::kNone:
+      return "None";
+    case Kind::kBool:
+      return "bool";
     case Kind::kInt:
-    case Kind::kBigInt: return "int";
-    case Kind::kFloat: return "float";
-    case Kind::kString: return "str";
-    case Kind::kBytes: return "bytes";
-    case Kind::kTuple: return "tuple";
-    case Kind::kList: return "list";
-    case Kind::kDict: return "dict";
-    case Kind::kGlobal: return "global " + text;
-    case Kind::kCall: return "call of " + (items.empty() ? std::string("?") : items[0]->KindName());
-    case Kind::kPersistent: return "persistent id";
+    case Kind::kBigInt:
+      return "int";
+    case Kind::kFloat:
+      return "float";
+    case Kind::kString:
+      return "str";
+    case Kind::kBytes:
+      return "bytes";
+    case Kind::kTuple:
+      return "tuple";
+    case Kind::kList:
+      return "list";
+    case Kind::kDict:
+      return "dict";
+    case Kind::kGlobal:
+      return "global " + text;
+    case Kind::kCall:
+      return "call of " + (items.empty() ? std::string("?") : items[0]->KindName());
+    case Kind::kPersistent:
+      return "persistent id";
   }
   return "?";
 }
@@ -60,8 +72,9 @@ PickleReader::PickleReader(std::string_view data, std::string where)
     : data_(data), where_(std::move(where)) {}
 
 void PickleReader::Fail(const std::string& message) const {
-  throw InputError(where_, 0, "", "not a pickle this reader takes (byte " +
-                                      std::to_string(op_start_) + "): " + message);
+  throw InputError(
+      where_, 0, "",
+      "not a pickle this reader takes (byte " + std::to_string(op_start_) + "): " + message);
 }
 
 uint8_t PickleReader::Byte() {
@@ -184,8 +197,8 @@ PickleRef PickleReader::Read() {
         Push(value);
         break;
       }
-      case 0x85:  // TUPLE1
-      case 0x86:  // TUPLE2
+      case 0x85:    // TUPLE1
+      case 0x86:    // TUPLE2
       case 0x87: {  // TUPLE3
         size_t n = op - 0x84u;
         PickleRef value = Make(Kind::kTuple);
@@ -200,7 +213,7 @@ PickleRef PickleReader::Read() {
       case 'N':
         Push(Make(Kind::kNone));
         break;
-      case 0x88:  // NEWTRUE
+      case 0x88:    // NEWTRUE
       case 0x89: {  // NEWFALSE
         PickleRef value = Make(Kind::kBool);
         value->number = op == 0x88 ? 1 : 0;

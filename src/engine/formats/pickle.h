@@ -33,8 +33,8 @@ struct PickleValue {
   enum class Kind {
     kNone,
     kBool,
-    kInt,        // fits int64
-    kBigInt,     // a LONG of more than 8 bytes: `text` holds its bytes (little-endian)
+    kInt,     // fits int64
+    kBigInt,  // a LONG of more than 8 bytes: `text` holds its bytes (little-endian)
     kFloat,
     kString,     // text
     kBytes,      // text

@@ -10,16 +10,26 @@ constexpr const char* kArchive = "archive/";
 
 const char* StorageType(StoredDtype dtype) {
   switch (dtype) {
-    case StoredDtype::kF32: return "FloatStorage";
-    case StoredDtype::kF16: return "HalfStorage";
-    case StoredDtype::kBF16: return "BFloat16Storage";
-    case StoredDtype::kF64: return "DoubleStorage";
-    case StoredDtype::kI64: return "LongStorage";
-    case StoredDtype::kI32: return "IntStorage";
-    case StoredDtype::kI16: return "ShortStorage";
-    case StoredDtype::kI8: return "CharStorage";
-    case StoredDtype::kU8: return "ByteStorage";
-    case StoredDtype::kBool: return "BoolStorage";
+    case StoredDtype::kF32:
+      return "FloatStorage";
+    case StoredDtype::kF16:
+      return "HalfStorage";
+    case StoredDtype::kBF16:
+      return "BFloat16Storage";
+    case StoredDtype::kF64:
+      return "DoubleStorage";
+    case StoredDtype::kI64:
+      return "LongStorage";
+    case StoredDtype::kI32:
+      return "IntStorage";
+    case StoredDtype::kI16:
+      return "ShortStorage";
+    case StoredDtype::kI8:
+      return "CharStorage";
+    case StoredDtype::kU8:
+      return "ByteStorage";
+    case StoredDtype::kBool:
+      return "BoolStorage";
   }
   return "FloatStorage";
 }
@@ -106,7 +116,7 @@ std::string StateDictPickle(const std::vector<std::string>& names,
     p.Int(0);  // storage offset
     p.Ints(shapes[i]);
     p.Ints(RowMajor(shapes[i]));
-    p.Op('\x89');  // requires_grad False
+    p.Op('\x89');                            // requires_grad False
     p.Global("collections", "OrderedDict");  // backward hooks: none
     p.Op(')');
     p.Op('R');

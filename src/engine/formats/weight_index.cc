@@ -58,9 +58,9 @@ bool LooksLikeSafetensors(const ByteSource& source) {
 StoredDtype SafetensorsDtype(const std::string& name, const std::string& where,
                              const std::string& tensor) {
   static const std::map<std::string, StoredDtype> kNames = {
-      {"F32", StoredDtype::kF32}, {"F16", StoredDtype::kF16}, {"BF16", StoredDtype::kBF16},
-      {"F64", StoredDtype::kF64}, {"I64", StoredDtype::kI64}, {"I32", StoredDtype::kI32},
-      {"I16", StoredDtype::kI16}, {"I8", StoredDtype::kI8},   {"U8", StoredDtype::kU8},
+      {"F32", StoredDtype::kF32},  {"F16", StoredDtype::kF16}, {"BF16", StoredDtype::kBF16},
+      {"F64", StoredDtype::kF64},  {"I64", StoredDtype::kI64}, {"I32", StoredDtype::kI32},
+      {"I16", StoredDtype::kI16},  {"I8", StoredDtype::kI8},   {"U8", StoredDtype::kU8},
       {"BOOL", StoredDtype::kBool}};
   auto it = kNames.find(name);
   if (it == kNames.end()) {
@@ -91,8 +91,8 @@ void IndexSafetensors(const ByteSource& source, WeightIndex& index) {
     const nlohmann::json& dtype = field("dtype");
     const nlohmann::json& shape = field("shape");
     const nlohmann::json& offsets = field("data_offsets");
-    if (!dtype.is_string() || !shape.is_array() || shape.size() > kMaxDims ||
-        !offsets.is_array() || offsets.size() != 2) {
+    if (!dtype.is_string() || !shape.is_array() || shape.size() > kMaxDims || !offsets.is_array() ||
+        offsets.size() != 2) {
       Bad(where, "tensor " + Quote(name) + ": malformed header entry " + Quote(entry.dump()));
     }
     StoredTensor t;
@@ -138,11 +138,11 @@ struct Storage {
 
 StoredDtype StorageDtype(const std::string& type, const std::string& where) {
   static const std::map<std::string, StoredDtype> kTypes = {
-      {"torch.FloatStorage", StoredDtype::kF32},   {"torch.HalfStorage", StoredDtype::kF16},
+      {"torch.FloatStorage", StoredDtype::kF32},     {"torch.HalfStorage", StoredDtype::kF16},
       {"torch.BFloat16Storage", StoredDtype::kBF16}, {"torch.DoubleStorage", StoredDtype::kF64},
-      {"torch.LongStorage", StoredDtype::kI64},    {"torch.IntStorage", StoredDtype::kI32},
-      {"torch.ShortStorage", StoredDtype::kI16},   {"torch.CharStorage", StoredDtype::kI8},
-      {"torch.ByteStorage", StoredDtype::kU8},     {"torch.BoolStorage", StoredDtype::kBool}};
+      {"torch.LongStorage", StoredDtype::kI64},      {"torch.IntStorage", StoredDtype::kI32},
+      {"torch.ShortStorage", StoredDtype::kI16},     {"torch.CharStorage", StoredDtype::kI8},
+      {"torch.ByteStorage", StoredDtype::kU8},       {"torch.BoolStorage", StoredDtype::kBool}};
   auto it = kTypes.find(type);
   if (it == kTypes.end()) Bad(where, "a tensor storage of type " + Quote(type));
   return it->second;
@@ -200,7 +200,8 @@ std::optional<TensorView> AsTensor(const PickleRef& value, std::map<std::string,
     Bad(where, Quote(name) + ": size and stride do not match");
   }
   Storage& storage = storages[view.storage_key];
-  if (storage.numel != 0 && (storage.dtype != view.dtype || storage.numel != id->items[4]->number)) {
+  if (storage.numel != 0 &&
+      (storage.dtype != view.dtype || storage.numel != id->items[4]->number)) {
     Bad(where, "storage " + Quote(view.storage_key) + " is described two ways");
   }
   storage.dtype = view.dtype;
@@ -210,8 +211,8 @@ std::optional<TensorView> AsTensor(const PickleRef& value, std::map<std::string,
 
 // The tensors of a state dict pickle, by name; non-tensor values left out.
 std::vector<std::pair<std::string, TensorView>> StateDict(const PickleRef& root,
-                                                           std::map<std::string, Storage>& storages,
-                                                           const std::string& where) {
+                                                          std::map<std::string, Storage>& storages,
+                                                          const std::string& where) {
   if (!root->Is(Kind::kDict)) {
     Bad(where, "expected a state dict (a dict of tensors), got a " + root->KindName());
   }
@@ -394,31 +395,45 @@ void IndexSharded(const std::string& path, WeightIndex& index) {
 int DtypeBytes(StoredDtype dtype) {
   switch (dtype) {
     case StoredDtype::kF64:
-    case StoredDtype::kI64: return 8;
+    case StoredDtype::kI64:
+      return 8;
     case StoredDtype::kF32:
-    case StoredDtype::kI32: return 4;
+    case StoredDtype::kI32:
+      return 4;
     case StoredDtype::kF16:
     case StoredDtype::kBF16:
-    case StoredDtype::kI16: return 2;
+    case StoredDtype::kI16:
+      return 2;
     case StoredDtype::kI8:
     case StoredDtype::kU8:
-    case StoredDtype::kBool: return 1;
+    case StoredDtype::kBool:
+      return 1;
   }
   return 1;
 }
 
 std::string DtypeName(StoredDtype dtype) {
   switch (dtype) {
-    case StoredDtype::kF32: return "F32";
-    case StoredDtype::kF16: return "F16";
-    case StoredDtype::kBF16: return "BF16";
-    case StoredDtype::kF64: return "F64";
-    case StoredDtype::kI64: return "I64";
-    case StoredDtype::kI32: return "I32";
-    case StoredDtype::kI16: return "I16";
-    case StoredDtype::kI8: return "I8";
-    case StoredDtype::kU8: return "U8";
-    case StoredDtype::kBool: return "BOOL";
+    case StoredDtype::kF32:
+      return "F32";
+    case StoredDtype::kF16:
+      return "F16";
+    case StoredDtype::kBF16:
+      return "BF16";
+    case StoredDtype::kF64:
+      return "F64";
+    case StoredDtype::kI64:
+      return "I64";
+    case StoredDtype::kI32:
+      return "I32";
+    case StoredDtype::kI16:
+      return "I16";
+    case StoredDtype::kI8:
+      return "I8";
+    case StoredDtype::kU8:
+      return "U8";
+    case StoredDtype::kBool:
+      return "BOOL";
   }
   return "?";
 }
@@ -444,7 +459,8 @@ uint64_t StoredTensor::SpanBytes() const {
     }
   }
   uint64_t bytes = 0;
-  if (__builtin_mul_overflow(last + 1, static_cast<uint64_t>(DtypeBytes(dtype)), &bytes)) return kMax;
+  if (__builtin_mul_overflow(last + 1, static_cast<uint64_t>(DtypeBytes(dtype)), &bytes))
+    return kMax;
   return bytes;
 }
 
@@ -506,11 +522,11 @@ WeightIndex IndexWeights(const std::string& path) {
     index.path = path;
     index.format = "sharded ";
     IndexSharded(file, index);
-    index.format += index.tensors.empty()
-                        ? "?"
-                        : (LooksLikeSafetensors(FileBytes(index.tensors.begin()->second.file))
-                               ? "safetensors"
-                               : "torch.save");
+    index.format +=
+        index.tensors.empty()
+            ? "?"
+            : (LooksLikeSafetensors(FileBytes(index.tensors.begin()->second.file)) ? "safetensors"
+                                                                                   : "torch.save");
     return index;
   }
   FileBytes bytes(file);

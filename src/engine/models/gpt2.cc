@@ -38,7 +38,8 @@ struct Gpt2Config {
 class Embeddings final : public Block {
  public:
   Embeddings(ParamFactory& f, const Gpt2Config& c)
-      : tokens_(f.Normal({c.vocab, c.width}, 0.02)), positions_(f.Normal({c.positions, c.width}, 0.02)) {
+      : tokens_(f.Normal({c.vocab, c.width}, 0.02)),
+        positions_(f.Normal({c.positions, c.width}, 0.02)) {
     Register("tokens.weight", &tokens_, !c.lora.Enabled());
     Register("positions.weight", &positions_, !c.lora.Enabled());
   }
@@ -53,9 +54,10 @@ class Embeddings final : public Block {
 class Layer final : public Block {
  public:
   Layer(ParamFactory& f, const Gpt2Config& c)
-      : layer_(*this, f, c.width, c.heads,
-               TransformerOptions(/*causal=*/true, c.lora, /*gelu_tanh=*/true,
-                                  WeightLayout::kInOut)) {}
+      : layer_(
+            *this, f, c.width, c.heads,
+            TransformerOptions(/*causal=*/true, c.lora, /*gelu_tanh=*/true, WeightLayout::kInOut)) {
+  }
   at::Tensor Forward(const at::Tensor& x) override { return layer_(x); }
 
  private:
@@ -79,9 +81,12 @@ class Head final : public Block {
 };
 
 // Hugging Face's names of our layer's parameters.
-const std::pair<const char*, const char*> kHfNames[] = {
-    {"ln1.", "ln_1."},           {"ln2.", "ln_2."},           {"attn.qkv.", "attn.c_attn."},
-    {"attn.proj.", "attn.c_proj."}, {"mlp.fc1.", "mlp.c_fc."}, {"mlp.fc2.", "mlp.c_proj."}};
+const std::pair<const char*, const char*> kHfNames[] = {{"ln1.", "ln_1."},
+                                                        {"ln2.", "ln_2."},
+                                                        {"attn.qkv.", "attn.c_attn."},
+                                                        {"attn.proj.", "attn.c_proj."},
+                                                        {"mlp.fc1.", "mlp.c_fc."},
+                                                        {"mlp.fc2.", "mlp.c_proj."}};
 
 class Gpt2 final : public Model {
  public:
@@ -132,7 +137,8 @@ class Gpt2 final : public Model {
 
   bool IgnorableInitKey(const std::string& key) const override {
     auto ends = [&](const std::string& tail) {
-      return key.size() >= tail.size() && key.compare(key.size() - tail.size(), tail.size(), tail) == 0;
+      return key.size() >= tail.size() &&
+             key.compare(key.size() - tail.size(), tail.size(), tail) == 0;
     };
     return key == "lm_head.weight" || ends(".attn.bias") || ends(".attn.masked_bias");
   }
@@ -167,8 +173,8 @@ class Gpt2Family final : public ModelFamily {
     JsonFields fields(task.model, task.source, "model");
     const Gpt2Preset* preset = FindGpt2Preset(fields.StringOr("preset", "small"));
     if (preset == nullptr) {
-      fields.Fail("preset", "expected small, medium, large or xl, got " +
-                                Quote(fields.String("preset")));
+      fields.Fail("preset",
+                  "expected small, medium, large or xl, got " + Quote(fields.String("preset")));
     }
     Gpt2Config c;
     c.layers = fields.IntOr("layers", preset->layers, 1);

@@ -22,7 +22,8 @@ Linear::Linear(Block& block, ParamFactory& factory, const std::string& name, int
                int64_t out, double std, bool bias, const Tuning& tuning, WeightLayout layout)
     : layout_(layout) {
   bool in_out = layout == WeightLayout::kInOut;
-  std::vector<int64_t> shape = in_out ? std::vector<int64_t>{in, out} : std::vector<int64_t>{out, in};
+  std::vector<int64_t> shape =
+      in_out ? std::vector<int64_t>{in, out} : std::vector<int64_t>{out, in};
   weight_ = std > 0 ? factory.Normal(shape, std)
                     : factory.Uniform(shape, 1.0 / std::sqrt(static_cast<double>(in)));
   block.Register(name + ".weight", &weight_, !tuning.frozen);

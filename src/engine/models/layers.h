@@ -77,7 +77,7 @@ struct TransformerOptions {
   bool causal;
   // GELU with the tanh approximation (GPT-2's "gelu_new"); exact otherwise.
   bool gelu_tanh;
-  LoraSpec lora;  // adapters on "attn" and/or "mlp"; frozen weights otherwise
+  LoraSpec lora;        // adapters on "attn" and/or "mlp"; frozen weights otherwise
   WeightLayout layout;  // of the four linear maps
 };
 

@@ -315,8 +315,9 @@ class TorchScriptFamily final : public ModelFamily {
       fields.Fail("init", "a torchscript model starts from its own file's weights (model.path)");
     }
     if (task.lora.Enabled()) {
-      throw InputError(task.source, 0, "finetune.lora",
-                       "LoRA adapts the zoo's transformer models (gpt, gpt2, vit), not torchscript");
+      throw InputError(
+          task.source, 0, "finetune.lora",
+          "LoRA adapts the zoo's transformer models (gpt, gpt2, vit), not torchscript");
     }
     std::string path = fields.String("path");
     std::string loss = fields.String("loss");

@@ -107,8 +107,8 @@ class VitFamily final : public ModelFamily {
   std::string_view Name() const override { return "vit"; }
   std::unique_ptr<Model> Build(const TaskSpec& task) const override {
     JsonFields fields(task.model, task.source, "model");
-    VitConfig config{fields.Int("layers", 1), fields.Int("d_model", 1), fields.Int("heads", 1),
-                     fields.Int("image_size", 1), fields.Int("patch", 1), task.lora};
+    VitConfig config{fields.Int("layers", 1),     fields.Int("d_model", 1), fields.Int("heads", 1),
+                     fields.Int("image_size", 1), fields.Int("patch", 1),   task.lora};
     if (config.width % config.heads != 0) {
       fields.Fail("d_model", "must be a multiple of heads (" + std::to_string(config.heads) + ")");
     }

@@ -423,10 +423,10 @@ class Fsdp final : public Technique {
       largest = std::max(largest, counts[b]);
     }
     // Parameter shards, and gradient and state shards of the trainable ones.
-    int64_t kept = KnobBool(knobs, "offload", false)
-                       ? 0
-                       : sharded + sharded_train *
-                                       (1 + static_cast<int64_t>(ctx.optimizer.Slots().size()));
+    int64_t kept =
+        KnobBool(knobs, "offload", false)
+            ? 0
+            : sharded + sharded_train * (1 + static_cast<int64_t>(ctx.optimizer.Slots().size()));
     return static_cast<int64_t>(sizeof(float)) * (kept + largest);
   }
 

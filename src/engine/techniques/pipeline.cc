@@ -55,7 +55,7 @@ std::vector<int64_t> BalancedPartition(const std::vector<double>& times, int par
 }
 
 // Forward plus backward time of each block on one micro-batch, each block
-// built alone (memory: one block). Every rank measures and the times are
+// built alone (memory: one block) with zeros for values. Every rank measures and the times are
 // averaged, so all ranks agree on the partition.
 std::vector<double> MeasureBlockTimes(TrainContext& ctx, int64_t micro_batch) {
   Batch batch = ctx.StepSamples(0, 0, micro_batch);
@@ -63,7 +63,14 @@ std::vector<double> MeasureBlockTimes(TrainContext& ctx, int64_t micro_batch) {
   int n = ctx.model.NumBlocks();
   at::Tensor times = at::zeros({n}, at::kDouble);
   for (int i = 0; i < n; ++i) {
-    std::unique_ptr<Block> block = ctx.model.BuildBlock(i, true);
+    // Values do not change the time: zeros, so that a model with pretrained
+    // weights is not read whole by every stage (each builds its own blocks).
+    std::unique_ptr<Block> block = ctx.model.BuildBlockToFill(i);
+    {
+      at::NoGradGuard no_grad;
+      for (const ParamSlot& slot : block->Params())
+        slot.tensor->zero_();
+    }
     BlockToDevice(*block, ctx.device);
     at::Tensor input = i == 0 ? x : x.detach().requires_grad_(true);
     at::Tensor output;
@@ -206,7 +213,8 @@ class PipelineTrainer final : public Trainer {
         if (std::find(holders.begin(), holders.end(), s) == holders.end()) holders.push_back(s);
         if (s != stage_) continue;
         for (const ParamSlot& slot : blocks_.At(block).Params()) {
-          if (slot.name == name && slot.tensor->grad().defined()) mine.push_back(slot.tensor->grad());
+          if (slot.name == name && slot.tensor->grad().defined())
+            mine.push_back(slot.tensor->grad());
         }
       }
       if (mine.empty() || holders.size() < 2) continue;
