@@ -420,7 +420,8 @@ void BenchLora(const Options& o, const std::string& dir) {
         resident = std::max(resident, b.get<double>() / (1 << 20));
       std::printf("%-30s %-6s %-10.4f %-12.1f %-12.1f\n", label.c_str(),
                   with_lora ? "lora" : "full", StepS(r), peak, resident);
-      (with_lora ? adapted : full) = {{"peak", peak}, {"resident", resident}, {"step", StepS(r)}};
+      json& figures = with_lora ? adapted : full;
+      figures = json{{"peak", peak}, {"resident", resident}, {"step", StepS(r)}};
     }
     std::printf("  full / lora: peak %s, resident %s, step %s\n",
                 Ratio(full["peak"].get<double>(), adapted["peak"].get<double>()).c_str(),
