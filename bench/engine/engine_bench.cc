@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/common/command.h"
 #include "common/fs.h"
 #include "engine/device.h"
 
@@ -100,13 +101,8 @@ std::string Quote(const std::string& text) {
 }
 
 json RunCommand(const std::string& command, const std::string& what) {
-  FILE* pipe = popen(command.c_str(), "r");
-  std::string out;
-  char buffer[4096];
-  size_t n;
-  while (pipe != nullptr && (n = fread(buffer, 1, sizeof buffer, pipe)) > 0)
-    out.append(buffer, n);
-  int status = pipe != nullptr ? pclose(pipe) : -1;
+  int status = 0;
+  std::string out = saturn::bench::CommandOutput(command, &status);
   json result = json::parse(out, nullptr, false);
   if (status != 0 || result.is_discarded()) {
     std::fprintf(stderr, "engine_bench: %s failed: %s\n", what.c_str(), command.c_str());

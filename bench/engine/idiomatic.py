@@ -60,36 +60,19 @@ class Block(nn.Module):
 
 
 class Gpt(nn.Module):
-    def __init__(self, layers, d_model, heads, seq_len):
-        super().__init__()
-        self.tokens = nn.Embedding(VOCAB, d_model)
-        self.positions = nn.Embedding(seq_len, d_model)
-        self.blocks = nn.ModuleList(Block(d_model, heads) for _ in range(layers))
-        self.ln = nn.LayerNorm(d_model)
-        self.head = nn.Linear(d_model, VOCAB)
-        mask = torch.full((seq_len, seq_len), float("-inf")).triu(1)
-        self.register_buffer("mask", mask, persistent=False)
+    """A GPT as a user writes it; gpt2=True: GPT-2's GELU and a tied head."""
 
-    def forward(self, idx):
-        t = idx.shape[1]
-        x = self.tokens(idx) + self.positions(torch.arange(t, device=idx.device))
-        for block in self.blocks:
-            x = block(x, self.mask[:t, :t])
-        return self.head(self.ln(x))
-
-
-class Gpt2(nn.Module):
-    """GPT-2 as a user writes it with standard modules: tied head."""
-
-    def __init__(self, layers, d_model, heads, vocab, positions):
+    def __init__(self, layers, d_model, heads, seq_len, vocab=VOCAB, gpt2=False):
         super().__init__()
         self.tokens = nn.Embedding(vocab, d_model)
-        self.positions = nn.Embedding(positions, d_model)
-        self.blocks = nn.ModuleList(Block(d_model, heads, gelu="tanh") for _ in range(layers))
+        self.positions = nn.Embedding(seq_len, d_model)
+        self.blocks = nn.ModuleList(Block(d_model, heads, gelu="tanh" if gpt2 else "none")
+                                    for _ in range(layers))
         self.ln = nn.LayerNorm(d_model)
-        self.head = nn.Linear(d_model, vocab, bias=False)
-        self.head.weight = self.tokens.weight
-        mask = torch.full((positions, positions), float("-inf")).triu(1)
+        self.head = nn.Linear(d_model, vocab, bias=not gpt2)
+        if gpt2:
+            self.head.weight = self.tokens.weight
+        mask = torch.full((seq_len, seq_len), float("-inf")).triu(1)
         self.register_buffer("mask", mask, persistent=False)
 
     def forward(self, idx):
@@ -173,8 +156,8 @@ def build(family, m):
         layers, d_model, heads = GPT2_PRESETS[m.get("preset", "small")]
         vocab, positions = m.get("vocab", 50257), m.get("positions", 1024)
         seq = m.get("seq_len", positions)
-        model = Gpt2(m.get("layers", layers), m.get("d_model", d_model), m.get("heads", heads),
-                     vocab, positions)
+        model = Gpt(m.get("layers", layers), m.get("d_model", d_model), m.get("heads", heads),
+                    positions, vocab=vocab, gpt2=True)
 
         def batch(n, g):
             window = torch.randint(0, vocab, (n, seq + 1), generator=g)

@@ -77,16 +77,6 @@ class Pickler {
   std::string out_;
 };
 
-std::vector<int64_t> RowMajor(const std::vector<int64_t>& shape) {
-  std::vector<int64_t> strides(shape.size());
-  int64_t stride = 1;
-  for (size_t d = shape.size(); d-- > 0;) {
-    strides[d] = stride;
-    stride *= std::max<int64_t>(shape[d], 1);
-  }
-  return strides;
-}
-
 }  // namespace
 
 std::string StateDictPickle(const std::vector<std::string>& names,
@@ -115,7 +105,7 @@ std::string StateDictPickle(const std::vector<std::string>& names,
     p.Op('Q');
     p.Int(0);  // storage offset
     p.Ints(shapes[i]);
-    p.Ints(RowMajor(shapes[i]));
+    p.Ints(RowMajorStrides(shapes[i]));
     p.Op('\x89');                            // requires_grad False
     p.Global("collections", "OrderedDict");  // backward hooks: none
     p.Op(')');

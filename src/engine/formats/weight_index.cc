@@ -29,16 +29,6 @@ bool Fits(int64_t numel, int64_t dim) {
   return dim == 0 || numel <= std::numeric_limits<int64_t>::max() / dim;
 }
 
-std::vector<int64_t> RowMajor(const std::vector<int64_t>& shape) {
-  std::vector<int64_t> strides(shape.size());
-  int64_t stride = 1;
-  for (size_t d = shape.size(); d-- > 0;) {
-    strides[d] = stride;
-    stride *= std::max<int64_t>(shape[d], 1);
-  }
-  return strides;
-}
-
 void Add(WeightIndex& index, const std::string& name, StoredTensor tensor,
          const std::string& where) {
   if (index.tensors.count(name)) Bad(where, "tensor " + Quote(name) + " appears twice");
@@ -105,7 +95,7 @@ void IndexSafetensors(const ByteSource& source, WeightIndex& index) {
       t.shape.push_back(*dim);
       numel *= *dim;
     }
-    t.strides = RowMajor(t.shape);
+    t.strides = RowMajorStrides(t.shape);
     std::optional<long> begin = JsonInt(offsets[0], 0, std::numeric_limits<long>::max());
     std::optional<long> end = JsonInt(offsets[1], 0, std::numeric_limits<long>::max());
     if (!begin || !end || *end < *begin || static_cast<uint64_t>(*end) > data_size) {
@@ -392,6 +382,16 @@ void IndexSharded(const std::string& path, WeightIndex& index) {
 
 }  // namespace
 
+std::vector<int64_t> RowMajorStrides(const std::vector<int64_t>& shape) {
+  std::vector<int64_t> strides(shape.size());
+  int64_t stride = 1;
+  for (size_t d = shape.size(); d-- > 0;) {
+    strides[d] = stride;
+    stride *= std::max<int64_t>(shape[d], 1);
+  }
+  return strides;
+}
+
 int DtypeBytes(StoredDtype dtype) {
   switch (dtype) {
     case StoredDtype::kF64:
@@ -465,7 +465,7 @@ uint64_t StoredTensor::SpanBytes() const {
 }
 
 bool StoredTensor::Contiguous() const {
-  return Numel() <= 1 || strides == RowMajor(shape);
+  return Numel() <= 1 || strides == RowMajorStrides(shape);
 }
 
 std::string StoredTensor::Describe() const {

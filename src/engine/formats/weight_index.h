@@ -38,6 +38,8 @@ namespace saturn::engine {
 enum class StoredDtype { kF32, kF16, kBF16, kF64, kI64, kI32, kI16, kI8, kU8, kBool };
 
 int DtypeBytes(StoredDtype dtype);
+// The strides, in elements, of a row-major (contiguous) tensor of `shape`.
+std::vector<int64_t> RowMajorStrides(const std::vector<int64_t>& shape);
 std::string DtypeName(StoredDtype dtype);  // safetensors' names: F32, BF16, ...
 
 struct StoredTensor {
