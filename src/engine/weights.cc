@@ -199,7 +199,11 @@ void PretrainedWeights::Load(int index, Block& block) const {
                                c10::weak_intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>(
                                    slot.tensor->getIntrusivePtr()));
       if (alive) {
-        slot.tensor->copy_(at::Tensor(alive));  // the same stored tensor, read already
+        // The same stored tensor, read already for a tied copy in this
+        // process: shared, neither read nor copied again (a BlockSet shares
+        // tied copies anyway; a technique that moves or shards parameters
+        // makes its own tensors from it).
+        *slot.tensor = at::Tensor(alive);
         continue;
       }
     }
@@ -207,10 +211,10 @@ void PretrainedWeights::Load(int index, Block& block) const {
     jobs.push_back({stored, source.transposed, *slot.tensor,
                     Direct(*stored, source.transposed, *slot.tensor)});
   }
-  // A pipeline of two: while this thread converts tensor k (a transpose, a
-  // dtype), another reads tensor k + 1, straight into its parameter or into
-  // the other of two buffers. Reading is what loading costs; the rest hides
-  // behind it.
+  // A pipeline of two: while this thread converts tensor k (a dtype, a
+  // transpose), another reads tensor k + 1, straight into its parameter or
+  // into the other of two buffers. Reading is what loading costs; the rest
+  // hides behind it.
   std::vector<uint64_t> buffers[2];
   auto read = [&](size_t k) {
     Job& job = jobs[k];

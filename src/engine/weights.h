@@ -63,8 +63,8 @@ class PretrainedWeights {
   std::string path_;
   WeightIndex index_;
   // Keys read by more than one parameter (tied copies): the last tensor
-  // read for each, while it is alive, so a later copy copies it rather than
-  // reading the file again.
+  // read for each, while it is alive, so that a later copy shares it rather
+  // than reading the file again.
   mutable std::mutex shared_mutex_;
   mutable std::map<std::string, c10::weak_intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>>
       shared_;
