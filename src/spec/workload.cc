@@ -132,35 +132,58 @@ class TaskReader {
     return fs::absolute(full).lexically_normal().string();
   }
 
-  // The sizes a Hugging Face GPT-2 checkpoint's config.json gives (beside
-  // the weights file, or in the folder `init` names); none when absent.
-  std::map<std::string, long> Gpt2Config(const YamlFields& m) {
-    std::map<std::string, long> sizes;
-    if (!m.Has("init")) return sizes;
+  // What a checkpoint says of its own sizes: a Hugging Face folder's
+  // config.json (n_layer, n_embd, ...), or the task.json beside a finished
+  // task's model.pt (Saturn's names); `file` says which. Nothing when
+  // neither is there.
+  struct CheckpointSizes {
+    std::string file;
+    std::map<std::string, std::pair<std::string, long>> sizes;  // ours -> (its name, value)
+  };
+
+  CheckpointSizes Gpt2Sizes(const YamlFields& m) {
+    CheckpointSizes out;
+    if (!m.Has("init")) return out;
     fs::path init = InitPath(m);
-    fs::path config = (fs::is_directory(init) ? init : init.parent_path()) / "config.json";
+    fs::path dir = fs::is_directory(init) ? init : init.parent_path();
+    const std::vector<std::pair<std::string, std::string>> kHf = {{"layers", "n_layer"},
+                                                                  {"d_model", "n_embd"},
+                                                                  {"heads", "n_head"},
+                                                                  {"vocab", "vocab_size"},
+                                                                  {"positions", "n_positions"}};
     std::error_code ec;
-    if (!fs::is_regular_file(config, ec)) return sizes;
-    nlohmann::json json;
-    std::string why;
-    if (!ParseJsonText(ReadFile(config.string()), &json, &why) || !json.is_object()) {
-      m.Fail("init", config.string() + " is not valid JSON: " + why);
-    }
-    for (const auto& [ours, theirs] :
-         std::vector<std::pair<std::string, std::string>>{{"layers", "n_layer"},
-                                                          {"d_model", "n_embd"},
-                                                          {"heads", "n_head"},
-                                                          {"vocab", "vocab_size"},
-                                                          {"positions", "n_positions"}}) {
-      if (auto value = JsonInt(json.value(theirs, nlohmann::json()), 1, limits::kMaxModelSize)) {
-        sizes[ours] = *value;
+    for (const char* name : {"config.json", "task.json"}) {
+      fs::path file = dir / name;
+      if (!fs::is_regular_file(file, ec)) continue;
+      nlohmann::json json;
+      std::string why;
+      if (!ParseJsonText(ReadFile(file.string()), &json, &why) || !json.is_object()) {
+        m.Fail("init", file.string() + " is not valid JSON: " + why);
       }
+      bool task = std::string(name) == "task.json";
+      if (task) {
+        if (!json.contains("model") || !json["model"].is_object() ||
+            json["model"].value("type", "") != "gpt2") {
+          continue;  // another model's task: its shapes are checked as the worker loads it
+        }
+        json = json["model"];
+      }
+      out.file = file.string();
+      for (const auto& [ours, theirs] : kHf) {
+        std::string key = task ? ours : theirs;
+        if (auto value = JsonInt(json.value(key, nlohmann::json()), 1, limits::kMaxModelSize)) {
+          out.sizes[ours] = {key, *value};
+        }
+      }
+      return out;
     }
-    return sizes;
+    return out;
   }
 
-  // GPT-2: its sizes from, in order, the task's fields, its preset, the
-  // config.json beside its init weights, GPT-2 small; written out in full.
+  // GPT-2: its sizes from, in order, the task's fields, its preset, what the
+  // init checkpoint says of itself (Gpt2Sizes), GPT-2 small; written out in
+  // full. A field or preset that contradicts the checkpoint is refused here
+  // (its tensors would not fit the model).
   json ReadGpt2(const YamlFields& m) {
     m.AllowOnly(
         {"type", "preset", "layers", "d_model", "heads", "vocab", "positions", "seq_len", "init"});
@@ -171,25 +194,35 @@ class TaskReader {
       m.Fail("preset", "expected small, medium, large or xl, got " + Quote(preset_name));
     }
     if (m.Has("preset")) out["preset"] = preset_name;
-    std::map<std::string, long> config = Gpt2Config(m);
-    auto fallback = [&](const char* key, long preset_value) {
-      auto it = config.find(key);
-      return m.Has("preset") || it == config.end() ? preset_value : it->second;
-    };
-    auto size = [&](const char* key, long fallback_value) {
-      out[key] = m.OptionalInt(key, 1, limits::kMaxModelSize).value_or(fallback_value);
-      return out[key].get<long>();
-    };
-    size("layers", fallback("layers", preset->layers));
-    long d_model = size("d_model", fallback("d_model", preset->d_model));
-    long heads = size("heads", fallback("heads", preset->heads));
-    long vocab = m.OptionalInt("vocab", 2, 65536)
-                     .value_or(config.count("vocab") ? config["vocab"] : kGpt2Vocab);
-    if (vocab > 65536) m.Fail("vocab", "at most 65536 (uint16 token ids)");
-    out["vocab"] = vocab;
-    long positions =
-        size("positions", config.count("positions") ? config["positions"] : kGpt2Positions);
-    long seq_len = size("seq_len", positions);
+    CheckpointSizes checkpoint = Gpt2Sizes(m);
+    const std::map<std::string, long> defaults = {{"layers", preset->layers},
+                                                  {"d_model", preset->d_model},
+                                                  {"heads", preset->heads},
+                                                  {"vocab", kGpt2Vocab},
+                                                  {"positions", kGpt2Positions}};
+    for (const char* key : {"layers", "d_model", "heads", "vocab", "positions"}) {
+      auto known = checkpoint.sizes.find(key);
+      bool from_preset =
+          m.Has("preset") && std::string(key) != "vocab" && std::string(key) != "positions";
+      long value =
+          m.OptionalInt(key, key == std::string("vocab") ? 2 : 1,
+                        key == std::string("vocab") ? 65536 : limits::kMaxModelSize)
+              .value_or(known != checkpoint.sizes.end() && !from_preset ? known->second.second
+                                                                        : defaults.at(key));
+      if (known != checkpoint.sizes.end() && value != known->second.second) {
+        std::string given = m.Has(key) ? key : "preset";
+        m.Fail(given, std::string(key) + " " + std::to_string(value) +
+                          " does not fit the init "
+                          "checkpoint, whose " +
+                          checkpoint.file + " says " + known->second.first + " " +
+                          std::to_string(known->second.second) +
+                          " (leave the field out to take the checkpoint's)");
+      }
+      out[key] = value;
+    }
+    long d_model = out["d_model"], heads = out["heads"], positions = out["positions"];
+    long seq_len = m.OptionalInt("seq_len", 1, limits::kMaxModelSize).value_or(positions);
+    out["seq_len"] = seq_len;
     if (d_model % heads != 0) {
       m.Fail("heads", "must divide d_model (" + std::to_string(d_model) + ")");
     }

@@ -192,10 +192,25 @@ TEST_F(WorkloadTest, InitAndLoraReachTheWorkerAndInitIsNotPartOfTheTrialKey) {
   EXPECT_EQ(medium.tasks[0].spec["model"]["d_model"], 1024);
   EXPECT_EQ(medium.tasks[0].spec["model"]["heads"], 16);
   EXPECT_EQ(medium.tasks[0].spec["model"]["seq_len"], 128);
-  Workload six =
-      Parse(kGpt2 + "    model: {type: gpt2, init: medium/pytorch_model.bin, layers: 6}\n");
-  EXPECT_EQ(six.tasks[0].spec["model"]["layers"], 6);
-  EXPECT_EQ(six.tasks[0].spec["model"]["d_model"], 1024);
+  // A field or preset that contradicts it is refused before anything runs.
+  EXPECT_THAT(
+      ErrorOf(kGpt2 + "    model: {type: gpt2, init: medium/pytorch_model.bin, layers: 6}\n"),
+      HasSubstr("tasks[0].model.layers: layers 6 does not fit the init checkpoint, whose "));
+  EXPECT_THAT(
+      ErrorOf(kGpt2 + "    model: {type: gpt2, init: medium/pytorch_model.bin, layers: 6}\n"),
+      HasSubstr("/medium/config.json says n_layer 24 (leave the field out"));
+  EXPECT_THAT(ErrorOf(kGpt2 + "    model: {type: gpt2, init: medium, preset: small}\n"),
+              HasSubstr("tasks[0].model.preset: layers 12 does not fit"));
+  // A finished task's folder: the task.json beside its model.pt.
+  fs::create_directories(dir_ + "/runs/t");
+  WriteFileAtomic(dir_ + "/runs/t/model.pt", "x");
+  WriteFileAtomic(dir_ + "/runs/t/task.json",
+                  R"({"model": {"type": "gpt2", "layers": 4, "d_model": 256, "heads": 4,
+                                "vocab": 4096, "positions": 64, "seq_len": 32}})");
+  Workload again = Parse(kGpt2 + "    model: {type: gpt2, init: runs/t/model.pt}\n");
+  EXPECT_EQ(again.tasks[0].spec["model"]["layers"], 4);
+  EXPECT_EQ(again.tasks[0].spec["model"]["vocab"], 4096);
+  EXPECT_EQ(again.tasks[0].spec["model"]["seq_len"], 64);
 
   EXPECT_THAT(ErrorOf(kGpt2 + "    model: {type: gpt2, init: nowhere}\n"),
               HasSubstr("tasks[0].model.init: no such file or folder"));

@@ -70,7 +70,10 @@ void IndexSafetensors(const ByteSource& source, WeightIndex& index) {
     Bad(where, "its safetensors header is not a JSON object: " + why);
   }
   uint64_t data_start = 8 + length, data_size = source.Size() - data_start;
-  for (const auto& [name, entry] : header.items()) {
+  for (const auto& item : header.items()) {
+    // Named, not bound: lambdas below use them (clang 14 captures no bindings).
+    const std::string& name = item.key();
+    const nlohmann::json& entry = item.value();
     if (name == "__metadata__") continue;
     auto field = [&](const char* key) -> const nlohmann::json& {
       if (!entry.is_object() || !entry.contains(key)) {
@@ -496,6 +499,7 @@ WeightIndex IndexWeightBytes(const ByteSource& source) {
     Bad(source.Name(),
         "not a weights file: expected safetensors or a torch.save file (a state dict)");
   }
+  if (index.tensors.empty()) Bad(source.Name(), "a " + index.format + " file without tensors");
   return index;
 }
 
