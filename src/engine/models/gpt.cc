@@ -14,22 +14,6 @@ struct GptConfig {
   LoraSpec lora;  // frozen but for the adapters of the layers
 };
 
-class Embedding final : public Block {
- public:
-  Embedding(ParamFactory& f, const GptConfig& c)
-      : tokens_(f.Normal({kVocab, c.width}, 0.02)),
-        positions_(f.Normal({c.seq_len, c.width}, 0.02)) {
-    Register("tokens", &tokens_, !c.lora.Enabled());
-    Register("positions", &positions_, !c.lora.Enabled());
-  }
-  at::Tensor Forward(const at::Tensor& x) override {
-    return at::embedding(tokens_, x) + positions_.narrow(0, 0, x.size(1));
-  }
-
- private:
-  at::Tensor tokens_, positions_;
-};
-
 class Layer final : public Block {
  public:
   Layer(ParamFactory& f, const GptConfig& c)
@@ -58,7 +42,11 @@ class Gpt final : public Model {
   int NumBlocks() const override { return static_cast<int>(config_.layers) + 2; }
   uint64_t Seed() const override { return seed_; }
   std::unique_ptr<Block> MakeBlock(int index, ParamFactory& factory) const override {
-    if (index == 0) return std::make_unique<Embedding>(factory, config_);
+    if (index == 0) {
+      return std::make_unique<TokenEmbedding>(factory, kVocab, config_.seq_len, config_.width,
+                                              config_.lora.Enabled(),
+                                              TokenEmbedding::Names{"tokens", "positions"});
+    }
     if (index == NumBlocks() - 1) return std::make_unique<Head>(factory, config_);
     return std::make_unique<Layer>(factory, config_);
   }

@@ -35,22 +35,6 @@ struct Gpt2Config {
   LoraSpec lora;
 };
 
-class Embeddings final : public Block {
- public:
-  Embeddings(ParamFactory& f, const Gpt2Config& c)
-      : tokens_(f.Normal({c.vocab, c.width}, 0.02)),
-        positions_(f.Normal({c.positions, c.width}, 0.02)) {
-    Register("tokens.weight", &tokens_, !c.lora.Enabled());
-    Register("positions.weight", &positions_, !c.lora.Enabled());
-  }
-  at::Tensor Forward(const at::Tensor& x) override {
-    return at::embedding(tokens_, x) + positions_.narrow(0, 0, x.size(1));
-  }
-
- private:
-  at::Tensor tokens_, positions_;
-};
-
 class Layer final : public Block {
  public:
   Layer(ParamFactory& f, const Gpt2Config& c)
@@ -145,7 +129,11 @@ class Gpt2 final : public Model {
 
  protected:
   std::unique_ptr<Block> MakeBlock(int index, ParamFactory& factory) const override {
-    if (index == 0) return std::make_unique<Embeddings>(factory, config_);
+    if (index == 0) {
+      return std::make_unique<TokenEmbedding>(
+          factory, config_.vocab, config_.positions, config_.width, config_.lora.Enabled(),
+          TokenEmbedding::Names{"tokens.weight", "positions.weight"});
+    }
     if (index == NumBlocks() - 1) {
       ParamFactory embedding(seed_, 0, factory.mode());
       return std::make_unique<Head>(factory, embedding, config_);

@@ -73,6 +73,18 @@ at::Tensor LayerNorm::operator()(const at::Tensor& x) const {
   return at::layer_norm(x.to(weight_.scalar_type()), {width_}, weight_, bias_, 1e-5);
 }
 
+TokenEmbedding::TokenEmbedding(ParamFactory& factory, int64_t vocab, int64_t positions,
+                               int64_t width, bool frozen, Names names)
+    : tokens_(factory.Normal({vocab, width}, 0.02)),
+      positions_(factory.Normal({positions, width}, 0.02)) {
+  Register(names.tokens, &tokens_, !frozen);
+  Register(names.positions, &positions_, !frozen);
+}
+
+at::Tensor TokenEmbedding::Forward(const at::Tensor& x) {
+  return at::embedding(tokens_, x) + positions_.narrow(0, 0, x.size(1));
+}
+
 TransformerLayer::TransformerLayer(Block& block, ParamFactory& factory, int64_t width,
                                    int64_t heads, bool causal)
     : TransformerLayer(block, factory, width, heads, TransformerOptions(causal)) {}

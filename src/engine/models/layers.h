@@ -81,6 +81,23 @@ struct TransformerOptions {
   WeightLayout layout;  // of the four linear maps
 };
 
+// The first block of a language model: token and learned position
+// embeddings, summed (the gpt and gpt2 families; they name the two tables
+// their own way).
+class TokenEmbedding final : public Block {
+ public:
+  struct Names {
+    const char* tokens;
+    const char* positions;
+  };
+  TokenEmbedding(ParamFactory& factory, int64_t vocab, int64_t positions, int64_t width,
+                 bool frozen, Names names);
+  at::Tensor Forward(const at::Tensor& x) override;
+
+ private:
+  at::Tensor tokens_, positions_;
+};
+
 // A pre-norm transformer layer: x + attention(ln(x)), then x + mlp(ln(x)).
 class TransformerLayer {
  public:
