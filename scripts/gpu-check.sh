@@ -115,10 +115,9 @@ if [[ "$abi" == 0 ]]; then
 fi
 
 # 1. Configure and build.
-args=(-G Ninja -DSATURN_ENGINE_ONLY=ON -DCMAKE_BUILD_TYPE=Release
+args=(-DSATURN_ENGINE_ONLY=ON -DCMAKE_BUILD_TYPE=Release
       "-DCMAKE_PREFIX_PATH=${torch_prefix:+$torch_prefix;}$deps/usr")
-command -v ninja >/dev/null || args=(-DSATURN_ENGINE_ONLY=ON -DCMAKE_BUILD_TYPE=Release
-                                     "-DCMAKE_PREFIX_PATH=${torch_prefix:+$torch_prefix;}$deps/usr")
+command -v ninja >/dev/null && args+=(-G Ninja)
 if [[ -n "$nvcc" ]]; then
   cuda_root=$(dirname "$(dirname "$(readlink -f "$nvcc")")")
   nvtx=$cuda_root/include

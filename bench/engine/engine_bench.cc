@@ -374,7 +374,8 @@ void BenchTechniques(const Options& o, const std::string& dir, std::map<int, dou
 
 // 3. LoRA against full fine-tuning on the same model, single, unlimited
 // memory: peak and resident (between steps: parameters, gradients kept,
-// optimizer state) bytes, step time.
+// optimizer state) bytes, step time. The yardstick is full fine-tuning in
+// the same engine (Debian has no peft to run LoRA in PyTorch beside it).
 void BenchLora(const Options& o, const std::string& dir) {
   std::printf(
       "3. LoRA (rank 8, attn + mlp) against full fine-tuning, single, AdamW, %d thread(s)\n",

@@ -11,6 +11,9 @@
 //   load   the model built from the file with init: index, checks, every
 //          block read into its parameters (all blocks kept, as single or
 //          spill hold them)
+// The load uses two threads, as it does in a worker: one reads the next
+// tensor while the other converts or places the current one (on a one-thread
+// device too); torch.load and the raw read use one.
 //   torch.load  what a user would otherwise run for the torch.save file:
 //          PyTorch's torch.load in a fresh interpreter (/usr/bin/python3, or
 //          SATURN_PYTHON), timed around the call

@@ -179,16 +179,16 @@ std::unique_ptr<Block> Model::BuildBlockToFill(int index) const {
   return MakeBlock(index, factory);
 }
 
-std::optional<InitKey> Model::InitKeyOf(int block, const std::string& name,
-                                        const WeightIndex&) const {
+std::optional<std::string> Model::InitKeyOf(int block, const std::string& name,
+                                            const WeightIndex&) const {
   for (const TiedParam& tied : TiedParams()) {
     for (const auto& copy : tied.copies) {
       if (copy.first == block && copy.second == name) {
-        return InitKey{ExportName(tied.copies[0].first, tied.copies[0].second)};
+        return ExportName(tied.copies[0].first, tied.copies[0].second);
       }
     }
   }
-  return InitKey{ExportName(block, name)};
+  return ExportName(block, name);
 }
 
 const ModelRegistry& BuiltinModels() {

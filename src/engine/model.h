@@ -123,13 +123,6 @@ struct TiedParam {
   std::vector<std::pair<int, std::string>> copies;
 };
 
-// Where pretrained weights (model.init) keep one parameter: the key in the
-// file, and whether it is stored transposed (GPT-2's Conv1D: [in, out]).
-struct InitKey {
-  std::string key;
-  bool transposed = false;
-};
-
 // What the data must look like for a model.
 struct InputShape {
   // kAny: the model takes whatever its data gives (torchscript models; only
@@ -196,12 +189,13 @@ class Model {
   // reads is there with its shape, nothing is left over).
   void SetInit(std::shared_ptr<const PretrainedWeights> init) { init_ = std::move(init); }
   const PretrainedWeights* Init() const { return init_.get(); }
-  // Where `index` keeps block `block`'s parameter `name`; nullopt when the
-  // parameter keeps its initial values. By default `index` is Saturn's
+  // The key under which `index` keeps block `block`'s parameter `name`
+  // (stored as the model holds it); nullopt when the parameter keeps its
+  // initial values. By default `index` is Saturn's
   // model.pt (ExportName's keys; a tied copy reads the first copy's). An
   // adapter the file lacks keeps its initial values.
-  virtual std::optional<InitKey> InitKeyOf(int block, const std::string& name,
-                                           const WeightIndex& index) const;
+  virtual std::optional<std::string> InitKeyOf(int block, const std::string& name,
+                                               const WeightIndex& index) const;
   // Keys of a weights file the model may leave unread (GPT-2's causal-mask
   // buffers and its tied lm_head.weight); the rest must all be read.
   virtual bool IgnorableInitKey(const std::string&) const { return false; }

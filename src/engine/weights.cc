@@ -64,7 +64,7 @@ std::string Listed(const std::vector<std::string>& names) {
 }  // namespace
 
 PretrainedWeights::PretrainedWeights(const std::string& path, const Model& model)
-    : path_(path), index_(IndexWeights(path)) {
+    : index_(IndexWeights(path)) {
   for (const auto& [name, tensor] : index_.tensors) {
     if (!files_.count(tensor.file)) files_[tensor.file] = std::make_unique<FileBytes>(tensor.file);
   }
@@ -73,27 +73,22 @@ PretrainedWeights::PretrainedWeights(const std::string& path, const Model& model
   for (int b = 0; b < model.NumBlocks(); ++b) {
     std::unique_ptr<Block> block = model.BuildBlock(b, /*materialize=*/false);
     for (const ParamSlot& slot : block->Params()) {
-      std::optional<InitKey> key = model.InitKeyOf(b, slot.name, index_);
+      std::optional<std::string> key = model.InitKeyOf(b, slot.name, index_);
       if (!key) continue;
-      const StoredTensor* stored = index_.Find(key->key);
+      const StoredTensor* stored = index_.Find(*key);
       if (stored == nullptr) {
-        if (!slot.adapter) missing.push_back(key->key);
+        if (!slot.adapter) missing.push_back(*key);
         continue;
       }
-      at::IntArrayRef want = slot.tensor->sizes();
-      std::vector<int64_t> as_stored = want.vec();
-      if (key->transposed && as_stored.size() == 2) std::swap(as_stored[0], as_stored[1]);
-      if (stored->shape != as_stored || !IsFloat(stored->dtype)) {
-        std::string expected = key->transposed
-                                   ? ShapeText(as_stored) + " (stored transposed, [in, out])"
-                                   : ShapeText(as_stored);
-        throw InputError(stored->file, 0, key->key,
+      if (stored->shape != slot.tensor->sizes().vec() || !IsFloat(stored->dtype)) {
+        throw InputError(stored->file, 0, *key,
                          "is " + stored->Describe() + ", but the model (" + slot.name +
-                             " of block " + std::to_string(b) + ") needs " + expected +
+                             " of block " + std::to_string(b) + ") needs " +
+                             ShapeText(slot.tensor->sizes()) +
                              " floats: is init a checkpoint of this model's sizes?");
       }
-      sources_[{b, slot.name}] = Source{key->key, key->transposed};
-      if (!used.insert(key->key).second) repeated_.insert(key->key);
+      sources_[{b, slot.name}] = *key;
+      if (!used.insert(*key).second) repeated_.insert(*key);
     }
   }
   if (!missing.empty()) {
@@ -137,9 +132,9 @@ void Populate(void* data, size_t bytes) {
 }
 
 // A parameter's bytes can go straight from the file into it.
-bool Direct(const StoredTensor& stored, bool transposed, const at::Tensor& out) {
-  return stored.dtype == StoredDtype::kF32 && stored.Contiguous() && !transposed &&
-         out.is_contiguous() && out.scalar_type() == at::kFloat;
+bool Direct(const StoredTensor& stored, const at::Tensor& out) {
+  return stored.dtype == StoredDtype::kF32 && stored.Contiguous() && out.is_contiguous() &&
+         out.scalar_type() == at::kFloat;
 }
 
 }  // namespace
@@ -151,27 +146,10 @@ void PretrainedWeights::ReadRaw(const StoredTensor& stored, std::vector<uint64_t
 }
 
 void PretrainedWeights::Convert(const StoredTensor& stored, const std::vector<uint64_t>& raw,
-                                bool transposed, at::Tensor& out) const {
+                                at::Tensor& out) const {
   at::Tensor view = at::from_blob(const_cast<uint64_t*>(raw.data()), stored.shape, stored.strides,
                                   at::TensorOptions().dtype(TorchType(stored.dtype)));
-  out.copy_(transposed ? view.t() : view);
-}
-
-at::Tensor PretrainedWeights::Read(const std::string& key, bool transposed, at::IntArrayRef shape,
-                                   at::Tensor out) const {
-  const StoredTensor* stored = index_.Find(key);
-  if (stored == nullptr) throw InputError(index_.path, 0, key, "no such tensor");
-  HostMemoryScope host;
-  at::NoGradGuard no_grad;
-  if (!out.defined()) out = at::empty(shape, at::kFloat);
-  if (Direct(*stored, transposed, out)) {
-    File(stored->file).ReadInto(stored->offset, stored->SpanBytes(), out.data_ptr());
-    return out;
-  }
-  std::vector<uint64_t> raw;
-  ReadRaw(*stored, raw);
-  Convert(*stored, raw, transposed, out);
-  return out;
+  out.copy_(view);
 }
 
 void PretrainedWeights::Load(int index, Block& block) const {
@@ -181,7 +159,6 @@ void PretrainedWeights::Load(int index, Block& block) const {
   // alive is copied from it instead.
   struct Job {
     const StoredTensor* stored;
-    bool transposed;
     at::Tensor out;
     bool direct;
   };
@@ -189,13 +166,13 @@ void PretrainedWeights::Load(int index, Block& block) const {
   for (const ParamSlot& slot : block.Params()) {
     auto it = sources_.find({index, slot.name});
     if (it == sources_.end()) continue;  // keeps its initial values (an adapter)
-    const Source& source = it->second;
-    if (repeated_.count(source.key)) {
+    const std::string& key = it->second;
+    if (repeated_.count(key)) {
       std::lock_guard<std::mutex> lock(shared_mutex_);
-      auto read = shared_.find(source.key);
+      auto read = shared_.find(key);
       c10::intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl> alive;
       if (read != shared_.end()) alive = read->second.lock();
-      shared_.insert_or_assign(source.key,
+      shared_.insert_or_assign(key,
                                c10::weak_intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>(
                                    slot.tensor->getIntrusivePtr()));
       if (alive) {
@@ -207,12 +184,11 @@ void PretrainedWeights::Load(int index, Block& block) const {
         continue;
       }
     }
-    const StoredTensor* stored = index_.Find(source.key);
-    jobs.push_back({stored, source.transposed, *slot.tensor,
-                    Direct(*stored, source.transposed, *slot.tensor)});
+    const StoredTensor* stored = index_.Find(key);
+    jobs.push_back({stored, *slot.tensor, Direct(*stored, *slot.tensor)});
   }
   // A pipeline of two: while this thread converts tensor k (a dtype, a
-  // transpose), another reads tensor k + 1, straight into its parameter or
+  // view's strides), another reads tensor k + 1, straight into its parameter or
   // into the other of two buffers. Reading is what loading costs; the rest
   // hides behind it.
   std::vector<uint64_t> buffers[2];
@@ -231,7 +207,7 @@ void PretrainedWeights::Load(int index, Block& block) const {
   for (size_t k = 0; k < jobs.size(); ++k) {
     next.get();
     if (k + 1 < jobs.size()) next = std::async(std::launch::async, read, k + 1);
-    if (!jobs[k].direct) Convert(*jobs[k].stored, buffers[k % 2], jobs[k].transposed, jobs[k].out);
+    if (!jobs[k].direct) Convert(*jobs[k].stored, buffers[k % 2], jobs[k].out);
   }
 }
 

@@ -10,7 +10,7 @@
 // file, the tensor and both shapes, or the tensors missing or left over.
 // Only the file's index is read then. Building a block (Model::BuildBlock)
 // reads that block's tensors, straight into its parameters (float32, any
-// stored float dtype converted, Conv1D weights transposed), so a rank or a
+// stored float dtype converted; stored as the model holds them), so a rank or a
 // shard reads only the blocks it builds and nothing holds a second copy of
 // the model: one tensor at most is in flight beside the block.
 //
@@ -40,27 +40,15 @@ class PretrainedWeights {
   PretrainedWeights(const std::string& path, const Model& model);
   ~PretrainedWeights();
 
-  const WeightIndex& Index() const { return index_; }
   // Fills block `index`'s parameters that the file holds.
   void Load(int index, Block& block) const;
-  // Reads one stored tensor as a float32 tensor of `shape` (the model's),
-  // transposing a 2-d one stored [in, out]; into `out` when given (a
-  // contiguous float32 tensor of that shape), else a new host tensor.
-  at::Tensor Read(const std::string& key, bool transposed, at::IntArrayRef shape,
-                  at::Tensor out = at::Tensor()) const;
 
  private:
-  struct Source {
-    std::string key;
-    bool transposed = false;
-  };
   const FileBytes& File(const std::string& path) const;
   // A stored tensor's bytes into `buffer`, and from there into `out`.
   void ReadRaw(const StoredTensor& stored, std::vector<uint64_t>& buffer) const;
-  void Convert(const StoredTensor& stored, const std::vector<uint64_t>& raw, bool transposed,
-               at::Tensor& out) const;
+  void Convert(const StoredTensor& stored, const std::vector<uint64_t>& raw, at::Tensor& out) const;
 
-  std::string path_;
   WeightIndex index_;
   // Keys read by more than one parameter (tied copies): the last tensor
   // read for each, while it is alive, so that a later copy shares it rather
@@ -69,9 +57,9 @@ class PretrainedWeights {
   mutable std::map<std::string, c10::weak_intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>>
       shared_;
   std::set<std::string> repeated_;
-  // (block, parameter name) -> where it is stored; absent: initial values.
-  std::map<std::pair<int, std::string>, Source> sources_;
-  mutable std::map<std::string, std::unique_ptr<FileBytes>> files_;
+  // (block, parameter name) -> its key in the file; absent: initial values.
+  std::map<std::pair<int, std::string>, std::string> sources_;
+  std::map<std::string, std::unique_ptr<FileBytes>> files_;  // opened once, read by pread
 };
 
 }  // namespace saturn::engine

@@ -100,21 +100,21 @@ class Gpt2 final : public Model {
     return "layers." + std::to_string(block - 1) + "." + name;
   }
 
-  std::optional<InitKey> InitKeyOf(int block, const std::string& name,
-                                   const WeightIndex& index) const override {
+  std::optional<std::string> InitKeyOf(int block, const std::string& name,
+                                       const WeightIndex& index) const override {
     std::optional<std::string> prefix = HfPrefix(index);
     if (!prefix) return Model::InitKeyOf(block, name, index);  // a model.pt of ours
     const std::string& p = *prefix;
-    if (name == "tokens.weight") return InitKey{p + "wte.weight"};
-    if (block == 0) return InitKey{p + "wpe.weight"};
-    if (block == NumBlocks() - 1) return InitKey{p + "ln_f." + name.substr(3)};  // "ln.weight"
+    if (name == "tokens.weight") return p + "wte.weight";
+    if (block == 0) return p + "wpe.weight";
+    if (block == NumBlocks() - 1) return p + "ln_f." + name.substr(3);  // "ln.weight"
     for (const auto& [ours, theirs] : kHfNames) {
       std::string from(ours);
       if (name.rfind(from, 0) != 0) continue;
       std::string rest = name.substr(from.size());  // weight, bias, lora_A, lora_B
       if (rest == "lora_A" || rest == "lora_B") return std::nullopt;
       // The linear maps keep Conv1D's [in, out] layout: read as stored.
-      return InitKey{p + "h." + std::to_string(block - 1) + "." + theirs + rest};
+      return p + "h." + std::to_string(block - 1) + "." + theirs + rest;
     }
     return std::nullopt;
   }
