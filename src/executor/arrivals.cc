@@ -65,25 +65,24 @@ namespace {
 // Rebuilds the problem after run.workload and run.profile changed, keeping
 // each remaining task's live state (problem task numbers change).
 void Rebuild(RunContext& run) {
-  std::map<std::string, LiveTask> live;
+  std::map<std::string, std::pair<int, LiveTask>> live;
   for (int j = 0; j < run.NumTasks(); ++j)
-    live.emplace(run.problem.tasks[j].name, std::move(run.tasks[j]));
+    live.emplace(run.problem.tasks[j].name, std::make_pair(j, std::move(run.tasks[j])));
   run.SaveProfile();
-  BuildProblem(run);
+  BuildProblem(run, /*keep_placements=*/true);
+  std::vector<int> old_of_new(run.NumTasks(), -1);
   for (int j = 0; j < run.NumTasks(); ++j) {
     auto it = live.find(run.problem.tasks[j].name);
-    if (it == live.end()) {
-      run.tasks[j].record.name = run.problem.tasks[j].name;
-      run.state->SaveTask(run.tasks[j].record);
-      continue;
-    }
-    run.tasks[j] = std::move(it->second);
-    const LiveTask& l = run.tasks[j];
-    if (l.record.status == TaskStatus::kRunning) {
-      for (int g : l.on.gpu_ids)
-        run.busy_by[l.on.node][g] = j;
-      run.devices.ClaimForTask(l.on.node, l.on.gpu_ids);
-    }
+    if (it == live.end()) continue;
+    old_of_new[j] = it->second.first;
+    run.tasks[j] = std::move(it->second.second);
+  }
+  // Devices held by tasks and lent to trials stay as they are.
+  run.placements.Renumber(old_of_new);
+  for (int j = 0; j < run.NumTasks(); ++j) {
+    if (old_of_new[j] >= 0) continue;
+    run.tasks[j].record.name = run.problem.tasks[j].name;
+    run.SaveTask(j);
   }
   ++run.task_set_version;
 }
@@ -147,8 +146,10 @@ void ExtendPlan(RunContext& run, Dispatcher* dispatcher, const std::vector<std::
     run.planned_makespan_s = d.plan.makespan_s;
     run.state->Set(meta::kPlannedMakespanS, run.planned_makespan_s);
   }
+  double old_end_s = run.estimated_end_s;
   run.estimated_end_s = d.new_end_s;
-  run.Emit(events::PlanExtended(run.Now(), arrived, d.plan.makespan_s, moved));
+  run.Emit(events::PlanSwitched(run.Now(), events::SwitchWhy::kArrivals, old_end_s,
+                                d.plan.makespan_s, moved, arrived));
   if (run.options.progress) {
     std::fprintf(stderr, "[%s] %s joined; plan ends ~%s%s\n", FormatDuration(run.Now()).c_str(),
                  Plural(static_cast<long>(arrived.size()), "task").c_str(),
@@ -184,7 +185,7 @@ std::vector<Arrivals::Rejected> Arrivals::Poll() {
     queue_.pop_front();
     try {
       pending_ =
-          std::async(std::launch::async, [a = PrepareProfile(run_, profiling_, &run_.devices)] {
+          std::async(std::launch::async, [a = PrepareProfile(run_, profiling_, &run_.placements)] {
             return RunProfiler(a.batch, a.options);
           });
     } catch (const std::exception& e) {

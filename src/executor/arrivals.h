@@ -1,7 +1,7 @@
 // Tasks that join a run while it trains (part of the executor, executor.h):
 // tasks submitted to `saturn serve`, and tasks a resumed workload adds. Each
 // batch is profiled (the cache first) on devices no task holds — lent one
-// trial at a time through DeviceLeases, so a trial waits for a free device
+// trial at a time through the run's Placements, so a trial waits for a free device
 // rather than share one — while the others train; then its tasks join the run
 // and the remaining work is re-planned with running tasks pinned: the fresh
 // plan is adopted unless it is worse, and only the tasks it moves are

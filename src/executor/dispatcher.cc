@@ -63,37 +63,28 @@ WorkerJob Dispatcher::MakeJob(int j, const Assignment& a) {
 
 void Dispatcher::Start(int j, const Assignment& a) {
   // A profiling trial of an arrival holds one of the devices: start later.
-  if (!run_.devices.ClaimForTask(a.node, a.gpu_ids)) return;
-  WorkerJob job;
+  if (!run_.placements.Place(j, a)) return;
   try {
-    job = MakeJob(j, a);
-    run_.tasks[j].process.emplace(run_.backend->Start(job));
+    run_.tasks[j].process.emplace(run_.backend->Start(MakeJob(j, a)));
   } catch (...) {
-    run_.devices.FreeFromTask(a.node, a.gpu_ids);
+    run_.placements.Free(j);
     throw;
   }
-  MarkStarted(j, a, job);
+  MarkStarted(j);
 }
 
-void Dispatcher::MarkStarted(int j, const Assignment& a, const WorkerJob& job) {
+void Dispatcher::MarkStarted(int j) {
   LiveTask& l = run_.tasks[j];
-  const Option& option = run_.problem.tasks[j].options[a.option];
   l.stopping = false;
-  l.on = a;
   l.step = l.record.checkpoint_step;
   l.recent_step_s.clear();
-  for (int g : a.gpu_ids)
-    run_.busy_by[a.node][g] = j;
   l.record.status = TaskStatus::kRunning;
-  l.record.technique = option.technique;
-  l.record.gpus = option.gpus;
-  l.record.node = job.node;
-  l.record.gpu_ids = a.gpu_ids;
   l.record.worker_pgid = l.process->pid();
   ++l.record.launches;
   if (l.record.first_start_s < 0) l.record.first_start_s = run_.Now();
-  run_.state->SaveTask(l.record);
-  run_.Emit(events::TaskStarted(run_.Now(), run_.Where(j), l.record.checkpoint_step));
+  run_.SaveTask(j);
+  run_.Emit(
+      events::TaskStarted(run_.Now(), run_.Where(j), run_.ProgressAt(j, l.record.checkpoint_step)));
 }
 
 void Dispatcher::ReadProgress(int j) {
@@ -148,9 +139,7 @@ std::optional<WorkerExecuteResult> Dispatcher::ReadResult(int j, bool was_stoppi
 void Dispatcher::HandleExit(int j, int status) {
   LiveTask& l = run_.tasks[j];
   ReadProgress(j);
-  for (int g : l.on.gpu_ids)
-    run_.busy_by[l.on.node][g] = -1;
-  run_.devices.FreeFromTask(l.on.node, l.on.gpu_ids);
+  run_.placements.Free(j);
   l.record.worker_pgid = 0;
   l.record.steps_done = l.step;
   bool was_stopping = l.stopping;
@@ -178,7 +167,7 @@ void Dispatcher::MarkFinished(int j, const WorkerExecuteResult& result) {
   r.end_s = run_.Now();
   r.error.clear();
   run_.state->AddLoss(r.name, run_.Steps(j) - 1, result.final_loss);
-  run_.state->SaveTask(r);
+  run_.SaveTask(j);
   run_.Emit(events::TaskFinished(run_.Now(), run_.Where(j), run_.Steps(j), result.final_loss));
 }
 
@@ -193,8 +182,9 @@ void Dispatcher::MarkPreempted(int j, const std::optional<WorkerExecuteResult>& 
   TaskRecord& r = run_.tasks[j].record;
   r.status = TaskStatus::kWaiting;
   r.checkpoint_step = result ? result->completed_steps : LatestCheckpointOf(j);
-  run_.state->SaveTask(r);
-  run_.Emit(events::TaskPreempted(run_.Now(), run_.Where(j), r.checkpoint_step));
+  run_.SaveTask(j);
+  run_.Emit(
+      events::TaskPreempted(run_.Now(), run_.Where(j), run_.ProgressAt(j, r.checkpoint_step)));
 }
 
 void Dispatcher::MarkFailed(int j, int status) {
@@ -209,7 +199,7 @@ void Dispatcher::MarkFailed(int j, int status) {
     r.status = TaskStatus::kFailed;
     r.end_s = run_.Now();
   }
-  run_.state->SaveTask(r);
+  run_.SaveTask(j);
   run_.Emit(events::TaskFailed(run_.Now(), run_.Where(j), r.error, r.failures, give_up,
                                r.checkpoint_step));
   if (run_.options.progress) {
@@ -224,7 +214,7 @@ void Dispatcher::MarkCancelled(int j, long checkpoint_step) {
   r.status = TaskStatus::kCancelled;
   r.checkpoint_step = checkpoint_step;
   r.end_s = run_.Now();
-  run_.state->SaveTask(r);
+  run_.SaveTask(j);
   run_.Emit(events::TaskCancelled(run_.Now(), run_.Where(j), checkpoint_step));
 }
 
@@ -255,7 +245,7 @@ void Dispatcher::Poll() {
 }
 
 void Dispatcher::Dispatch() {
-  auto gpu_free = [&](int n, int g) { return run_.busy_by[n][g] < 0 && !run_.devices.Lent(n, g); };
+  auto gpu_free = [&](int n, int g) { return run_.placements.DeviceFree(n, g); };
   auto done = [&](int j) { return run_.Done(j); };
   for (int j : run_.queues.Order()) {
     if (run_.tasks[j].record.status != TaskStatus::kWaiting) continue;

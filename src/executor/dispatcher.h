@@ -34,7 +34,7 @@ class Dispatcher {
  private:
   void Start(int j, const Assignment& a);
   WorkerJob MakeJob(int j, const Assignment& a);
-  void MarkStarted(int j, const Assignment& a, const WorkerJob& job);
+  void MarkStarted(int j);
   void ReadProgress(int j);
   void HandleExit(int j, int status);
   std::optional<WorkerExecuteResult> ReadResult(int j, bool was_stopping, int* status);

@@ -25,7 +25,9 @@ std::string RunningLine(const RunContext& run, int j) {
   std::string eta = l.recent_step_s.empty()
                         ? "?"
                         : FormatDuration(Median(l.recent_step_s) * (run.Steps(j) - l.step));
-  const Option& o = run.problem.tasks[j].options[l.on.option];
+  std::optional<Assignment> on = run.placements.On(j);
+  if (!on) return "";
+  const Option& o = run.problem.tasks[j].options[on->option];
   return "  " + l.record.name + " " + FormatFixed(pct, 0) + "% (" + o.technique + " x" +
          std::to_string(o.gpus) + ", ETA " + eta + ")";
 }
@@ -40,10 +42,11 @@ std::vector<TaskProgress> Snapshot(const RunContext& run) {
     p.finished = run.Done(j);
     p.done = std::min(1.0, static_cast<double>(l.step) / std::max(1L, run.Steps(j)));
     p.has_checkpoint = l.record.checkpoint_step > 0;
-    if (run.Running(j)) {
-      p.running = RunningOn{l.on.option, l.on.node, l.on.gpu_ids};
+    std::optional<Assignment> on = run.placements.On(j);
+    if (run.Running(j) && on) {
+      p.running = RunningOn{on->option, on->node, on->gpu_ids};
       if (l.recent_step_s.size() >= 3) {
-        double profiled = run.problem.tasks[j].options[l.on.option].runtime_s / run.Steps(j);
+        double profiled = run.problem.tasks[j].options[on->option].runtime_s / run.Steps(j);
         p.slowdown = Median(l.recent_step_s) / profiled;
       }
     }

@@ -59,7 +59,8 @@ void Replanner::Apply(const ReplanDecision& d) {
   run_.estimated_end_s = d.switch_plan ? d.new_end_s : d.current_end_s;
   if (!d.switch_plan) return;
   std::vector<std::string> moved = SwitchTo(run_, dispatcher_, d);
-  run_.Emit(events::PlanSwitched(run_.Now(), d.current_end_s, d.new_end_s, moved));
+  run_.Emit(events::PlanSwitched(run_.Now(), events::SwitchWhy::kIntrospection, d.current_end_s,
+                                 d.new_end_s, moved));
   if (run_.options.progress) {
     std::fprintf(stderr, "[%s] %s\n", FormatDuration(run_.Now()).c_str(), d.summary.c_str());
   }
@@ -76,11 +77,11 @@ std::vector<std::string> SwitchTo(RunContext& run, Dispatcher& dispatcher,
   std::vector<std::string> moved = d.preempted;
   for (const PlanTask& t : run.plan.tasks) {
     int j = index.at(t.task);
-    const LiveTask& l = run.tasks[j];
-    if (!run.Running(j)) continue;
-    const Option& o = run.problem.tasks[j].options[l.on.option];
+    std::optional<Assignment> on = run.placements.On(j);
+    if (!run.Running(j) || !on) continue;
+    const Option& o = run.problem.tasks[j].options[on->option];
     if (o.technique != t.technique || o.gpus != t.gpus ||
-        run.problem.nodes[l.on.node].name != t.node || l.on.gpu_ids != t.gpu_ids) {
+        run.problem.nodes[on->node].name != t.node || on->gpu_ids != t.gpu_ids) {
       if (std::find(moved.begin(), moved.end(), t.task) == moved.end()) moved.push_back(t.task);
     }
   }
@@ -93,11 +94,13 @@ std::vector<std::string> SwitchTo(RunContext& run, Dispatcher& dispatcher,
 void ReplanForOtherNodes(RunContext& run, const std::string& cluster_now) {
   ReplanDecision d = Replan(run.problem, Snapshot(run), Plan{}, run.Now(),
                             MakeReplanPolicy(run, run.options.time_limit_s));
+  double old_end_s = run.estimated_end_s;
   run.estimated_end_s = d.new_end_s;
   run.AdoptPlan(d.plan);
   run.state->Set(meta::kCluster, cluster_now);
   WriteFileAtomic(run.run_dir + "/cluster.yaml", cluster_now);
-  run.Emit(events::PlanSwitchedForOtherNodes(run.Now(), d.new_end_s));
+  run.Emit(
+      events::PlanSwitched(run.Now(), events::SwitchWhy::kOtherNodes, old_end_s, d.new_end_s, {}));
   if (run.options.progress) {
     std::fprintf(stderr, "[%s] resumed on other nodes; planned the rest for them: ends ~%s\n",
                  FormatDuration(run.Now()).c_str(), FormatDuration(d.new_end_s).c_str());

@@ -32,17 +32,28 @@ bool RunContext::AllDone() const {
 }
 
 events::TaskPlace RunContext::Where(int j) const {
-  const LiveTask& l = tasks[j];
   events::TaskPlace at;
   at.task = problem.tasks[j].name;
-  if (l.on.option >= 0) {
-    const Option& o = problem.tasks[j].options[l.on.option];
+  if (std::optional<Assignment> a = placements.Last(j)) {
+    const Option& o = problem.tasks[j].options[a->option];
     at.technique = o.technique;
     at.gpus = o.gpus;
-    at.node = problem.nodes[l.on.node].name;
-    at.gpu_ids = l.on.gpu_ids;
+    at.node = problem.nodes[a->node].name;
+    at.gpu_ids = a->gpu_ids;
   }
   return at;
+}
+
+void RunContext::SaveTask(int j) {
+  TaskRecord& r = tasks[j].record;
+  if (placements.Last(j)) {
+    events::TaskPlace at = Where(j);
+    r.technique = at.technique;
+    r.gpus = at.gpus;
+    r.node = at.node;
+    r.gpu_ids = at.gpu_ids;
+  }
+  state->SaveTask(r);
 }
 
 void RunContext::SavePlan(int index) {

@@ -19,13 +19,13 @@
 
 #include "common/clock.h"
 #include "common/process.h"
-#include "executor/device_leases.h"
 #include "executor/executor.h"
-#include "executor/run_events.h"
+#include "executor/placements.h"
 #include "executor/run_state.h"
 #include "launch/backend.h"
 #include "planner/problem.h"
 #include "replan/dispatch.h"
+#include "spec/event_kinds.h"
 #include "spec/plan.h"
 #include "spec/profile.h"
 #include "spec/workload.h"
@@ -51,14 +51,14 @@ class RunClock final : public Clock {
   double offset_s_ = 0.0;
 };
 
-// One task of the run as it stands; `record` is what the state keeps.
+// One task of the run as it stands; `record` is what the state keeps
+// (where it runs is the run's Placements; SaveTask copies it into the record).
 struct LiveTask {
   TaskRecord record;
   long step = 0;  // steps done (last report)
   std::deque<double> recent_step_s;
   double last_loss = 0.0;
   std::optional<Process> process;
-  Assignment on;  // where it runs
   bool stopping = false;
   bool cancelling = false;  // stopping to be cancelled, not to move
   double stop_requested = 0.0;
@@ -76,9 +76,11 @@ struct RunContext {
   std::string worker;
   ProfileTable profile;
   Problem problem;
-  std::vector<int> workload_index;        // problem task j is workload task workload_index[j]
-  std::vector<LiveTask> tasks;            // per problem task
-  std::vector<std::vector<int>> busy_by;  // [node][gpu] -> problem task, or -1
+  std::vector<int> workload_index;  // problem task j is workload task workload_index[j]
+  std::vector<LiveTask> tasks;      // per problem task
+  // Where each task runs and who holds each device (tasks, or profiling
+  // trials of arrivals): the one record of placement.
+  Placements placements;
   PlanQueues queues;
   Plan plan;
   double planned_makespan_s = 0.0;
@@ -89,8 +91,6 @@ struct RunContext {
   double planning_s = 0.0;
   int switches = 0;
   int replans = 0;
-  // Who holds each device: tasks, or profiling trials of arrivals.
-  DeviceLeases devices;
   // Counts changes of the task set (arrivals): a re-plan solved for an older
   // set is dropped.
   int task_set_version = 0;
@@ -107,8 +107,14 @@ struct RunContext {
   bool Running(int j) const;
   bool Done(int j) const;
   bool AllDone() const;
-  // The task with where it last ran.
+  // The task with where it runs or last ran.
   events::TaskPlace Where(int j) const;
+  // Saves task j's record, with where it runs or last ran.
+  void SaveTask(int j);
+  // How far task j is at `step` (events' step and done).
+  events::Progress ProgressAt(int j, long step) const {
+    return {Steps(j) > 0 ? static_cast<double>(step) / static_cast<double>(Steps(j)) : 0.0, step};
+  }
   void Emit(const Event& event) {
     state->Append(event);
     if (on_event) on_event(event);

@@ -53,7 +53,7 @@ void CheckAndOpen(RunContext& run) {
 
 }  // namespace
 
-void BuildProblem(RunContext& run) {
+void BuildProblem(RunContext& run, bool keep_placements) {
   const RunOptions& o = run.options;
   run.problem = ProblemFromProfile(run.profile, run.workload.cluster);
   std::map<std::string, int> by_name;
@@ -74,13 +74,11 @@ void BuildProblem(RunContext& run) {
   }
   run.tasks.clear();
   run.tasks.resize(run.problem.NumTasks());
-  run.busy_by.assign(run.problem.NumNodes(), {});
+  if (keep_placements) return;
   std::vector<std::pair<std::string, int>> nodes;
-  for (int n = 0; n < run.problem.NumNodes(); ++n) {
-    run.busy_by[n].assign(run.problem.nodes[n].gpus, -1);
+  for (int n = 0; n < run.problem.NumNodes(); ++n)
     nodes.emplace_back(run.problem.nodes[n].name, run.problem.nodes[n].gpus);
-  }
-  run.devices.Reset(nodes);
+  run.placements.Reset(nodes, run.problem.NumTasks());
 }
 
 namespace {
@@ -127,9 +125,9 @@ void ProfileAndPlan(RunContext& run) {
   run.state->Set(meta::kPlanningS, run.planning_s);
   for (int j = 0; j < run.NumTasks(); ++j) {
     run.tasks[j].record.name = run.problem.tasks[j].name;
-    run.state->SaveTask(run.tasks[j].record);
+    run.SaveTask(j);
   }
-  run.Emit(events::FirstPlan(run.plan, run.profiling_s, run.planning_s));
+  run.Emit(events::FirstPlan(0.0, run.plan, run.planning_s, run.profiling_s));
   if (run.options.progress) {
     std::fprintf(stderr, "plan (%s, %s): %s, makespan %s (lower bound %s)\n",
                  run.plan.solver.c_str(), run.plan.status.c_str(),
@@ -161,7 +159,7 @@ void RestoreTasks(RunContext& run) {
       }
     }
     l.step = l.record.checkpoint_step;
-    run.state->SaveTask(l.record);
+    run.SaveTask(j);
   }
   if (!run.options.progress) return;
   std::string line;

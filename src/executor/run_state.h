@@ -12,7 +12,7 @@
 //   state.SaveTask(row);
 //   state.Set(meta::kClockS, 12.5);
 //   double clock = state.Get(meta::kClockS).value_or(0.0);
-//   state.Append(events::TaskStarted(...));   // executor/run_events.h
+//   state.Append(events::TaskStarted(...));   // spec/event_kinds.h
 #pragma once
 
 #include <optional>

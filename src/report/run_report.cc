@@ -26,7 +26,8 @@ struct EvalPoint {
 std::map<std::string, std::map<long, EvalPoint>> EvalsOf(const std::vector<Event>& events) {
   std::map<std::string, std::map<long, EvalPoint>> out;
   for (const Event& e : events) {
-    if (e.kind != "task_evaluated" || !e.extra.contains("step") || !e.extra.contains("eval_loss"))
+    if (e.kind != EventKind::kTaskEvaluated || !e.extra.contains("step") ||
+        !e.extra.contains("eval_loss"))
       continue;
     EvalPoint p;
     p.step = e.extra["step"].get<long>();
@@ -222,7 +223,7 @@ std::string ReportHtml(const RunReportInput& in, const Evals& evals, const json&
 json WriteRunReport(const RunReportInput& in) {
   int switches = 0;
   for (const Event& e : in.events)
-    switches += e.kind == "plan_switched";
+    switches += e.kind == EventKind::kPlanSwitched;
   double ratio = in.first_plan.makespan_s > 0 ? in.makespan_s / in.first_plan.makespan_s : 0.0;
   json report = {{"workload", in.workload},       {"run_dir", in.run_dir},
                  {"makespan_s", in.makespan_s},   {"planned_makespan_s", in.first_plan.makespan_s},

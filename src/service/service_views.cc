@@ -37,13 +37,9 @@ void Service::StreamProgress() {
     if (step == l.step || now - t < 1.0) continue;
     step = l.step;
     t = now;
-    PushEvent(json{{"t", now},
-                   {"event", "progress"},
-                   {"task", l.record.name},
-                   {"step", l.step},
-                   {"steps", run.Steps(j)},
-                   {"loss", l.last_loss}}
-                  .dump());
+    std::string line = EventToJsonLine(
+        events::TaskProgress(now, l.record.name, l.step, run.Steps(j), l.last_loss));
+    PushEvent(line.substr(0, line.size() - 1));
   }
 }
 

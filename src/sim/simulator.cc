@@ -14,6 +14,7 @@
 #include "common/error.h"
 #include "planner/planner.h"
 #include "replan/dispatch.h"
+#include "spec/event_kinds.h"
 
 namespace saturn {
 namespace {
@@ -94,7 +95,9 @@ class Simulation {
           int j = by_arrival[next_arrival++];
           s_[j].arrived = true;
           ++arrived_;
-          Emit("task_arrived", j);
+          arrived_since_check_.push_back(p_.tasks[j].name);
+          Emit(events::TaskArrived(now_, p_.tasks[j].name,
+                                   static_cast<int>(p_.tasks[j].options.size())));
         }
         if (!have_plan) {
           ReportProgress();  // the first plan may take a while at scale
@@ -127,23 +130,21 @@ class Simulation {
         {now_, finished_count_, p_.NumTasks(), result_.replans, result_.plan_switches});
   }
 
-  void Emit(const std::string& kind, int j, nlohmann::json extra = nlohmann::json::object()) {
-    if (!opt_.record_events) return;
-    Event e;
-    e.t = now_;
-    e.kind = kind;
-    if (j >= 0) {
-      const TaskState& s = s_[j];
-      e.task = p_.tasks[j].name;
-      if (s.option >= 0 && kind != "task_arrived") {
-        e.technique = p_.tasks[j].options[s.option].technique;
-        e.gpus = p_.tasks[j].options[s.option].gpus;
-        e.node = p_.nodes[s.node].name;
-        e.gpu_ids = s.gpu_ids;
-      }
+  void Emit(Event e) {
+    if (opt_.record_events) result_.events.push_back(std::move(e));
+  }
+
+  // Task j where it runs (or ran last).
+  events::TaskPlace Where(int j) const {
+    const TaskState& s = s_[j];
+    events::TaskPlace at{p_.tasks[j].name, "", 0, "", {}};
+    if (s.option >= 0) {
+      at.technique = p_.tasks[j].options[s.option].technique;
+      at.gpus = p_.tasks[j].options[s.option].gpus;
+      at.node = p_.nodes[s.node].name;
+      at.gpu_ids = s.gpu_ids;
     }
-    e.extra = std::move(extra);
-    result_.events.push_back(std::move(e));
+    return at;
   }
 
   void RecordBusy(int delta) {
@@ -169,7 +170,7 @@ class Simulation {
     r.technique = p_.tasks[j].options[s.option].technique;
     r.gpus = p_.tasks[j].options[s.option].gpus;
     completions_.push({s.dead_until + (1.0 - s.done) * truth_[j][s.option], j, s.version});
-    Emit("task_started", j);
+    Emit(events::TaskStarted(now_, Where(j), {s.done}));
   }
 
   // Ends the current segment of a running task; returns the GPUs it held.
@@ -195,7 +196,7 @@ class Simulation {
     ++finished_count_;
     result_.tasks[j].end_s = now_;
     result_.tasks[j].work_done = 1.0;
-    Emit("task_finished", j);
+    Emit(events::TaskFinished(now_, Where(j)));
     for (int g : freed) {
       int next = queues_.Next(node, g, finished_);
       if (next >= 0) TryStart(next);
@@ -205,7 +206,7 @@ class Simulation {
   void Preempt(int j) {
     EndSegment(j);
     ++result_.preemptions;
-    Emit("task_stopped", j, {{"reason", "preempted"}, {"done", s_[j].done}});
+    Emit(events::TaskPreempted(now_, Where(j), {s_[j].done}));
   }
 
   void TryStart(int j) {
@@ -260,7 +261,8 @@ class Simulation {
     }
     r.plan.makespan_s += now_;
     result_.initial_plan = r.plan;
-    Emit("plan", -1, {{"makespan_s", r.plan.makespan_s}, {"solver", r.plan.solver}});
+    Emit(events::FirstPlan(now_, r.plan));
+    arrived_since_check_.clear();
     Adopt(r.plan);
   }
 
@@ -277,12 +279,12 @@ class Simulation {
       ++result_.plan_switches;
       for (const std::string& name : d.preempted)
         Preempt(task_index_.at(name));
-      Emit("plan_switched", -1,
-           {{"old_end_s", d.current_end_s},
-            {"new_end_s", d.new_end_s},
-            {"preempted", d.preempted},
-            {"reason", tick ? "introspection" : "arrival"}});
+      Emit(events::PlanSwitched(
+          now_, tick ? events::SwitchWhy::kIntrospection : events::SwitchWhy::kArrivals,
+          d.current_end_s, d.new_end_s, d.preempted,
+          tick ? std::vector<std::string>{} : arrived_since_check_));
     }
+    if (!tick) arrived_since_check_.clear();
     Adopt(d.plan);
     ReportProgress();
   }
@@ -293,6 +295,7 @@ class Simulation {
       result_.makespan_s = std::max(result_.makespan_s, r.end_s);
       jct.push_back(r.end_s - r.arrival_s);
     }
+    Emit(events::RunFinished(result_.makespan_s, finished_count_, 0, result_.makespan_s));
     if (!jct.empty()) {
       result_.mean_jct_s = std::accumulate(jct.begin(), jct.end(), 0.0) / jct.size();
       std::sort(jct.begin(), jct.end());
@@ -328,6 +331,7 @@ class Simulation {
   int arrived_ = 0, finished_count_ = 0;
   Plan current_;
   std::vector<std::vector<int>> busy_by_;
+  std::vector<std::string> arrived_since_check_;  // arrivals not yet planned in
   PlanQueues queues_;
   std::function<bool(int)> finished_ = [this](int j) { return s_[j].finished; };
   std::function<bool(int, int)> gpu_free_ = [this](int n, int g) { return busy_by_[n][g] < 0; };

@@ -1,6 +1,7 @@
 #include "spec/events.h"
 
 #include <map>
+#include <stdexcept>
 
 #include "common/error.h"
 #include "common/format.h"
@@ -22,10 +23,79 @@ int GpuNumber(const nlohmann::json& v, std::string_view source, int line,
   return static_cast<int>(*n);
 }
 
+struct KindEntry {
+  EventKind kind;
+  const char* name;
+  EventFields fields;
+};
+
+const std::vector<KindEntry>& Kinds() {
+  // task: the task's name only; place: where it runs (once placed).
+  static const std::vector<KindEntry> kinds = {
+      {EventKind::kPlan,
+       "plan",
+       {false, false, {"makespan_s", "solver", "status"}, {"planning_s", "profiling_s"}}},
+      {EventKind::kPlanSwitched,
+       "plan_switched",
+       {false, false, {"why", "old_end_s", "new_end_s", "preempted", "arrived"}, {}}},
+      {EventKind::kTaskArrived, "task_arrived", {true, false, {"configurations"}, {}}},
+      {EventKind::kTaskStarted, "task_started", {true, true, {"done"}, {"step"}}},
+      {EventKind::kTaskEvaluated,
+       "task_evaluated",
+       {true, true, {}, {"step", "eval_loss", "eval_s", "eval_accuracy"}}},
+      {EventKind::kTaskStopped, "task_stopped", {true, true, {"reason", "done"}, {"step"}}},
+      {EventKind::kTaskFinished, "task_finished", {true, true, {}, {"steps", "loss"}}},
+      {EventKind::kTaskFailed,
+       "task_failed",
+       {true, true, {"error", "attempt", "gave_up"}, {"step"}}},
+      {EventKind::kTaskCancelled, "task_cancelled", {true, true, {}, {"step"}}},
+      {EventKind::kCheckpointSkipped,
+       "checkpoint_skipped",
+       {true, false, {}, {"step", "problem", "from_step"}}},
+      {EventKind::kResumed, "resumed", {}},
+      {EventKind::kRunInterrupted, "run_interrupted", {}},
+      {EventKind::kRunFinished,
+       "run_finished",
+       {false, false, {"finished", "failed", "makespan_s"}, {}}},
+      {EventKind::kProgress, "progress", {true, false, {}, {"step", "steps", "loss"}}},
+  };
+  return kinds;
+}
+
+const KindEntry& EntryOf(EventKind kind) {
+  for (const KindEntry& k : Kinds()) {
+    if (k.kind == kind) return k;
+  }
+  throw std::logic_error("EventKind without an entry");
+}
+
 }  // namespace
 
+std::string_view ToString(EventKind kind) {
+  return kind == EventKind::kUnknown ? std::string_view("unknown") : EntryOf(kind).name;
+}
+
+std::optional<EventKind> EventKindFromString(std::string_view name) {
+  for (const KindEntry& k : Kinds()) {
+    if (name == k.name) return k.kind;
+  }
+  return std::nullopt;
+}
+
+std::vector<EventKind> AllEventKinds() {
+  std::vector<EventKind> all;
+  for (const KindEntry& k : Kinds())
+    all.push_back(k.kind);
+  return all;
+}
+
+const EventFields& FieldsOf(EventKind kind) {
+  static const EventFields none;
+  return kind == EventKind::kUnknown ? none : EntryOf(kind).fields;
+}
+
 std::string EventToJsonLine(const Event& e) {
-  nlohmann::json j = {{"t", e.t}, {"event", e.kind}};
+  nlohmann::json j = {{"t", e.t}, {"event", e.KindName()}};
   if (!e.task.empty()) j["task"] = e.task;
   if (!e.technique.empty()) j["technique"] = e.technique;
   if (e.gpus > 0) j["gpus"] = e.gpus;
@@ -68,7 +138,10 @@ std::vector<Event> ParseEventLines(std::string_view text, std::string_view sourc
                                ", got " + FormatNumber(e.t));
         }
       } else if (k == "event") {
-        e.kind = v.get<std::string>();
+        std::string name = v.get<std::string>();
+        std::optional<EventKind> kind = EventKindFromString(name);
+        e.kind = kind.value_or(EventKind::kUnknown);
+        if (!kind) e.unknown_kind = std::move(name);
       } else if (k == "task" && v.is_string()) {
         e.task = v.get<std::string>();
       } else if (k == "technique" && v.is_string()) {
@@ -94,13 +167,14 @@ std::vector<BusyInterval> BusyIntervals(const std::vector<Event>& events, double
   std::vector<BusyInterval> out;
   std::map<std::string, BusyInterval> open;
   for (const Event& e : events) {
-    if (e.kind == "task_started") {
+    if (e.kind == EventKind::kTaskStarted) {
       open[e.task] = {e.task, e.technique, e.node, e.gpu_ids, e.t, e.t, "running"};
-    } else if (e.kind == "task_finished" || e.kind == "task_stopped" || e.kind == "task_failed") {
+    } else if (e.kind == EventKind::kTaskFinished || e.kind == EventKind::kTaskStopped ||
+               e.kind == EventKind::kTaskFailed || e.kind == EventKind::kTaskCancelled) {
       auto it = open.find(e.task);
       if (it == open.end()) continue;
       it->second.end = e.t;
-      it->second.how_it_ended = e.kind;
+      it->second.how_it_ended = ToString(e.kind);
       out.push_back(std::move(it->second));
       open.erase(it);
     }

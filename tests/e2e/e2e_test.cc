@@ -125,7 +125,7 @@ TEST_F(EndToEnd, ResumedRunEndsWithTheWeightsOfAnUninterruptedOne) {
       ParseEventLines(ReadFile(dir_ + "/killed/events.jsonl"), "events.jsonl");
   bool resumed = false;
   for (const Event& e : events)
-    resumed = resumed || e.kind == "resumed";
+    resumed = resumed || e.kind == EventKind::kResumed;
   EXPECT_TRUE(resumed);
   json straight = json::parse(ReadFile(dir_ + "/straight/report.json"));
   json killed = json::parse(ReadFile(dir_ + "/killed/report.json"));
@@ -178,7 +178,7 @@ TEST_F(EndToEnd, ASweepWithEvalNamesTheBestModelAndItLoadsInPython) {
   // Evaluations after steps 20, 40 and 60 of each task.
   std::map<std::string, std::vector<long>> steps;
   for (const Event& e : ParseEventLines(ReadFile(dir_ + "/run/events.jsonl"), "events.jsonl")) {
-    if (e.kind == "task_evaluated") steps[e.task].push_back(e.extra["step"].get<long>());
+    if (e.kind == EventKind::kTaskEvaluated) steps[e.task].push_back(e.extra["step"].get<long>());
   }
   EXPECT_EQ(steps["gpt-lr1.0e-5"], (std::vector<long>{20, 40, 60}));
   EXPECT_EQ(steps["gpt-lr3.0e-3"], (std::vector<long>{20, 40, 60}));

@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <thread>
 
 #include "common/fs.h"
@@ -146,7 +147,7 @@ TEST_F(Run, ResumesAfterTheOrchestratorIsKilled) {
   std::vector<Event> before = Events();
   std::set<std::string> finished_before;
   for (const Event& e : before) {
-    if (e.kind == "task_finished") finished_before.insert(e.task);
+    if (e.kind == EventKind::kTaskFinished) finished_before.insert(e.task);
   }
   ASSERT_FALSE(finished_before.empty());
   ASSERT_LT(finished_before.size(), 3u) << "the run ended before it could be killed";
@@ -156,8 +157,8 @@ TEST_F(Run, ResumesAfterTheOrchestratorIsKilled) {
   bool resumed = false;
   for (size_t i = before.size(); i < after.size(); ++i) {
     const Event& e = after[i];
-    resumed = resumed || e.kind == "resumed";
-    if (e.kind == "task_started") {
+    resumed = resumed || e.kind == EventKind::kResumed;
+    if (e.kind == EventKind::kTaskStarted) {
       EXPECT_FALSE(finished_before.count(e.task)) << e.task << " finished but was run again";
       EXPECT_EQ(e.extra["step"].get<long>() % 5, 0);  // from a checkpoint
     }
@@ -207,8 +208,8 @@ TEST_F(Run, AResumeSkipsADamagedCheckpointForThePreviousGoodOne) {
   std::vector<Event> after = Events();
   std::vector<Event> skipped, started;
   for (size_t i = before; i < after.size(); ++i) {
-    if (after[i].kind == "checkpoint_skipped") skipped.push_back(after[i]);
-    if (after[i].kind == "task_started") started.push_back(after[i]);
+    if (after[i].kind == EventKind::kCheckpointSkipped) skipped.push_back(after[i]);
+    if (after[i].kind == EventKind::kTaskStarted) started.push_back(after[i]);
   }
   ASSERT_EQ(skipped.size(), 1u);
   EXPECT_EQ(skipped[0].task, "t0");
@@ -251,7 +252,7 @@ TEST_F(Run, AResumedWorkloadMayAddTasksButNotChangeOnesThatStarted) {
   size_t before = Events().size();
   std::set<std::string> finished_before;
   for (const Event& e : Events()) {
-    if (e.kind == "task_finished") finished_before.insert(e.task);
+    if (e.kind == EventKind::kTaskFinished) finished_before.insert(e.task);
   }
   ASSERT_LT(finished_before.size(), 3u) << "the run ended before it could be killed";
   // t0 has started: changing its learning rate is refused, naming it.
@@ -273,8 +274,8 @@ TEST_F(Run, AResumedWorkloadMayAddTasksButNotChangeOnesThatStarted) {
   bool arrived = false;
   for (size_t i = before; i < after.size(); ++i) {
     const Event& e = after[i];
-    arrived = arrived || (e.kind == "task_arrived" && e.task == "t3");
-    if (e.kind == "task_started") {
+    arrived = arrived || (e.kind == EventKind::kTaskArrived && e.task == "t3");
+    if (e.kind == EventKind::kTaskStarted) {
       EXPECT_FALSE(finished_before.count(e.task)) << e.task << " finished but was run again";
     }
   }
@@ -342,6 +343,64 @@ TEST_F(Run, IntrospectionRecoversFromAWrongProfile) {
   EXPECT_GT(report["plan_switches"].get<int>(), 0);
   EXPECT_LT(report["makespan_s"].get<double>(), 0.85 * blind);
   ExpectNoSharing();
+
+  // The simulator, given the same belief and truth (in minutes: it observes
+  // a task's speed after a minute), writes the same kinds with the same
+  // fields (spec/event_kinds.h; only a run's step numbers, losses and
+  // timings are the run's alone).
+  WriteFileAtomic(dir_ + "/belief.csv",
+                  "task,technique,gpus,runtime_s\n"
+                  "a,single,1,60\na,ddp,2,36\nb,single,1,240\nb,ddp,2,144\nc,single,1,300\n");
+  WriteFileAtomic(dir_ + "/truth.csv",
+                  "task,technique,gpus,runtime_s\n"
+                  "a,single,1,720\na,ddp,2,288\nb,single,1,240\nb,ddp,2,144\nc,single,1,300\n");
+  WriteFileAtomic(dir_ + "/c.yaml", "nodes: [{name: n0, gpus: 2}]\n");
+  ProcessSpec simulate;
+  simulate.argv = {SATURN_BINARY_DIR "/src/cli/saturn",
+                   "simulate",
+                   "--cluster",
+                   dir_ + "/c.yaml",
+                   "--profile",
+                   dir_ + "/profile.csv",
+                   "--truth",
+                   dir_ + "/truth.csv",
+                   "--interval",
+                   "0.5",
+                   "--threshold",
+                   "0.2",
+                   "--switch-cost",
+                   "0.2",
+                   "--time-limit",
+                   "0.5",
+                   "--events",
+                   dir_ + "/sim.jsonl",
+                   "--output",
+                   dir_ + "/sim.json"};
+  Process sim = Process::Spawn(simulate);
+  ASSERT_EQ(ExitCode(sim.Wait()), 0);
+  auto fields = [](const std::vector<Event>& trace, bool run) {
+    std::map<std::string, std::set<std::string>> by_kind;
+    for (const Event& e : trace) {
+      json line = json::parse(EventToJsonLine(e));
+      std::set<std::string>& names = by_kind[e.KindName()];
+      for (const auto& [name, value] : line.items()) {
+        const EventFields& f = FieldsOf(e.kind);
+        bool run_only = std::find(f.run_only.begin(), f.run_only.end(), name) != f.run_only.end();
+        EXPECT_TRUE(run || !run_only) << "the simulator wrote " << name << " in " << line;
+        if (!run_only) names.insert(name);
+      }
+    }
+    return by_kind;
+  };
+  auto real = fields(Events(), true);
+  auto simulated =
+      fields(ParseEventLines(ReadFile(dir_ + "/sim.jsonl"), "sim.jsonl"), /*run=*/false);
+  for (const char* kind :
+       {"plan", "plan_switched", "task_started", "task_stopped", "task_finished", "run_finished"}) {
+    ASSERT_TRUE(real.count(kind)) << kind;
+    ASSERT_TRUE(simulated.count(kind)) << kind;
+    EXPECT_EQ(real[kind], simulated[kind]) << kind;
+  }
 }
 
 TEST_F(Run, AClusterFromAnAllocationNeedsTheSlurmBackend) {
@@ -375,8 +434,9 @@ TEST_F(Run, ResumedOnOtherNodesPlansTheRestForThem) {
   int started = 0;
   for (size_t i = before; i < after.size(); ++i) {
     const Event& e = after[i];
-    replanned = replanned || (e.kind == "plan_switched" && e.extra.value("why", "") != "");
-    if (e.kind == "task_started") {
+    replanned = replanned ||
+                (e.kind == EventKind::kPlanSwitched && e.extra.value("why", "") == "other nodes");
+    if (e.kind == EventKind::kTaskStarted) {
       ++started;
       EXPECT_EQ(e.node, "n7") << e.task;
       EXPECT_EQ(e.gpus, 1) << e.task;

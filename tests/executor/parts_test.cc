@@ -13,12 +13,12 @@
 #include "common/clock.h"
 #include "common/error.h"
 #include "common/fs.h"
-#include "executor/device_leases.h"
 #include "executor/executor.h"
+#include "executor/placements.h"
 #include "executor/replanner.h"
 #include "executor/run_context.h"
-#include "executor/run_events.h"
 #include "executor/run_state.h"
+#include "spec/event_kinds.h"
 
 namespace saturn {
 namespace {
@@ -140,31 +140,6 @@ TEST(RunState, TypedValuesAreStoredAsTheTextOlderRunsHold) {
   EXPECT_EQ(state.Tasks()[0].status, TaskStatus::kFinished);
 }
 
-TEST(RunEvents, HelpersWriteTheLinesOfTheEventLog) {
-  events::TaskPlace at{"a", "ddp", 2, "n0", {0, 1}};
-  events::TaskPlace unplaced;
-  unplaced.task = "b";
-  EXPECT_EQ(EventToJsonLine(events::TaskStarted(1.5, at, 10)),
-            "{\"event\":\"task_started\",\"gpu_ids\":[0,1],\"gpus\":2,\"node\":\"n0\","
-            "\"step\":10,\"t\":1.5,\"task\":\"a\",\"technique\":\"ddp\"}\n");
-  EXPECT_EQ(EventToJsonLine(events::TaskPreempted(2.0, unplaced, 5)),
-            "{\"event\":\"task_stopped\",\"reason\":\"preempted\",\"step\":5,\"t\":2.0,"
-            "\"task\":\"b\"}\n");
-  EXPECT_EQ(EventToJsonLine(events::TaskFailed(3.0, at, "exit 1", 2, true, 4)),
-            "{\"attempt\":2,\"error\":\"exit 1\",\"event\":\"task_failed\",\"gave_up\":true,"
-            "\"gpu_ids\":[0,1],\"gpus\":2,\"node\":\"n0\",\"step\":4,\"t\":3.0,\"task\":\"a\","
-            "\"technique\":\"ddp\"}\n");
-  EXPECT_EQ(EventToJsonLine(events::PlanSwitchedForOtherNodes(4.0, 9.0)),
-            "{\"event\":\"plan_switched\",\"new_end_s\":9.0,\"preempted\":[],\"t\":4.0,"
-            "\"why\":\"other nodes\"}\n");
-  EXPECT_EQ(EventToJsonLine(events::RunFinished(5.0, 2, 1, 4.5)),
-            "{\"event\":\"run_finished\",\"failed\":1,\"finished\":2,\"makespan_s\":4.5,"
-            "\"t\":5.0}\n");
-  EXPECT_EQ(EventToJsonLine(events::CheckpointSkipped(6.0, "a", 40, "meta.json: torn", 30)),
-            "{\"event\":\"checkpoint_skipped\",\"from_step\":30,\"problem\":\"meta.json: "
-            "torn\",\"step\":40,\"t\":6.0,\"task\":\"a\"}\n");
-}
-
 // A kill or a full disk in the middle of an append leaves half a line; the
 // next run appends after it. Before, the two ran into one unreadable line
 // and every later read of the log (a resume, the report) failed.
@@ -211,40 +186,75 @@ TEST(RunState, ADamagedStateIsRefusedNamingTheFile) {
   }
 }
 
-TEST(DeviceLeases, ADeviceGoesToATaskOrATrialNeverBoth) {
-  DeviceLeases d;
-  d.Reset({{"n0", 2}, {"n1", 4}});
-  ASSERT_TRUE(d.ClaimForTask(0, {0, 1}));
+Assignment On(int node, std::vector<int> gpu_ids) {
+  Assignment a;
+  a.option = 0;
+  a.node = node;
+  a.gpu_ids = std::move(gpu_ids);
+  return a;
+}
+
+TEST(Placements, ADeviceGoesToATaskOrATrialNeverBoth) {
+  Placements p;
+  p.Reset({{"n0", 2}, {"n1", 4}}, 4);
+  ASSERT_TRUE(p.Place(0, On(0, {0, 1})));
+  EXPECT_EQ(p.TaskOn(0, 1), 0);
   // n0 is full: a two-device trial gets n1's first two.
-  std::optional<TrialDevices::Lease> lease = d.Acquire(2);
+  std::optional<TrialDevices::Lease> lease = p.Acquire(2);
   ASSERT_TRUE(lease.has_value());
   EXPECT_EQ(lease->node, "n1");
   EXPECT_EQ(lease->gpu_ids, (std::vector<int>{0, 1}));
-  EXPECT_TRUE(d.Lent(1, 0));
-  EXPECT_FALSE(d.ClaimForTask(1, {1, 2})) << "a trial holds device 1";
-  EXPECT_FALSE(d.Acquire(3).has_value()) << "only n1's 2 and 3 are free";
-  ASSERT_TRUE(d.ClaimForTask(1, {2, 3}));
-  d.Release(*lease);
-  EXPECT_FALSE(d.Lent(1, 0));
-  EXPECT_TRUE(d.ClaimForTask(1, {0, 1}));
-  d.FreeFromTask(0, {0, 1});
-  lease = d.Acquire(2);
+  EXPECT_FALSE(p.DeviceFree(1, 0));
+  EXPECT_EQ(p.TaskOn(1, 0), -1) << "a trial is not a task";
+  EXPECT_FALSE(p.Place(1, On(1, {1, 2}))) << "a trial holds device 1";
+  EXPECT_FALSE(p.On(1).has_value()) << "a refused placement changes nothing";
+  EXPECT_FALSE(p.Acquire(3).has_value()) << "only n1's 2 and 3 are free";
+  ASSERT_TRUE(p.Place(1, On(1, {2, 3})));
+  EXPECT_FALSE(p.Place(2, On(1, {3}))) << "task 1 holds device 3";
+  p.Release(*lease);
+  EXPECT_TRUE(p.DeviceFree(1, 0));
+  EXPECT_TRUE(p.Place(2, On(1, {0, 1})));
+  p.Free(0);
+  EXPECT_FALSE(p.On(0).has_value());
+  ASSERT_TRUE(p.Last(0).has_value()) << "where it last ran stays";
+  EXPECT_EQ(p.Last(0)->gpu_ids, (std::vector<int>{0, 1}));
+  lease = p.Acquire(2);
   ASSERT_TRUE(lease.has_value());
   EXPECT_EQ(lease->node, "n0");
 }
 
-TEST(DeviceLeases, AWaitingTrialGetsDevicesFreedBeforeTheNextTask) {
-  DeviceLeases d;
-  d.Reset({{"n0", 4}});
-  ASSERT_TRUE(d.ClaimForTask(0, {0, 1}));
-  ASSERT_TRUE(d.ClaimForTask(0, {2, 3}));
-  EXPECT_FALSE(d.Acquire(2).has_value());  // a trial waits
-  d.FreeFromTask(0, {0, 1});
-  EXPECT_FALSE(d.ClaimForTask(0, {0, 1})) << "the waiting trial comes first";
-  std::optional<TrialDevices::Lease> lease = d.Acquire(2);
+TEST(Placements, AWaitingTrialGetsDevicesFreedBeforeTheNextTask) {
+  Placements p;
+  p.Reset({{"n0", 4}}, 3);
+  ASSERT_TRUE(p.Place(0, On(0, {0, 1})));
+  ASSERT_TRUE(p.Place(1, On(0, {2, 3})));
+  EXPECT_FALSE(p.Acquire(2).has_value());  // a trial waits
+  p.Free(0);
+  EXPECT_FALSE(p.Place(2, On(0, {0, 1}))) << "the waiting trial comes first";
+  std::optional<TrialDevices::Lease> lease = p.Acquire(2);
   ASSERT_TRUE(lease.has_value());
-  d.Release(*lease);
-  EXPECT_TRUE(d.ClaimForTask(0, {0, 1})) << "nothing waits any more";
+  p.Release(*lease);
+  EXPECT_TRUE(p.Place(2, On(0, {0, 1}))) << "nothing waits any more";
+}
+
+// Arrivals renumber the tasks while trials of later arrivals hold devices:
+// before Placements, the rebuild reset every device to free, so a task could
+// start on a device a trial was still using.
+TEST(Placements, RenumberingKeepsTasksDevicesAndTrialsLeases) {
+  Placements p;
+  p.Reset({{"n0", 4}}, 2);
+  ASSERT_TRUE(p.Place(1, On(0, {0})));
+  std::optional<TrialDevices::Lease> lease = p.Acquire(2);
+  ASSERT_TRUE(lease.has_value());
+  EXPECT_EQ(lease->gpu_ids, (std::vector<int>{1, 2}));
+  // A task joins in front: old 0 -> 1, old 1 -> 2.
+  p.Renumber({-1, 0, 1});
+  EXPECT_EQ(p.TaskOn(0, 0), 2);
+  ASSERT_TRUE(p.On(2).has_value());
+  EXPECT_FALSE(p.On(0).has_value());
+  EXPECT_FALSE(p.Place(0, On(0, {1}))) << "the trial still holds device 1";
+  EXPECT_TRUE(p.Place(0, On(0, {3})));
+  EXPECT_THROW(p.Renumber({0, 1}), std::logic_error);  // running task 2 cannot leave
 }
 
 TEST(DefaultRunDir, TwoWorkloadFilesNeverShareOne) {

@@ -36,17 +36,17 @@ Cluster TwoNodes() {
   return c;
 }
 
-Event Happened(double t, std::string kind, std::string task) {
+Event Happened(double t, EventKind kind, std::string task) {
   Event e;
   e.t = t;
-  e.kind = std::move(kind);
+  e.kind = kind;
   e.task = std::move(task);
   return e;
 }
 
 Event Started(double t, std::string task, std::string technique, std::string node,
               std::vector<int> ids) {
-  Event e = Happened(t, "task_started", std::move(task));
+  Event e = Happened(t, EventKind::kTaskStarted, std::move(task));
   e.technique = std::move(technique);
   e.gpus = static_cast<int>(ids.size());
   e.node = std::move(node);
@@ -174,9 +174,10 @@ class RunReport : public ::testing::Test {
     vit.failures = 3;
     vit.error = "worker failed (exit 1)";
     in_.tasks = {gpt, vit};
-    in_.events = {Started(0, "gpt", "fsdp", "n0", {0, 1, 2}),
-                  Started(0, "vit", "ddp", "n1", {0, 1}), Happened(90, "plan_switched", ""),
-                  Happened(100, "task_failed", "vit"), Happened(360, "task_finished", "gpt")};
+    in_.events = {
+        Started(0, "gpt", "fsdp", "n0", {0, 1, 2}), Started(0, "vit", "ddp", "n1", {0, 1}),
+        Happened(90, EventKind::kPlanSwitched, ""), Happened(100, EventKind::kTaskFailed, "vit"),
+        Happened(360, EventKind::kTaskFinished, "gpt")};
   }
 
   RunReportInput in_;
@@ -224,7 +225,7 @@ TEST_F(RunReport, HtmlHasTheGanttLossCurvesAndTaskTable) {
 }
 
 Event Evaluated(double t, std::string task, long step, double loss, double accuracy) {
-  Event e = Happened(t, "task_evaluated", std::move(task));
+  Event e = Happened(t, EventKind::kTaskEvaluated, std::move(task));
   e.extra = {{"step", step}, {"eval_loss", loss}, {"eval_s", 0.5}};
   if (accuracy >= 0) e.extra["eval_accuracy"] = accuracy;
   return e;

@@ -188,13 +188,13 @@ TEST_F(ServeApi, ALaterWorkloadJoinsThePlanWithoutStoppingWhatItDoesNotMove) {
   std::set<std::string> moved;
   bool extended = false;
   for (const Event& e : Events()) {
-    if (e.kind == "plan_switched") {
+    if (e.kind == EventKind::kPlanSwitched) {
       for (const json& p : e.extra["preempted"])
         moved.insert(p.get<std::string>());
       extended = extended ||
                  (e.extra.value("why", "") == "arrivals" && e.extra["arrived"] == json({"b0"}));
     }
-    if (e.kind == "task_stopped") {
+    if (e.kind == EventKind::kTaskStopped) {
       EXPECT_TRUE(moved.count(e.task)) << e.task << " was stopped";
     }
   }
@@ -261,8 +261,8 @@ TEST_F(ServeApi, AKilledServiceRestartedOnItsStateFinishesEveryTaskFromCheckpoin
   std::vector<Event> after = Events();
   bool resumed = false;
   for (size_t i = before; i < after.size(); ++i) {
-    resumed = resumed || after[i].kind == "resumed";
-    if (after[i].kind == "task_started") {
+    resumed = resumed || after[i].kind == EventKind::kResumed;
+    if (after[i].kind == EventKind::kTaskStarted) {
       EXPECT_EQ(after[i].extra["step"].get<long>() % 5, 0);
     }
   }

@@ -1,0 +1,130 @@
+#include "executor/placements.h"
+
+#include <stdexcept>
+
+namespace saturn {
+
+void Placements::Reset(const std::vector<std::pair<std::string, int>>& nodes, int tasks) {
+  std::lock_guard<std::mutex> lock(mu_);
+  names_.clear();
+  holder_.clear();
+  for (const auto& [name, gpus] : nodes) {
+    names_.push_back(name);
+    holder_.emplace_back(static_cast<size_t>(gpus), kFree);
+  }
+  last_.assign(static_cast<size_t>(tasks), Assignment{});
+  placed_.assign(static_cast<size_t>(tasks), false);
+}
+
+void Placements::Renumber(const std::vector<int>& old_of_new) {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<int> new_of_old(last_.size(), -1);
+  std::vector<Assignment> last(old_of_new.size());
+  std::vector<bool> placed(old_of_new.size(), false);
+  for (size_t j = 0; j < old_of_new.size(); ++j) {
+    int old = old_of_new[j];
+    if (old < 0) continue;
+    new_of_old.at(old) = static_cast<int>(j);
+    last[j] = last_[old];
+    placed[j] = placed_[old];
+  }
+  for (size_t old = 0; old < placed_.size(); ++old) {
+    if (placed_[old] && new_of_old[old] < 0) {
+      throw std::logic_error("a running task left the run");
+    }
+  }
+  for (auto& node : holder_) {
+    for (int& h : node) {
+      if (h >= 0) h = new_of_old.at(h);
+    }
+  }
+  last_ = std::move(last);
+  placed_ = std::move(placed);
+}
+
+bool Placements::TrialWaiting() const {
+  return waiting_gpus_ > 0 &&
+         std::chrono::steady_clock::now() - waiting_since_ < std::chrono::milliseconds(500);
+}
+
+bool Placements::Place(int j, const Assignment& a) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (placed_.at(j)) throw std::logic_error("a task placed twice");
+  const std::vector<int>& node = holder_.at(a.node);
+  int free = 0;
+  for (int h : node)
+    free += h == kFree;
+  // A trial that found no devices gets the next ones freed first.
+  if (TrialWaiting() && free >= waiting_gpus_) return false;
+  for (int g : a.gpu_ids) {
+    if (node.at(g) != kFree) return false;
+  }
+  for (int g : a.gpu_ids)
+    holder_[a.node][g] = j;
+  last_[j] = a;
+  placed_[j] = true;
+  return true;
+}
+
+void Placements::Free(int j) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!placed_.at(j)) return;
+  const Assignment& a = last_[j];
+  for (int g : a.gpu_ids) {
+    if (holder_.at(a.node).at(g) == j) holder_[a.node][g] = kFree;
+  }
+  placed_[j] = false;
+}
+
+std::optional<Assignment> Placements::On(int j) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!placed_.at(j)) return std::nullopt;
+  return last_[j];
+}
+
+std::optional<Assignment> Placements::Last(int j) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (last_.at(j).option < 0) return std::nullopt;
+  return last_[j];
+}
+
+bool Placements::DeviceFree(int node, int gpu) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return holder_.at(node).at(gpu) == kFree;
+}
+
+int Placements::TaskOn(int node, int gpu) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  int h = holder_.at(node).at(gpu);
+  return h >= 0 ? h : -1;
+}
+
+std::optional<TrialDevices::Lease> Placements::Acquire(int gpus) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (size_t n = 0; n < holder_.size(); ++n) {
+    std::vector<int> free;
+    for (size_t g = 0; g < holder_[n].size() && static_cast<int>(free.size()) < gpus; ++g) {
+      if (holder_[n][g] == kFree) free.push_back(static_cast<int>(g));
+    }
+    if (static_cast<int>(free.size()) < gpus) continue;
+    for (int g : free)
+      holder_[n][g] = kTrial;
+    waiting_gpus_ = 0;
+    return Lease{names_[n], free};
+  }
+  if (!TrialWaiting() || gpus < waiting_gpus_) waiting_gpus_ = gpus;
+  waiting_since_ = std::chrono::steady_clock::now();
+  return std::nullopt;
+}
+
+void Placements::Release(const Lease& lease) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (size_t n = 0; n < names_.size(); ++n) {
+    if (names_[n] != lease.node) continue;
+    for (int g : lease.gpu_ids) {
+      if (holder_[n].at(g) == kTrial) holder_[n][g] = kFree;
+    }
+  }
+}
+
+}  // namespace saturn
