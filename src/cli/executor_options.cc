@@ -3,12 +3,12 @@
 namespace saturn {
 
 void AddExecutorOptions(CLI::App* cmd, RunOptions* o, bool* no_introspection) {
-  cmd->add_option("--solver", o->solver, "Solver for planning and re-planning")
+  cmd->add_option("--solver", o->solve.solver, "Solver for planning and re-planning")
       ->capture_default_str();
-  cmd->add_option("--time-limit", o->time_limit_s, "Solver time limit per plan, seconds")
+  cmd->add_option("--time-limit", o->solve.time_limit_s, "Solver time limit per plan, seconds")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  cmd->add_option("--seed", o->seed, "Solver seed")->capture_default_str();
+  cmd->add_option("--seed", o->solve.seed, "Solver seed")->capture_default_str();
   cmd->add_flag("--no-introspection", *no_introspection, "Follow the first plan to the end");
   cmd->add_option("--interval", o->interval_s,
                   "Seconds between re-planning checks (default: auto, a tenth of the planned "

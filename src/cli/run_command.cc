@@ -13,7 +13,7 @@ namespace saturn {
 namespace {
 
 int RunRun(const RunOptions& o) {
-  BuiltinSolvers().Get(o.solver);
+  BuiltinSolvers().Get(o.solve.solver);
   RunSummary s = RunWorkload(o);
   if (s.interrupted) {
     std::fprintf(

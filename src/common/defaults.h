@@ -58,9 +58,28 @@ inline constexpr int kMaxRetries = 2;
 // Two, so that a damaged newest checkpoint always has a good one before it.
 inline constexpr int kKeepCheckpoints = 2;
 
+// `saturn run`'s "auto" introspection: re-plan every tenth of the planned
+// makespan, kept within [10 s, 1000 s]; switch plans only for a gain above
+// 2% of it and above two switch costs (a switch must pay for its restarts).
+inline constexpr double kAutoIntervalShare = 0.1;
+inline constexpr double kAutoIntervalMinS = 10.0;
+inline constexpr double kAutoIntervalMaxS = 1000.0;
+inline constexpr double kAutoThresholdShare = 0.02;
+inline constexpr double kThresholdSwitchCosts = 2.0;
+
+// Re-planning: from this many nodes on, a re-plan searches around the nodes
+// that changed rather than solving the whole remaining problem afresh.
+inline constexpr int kIncrementalNodes = 8;
+
 // `saturn serve`: seconds between re-planning checks (a service has no
 // makespan to take a tenth of); its switch threshold is two switch costs.
 inline constexpr double kServiceIntervalS = 60.0;
+
+// The run loop of `saturn run` and `saturn serve` (executor/run_loop.h):
+// seconds between turns (a worker's step line or an HTTP request waits at
+// most this long), and between saves of the run clock to the state.
+inline constexpr double kLoopPauseS = 0.02;
+inline constexpr double kClockSaveS = 1.0;
 
 // Profiling: wall seconds before a trial is killed.
 inline constexpr double kTrialTimeoutS = 300.0;

@@ -132,7 +132,7 @@ void LeaveRun(RunContext& run, const std::set<std::string>& names) {
 void ExtendPlan(RunContext& run, Dispatcher* dispatcher, const std::vector<std::string>& arrived) {
   // Short: an arrival waits for this plan; the background re-planner
   // improves it at its next check.
-  double time_limit_s = std::min(run.options.time_limit_s, defaults::kArrivalPlanTimeLimitS);
+  double time_limit_s = std::min(run.options.solve.time_limit_s, defaults::kArrivalPlanTimeLimitS);
   ReplanDecision d =
       Replan(run.problem, Snapshot(run), run.plan, run.Now(), MakeReplanPolicy(run, time_limit_s));
   std::vector<std::string> moved;

@@ -113,11 +113,11 @@ void Dispatcher::ReadProgress(int j) {
   if (!lines.empty()) AppendText(run_.TaskDirOf(j) + "/worker.out", lines);
 }
 
-// The worker's result, if it left one; a protocol breach turns `*status`
-// into a failure.
-std::optional<WorkerExecuteResult> Dispatcher::ReadResult(int j, bool was_stopping, int* status) {
-  LiveTask& l = run_.tasks[j];
-  if (!ExitedCleanly(*status)) return std::nullopt;
+// The worker's result, if it left one; a result that breaks the protocol
+// is a failure, described in `*protocol_error`.
+std::optional<WorkerExecuteResult> Dispatcher::ReadResult(int j, bool was_stopping,
+                                                          std::string* protocol_error) {
+  const LiveTask& l = run_.tasks[j];
   if (run_.WorkloadTaskOf(j).is_command) {
     // A user's program: a clean exit after SIGTERM is a checkpoint at the
     // last step it reported; otherwise it ran to the end.
@@ -130,8 +130,7 @@ std::optional<WorkerExecuteResult> Dispatcher::ReadResult(int j, bool was_stoppi
   try {
     return ReadExecuteResult(run_.TaskDirOf(j) + "/result.json");
   } catch (const std::exception& e) {
-    *status = 1 << 8;  // treat a protocol breach as a failure
-    l.record.error = e.what();
+    *protocol_error = e.what();
     return std::nullopt;
   }
 }
@@ -147,7 +146,9 @@ void Dispatcher::HandleExit(int j, int status) {
   l.stopping = false;
   l.cancelling = false;
   l.process.reset();
-  std::optional<WorkerExecuteResult> result = ReadResult(j, was_stopping, &status);
+  std::string protocol_error;
+  std::optional<WorkerExecuteResult> result;
+  if (ExitedCleanly(status)) result = ReadResult(j, was_stopping, &protocol_error);
   if (result && result->completed_steps >= run_.Steps(j)) {
     MarkFinished(j, *result);
   } else if (cancelled) {
@@ -155,7 +156,7 @@ void Dispatcher::HandleExit(int j, int status) {
   } else if (result || was_stopping) {
     MarkPreempted(j, result);
   } else {
-    MarkFailed(j, status);
+    MarkAttemptFailed(j, status, protocol_error);
   }
 }
 
@@ -187,12 +188,16 @@ void Dispatcher::MarkPreempted(int j, const std::optional<WorkerExecuteResult>& 
       events::TaskPreempted(run_.Now(), run_.Where(j), run_.ProgressAt(j, r.checkpoint_step)));
 }
 
-void Dispatcher::MarkFailed(int j, int status) {
+void Dispatcher::MarkAttemptFailed(int j, int status, const std::string& protocol_error) {
   TaskRecord& r = run_.tasks[j].record;
   r.status = TaskStatus::kWaiting;
   ++r.failures;
   std::string tail = LastLines(run_.TaskDirOf(j) + "/worker.log", 8);
-  r.error = DescribeExit(status) + (tail.empty() ? "" : ": " + tail);
+  std::string how = protocol_error.empty() ? DescribeExit(status)
+                                           : "the worker exited 0 but its result breaks the "
+                                             "protocol: " +
+                                                 protocol_error;
+  r.error = how + (tail.empty() ? "" : ": " + tail);
   r.checkpoint_step = LatestCheckpointOf(j);
   bool give_up = r.failures > run_.options.max_retries;
   if (give_up) {
@@ -205,7 +210,7 @@ void Dispatcher::MarkFailed(int j, int status) {
   if (run_.options.progress) {
     std::fprintf(stderr, "task %s failed (%s, attempt %d; %s): %s\n", r.name.c_str(),
                  Plural(r.failures, "failure").c_str(), r.launches,
-                 give_up ? "giving up" : "will retry", DescribeExit(status).c_str());
+                 give_up ? "giving up" : "will retry", how.c_str());
   }
 }
 

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <optional>
+#include <string>
 
 #include "executor/run_context.h"
 #include "launch/worker.h"
@@ -37,10 +38,13 @@ class Dispatcher {
   void MarkStarted(int j);
   void ReadProgress(int j);
   void HandleExit(int j, int status);
-  std::optional<WorkerExecuteResult> ReadResult(int j, bool was_stopping, int* status);
+  std::optional<WorkerExecuteResult> ReadResult(int j, bool was_stopping,
+                                                std::string* protocol_error);
   void MarkFinished(int j, const WorkerExecuteResult& result);
   void MarkPreempted(int j, const std::optional<WorkerExecuteResult>& result);
-  void MarkFailed(int j, int status);
+  // A failed attempt: retried from its last checkpoint (waiting again)
+  // unless it has failed more than max_retries times.
+  void MarkAttemptFailed(int j, int status, const std::string& protocol_error);
   void MarkCancelled(int j, long checkpoint_step);
   long LatestCheckpointOf(int j);
 

@@ -1,27 +1,21 @@
 #include "executor/executor.h"
 
-#include <chrono>
 #include <cstdio>
 #include <filesystem>
-#include <thread>
 
 #include "common/signals.h"
 #include "executor/dispatcher.h"
 #include "executor/progress.h"
 #include "executor/replanner.h"
 #include "executor/run_context.h"
+#include "executor/run_loop.h"
 #include "executor/run_setup.h"
 
 namespace saturn {
 namespace {
 
-void Pause() {
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));
-}
-
-// The loop of `saturn run`: watch workers, re-plan, start what may start,
-// save the run clock, print progress, until every task is done or the run is
-// interrupted.
+// `saturn run`: the run loop (run_loop.h) until every task is done or the
+// run is interrupted, then the report.
 class Executor {
  public:
   Executor(const RunOptions& options, const Clock& clock) : run_(options, clock) {}
@@ -30,55 +24,31 @@ class Executor {
     SetUpRun(run_);
     Dispatcher dispatcher(run_);
     Replanner replanner(run_, dispatcher);
-    Loop(dispatcher, replanner);
+    RunLoop loop(run_, dispatcher, replanner);
+    CatchStopSignals();
+    double last_print = -1e9;
+    LoopHooks hooks;
+    hooks.stop = [&] { return run_.AllDone() || StopRequested(); };
+    hooks.after = [&] {
+      if (run_.options.progress && run_.Now() - last_print >= 10.0) {
+        PrintProgress(run_);
+        last_print = run_.Now();
+      }
+    };
+    loop.Run(hooks);
+    if (!run_.AllDone()) {
+      // Stopped by a signal: every worker checkpoints; the run is resumable.
+      interrupted_ = true;
+      if (run_.options.progress) {
+        std::fprintf(stderr, "interrupted: stopping workers (they checkpoint)...\n");
+      }
+      loop.Drain();
+    }
+    loop.Finish();
     return Finish();
   }
 
  private:
-  void Loop(Dispatcher& dispatcher, Replanner& replanner) {
-    double last_save = -1e9, last_print = -1e9;
-    CatchStopSignals();
-    while (true) {
-      dispatcher.Poll();
-      if (run_.AllDone()) break;
-      if (StopRequested()) {
-        Interrupt(dispatcher);
-        break;
-      }
-      replanner.Poll();
-      dispatcher.Dispatch();
-      double now = run_.Now();
-      if (now - last_save >= 1.0) {
-        run_.state->Set(meta::kClockS, now);
-        last_save = now;
-      }
-      if (run_.options.progress && now - last_print >= 10.0) {
-        PrintProgress(run_);
-        last_print = now;
-      }
-      Pause();
-    }
-    replanner.Wait();
-    run_.state->Set(meta::kClockS, run_.Now());
-  }
-
-  // Stops every worker the way a plan switch does (they checkpoint), records
-  // where each task is, and leaves the run resumable.
-  void Interrupt(Dispatcher& dispatcher) {
-    interrupted_ = true;
-    if (run_.options.progress) {
-      std::fprintf(stderr, "interrupted: stopping workers (they checkpoint)...\n");
-    }
-    for (int j = 0; j < run_.NumTasks(); ++j)
-      dispatcher.Preempt(j);
-    while (true) {
-      dispatcher.Poll();
-      if (!dispatcher.AnyRunning()) break;
-      Pause();
-    }
-    run_.Emit(events::RunInterrupted(run_.Now()));
-  }
-
   RunSummary Finish() {
     RunSummary s = Summarize(run_, interrupted_);
     if (s.interrupted) return s;

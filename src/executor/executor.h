@@ -33,6 +33,7 @@
 
 #include "common/clock.h"
 #include "common/defaults.h"
+#include "planner/solver.h"
 #include "profiler/profiler.h"
 
 namespace saturn {
@@ -43,9 +44,10 @@ struct RunOptions {
   long max_tasks = 0;                // --max-tasks; 0: the workload's max_tasks or the default
   std::string run_dir;               // "" = DefaultRunDir(workload_path)
   bool resume = false;
-  std::string solver = "auto";
-  double time_limit_s = defaults::kSolverTimeLimitS;  // per plan and re-plan
-  uint64_t seed = 0;
+  // Solver, time limit (per plan and re-plan), seed, threads, effort: the
+  // first plan's; each re-plan's the same but for a shorter time limit and
+  // its own seed.
+  SolveOptions solve;
   bool introspection = true;
   double interval_s = 0.0;    // 0: a tenth of the planned makespan, in [10 s, 1000 s]
   double threshold_s = -1.0;  // < 0: 2% of the planned makespan, at least 2 switch costs

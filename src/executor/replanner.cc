@@ -29,10 +29,9 @@ void BackgroundReplanner::Wait() {
 }
 
 ReplanPolicy MakeReplanPolicy(RunContext& run, double time_limit_s) {
-  ReplanPolicy policy;
-  policy.solver = run.options.solver;
+  ReplanPolicy policy(run.options.solve);
   policy.time_limit_s = time_limit_s;
-  policy.seed = run.options.seed + static_cast<uint64_t>(++run.replans);
+  policy.seed = run.options.solve.seed + static_cast<uint64_t>(++run.replans);
   policy.threshold_s = run.threshold_s;
   policy.switch_cost_s = run.options.switch_cost_s;
   return policy;
@@ -41,7 +40,8 @@ ReplanPolicy MakeReplanPolicy(RunContext& run, double time_limit_s) {
 void Replanner::Poll() {
   if (!run_.options.introspection) return;
   auto prepare = [&] {
-    double time_limit_s = std::min(run_.options.time_limit_s, std::max(1.0, run_.interval_s / 4));
+    double time_limit_s =
+        std::min(run_.options.solve.time_limit_s, std::max(1.0, run_.interval_s / 4));
     ReplanPolicy policy = MakeReplanPolicy(run_, time_limit_s);
     double now = run_.Now();
     solving_for_ = run_.task_set_version;
@@ -93,7 +93,7 @@ std::vector<std::string> SwitchTo(RunContext& run, Dispatcher& dispatcher,
 
 void ReplanForOtherNodes(RunContext& run, const std::string& cluster_now) {
   ReplanDecision d = Replan(run.problem, Snapshot(run), Plan{}, run.Now(),
-                            MakeReplanPolicy(run, run.options.time_limit_s));
+                            MakeReplanPolicy(run, run.options.solve.time_limit_s));
   double old_end_s = run.estimated_end_s;
   run.estimated_end_s = d.new_end_s;
   run.AdoptPlan(d.plan);

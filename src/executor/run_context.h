@@ -85,7 +85,9 @@ struct RunContext {
   Plan plan;
   double planned_makespan_s = 0.0;
   double estimated_end_s = 0.0;
-  double interval_s = 60.0;
+  // Introspection, set up by SetUpRun (--interval/--threshold or auto,
+  // common/defaults.h) or by the service.
+  double interval_s = 0.0;
   double threshold_s = 0.0;
   double profiling_s = 0.0;
   double planning_s = 0.0;

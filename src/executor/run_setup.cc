@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "common/defaults.h"
 #include "common/error.h"
 #include "common/format.h"
 #include "common/fs.h"
@@ -105,10 +106,7 @@ void ProfileAndPlan(RunContext& run) {
   run.profiling_s = clock.Now() - t0;
   BuildProblem(run);
   t0 = clock.Now();
-  PlanRequest request;
-  request.solver = run.options.solver;
-  request.time_limit_s = run.options.time_limit_s;
-  request.seed = run.options.seed;
+  PlanRequest request(run.options.solve);
   // Training waits for this plan: anytime only where the run is long enough
   // for seconds of planning to pay (defaults.h).
   request.anytime = MakespanLowerBound(run.problem) >= defaults::kAnytimeFirstPlanFromS;
@@ -385,8 +383,14 @@ void SetUpRun(RunContext& run) {
   }
   WriteTaskFolders(run);
   double span = std::max(1.0, run.planned_makespan_s);
-  run.interval_s = o.interval_s > 0 ? o.interval_s : std::clamp(span / 10, 10.0, 1000.0);
-  run.threshold_s = o.threshold_s >= 0 ? o.threshold_s : std::max(0.02 * span, 2 * o.switch_cost_s);
+  run.interval_s = o.interval_s > 0
+                       ? o.interval_s
+                       : std::clamp(defaults::kAutoIntervalShare * span,
+                                    defaults::kAutoIntervalMinS, defaults::kAutoIntervalMaxS);
+  run.threshold_s = o.threshold_s >= 0
+                        ? o.threshold_s
+                        : std::max(defaults::kAutoThresholdShare * span,
+                                   defaults::kThresholdSwitchCosts * o.switch_cost_s);
   run.Requeue();
 }
 

@@ -81,6 +81,9 @@ inline constexpr MetaKey<double> kProfilingS{"profiling_s"};
 inline constexpr MetaKey<double> kPlanningS{"planning_s"};
 inline constexpr MetaKey<double> kClockS{"clock_s"};  // the run clock when last saved
 inline constexpr MetaKey<int> kPlanSwitches{"plan_switches"};
+// saturn serve: the names of tasks a cancellation was asked for (a JSON
+// array), so that a restart does not resume them.
+inline constexpr MetaKey<std::string> kCancelRequests{"cancel_requests"};
 }  // namespace meta
 
 class RunState {

@@ -16,14 +16,7 @@ PlanResult RunPlanner(const Problem& problem, const PlanRequest& request,
   const Clock& clock = request.clock ? *request.clock : steady;
   double started = clock.Now();
 
-  SolveContext ctx;
-  ctx.time_limit_s = request.time_limit_s;
-  ctx.seed = request.seed;
-  ctx.threads = request.threads;
-  ctx.work_scale = request.work_scale;
-  ctx.anytime = request.anytime;
-  ctx.work_limit = request.work_limit;
-  ctx.gap = request.gap;
+  SolveContext ctx(request);
   ctx.clock = &clock;
   ctx.lower_bound = MakespanLowerBound(problem);
   ctx.warm_start = request.warm_start;

@@ -3,7 +3,7 @@
 // resulting plan (a solver bug becomes a clear internal error, never a bad
 // plan on disk).
 //
-//   PlanRequest req{.solver = "auto", .time_limit_s = 2, .seed = 1};
+//   PlanRequest req(options);   // SolveOptions (planner/solver.h)
 //   PlanResult r = RunPlanner(problem, req);
 //   WriteFileAtomic(path, PlanToJson(r.plan).dump(2));
 #pragma once
@@ -17,15 +17,11 @@
 
 namespace saturn {
 
-struct PlanRequest {
-  std::string solver = "auto";
-  double time_limit_s = defaults::kSolverTimeLimitS;
-  uint64_t seed = 0;
-  int threads = 1;
-  double work_scale = 1.0;
-  bool anytime = false;     // see SolveContext: use the time limit while the gap is open
-  double work_limit = 0.0;  // deterministic effort in work units; 0: none
-  double gap = 0.0;         // stop once (makespan - bound) / makespan <= gap
+// The options, and what a caller adds to a solve.
+struct PlanRequest : SolveOptions {
+  PlanRequest() = default;
+  explicit PlanRequest(const SolveOptions& options) : SolveOptions(options) {}
+
   const Clock* clock = nullptr;
   Schedule warm_start;
   std::function<void(double, double)> on_progress;

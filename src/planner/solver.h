@@ -14,7 +14,8 @@
 // A work unit is 10^6 (task, node) placements tried by the decoder: on one
 // core of this project's 2-core machine about 20 units a second.
 //
-//   SolveContext ctx{.time_limit_s = 2, .seed = 7};
+//   SolveContext ctx;
+//   ctx.time_limit_s = 2;
 //   SolveResult r = solver.Solve(problem, ctx);
 //   if (r.status != SolveStatus::kInfeasible) use(r.schedule);
 #pragma once
@@ -33,23 +34,35 @@
 
 namespace saturn {
 
-struct SolveContext {
+// How to solve: one record from the command line (saturn plan, run, serve,
+// simulate) through re-planning (ReplanPolicy) and the planner's front door
+// (PlanRequest) to the solver (SolveContext), each of which is one; copied
+// whole, so no setting is lost on the way.
+struct SolveOptions {
+  std::string solver = "auto";  // the registry's name (planner/registry.h)
   double time_limit_s = defaults::kSolverTimeLimitS;
   uint64_t seed = 0;
   int threads = 1;
   // Deterministic effort scale: 1 is the default effort; tests use less.
   double work_scale = 1.0;
-  const Clock* clock = nullptr;  // defaults to a steady clock
-  // The caller's lower bound (MakespanLowerBound), so solvers need not redo it.
-  double lower_bound = 0.0;
-  // A known feasible schedule to start from (re-planning), or empty.
-  Schedule warm_start;
   // Keep searching until the time limit while the gap is open (see above).
   bool anytime = false;
   // Deterministic effort in work units; 0: none (bounded or anytime decides).
   double work_limit = 0.0;
   // Stop once (makespan - bound) / makespan <= gap; 0: only at the bound.
   double gap = 0.0;
+};
+
+// What a solver is called with: the options, and what the planner adds.
+struct SolveContext : SolveOptions {
+  SolveContext() = default;
+  explicit SolveContext(const SolveOptions& options) : SolveOptions(options) {}
+
+  const Clock* clock = nullptr;  // defaults to a steady clock
+  // The caller's lower bound (MakespanLowerBound), so solvers need not redo it.
+  double lower_bound = 0.0;
+  // A known feasible schedule to start from (re-planning), or empty.
+  Schedule warm_start;
   // Called with (best makespan so far, best bound so far) as the solver goes.
   std::function<void(double, double)> on_progress;
 };

@@ -11,6 +11,7 @@
 #include "planner/lower_bound.h"
 #include "planner/node_groups.h"
 #include "planner/planner.h"
+#include "planner/validate.h"
 
 namespace saturn {
 namespace {
@@ -99,13 +100,19 @@ Schedule SearchAround(const Problem& problem, const Schedule& retimed, const Cha
 // A fresh plan of the whole remaining problem (auto, warm-started).
 PlanResult SolveAfresh(const Problem& problem, const Schedule& retimed,
                        const ReplanPolicy& policy) {
-  PlanRequest request;
-  request.solver = policy.solver;
-  request.time_limit_s = policy.time_limit_s;
-  request.seed = policy.seed;
-  request.work_scale = policy.work_scale;
+  PlanRequest request(policy);
   request.warm_start = retimed;
   return RunPlanner(problem, request);
+}
+
+// Every plan a re-plan returns, kept or switched to, passes the independent
+// checker, as every solve does (planner/validate.h).
+Plan Checked(const Problem& problem, Plan plan, const char* what) {
+  std::vector<std::string> errors = ValidatePlan(problem, plan);
+  if (!errors.empty()) {
+    throw std::logic_error(std::string("re-plan: the ") + what + " is invalid: " + errors.front());
+  }
+  return plan;
 }
 
 }  // namespace
@@ -147,9 +154,12 @@ ReplanDecision Replan(const Problem& base, const std::vector<TaskProgress>& prog
   }
   if (why) {
     d.new_end_s = d.current_end_s;
-    d.plan = Absolute(ScheduleToPlan(problem, retimed, current.solver, SolveStatus::kFeasible,
-                                     std::min(bound, current_span), 0.0),
-                      now);
+    d.plan =
+        Absolute(Checked(problem,
+                         ScheduleToPlan(problem, retimed, current.solver, SolveStatus::kFeasible,
+                                        std::min(bound, current_span), 0.0),
+                         "kept plan"),
+                 now);
     d.preempted = Preempted(remaining, retimed);
     d.summary = "keep: current plan ends at " + FormatDuration(d.current_end_s) + ", " + why +
                 " (bound " + FormatDuration(now + bound) + "); no solve";
@@ -168,8 +178,6 @@ ReplanDecision Replan(const Problem& base, const std::vector<TaskProgress>& prog
     how = "searched around " + std::to_string(changes.nodes.size()) + " of " +
           std::to_string(problem.NumNodes()) + " nodes";
     fresh = SearchAround(problem, retimed, changes, bound, policy);
-    std::string broken = CheckSchedule(problem, fresh);
-    if (!broken.empty()) throw std::logic_error("incremental re-plan is invalid: " + broken);
   } else {
     PlanResult r = SolveAfresh(problem, retimed, policy);
     fresh = std::move(r.schedule);
@@ -185,11 +193,13 @@ ReplanDecision Replan(const Problem& base, const std::vector<TaskProgress>& prog
   d.switch_plan =
       arrivals ? fresh_span <= current_span : fresh_span < current_span - policy.threshold_s;
   const Schedule& chosen = d.switch_plan ? fresh : retimed;
-  d.plan = Absolute(
-      ScheduleToPlan(problem, chosen, d.switch_plan ? solver : current.solver,
-                     d.switch_plan ? status : SolveStatus::kFeasible,
-                     std::min(fresh_bound, Makespan(problem, chosen)), clock.Now() - started),
-      now);
+  d.plan = Absolute(Checked(problem,
+                            ScheduleToPlan(problem, chosen, d.switch_plan ? solver : current.solver,
+                                           d.switch_plan ? status : SolveStatus::kFeasible,
+                                           std::min(fresh_bound, Makespan(problem, chosen)),
+                                           clock.Now() - started),
+                            d.switch_plan ? "new plan" : "kept plan"),
+                    now);
   d.preempted = Preempted(remaining, chosen);
   d.summary = std::string(d.switch_plan ? "switch" : "keep") + ": current plan ends at " +
               FormatDuration(d.current_end_s) + ", fresh plan (" + how + ") at " +

@@ -37,6 +37,7 @@
 #include "common/defaults.h"
 #include "planner/problem.h"
 #include "planner/schedule.h"
+#include "planner/solver.h"
 #include "spec/plan.h"
 
 namespace saturn {
@@ -56,11 +57,12 @@ struct TaskProgress {
   double slowdown = 1.0;  // measured runtime / profiled runtime; 1 = as profiled
 };
 
-struct ReplanPolicy {
-  std::string solver = "auto";
-  double time_limit_s = defaults::kReplanTimeLimitS;
-  double work_scale = 1.0;
-  uint64_t seed = 0;
+// How to re-plan: the solve options (the time limit defaults to a
+// re-plan's) and when a new plan is worth a switch.
+struct ReplanPolicy : SolveOptions {
+  ReplanPolicy() { time_limit_s = defaults::kReplanTimeLimitS; }
+  explicit ReplanPolicy(const SolveOptions& options) : SolveOptions(options) {}
+
   double threshold_s = defaults::kPaperThresholdS;  // switch only if the plan improves by more
   double switch_cost_s = defaults::kSwitchCostS;    // checkpoint + restart of one task
   bool allow_preemption = true;                     // false: running tasks always keep running
@@ -72,7 +74,7 @@ struct ReplanPolicy {
   // From this many nodes on, a search is node-group search around the nodes
   // that changed (work_scale x kIncrementalWorkUnits work units), not a fresh
   // solve of the whole remaining problem; 0: always afresh. Only with `auto`.
-  int incremental_nodes = 8;
+  int incremental_nodes = defaults::kIncrementalNodes;
 };
 
 // The incremental search's effort per check at work_scale 1, in work units

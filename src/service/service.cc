@@ -17,6 +17,7 @@
 #include "executor/progress.h"
 #include "executor/replanner.h"
 #include "executor/run_context.h"
+#include "executor/run_loop.h"
 #include "executor/run_setup.h"
 #include "launch/worker.h"
 #include "spec/cluster.h"
@@ -25,9 +26,6 @@ namespace saturn {
 
 using nlohmann::json;
 namespace fs = std::filesystem;
-
-// Task names with a cancellation asked for, so a restart does not resume them.
-inline constexpr MetaKey<std::string> kCancelRequests{"cancel_requests"};
 
 struct Service::Request {
   enum Kind { kSubmit, kCancel } kind = kSubmit;
@@ -121,7 +119,8 @@ void Service::SetUp() {
   };
   const RunOptions& o = options_.run;
   run.interval_s = o.interval_s > 0 ? o.interval_s : defaults::kServiceIntervalS;
-  run.threshold_s = o.threshold_s >= 0 ? o.threshold_s : 2 * o.switch_cost_s;
+  run.threshold_s =
+      o.threshold_s >= 0 ? o.threshold_s : defaults::kThresholdSwitchCosts * o.switch_cost_s;
   BuildProblem(run);
   dispatcher_ = std::make_unique<Dispatcher>(run);
   arrivals_ = std::make_unique<Arrivals>(run, *dispatcher_);
@@ -186,12 +185,12 @@ void Service::Restart() {
   run.planned_makespan_s = state.Get(meta::kPlannedMakespanS).value_or(0.0);
   run.switches = state.Get(meta::kPlanSwitches).value_or(0);
   RestoreTasks(run);
-  json cancels = json::parse(state.Get(kCancelRequests).value_or("[]"));
+  json cancels = json::parse(state.Get(meta::kCancelRequests).value_or("[]"));
   for (int j = 0; j < run.NumTasks(); ++j) {
     TaskRecord& r = run.tasks[j].record;
     if (run.Done(j) || std::find(cancels.begin(), cancels.end(), r.name) == cancels.end()) continue;
     r.status = TaskStatus::kCancelled;
-    state.SaveTask(r);
+    run.SaveTask(j);
   }
   run.Emit(events::Resumed(run.Now()));
   if (run.NumTasks() > 0 && !run.AllDone()) ExtendPlan(run, nullptr, {});
@@ -294,7 +293,7 @@ Service::Reply Service::DoSubmit(Request& request) {
   }
   if (!replaced.empty()) LeaveRun(run, replaced);
   request.submission.seq = run.state->AddSubmission(request.submission);
-  json cancels = json::parse(run.state->Get(kCancelRequests).value_or("[]"));
+  json cancels = json::parse(run.state->Get(meta::kCancelRequests).value_or("[]"));
   json ids = json::array();
   for (const WorkloadTask& t : request.workload.tasks) {
     ids.push_back(t.name);
@@ -310,7 +309,7 @@ Service::Reply Service::DoSubmit(Request& request) {
     run.state->SaveTask(fresh);
     cancels.erase(std::remove(cancels.begin(), cancels.end(), json(t.name)), cancels.end());
   }
-  run.state->Set(kCancelRequests, cancels.dump());
+  run.state->Set(meta::kCancelRequests, cancels.dump());
   for (const std::string& p : request.workload.plugins) {
     auto& plugins = run.workload.plugins;
     if (std::find(plugins.begin(), plugins.end(), p) == plugins.end()) plugins.push_back(p);
@@ -322,9 +321,9 @@ Service::Reply Service::DoSubmit(Request& request) {
 Service::Reply Service::DoCancel(const std::string& task) {
   RunContext& run = *run_;
   auto remember = [&] {
-    json cancels = json::parse(run.state->Get(kCancelRequests).value_or("[]"));
+    json cancels = json::parse(run.state->Get(meta::kCancelRequests).value_or("[]"));
     cancels.push_back(task);
-    run.state->Set(kCancelRequests, cancels.dump());
+    run.state->Set(meta::kCancelRequests, cancels.dump());
   };
   for (int j = 0; j < run.NumTasks(); ++j) {
     if (run.problem.tasks[j].name != task) continue;
@@ -382,39 +381,22 @@ void Service::AfterArrivals() {
 void Service::Run(const std::atomic<bool>& stop) {
   RunContext& run = *run_;
   Replanner replanner(run, *dispatcher_);
-  double last_save = -1e9;
-  while (!stop) {
-    HandleRequests();
-    dispatcher_->Poll();
-    AfterArrivals();
-    if (run.NumTasks() > 0 && !run.AllDone() && !arrivals_->Busy()) replanner.Poll();
-    dispatcher_->Dispatch();
-    double now = run.Now();
-    if (now - last_save >= 1.0) {
-      run.state->Set(meta::kClockS, now);
-      last_save = now;
-    }
+  RunLoop loop(run, *dispatcher_, replanner);
+  LoopHooks hooks;
+  hooks.before = [&] { HandleRequests(); };
+  hooks.after_poll = [&] { AfterArrivals(); };
+  hooks.stop = [&] { return stop.load(); };
+  hooks.may_replan = [&] { return !arrivals_->Busy(); };
+  hooks.after = [&] {
     StreamProgress();
     Publish(false);
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  };
+  loop.Run(hooks);
   replanner.Wait();
   arrivals_->Wait();
-  Interrupt();
-}
-
-// Stops every worker the way a plan switch does (they checkpoint); a
-// restart resumes them.
-void Service::Interrupt() {
-  RunContext& run = *run_;
-  for (int j = 0; j < run.NumTasks(); ++j)
-    dispatcher_->Preempt(j);
-  while (dispatcher_->AnyRunning()) {
-    dispatcher_->Poll();
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  run.Emit(events::RunInterrupted(run.Now()));
-  run.state->Set(meta::kClockS, run.Now());
+  // Every worker checkpoints; a restart resumes them.
+  loop.Drain();
+  loop.Finish();
   Publish(true);
 }
 

@@ -87,7 +87,6 @@ class Service {
   void Publish(bool force);
   void PushEvent(const std::string& line);
   void StreamProgress();
-  void Interrupt();
 
   ServeOptions options_;
   std::unique_ptr<RunContext> run_;

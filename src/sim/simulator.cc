@@ -248,11 +248,7 @@ class Simulation {
     double t0 = clock.Now();
     ReplanPolicy policy = opt_.policy;
     RemainingProblem remaining = BuildRemainingProblem(p_, Progress(), policy);
-    PlanRequest request;
-    request.solver = policy.solver;
-    request.time_limit_s = policy.time_limit_s;
-    request.seed = policy.seed;
-    request.work_scale = policy.work_scale;
+    PlanRequest request(policy);
     PlanResult r = RunPlanner(remaining.problem, request);
     result_.planning_wall_s += clock.Now() - t0;
     for (PlanTask& t : r.plan.tasks) {

@@ -7,7 +7,8 @@
 # only, "task/technique gpus action [arg]" (task rules win):
 #   ok STEP_S | infeasible REASON | crash | hang | oom | crash_at STEP |
 #   crash_once MARKER (crashes if the file MARKER does not exist, creating it;
-#   else as ok)
+#   else as ok) | bad_result (trains, then writes a result that breaks the
+#   protocol and exits 0)
 # (default: ok with step_s = FAKE_STEP_S/gpus, FAKE_STEP_S defaulting to 1).
 # `execute` sleeps the step time per step, prints "saturn: step=N loss=X
 # step_s=Y", writes checkpoint-N/meta.json every --checkpoint-every steps and
@@ -123,6 +124,9 @@ while [ "$step" -lt "$to" ]; do
 done
 checkpoint $step
 [ -n "$model" ] && [ "$rank" = 0 ] && echo "model" > "$model"
+if [ "$action" = bad_result ]; then
+  echo '{"protocol": 1, "completed_steps": "all of them"}' > "$out"; steplog end finished; exit 0
+fi
 result $step false
 steplog end finished
 exit 0
