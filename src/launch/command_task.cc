@@ -4,6 +4,7 @@
 #include <deque>
 #include <fstream>
 #include <sstream>
+#include <stdexcept>
 
 #include "common/process.h"
 
@@ -64,7 +65,16 @@ WorkerJob TaskJob(const nlohmann::json& spec, const std::string& worker, const W
 
 WorkerJob CommandJob(const nlohmann::json& spec, const CommandCall& c) {
   WorkerJob job;
-  std::string templ = spec.at("commands").at(c.technique).get<std::string>();
+  const nlohmann::json& commands = spec.at("commands");
+  if (!commands.contains(c.technique)) {
+    // The planner chooses only among a task's commands: a caller's bug.
+    std::string known;
+    for (const auto& [name, command] : commands.items())
+      known += (known.empty() ? "" : ", ") + name;
+    throw std::logic_error("a command task has no command for technique \"" + c.technique +
+                           "\" (it has: " + known + ")");
+  }
+  std::string templ = commands.at(c.technique).get<std::string>();
   // The shell outlives SIGTERM (sent to the whole group) until the program it
   // waits for has checkpointed and exited, then exits with its status; without
   // the trap, sh would die at once and the exit would look like a crash.

@@ -106,7 +106,9 @@ std::string ManifestToJson(const Manifest& manifest) {
 
 Manifest ParseManifest(const std::string& text, const std::string& path) {
   nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) throw InputError(path, 0, "", "not valid JSON");
+  if (j.is_discarded()) throw InputError(path, 0, "", "not valid JSON");
+  if (!j.is_object())
+    throw InputError(path, 0, "", "expected a JSON object (a checkpoint manifest)");
   if (!j.contains("format") || j["format"] != 1) throw InputError(path, 0, "format", "expected 1");
   if (!j.contains("step") || !j["step"].is_number_integer() || j["step"].get<long>() < 0) {
     throw InputError(path, 0, "step", "expected an integer >= 0");

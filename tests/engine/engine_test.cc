@@ -15,6 +15,7 @@
 #include "engine/errors.h"
 #include "engine/technique.h"
 #include "tests/engine/worker_process.h"
+#include "tests/testing/error_of.h"
 
 namespace saturn::engine {
 namespace {
@@ -109,7 +110,8 @@ TEST(Models, ShapeOnlyBlocksCountParametersWithoutMemory) {
 TEST(Models, BadFieldsAreInputErrors) {
   nlohmann::json gpt = kGpt;
   gpt["d_model"] = 15;
-  EXPECT_THROW(BuildModel(Task(gpt)), InputError);
+  EXPECT_THAT(test::ErrorOf([&] { BuildModel(Task(gpt)); }),
+              HasSubstr("model.d_model: must be a multiple of heads (2)"));
   nlohmann::json vit = kVit;
   vit["patch"] = 3;
   try {
@@ -160,10 +162,12 @@ TEST(Data, TextWindowsPredictTheNextByte) {
   EXPECT_NE(text.find(window), std::string::npos);
 
   WriteFileAtomic(path, "short");
-  EXPECT_THROW(MakeDataset(task, *model), InputError);
+  EXPECT_THAT(test::ErrorOf([&] { MakeDataset(task, *model); }),
+              HasSubstr("saturn_text.txt has 5 bytes; seq_len 8 needs at least 10"));
   TaskSpec vit = Task(kVit);
   vit.data = task.data;
-  EXPECT_THROW(MakeDataset(vit, *BuildModel(vit)), InputError);
+  EXPECT_THAT(test::ErrorOf([&] { MakeDataset(vit, *BuildModel(vit)); }),
+              HasSubstr("data.type: text data needs a gpt model"));
 }
 
 TEST(Data, ShippedCorpusFeedsGpt) {
@@ -425,7 +429,8 @@ TEST(Checkpoints, ResumeInProcessEqualsAnUninterruptedRun) {
   for (int step = 3; step < 6; ++step) {
     EXPECT_NEAR(resumed->Step(step), expected[step], 1e-6) << "step " << step;
   }
-  EXPECT_THROW(CheckpointReader(dir.Path("checkpoint-4")), InputError);
+  EXPECT_THAT(test::ErrorOf([&] { CheckpointReader(dir.Path("checkpoint-4")); }),
+              HasSubstr("checkpoint-4: no checkpoint here (meta.json is missing)"));
 }
 
 }  // namespace

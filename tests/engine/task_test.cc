@@ -5,6 +5,7 @@
 
 #include "common/error.h"
 #include "engine/task.h"
+#include "tests/testing/error_of.h"
 
 namespace saturn::engine {
 namespace {
@@ -142,8 +143,8 @@ TEST(Task, JsonFieldsChecksModelFields) {
   nlohmann::json model = {{"layers", 2}, {"width", "wide"}};
   JsonFields fields(model, "task.json", "model");
   EXPECT_EQ(fields.Int("layers", 1), 2);
-  EXPECT_THROW(fields.Int("width", 1), InputError);
-  EXPECT_THROW(fields.Int("heads", 1), InputError);
+  EXPECT_THAT(test::ErrorOf([&] { fields.Int("heads", 1); }),
+              HasSubstr("task.json: model.heads: missing (required)"));
   EXPECT_EQ(fields.IntOr("heads", 4, 1), 4);
   try {
     fields.Int("width", 1);
@@ -157,8 +158,10 @@ TEST(Task, LoadTaskRejectsBrokenJson) {
   FILE* f = std::fopen(path.c_str(), "w");
   std::fputs("{\"model\": ", f);
   std::fclose(f);
-  EXPECT_THROW(LoadTask(path), InputError);
-  EXPECT_THROW(LoadTask(path + ".missing"), InputError);
+  EXPECT_THAT(test::ErrorOf([&] { LoadTask(path); }),
+              HasSubstr("saturn_broken_task.json: not valid JSON"));
+  EXPECT_THAT(test::ErrorOf([&] { LoadTask(path + ".missing"); }),
+              HasSubstr("saturn_broken_task.json.missing: cannot read file"));
 }
 
 }  // namespace

@@ -19,6 +19,7 @@
 #include "common/process.h"
 #include "protocol/checkpoint_files.h"
 #include "spec/events.h"
+#include "tests/testing/wait.h"
 
 namespace saturn {
 namespace {
@@ -94,7 +95,7 @@ class Run : public ::testing::Test {
     }
     ::kill(p.pid(), SIGKILL);
     p.Wait();
-    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    ASSERT_EQ(test::WaitForOrphanedWorkers(dir_ + "/run"), "");  // they checkpoint
   }
 
   std::vector<Event> Events() {
@@ -182,7 +183,7 @@ TEST_F(Run, AResumeSkipsADamagedCheckpointForThePreviousGoodOne) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   ::kill(p.pid(), SIGKILL);
   p.Wait();
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // the worker checkpoints
+  ASSERT_EQ(test::WaitForOrphanedWorkers(dir_ + "/run"), "");  // the worker checkpoints
   ASSERT_TRUE(fs::exists(dir + "/checkpoint-12"));
   // The fake worker's checkpoints get manifests, as the engine writes them.
   std::vector<long> steps;
@@ -310,6 +311,22 @@ TEST_F(Run, AFailingTaskIsRetriedThenFailsWhileTheOthersFinish) {
   EXPECT_EQ(tasks["t0"]["failures"], 0);
   EXPECT_THAT(tasks["t1"]["error"].get<std::string>(), HasSubstr("crashed at step"));
   EXPECT_THAT(ReadFile(dir_ + "/run/report.html"), HasSubstr("crashed at step"));
+}
+
+// Bug: a worker that exited 0 with a result breaking the protocol was
+// recorded as "exit 1: <log tail>": the protocol error was overwritten.
+TEST_F(Run, AResultThatBreaksTheProtocolIsTheFailuresMessage) {
+  Workload(1, 2);
+  WriteFileAtomic(dir_ + "/profile.csv", "task,technique,gpus,runtime_s\nt0,single,1,1\n");
+  EXPECT_EQ(RunSaturn("--no-introspection --max-retries 0 --profile " + dir_ + "/profile.csv",
+                      "single 1 bad_result\n"),
+            1);
+  json task = Report()["tasks"][0];
+  EXPECT_EQ(task["status"], "failed");
+  std::string error = task["error"].get<std::string>();
+  EXPECT_THAT(error, HasSubstr("exited 0 but its result breaks the protocol"));
+  EXPECT_THAT(error, HasSubstr("completed_steps"));
+  EXPECT_THAT(error, ::testing::Not(HasSubstr("exit 1")));
 }
 
 TEST_F(Run, IntrospectionRecoversFromAWrongProfile) {

@@ -12,6 +12,7 @@
 #include "launch/backend.h"
 #include "launch/command_task.h"
 #include "launch/worker.h"
+#include "tests/testing/error_of.h"
 
 namespace saturn {
 namespace {
@@ -97,7 +98,8 @@ TEST(CommandJob, PassesThePlaceholdersAsEnvironmentAndTheTasksEnvOnTop) {
 TEST(CommandJob, ATechniqueWithoutATemplateIsAnError) {
   CommandCall c = Call();
   c.technique = "fsdp";
-  EXPECT_ANY_THROW(CommandJob(Spec(), c));
+  EXPECT_THAT(test::ErrorOf<std::logic_error>([&] { CommandJob(Spec(), c); }),
+              HasSubstr("no command for technique \"fsdp\" (it has: "));
 }
 
 TEST(CommandJob, TheLocalBackendRunsItWithTheValuesFilledIn) {

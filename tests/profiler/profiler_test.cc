@@ -252,7 +252,10 @@ TEST_F(Profiler, ForeignOrCorruptCacheIsReportedNotTrusted) {
     EXPECT_EQ((*cache.Get("k"))["x"], 1);
     EXPECT_EQ(cache.Size(), 1);
   }
-  EXPECT_NO_THROW(ProfileCache::Open(options_.cache_path));
+  // Its own cache opens again, with what was put in it.
+  ProfileCache reopened = ProfileCache::Open(options_.cache_path);
+  EXPECT_EQ(reopened.Size(), 1);
+  EXPECT_EQ((*reopened.Get("k"))["x"], 1);
 }
 
 TEST(StepEstimate, MeanOfTheStepsWithoutGrossOutliers) {

@@ -1,6 +1,7 @@
 // Checkpoint folders: publication with a manifest, the checks both sides
 // apply, the newest good checkpoint, leftovers and retention.
 #include "protocol/checkpoint_files.h"
+#include "tests/testing/error_of.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -212,27 +213,34 @@ TEST_F(CheckpointFiles, BytesReadAreCheckedAgainstTheManifest) {
   } catch (const InputError& e) {
     EXPECT_THAT(e.what(), HasSubstr("block-00000.pt: damaged checkpoint: crc32c"));
   }
-  EXPECT_THROW(CheckCheckpointBytes(m, path, "block-00000.pt", "short"), InputError);
-  EXPECT_THROW(CheckCheckpointBytes(m, path, "block-00009.pt", "x"), InputError);
+  EXPECT_THAT(
+      test::ErrorOf([&] { CheckCheckpointBytes(m, path, "block-00000.pt", "short"); }),
+      HasSubstr("block-00000.pt: damaged checkpoint: 5 bytes where the manifest says 1000 (torn"));
+  EXPECT_THAT(test::ErrorOf([&] { CheckCheckpointBytes(m, path, "block-00009.pt", "x"); }),
+              HasSubstr("block-00009.pt: not in the checkpoint's manifest.json"));
 }
 
 TEST_F(CheckpointFiles, ManifestsThatAreNotOneAreInputErrors) {
-  EXPECT_THROW(ParseManifest("[]", "m"), InputError);
-  EXPECT_THROW(ParseManifest("{\"format\": 2, \"step\": 1, \"files\": []}", "m"), InputError);
-  EXPECT_THROW(ParseManifest("{\"format\": 1, \"step\": -1, \"files\": []}", "m"), InputError);
-  EXPECT_THROW(ParseManifest(R"({"format": 1, "step": 1, "files": [{"name": "../x", "size": 1,
-                                 "crc32c": "00000000"}]})",
-                             "m"),
-               InputError);
-  EXPECT_THROW(ParseManifest(R"({"format": 1, "step": 1, "files": [{"name": "a", "size": 1,
-                                 "crc32c": "0000000g"}]})",
-                             "m"),
-               InputError);
-  EXPECT_THROW(ParseManifest(R"({"format": 1, "step": 1, "files": [{"name": "a", "size": 1,
-                                 "crc32c": "00000000"}, {"name": "a", "size": 2,
-                                 "crc32c": "00000000"}]})",
-                             "m"),
-               InputError);
+  auto error = [](const std::string& text) {
+    return test::ErrorOf([&] { ParseManifest(text, "m"); });
+  };
+  EXPECT_THAT(error("[]"), HasSubstr("m: expected a JSON object"));
+  EXPECT_THAT(error("{\"format\": 2, \"step\": 1, \"files\": []}"),
+              HasSubstr("m: format: expected 1"));
+  EXPECT_THAT(error("{\"format\": 1, \"step\": -1, \"files\": []}"),
+              HasSubstr("m: step: expected an integer >= 0"));
+  EXPECT_THAT(error(R"({"format": 1, "step": 1, "files": [{"name": "../x", "size": 1,
+                        "crc32c": "00000000"}]})"),
+              HasSubstr("m: files[0]: expected {name, size, crc32c} with a plain file name"));
+  EXPECT_THAT(
+      error(R"({"format": 1, "step": 1, "files": [{"name": "a", "size": 1,
+                        "crc32c": "0000000g"}]})"),
+      HasSubstr(
+          "m: files[0]: expected {name, size, crc32c} with a plain file name and 8 hex digits"));
+  EXPECT_THAT(error(R"({"format": 1, "step": 1, "files": [{"name": "a", "size": 1,
+                        "crc32c": "00000000"}, {"name": "a", "size": 2,
+                        "crc32c": "00000000"}]})"),
+              HasSubstr("m: files[1]: lists 'a' twice"));
   EXPECT_EQ(CheckpointStepOf("checkpoint-12"), 12);
   EXPECT_EQ(CheckpointStepOf("checkpoint-12.partial"), -1);
   EXPECT_EQ(CheckpointStepOf("checkpoint-"), -1);

@@ -8,6 +8,7 @@
 
 #include "common/fs.h"
 #include "protocol/worker_protocol.h"
+#include "tests/testing/error_of.h"
 
 namespace saturn {
 namespace {
@@ -117,11 +118,17 @@ TEST(WorkerProtocol, EvalLinesRoundTripAndAreNotStepLines) {
 TEST(WorkerProtocol, ForeignOrBrokenMessagesAreRefused) {
   nlohmann::json j = ToJson(Search());
   j["protocol"] = 2;
-  EXPECT_THROW(SearchResultFromJson(j), std::runtime_error);
+  auto error = [](auto f) { return test::ErrorOf<std::runtime_error>(f); };
+  EXPECT_THAT(error([&] { SearchResultFromJson(j); }),
+              HasSubstr("search result is not protocol 1"));
   j = ToJson(Search());
   j["step_s"] = nullptr;
-  EXPECT_THROW(SearchResultFromJson(j), std::runtime_error);
-  EXPECT_THROW(TechniquesFromJson({{"protocol", 1}}), std::runtime_error);
+  EXPECT_THAT(error([&] { SearchResultFromJson(j); }),
+              HasSubstr("worker reported a feasible configuration without a step time"));
+  EXPECT_THAT(error([&] {
+                TechniquesFromJson({{"protocol", 1}});
+              }),
+              HasSubstr("technique list without \"techniques\""));
   std::string path = ::testing::TempDir() + "/saturn_protocol_test.json";
   WriteFileAtomic(path, "{\"protocol\": 1, \"feasible\": tru");
   try {

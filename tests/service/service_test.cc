@@ -20,6 +20,7 @@
 #include "service/client.h"
 #include "service/server.h"
 #include "spec/events.h"
+#include "tests/testing/wait.h"
 
 namespace saturn {
 namespace {
@@ -176,7 +177,10 @@ TEST_F(ServeApi, TheEventStreamReplaysAndFollows) {
 TEST_F(ServeApi, ALaterWorkloadJoinsThePlanWithoutStoppingWhatItDoesNotMove) {
   Start();
   ASSERT_EQ(Submit(Tasks("a", 2, 80)).status, 201);
-  std::this_thread::sleep_for(std::chrono::seconds(3));
+  ASSERT_TRUE(test::WaitUntil([&] {
+    auto tasks = TaskMap();
+    return tasks.count("a0") && tasks["a0"]["status"] == "running";
+  })) << Client().Get("/v1/tasks").body.dump(1);
   // b0 differs from a0 only in its learning rate: its trials come from the
   // cache, so it joins while a0 and a1 train.
   ASSERT_EQ(Submit(Tasks("b", 1, 80, 0.05)).status, 201);
@@ -249,7 +253,7 @@ TEST_F(ServeApi, AKilledServiceRestartedOnItsStateFinishesEveryTaskFromCheckpoin
   ::kill(server_->pid(), SIGKILL);
   server_->Wait();
   server_.reset();
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  ASSERT_EQ(test::WaitForOrphanedWorkers(dir_ + "/state"), "");  // they checkpoint
   size_t before = Events().size();
   Start({"--checkpoint-every", "5"});
   auto tasks = WaitAllEnded();

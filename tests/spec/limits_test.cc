@@ -14,14 +14,14 @@
 #include "spec/profile.h"
 #include "spec/workload.h"
 #include "spec/yaml_fields.h"
-#include "tests/spec/error_of.h"
+#include "tests/testing/error_of.h"
 
 namespace saturn {
 namespace {
 
 using ::testing::HasSubstr;
 
-using testing_spec::ErrorOf;
+using test::ErrorOf;
 
 std::string ClusterError(const std::string& node) {
   return ErrorOf(

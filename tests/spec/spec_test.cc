@@ -6,7 +6,7 @@
 #include "spec/plan.h"
 #include "spec/profile.h"
 #include "spec/yaml_fields.h"
-#include "tests/spec/error_of.h"
+#include "tests/testing/error_of.h"
 
 namespace saturn {
 namespace {
@@ -17,7 +17,7 @@ Cluster ClusterFrom(const std::string& yaml) {
   return ParseCluster(ParseYamlText(yaml, "c.yaml"), "c.yaml");
 }
 
-using testing_spec::ErrorOf;
+using test::ErrorOf;
 
 TEST(Cluster, ReadsNodes) {
   Cluster c =

@@ -1,21 +1,26 @@
-// The spec tests' helper: the InputError message of a call.
+// The tests' helper for errors: the message of the exception a call throws,
+// so that a test pins what the user reads, not only the exception's type.
+//
+//   EXPECT_THAT(ErrorOf([&] { ParseManifest("[]", "m"); }), HasSubstr("m: expected"));
+//   EXPECT_EQ(ErrorOf<std::runtime_error>([&] { ... }), "");   // does not throw one
 #pragma once
 
+#include <stdexcept>
 #include <string>
 
 #include "common/error.h"
 
-namespace saturn::testing_spec {
+namespace saturn::test {
 
-// The InputError message of `f`, or "" if it does not throw one.
-template <typename F>
+// The message of the `E` that `f` throws, or "" if it throws none.
+template <typename E = InputError, typename F>
 std::string ErrorOf(F f) {
   try {
     f();
-  } catch (const InputError& e) {
+  } catch (const E& e) {
     return e.what();
   }
   return "";
 }
 
-}  // namespace saturn::testing_spec
+}  // namespace saturn::test
