@@ -150,23 +150,11 @@ Instance PhillyLikeInstance(const std::vector<GavelJob>& jobs, const ArrivalOpti
 }
 
 std::vector<double> ArrivalTimes(const ProfileTable& profile) {
-  std::vector<std::string> names = profile.TaskNames();
-  std::vector<double> arrival(names.size(), 0.0);
-  if (profile.ExtraColumn("arrival_s") < 0) return arrival;
-  std::map<std::string, size_t> index;
-  for (size_t j = 0; j < names.size(); ++j)
-    index[names[j]] = j;
-  for (const ProfileRow& r : profile.rows) {
-    std::string text = profile.Extra(r, "arrival_s");
-    if (text.empty()) continue;
-    char* end = nullptr;
-    double v = std::strtod(text.c_str(), &end);
-    if (*end != '\0' || !std::isfinite(v) || v < 0) {
-      throw InputError("profile", r.line, "arrival_s",
-                       "expected a number of seconds >= 0, got " + Quote(text));
-    }
-    double& a = arrival[index.at(r.task)];
-    a = std::max(a, v);
+  std::map<std::string, double> by_name = saturn::ArrivalTimes(profile, "profile");
+  std::vector<double> arrival;
+  for (const std::string& name : profile.TaskNames()) {
+    auto it = by_name.find(name);
+    arrival.push_back(it == by_name.end() ? 0.0 : it->second);
   }
   return arrival;
 }

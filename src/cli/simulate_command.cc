@@ -35,25 +35,14 @@ struct SimulateOptions {
   uint64_t seed = 0;
 };
 
-// arrival_s per task from the profile's optional arrival_s column.
+// arrival_s per problem task from the profile's optional arrival_s column.
 std::vector<double> Arrivals(const ProfileTable& profile, const Problem& problem,
                              const std::string& source) {
+  std::map<std::string, double> by_name = ArrivalTimes(profile, source);
   std::vector<double> arrival(problem.NumTasks(), 0.0);
-  if (profile.ExtraColumn("arrival_s") < 0) return arrival;
-  std::map<std::string, int> index;
-  for (int j = 0; j < problem.NumTasks(); ++j)
-    index[problem.tasks[j].name] = j;
-  for (const ProfileRow& r : profile.rows) {
-    std::string text = profile.Extra(r, "arrival_s");
-    if (text.empty()) continue;
-    char* end = nullptr;
-    double v = std::strtod(text.c_str(), &end);
-    if (*end != '\0' || !std::isfinite(v) || v < 0) {
-      throw InputError(source, r.line, "arrival_s",
-                       "expected a number of seconds >= 0, got " + Quote(text));
-    }
-    auto it = index.find(r.task);
-    if (it != index.end()) arrival[it->second] = std::max(arrival[it->second], v);
+  for (int j = 0; j < problem.NumTasks(); ++j) {
+    auto it = by_name.find(problem.tasks[j].name);
+    if (it != by_name.end()) arrival[j] = it->second;
   }
   return arrival;
 }

@@ -19,12 +19,16 @@ class Clock {
   virtual double Now() const = 0;
 };
 
+// Seconds on the steady clock (for timing inside one process, where no
+// Clock is injected: the engine's step and phase timers).
+inline double MonotonicSeconds() {
+  using namespace std::chrono;
+  return duration<double>(steady_clock::now().time_since_epoch()).count();
+}
+
 class SteadyClock final : public Clock {
  public:
-  double Now() const override {
-    using namespace std::chrono;
-    return duration<double>(steady_clock::now().time_since_epoch()).count();
-  }
+  double Now() const override { return MonotonicSeconds(); }
 };
 
 // Seconds since the Unix epoch: comparable across processes (and, with

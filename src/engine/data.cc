@@ -8,20 +8,14 @@
 
 #include "common/error.h"
 #include "common/fs.h"
+#include "common/mix.h"
 #include "engine/device.h"
 
 namespace saturn::engine {
 namespace {
 
-uint64_t Mix(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
-
 uint64_t SampleKey(uint64_t seed, int64_t index) {
-  return Mix(Mix(seed) ^ static_cast<uint64_t>(index));
+  return SplitMix64(SplitMix64(seed) ^ static_cast<uint64_t>(index));
 }
 
 // Elements [begin, end) of a sequence file that one split draws windows from.
@@ -37,7 +31,7 @@ int64_t HeldOutStart(int64_t size, int64_t seq_len) {
 
 // Evaluation windows are drawn with another seed than training's.
 uint64_t EvalSeed(uint64_t seed) {
-  return Mix(seed ^ 0xe7a1e7a1e7a1e7a1ULL);
+  return SplitMix64(seed ^ 0xe7a1e7a1e7a1e7a1ULL);
 }
 
 // The first sample index of synthetic data's held-out samples: the stream
@@ -120,7 +114,7 @@ class SyntheticClasses final : public Dataset {
       : sample_shape_(std::move(sample_shape)), classes_(classes), seed_(seed) {
     std::vector<int64_t> shape{classes};
     shape.insert(shape.end(), sample_shape_.begin(), sample_shape_.end());
-    at::Generator generator = at::make_generator<at::CPUGeneratorImpl>(Mix(seed ^ 0x5eed));
+    at::Generator generator = at::make_generator<at::CPUGeneratorImpl>(SplitMix64(seed ^ 0x5eed));
     HostMemoryScope host;
     prototypes_ = at::randn(shape, generator, at::kFloat);
   }

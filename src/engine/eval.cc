@@ -2,22 +2,13 @@
 
 #include <ATen/core/grad_mode.h>
 
-#include <chrono>
 #include <memory>
 
+#include "common/clock.h"
 #include "engine/blocks.h"
 #include "engine/device.h"
 
 namespace saturn::engine {
-namespace {
-
-double Now() {
-  using namespace std::chrono;
-  return duration<double>(steady_clock::now().time_since_epoch()).count();
-}
-
-}  // namespace
-
 EvalResult Evaluate(const TrainContext& ctx, const Dataset& data, int64_t batches,
                     const BlockParamsFn& params) {
   std::vector<Batch> list;
@@ -28,7 +19,7 @@ EvalResult Evaluate(const TrainContext& ctx, const Dataset& data, int64_t batche
 
 EvalResult EvaluateBatches(const TrainContext& ctx, const std::vector<Batch>& batches,
                            const BlockParamsFn& params) {
-  double start = Now();
+  double start = MonotonicSeconds();
   at::NoGradGuard no_grad;
   std::vector<at::Tensor> h;
   for (const Batch& b : batches)
@@ -64,7 +55,7 @@ EvalResult EvaluateBatches(const TrainContext& ctx, const std::vector<Batch>& ba
   result.loss = items > 0 ? loss_sum / static_cast<double>(items) : 0.0;
   result.accuracy = total > 0 ? static_cast<double>(hits) / static_cast<double>(total) : -1.0;
   ctx.device.Synchronize();
-  result.seconds = Now() - start;
+  result.seconds = MonotonicSeconds() - start;
   return result;
 }
 

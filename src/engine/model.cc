@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "common/error.h"
+#include "common/mix.h"
 #include "engine/device.h"
 #include "engine/formats/weight_index.h"
 #include "engine/phases.h"
@@ -24,24 +25,12 @@ int64_t Block::TrainableCount() const {
   return count;
 }
 
-namespace {
-
-// SplitMix64: decorrelates nearby seeds (seed, block) into generator seeds.
-uint64_t Mix(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
-
-}  // namespace
-
 ParamFactory::ParamFactory(uint64_t seed, int block_index, Mode mode)
     : mode_(mode),
       seed_(seed),
       block_index_(block_index),
       generator_(at::make_generator<at::CPUGeneratorImpl>(
-          Mix(Mix(seed) ^ static_cast<uint64_t>(block_index)))) {}
+          SplitMix64(SplitMix64(seed) ^ static_cast<uint64_t>(block_index)))) {}
 
 at::Tensor ParamFactory::Empty(at::IntArrayRef shape) const {
   if (mode_ == Mode::kShapes)
@@ -79,7 +68,7 @@ at::Tensor ParamFactory::AdapterUniform(at::IntArrayRef shape, double bound) {
   if (!Materializes()) return t;
   if (!adapter_generator_.defined()) {
     adapter_generator_ = at::make_generator<at::CPUGeneratorImpl>(
-        Mix(Mix(seed_ ^ 0x10a4da97e45ULL) ^ static_cast<uint64_t>(block_index_)));
+        SplitMix64(SplitMix64(seed_ ^ 0x10a4da97e45ULL) ^ static_cast<uint64_t>(block_index_)));
   }
   t.uniform_(-bound, bound, adapter_generator_);
   return t;

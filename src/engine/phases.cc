@@ -1,16 +1,8 @@
 #include "engine/phases.h"
 
-#include <chrono>
+#include "common/clock.h"
 
 namespace saturn::engine {
-namespace {
-
-double Now() {
-  using namespace std::chrono;
-  return duration<double>(steady_clock::now().time_since_epoch()).count();
-}
-
-}  // namespace
 
 const char* PhaseName(Phase phase) {
   switch (phase) {
@@ -45,13 +37,13 @@ void PhaseRecorder::BeginStep(std::function<void()> sync) {
   stack_.assign(1, Phase::kBookkeeping);
   times_ = PhaseTimes{};
   if (sync_) sync_();
-  since_ = Now();
+  since_ = MonotonicSeconds();
   recording_.store(true);
 }
 
 void PhaseRecorder::Charge() {
   if (sync_) sync_();
-  double now = Now();
+  double now = MonotonicSeconds();
   times_[stack_.back()] += now - since_;
   since_ = now;
 }

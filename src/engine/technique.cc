@@ -1,8 +1,8 @@
 // The default search and execute of the template, and the registry.
 #include "engine/technique.h"
+#include "common/clock.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <filesystem>
 
@@ -14,11 +14,6 @@
 
 namespace saturn::engine {
 namespace {
-
-double Now() {
-  using namespace std::chrono;
-  return duration<double>(steady_clock::now().time_since_epoch()).count();
-}
 
 double Median(std::vector<double> values) {
   if (values.empty()) return 0.0;
@@ -50,10 +45,10 @@ StepVerdict AgreeAfterStep(TrainContext& ctx, bool stop_requested) {
 }
 
 double TimedStep(TrainContext& ctx, Trainer& trainer, int64_t step, double* loss) {
-  double start = Now();
+  double start = MonotonicSeconds();
   *loss = trainer.Step(step);
   ctx.device.Synchronize();
-  return Now() - start;
+  return MonotonicSeconds() - start;
 }
 
 // One step with its phases recorded (phases.h). On a CUDA device the
@@ -133,13 +128,13 @@ CheckpointMeta MetaAt(const TrainContext& ctx, std::string_view technique, int64
 double TimeCheckpoint(TrainContext& ctx, std::string_view technique, Trainer& trainer,
                       const std::string& dir) {
   ctx.comm.Barrier();
-  double start = Now();
+  double start = MonotonicSeconds();
   {
     CheckpointWriter out(dir, 0, ctx.comm);
     trainer.Save(out);
     out.Commit(MetaAt(ctx, technique, 0, 0.0));
   }
-  double seconds = Now() - start;
+  double seconds = MonotonicSeconds() - start;
   at::Tensor slowest = at::tensor({seconds}, ctx.comm.ScalarOptions().dtype(at::kDouble));
   ctx.comm.AllReduceMax(slowest);  // every rank has committed by now
   if (ctx.comm.Rank() == 0) {
@@ -195,9 +190,9 @@ SearchResult Technique::Search(TrainContext& ctx, const SearchOptions& options) 
     std::string hard_limit_error;
     double setup_s = 0.0;
     try {
-      double built = Now();
+      double built = MonotonicSeconds();
       trainer = MakeTrainer(ctx, knobs);
-      setup_s = Now() - built;
+      setup_s = MonotonicSeconds() - built;
       bool record_in_samples = !ctx.device.IsCuda();
       for (int i = 0; i < options.warmup + options.measure && !over; ++i) {
         double seconds = 0.0;
@@ -287,12 +282,12 @@ ExecuteResult Technique::Execute(TrainContext& ctx, const Knobs& knobs,
   auto evaluate = [&](int64_t step, std::string checkpoint) {
     std::string scratch = options.checkpoint_dir + ".eval";
     bool own = checkpoint.empty();
-    double start = Now();
+    double start = MonotonicSeconds();
     if (own) checkpoint = save_into(scratch, step);
     if (ctx.comm.Rank() == 0 && options.eval_data != nullptr) {
       EvalResult r =
           Evaluate(ctx, *options.eval_data, options.eval_batches, CheckpointParams(checkpoint));
-      r.seconds = Now() - start;
+      r.seconds = MonotonicSeconds() - start;
       if (options.on_eval) options.on_eval(step, r);
     }
     ctx.comm.Barrier();

@@ -43,6 +43,10 @@ struct WorkerJob {
   bool die_with_parent = true;
 };
 
+// The process that runs `job` as written (its argv, environment, folder and
+// output); a backend changes what it must (srun's argv, CUDA devices).
+ProcessSpec ProcessOf(const WorkerJob& job);
+
 class LaunchBackend {
  public:
   virtual ~LaunchBackend() = default;

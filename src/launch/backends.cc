@@ -6,6 +6,18 @@
 
 namespace saturn {
 
+ProcessSpec ProcessOf(const WorkerJob& job) {
+  ProcessSpec spec;
+  spec.argv = job.argv;
+  spec.env = job.env;
+  spec.cwd = job.cwd;
+  spec.stdout_path = job.stdout_path;
+  spec.stderr_path = job.stderr_path;
+  spec.pipe_stdout = job.pipe_stdout;
+  spec.die_with_parent = job.die_with_parent;
+  return spec;
+}
+
 namespace {
 
 void Add(BackendRegistry& registry, std::string name,

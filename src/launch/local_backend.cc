@@ -8,14 +8,7 @@ class LocalBackend final : public LaunchBackend {
  public:
   std::string Name() const override { return "local"; }
   Process Start(const WorkerJob& job) override {
-    ProcessSpec spec;
-    spec.argv = job.argv;
-    spec.env = job.env;
-    spec.cwd = job.cwd;
-    spec.stdout_path = job.stdout_path;
-    spec.stderr_path = job.stderr_path;
-    spec.pipe_stdout = job.pipe_stdout;
-    spec.die_with_parent = job.die_with_parent;
+    ProcessSpec spec = ProcessOf(job);
     if (job.device_kind == "cuda") {
       std::string ids;
       for (int g : job.gpu_ids)

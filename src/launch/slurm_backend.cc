@@ -259,16 +259,10 @@ std::vector<std::string> SlurmBackend::SrunArgv(const WorkerJob& job) {
 }
 
 Process SlurmBackend::Start(const WorkerJob& job) {
-  ProcessSpec spec;
+  // An orchestrator that dies takes its steps with it (die_with_parent):
+  // srun, on SIGTERM, kills its tasks.
+  ProcessSpec spec = ProcessOf(job);
   spec.argv = SrunArgv(job);
-  spec.env = job.env;
-  spec.cwd = job.cwd;
-  spec.stdout_path = job.stdout_path;
-  spec.stderr_path = job.stderr_path;
-  spec.pipe_stdout = job.pipe_stdout;
-  // An orchestrator that dies takes its steps with it: srun, on SIGTERM,
-  // kills its tasks.
-  spec.die_with_parent = job.die_with_parent;
   Process p = Process::Spawn(spec);
   kill_started_.erase(p.pid());
   return p;

@@ -1,5 +1,6 @@
 #include "spec/profile.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <map>
@@ -199,6 +200,24 @@ std::string ProfileToCsv(const ProfileTable& table) {
     out += CsvLine(fields);
   }
   return out;
+}
+
+std::map<std::string, double> ArrivalTimes(const ProfileTable& profile, std::string_view source) {
+  std::map<std::string, double> arrival;
+  if (profile.ExtraColumn("arrival_s") < 0) return arrival;
+  for (const ProfileRow& r : profile.rows) {
+    std::string text = profile.Extra(r, "arrival_s");
+    if (text.empty()) continue;
+    char* end = nullptr;
+    double v = std::strtod(text.c_str(), &end);
+    if (*end != '\0' || !std::isfinite(v) || v < 0) {
+      throw InputError(source, r.line, "arrival_s",
+                       "expected a number of seconds >= 0, got " + Quote(text));
+    }
+    auto [it, fresh] = arrival.emplace(r.task, v);
+    if (!fresh) it->second = std::max(it->second, v);
+  }
+  return arrival;
 }
 
 }  // namespace saturn

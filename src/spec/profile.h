@@ -18,6 +18,7 @@
 //   std::string csv = ProfileToCsv(p);
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -50,6 +51,12 @@ struct ProfileTable {
   // The feasible row for (task, technique, gpus), or nullptr.
   const ProfileRow* Find(std::string_view task, std::string_view technique, int gpus) const;
 };
+
+// Each task's arrival (seconds from the start) from the profile's optional
+// arrival_s column, by task name (the latest of a task's rows; tasks without
+// one are absent). InputError naming `source`, the line and the column for
+// a value that is not seconds >= 0.
+std::map<std::string, double> ArrivalTimes(const ProfileTable& profile, std::string_view source);
 
 // `source` names the input in errors; rows are checked against `cluster`.
 ProfileTable ParseProfileCsv(std::string_view text, std::string_view source,

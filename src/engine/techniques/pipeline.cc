@@ -10,9 +10,9 @@
 #include <torch/csrc/autograd/autograd.h>
 
 #include <algorithm>
-#include <chrono>
 #include <limits>
 
+#include "common/clock.h"
 #include "common/error.h"
 #include "engine/blocks.h"
 #include "engine/phases.h"
@@ -21,11 +21,6 @@ namespace saturn::engine {
 namespace {
 
 constexpr int64_t kMaxDims = 8;
-
-double Now() {
-  using namespace std::chrono;
-  return duration<double>(steady_clock::now().time_since_epoch()).count();
-}
 
 // Contiguous split of per-block times into `parts` non-empty stages that
 // minimises the slowest stage (dynamic programming over prefix sums).
@@ -78,11 +73,11 @@ std::vector<double> MeasureBlockTimes(TrainContext& ctx, int64_t micro_batch) {
     // The first runs of the first layer still pay one-time costs (fresh
     // memory, kernel selection): keep the fastest of three.
     for (int repeat = 0; repeat < 3; ++repeat) {
-      double start = Now();
+      double start = MonotonicSeconds();
       output = RunBlock(*block, input, ctx);
       if (output.requires_grad()) output.backward(at::ones_like(output));
       ctx.device.Synchronize();
-      best = std::min(best, Now() - start);
+      best = std::min(best, MonotonicSeconds() - start);
     }
     times[i] = best;
     x = output.detach();
@@ -125,7 +120,7 @@ class PipelineTrainer final : public Trainer {
 
   double Step(int64_t step) override {
     bool first = stage_ == 0, last = stage_ == stages_ - 1;
-    double start = Now(), idle = 0.0, loss_sum = 0.0;
+    double start = MonotonicSeconds(), idle = 0.0, loss_sum = 0.0;
     std::vector<at::Tensor> inputs(micro_batches_), outputs(micro_batches_);
     std::vector<Work> sends;
     for (int64_t j = 0; j < micro_batches_; ++j) {
@@ -136,9 +131,9 @@ class PipelineTrainer final : public Trainer {
       if (first) {
         inputs[j] = batch.inputs;
       } else {
-        double wait = Now();
+        double wait = MonotonicSeconds();
         inputs[j] = ReceiveActivation(Tag(j, 0)).requires_grad_(true);
-        idle += Now() - wait;
+        idle += MonotonicSeconds() - wait;
       }
       at::Tensor y = blocks_.Forward(inputs[j]);
       if (last) {
@@ -155,9 +150,9 @@ class PipelineTrainer final : public Trainer {
         outputs[j].backward();
       } else {
         at::Tensor grad = at::empty_like(outputs[j]);
-        double wait = Now();
+        double wait = MonotonicSeconds();
         ctx_.comm.Recv(grad, stage_ + 1, Tag(j, 2));
-        idle += Now() - wait;
+        idle += MonotonicSeconds() - wait;
         PhaseScope phase(Phase::kBackward);
         // A stage before every trainable parameter (LoRA's frozen
         // embeddings alone) has nothing to back-propagate into.
@@ -171,7 +166,7 @@ class PipelineTrainer final : public Trainer {
       send.Wait();
     SumTiedGrads();
     idle_s_ += idle;
-    busy_s_ += Now() - start;
+    busy_s_ += MonotonicSeconds() - start;
     blocks_.Update(step + 1);
     return ctx_.comm.SumOf(last ? loss_sum : 0.0);
   }
