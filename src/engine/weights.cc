@@ -194,8 +194,9 @@ void PretrainedWeights::Load(int index, Block& block) const {
   std::vector<uint64_t> buffers[2];
   auto read = [&](size_t k) {
     Job& job = jobs[k];
+    // A converted tensor's parameter too (its copy would fault page by page).
+    if (job.out.is_cpu()) Populate(job.out.data_ptr(), job.out.nbytes());
     if (job.direct) {
-      Populate(job.out.data_ptr(), job.stored->SpanBytes());
       File(job.stored->file)
           .ReadInto(job.stored->offset, job.stored->SpanBytes(), job.out.data_ptr());
     } else {
