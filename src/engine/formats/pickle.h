@@ -22,6 +22,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 namespace saturn::engine {
@@ -82,6 +83,17 @@ class PickleReader {
   PickleRef Pop();
   std::vector<PickleRef> PopToMark();
   void Push(PickleRef value);
+  // Values placed inside another are sealed (Use): containers are filled
+  // while on top of the stack, before anything holds them, so a sealed one
+  // that is changed again (a structure made to contain itself) is refused
+  // (Insertable), and a sealed value's depth is final.
+  void Use(const PickleRef& item);
+  void Insertable(const PickleRef& container);
+  // The instructions by kind; false for one not of that kind.
+  bool StackOp(uint8_t op);
+  bool ScalarOp(uint8_t op);
+  bool ObjectOp(uint8_t op);
+  bool FillOp(uint8_t op);
   PickleRef Top();
 
   std::string_view data_;
@@ -89,7 +101,7 @@ class PickleReader {
   size_t pos_ = 0;
   std::vector<PickleRef> stack_;
   std::vector<size_t> marks_;
-  std::vector<PickleRef> memo_;
+  std::unordered_map<uint64_t, PickleRef> memo_;
   size_t op_start_ = 0;
 };
 
