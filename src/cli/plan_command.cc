@@ -7,6 +7,7 @@
 #include "common/defaults.h"
 #include "common/format.h"
 #include "common/fs.h"
+#include "planner/baselines.h"
 #include "planner/planner.h"
 #include "report/gantt.h"
 #include "spec/cluster.h"
@@ -56,6 +57,7 @@ int RunPlan(const PlanOptions& o) {
                Plural(static_cast<long>(cluster.nodes.size()), "node").c_str(), o.solver.c_str(),
                FormatDuration(o.time_limit_s).c_str());
   PlanResult result = RunPlanner(problem, request);
+  result.plan.extra["baselines"] = BaselineMakespans(problem);
   const Plan& plan = result.plan;
   std::string json = PlanToJson(plan).dump(2) + "\n";
   std::string svg;
@@ -71,6 +73,8 @@ int RunPlan(const PlanOptions& o) {
   std::fprintf(stderr, "plan: %s, makespan %s, lower bound %s (gap %.1f%%), solved in %.2f s\n",
                plan.status.c_str(), FormatDuration(plan.makespan_s).c_str(),
                FormatDuration(plan.lower_bound_s).c_str(), gap, plan.solve_time_s);
+  if (std::string line = BaselineLine(plan); !line.empty())
+    std::fprintf(stderr, "%s\n", line.c_str());
   return 0;
 }
 

@@ -55,6 +55,7 @@ class Executor {
     run_.Emit(events::RunFinished(run_.Now(), s.finished, s.failed, s.makespan_s));
     nlohmann::json report = WriteReport(run_, s);
     if (report.contains("best")) s.best = report["best"].get<std::vector<nlohmann::json>>();
+    s.current_practice = report.value("current_practice", nlohmann::json());
     return s;
   }
 

@@ -76,6 +76,9 @@ struct RunSummary {
   // For each sweep with evaluation, the task with the lowest final evaluation
   // loss: report.json's "best" entries ({sweep, task, final_eval_loss, ...}).
   std::vector<nlohmann::json> best;
+  // What current practice would take, estimated from the profile, and the
+  // speed-ups: report.json's "current_practice" (null without it).
+  nlohmann::json current_practice;
 };
 
 RunSummary RunWorkload(const RunOptions& options);

@@ -16,6 +16,7 @@
 #include "executor/arrivals.h"
 #include "executor/replanner.h"
 #include "launch/worker.h"
+#include "planner/baselines.h"
 #include "planner/lower_bound.h"
 #include "planner/planner.h"
 #include "profiler/profiler.h"
@@ -114,6 +115,7 @@ void ProfileAndPlan(RunContext& run) {
   PlanResult planned = RunPlanner(run.problem, request);
   run.planning_s = clock.Now() - t0;
   run.plan = planned.plan;
+  run.plan.extra["baselines"] = BaselineMakespans(run.problem);
   run.planned_makespan_s = run.plan.makespan_s;
   // Plan times are on the run clock, which starts after profiling and planning.
   run.clock.Start();
@@ -132,6 +134,9 @@ void ProfileAndPlan(RunContext& run) {
                  Plural(static_cast<long>(run.plan.tasks.size()), "task").c_str(),
                  FormatDuration(run.plan.makespan_s).c_str(),
                  FormatDuration(run.plan.lower_bound_s).c_str());
+    if (std::string line = BaselineLine(run.plan); !line.empty()) {
+      std::fprintf(stderr, "%s\n", line.c_str());
+    }
   }
 }
 

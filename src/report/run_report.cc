@@ -139,6 +139,35 @@ json BestOfSweeps(const RunReportInput& in, const Evals& evals,
   return best;
 }
 
+// What current practice (each task on a whole node, one after another)
+// would have taken, estimated from the same profile, against the run:
+// report.json's "current_practice"; null without the baseline.
+json CurrentPractice(const RunReportInput& in) {
+  std::optional<double> cp = BaselineMakespan(in.first_plan, "current-practice");
+  if (!cp || *cp <= 0 || in.makespan_s <= 0 || in.first_plan.makespan_s <= 0) return nullptr;
+  double with_setup = in.makespan_s + in.profiling_s + in.planning_s;
+  return {{"estimated_makespan_s", *cp},
+          {"speedup_planned", *cp / in.first_plan.makespan_s},
+          {"speedup_measured", *cp / in.makespan_s},
+          {"speedup_measured_with_profiling_and_planning", *cp / with_setup},
+          {"note",
+           "current practice's makespan is estimated from the profile's measured trials (the "
+           "same ones Saturn planned with); it needs no profiling or planning"}};
+}
+
+// The report's sentence comparing the run with current practice, or "".
+std::string CurrentPracticeHtml(const json& cp) {
+  if (cp.is_null()) return "";
+  return "<p class=\"baseline\">Current practice (each task alone on a whole node, one after "
+         "another) would take about <b>" +
+         FormatDuration(cp["estimated_makespan_s"].get<double>()) +
+         "</b> (estimated from the same profile): this run was <b>" +
+         FormatFixed(cp["speedup_measured"].get<double>(), 2) + "&times; faster</b> (" +
+         FormatFixed(cp["speedup_measured_with_profiling_and_planning"].get<double>(), 2) +
+         "&times; counting profiling and planning; the plan promised " +
+         FormatFixed(cp["speedup_planned"].get<double>(), 2) + "&times;).</p>\n";
+}
+
 // report.html: Gantt (actual filled, first plan dashed), best models, loss
 // curves, task table.
 std::string ReportHtml(const RunReportInput& in, const Evals& evals, const json& best,
@@ -160,6 +189,19 @@ std::string ReportHtml(const RunReportInput& in, const Evals& evals, const json&
     bar.outline_only = true;
     chart.bars.push_back(std::move(bar));
   }
+  // Current practice's plan beneath, on the same time axis.
+  std::string baseline_svg;
+  const json& baselines = in.first_plan.extra.value("baselines", json::object());
+  if (baselines.contains("current-practice") && baselines["current-practice"].contains("plan")) {
+    Plan cp = PlanFromJson(baselines["current-practice"]["plan"], "the first plan's baselines");
+    GanttChart baseline = GanttFromPlan(
+        cp, in.cluster,
+        "Current practice (estimated from the same profile): each task alone on a whole node");
+    baseline.subtitle = "makespan " + FormatDuration(cp.makespan_s) + ", planned";
+    chart.time_end = baseline.time_end =
+        std::max({cp.makespan_s, in.makespan_s, in.first_plan.makespan_s});
+    baseline_svg = RenderGanttSvg(baseline) + "\n";
+  }
   std::string html =
       "<!doctype html><html><head><meta charset=\"utf-8\"><title>Saturn run report</title>"
       "<style>body{font-family:Helvetica,Arial,sans-serif;margin:24px;color:#222}"
@@ -170,7 +212,7 @@ std::string ReportHtml(const RunReportInput& in, const Evals& evals, const json&
       "</b>, first plan " + FormatDuration(in.first_plan.makespan_s) + " (ratio " +
       FormatFixed(ratio, 3) + "), " + Plural(switches, "plan switch") + ", profiling " +
       FormatDuration(in.profiling_s) + ", planning " + FormatDuration(in.planning_s) + ".</p>\n" +
-      RenderGanttSvg(chart) + "\n";
+      CurrentPracticeHtml(CurrentPractice(in)) + RenderGanttSvg(chart) + "\n" + baseline_svg;
   if (!best.empty()) {
     html += "<h2>Best models (lowest final evaluation loss)</h2>\n<ul>\n";
     for (const json& b : best) {
@@ -225,11 +267,19 @@ json WriteRunReport(const RunReportInput& in) {
   for (const Event& e : in.events)
     switches += e.kind == EventKind::kPlanSwitched;
   double ratio = in.first_plan.makespan_s > 0 ? in.makespan_s / in.first_plan.makespan_s : 0.0;
-  json report = {{"workload", in.workload},       {"run_dir", in.run_dir},
-                 {"makespan_s", in.makespan_s},   {"planned_makespan_s", in.first_plan.makespan_s},
-                 {"actual_over_planned", ratio},  {"plan_switches", switches},
-                 {"profiling_s", in.profiling_s}, {"planning_s", in.planning_s},
+  json report = {{"workload", in.workload},
+                 {"run_dir", in.run_dir},
+                 {"makespan_s", in.makespan_s},
+                 {"planned_makespan_s", in.first_plan.makespan_s},
+                 {"actual_over_planned", ratio},
+                 {"plan_switches", switches},
+                 {"profiling_s", in.profiling_s},
+                 {"planning_s", in.planning_s},
+                 {"current_practice", CurrentPractice(in)},
                  {"tasks", json::array()}};
+  if (in.first_plan.extra.contains("baselines")) {
+    report["baselines"] = in.first_plan.extra["baselines"];
+  }
   const std::map<std::string, std::map<long, EvalPoint>> evals = EvalsOf(in.events);
   auto evals_of = [&](const std::string& task) { return EvalsOfTask(evals, task); };
   std::map<std::string, std::string> best_of;  // sweep -> task

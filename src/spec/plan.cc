@@ -138,4 +138,14 @@ Plan LoadPlanFile(const std::string& path) {
   return ParsePlanJson(ReadFile(path), path);
 }
 
+std::optional<double> BaselineMakespan(const Plan& plan, std::string_view solver) {
+  auto baselines = plan.extra.find("baselines");
+  if (baselines == plan.extra.end() || !baselines->is_object()) return std::nullopt;
+  auto b = baselines->find(std::string(solver));
+  if (b == baselines->end() || !b->is_object()) return std::nullopt;
+  auto m = b->find("makespan_s");
+  if (m == b->end() || !m->is_number()) return std::nullopt;
+  return m->get<double>();
+}
+
 }  // namespace saturn

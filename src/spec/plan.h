@@ -13,6 +13,7 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -45,5 +46,10 @@ Plan PlanFromJson(const nlohmann::json& json, std::string_view source);
 // Plan JSON text (`source` names it in errors); LoadPlanFile reads a file.
 Plan ParsePlanJson(std::string_view text, std::string_view source);
 Plan LoadPlanFile(const std::string& path);
+
+// The makespan the plan records for a baseline solver (its extra
+// "baselines": {"current-practice": {"makespan_s": ...}, ...}, which Saturn
+// writes beside every plan it makes; planner/baselines.h), if any.
+std::optional<double> BaselineMakespan(const Plan& plan, std::string_view solver);
 
 }  // namespace saturn

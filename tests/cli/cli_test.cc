@@ -67,6 +67,11 @@ TEST_F(Cli, PlanWritesAValidPlanAndGantt) {
   nlohmann::json plan = nlohmann::json::parse(ReadFile(Path("plan.json")));
   EXPECT_EQ(plan["makespan_s"], 100.0);
   EXPECT_EQ(plan["status"], "optimal");
+  // What the usual way would take, in the plan and in what the user reads.
+  double current_practice = plan["baselines"]["current-practice"]["makespan_s"];
+  EXPECT_GE(current_practice, 100.0);
+  EXPECT_THAT(r.output, HasSubstr("Saturn's plan 1m40s; current practice (each task on a whole "
+                                  "node, one after another) "));
   EXPECT_THAT(ReadFile(Path("plan.svg")), HasSubstr("<svg"));
   Result v = Saturn("validate --cluster " + Path("cluster.yaml") + " --profile " +
                     Path("profile.csv") + " --plan " + Path("plan.json"));

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "common/error.h"
+#include "planner/baselines.h"
 #include "planner/lower_bound.h"
 #include "planner/planner.h"
 #include "planner/validate.h"
@@ -65,6 +66,31 @@ TEST(Solvers, CurrentPracticeRunsTasksOneAfterAnotherOnWholeNodes) {
   EXPECT_EQ(r.plan.tasks[0].gpus, 4);
   EXPECT_EQ(r.plan.tasks[1].technique, "fsdp");
   EXPECT_DOUBLE_EQ(r.plan.tasks[1].start_s, 100);
+}
+
+// Every plan carries what the usual ways would take (planner/baselines.h).
+TEST(Baselines, EveryPaperBaselineOnTheSameProblemAndOneLineForTheUser) {
+  Problem p = testing::MakeProblem(
+      {4}, {{"a", {{"ddp", 4, 100}, {"ddp", 1, 150}}}, {"b", {{"fsdp", 4, 100}, {"ddp", 2, 110}}}});
+  nlohmann::json b = BaselineMakespans(p);
+  EXPECT_DOUBLE_EQ(b["current-practice"]["makespan_s"].get<double>(), 200);  // 100 + 100
+  for (const char* name : {"optimus", "max", "min"}) {
+    ASSERT_TRUE(b.contains(name)) << name;
+    EXPECT_DOUBLE_EQ(b[name]["makespan_s"].get<double>(),
+                     RunPlanner(p, Request(name)).plan.makespan_s)
+        << name;
+  }
+  EXPECT_FALSE(b.contains("random")) << "not a baseline a user compares with";
+  PlanResult r = RunPlanner(p, Request("auto"));
+  EXPECT_EQ(BaselineLine(r.plan), "") << "no baselines recorded yet";
+  r.plan.extra["baselines"] = b;
+  EXPECT_DOUBLE_EQ(r.plan.makespan_s, 150);  // a on 1 GPU beside b on 2
+  EXPECT_EQ(BaselineLine(r.plan),
+            "Saturn's plan 2m30s; current practice (each task on a whole node, one after "
+            "another) 3m20s (1.33x longer)");
+  EXPECT_DOUBLE_EQ(*BaselineMakespan(r.plan, "current-practice"), 200);
+  EXPECT_FALSE(BaselineMakespan(r.plan, "random").has_value());
+  EXPECT_TRUE(BaselineMakespans(Problem{}).empty());
 }
 
 TEST(Solvers, CurrentPracticeUsesNodesInParallel) {

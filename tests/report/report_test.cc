@@ -203,6 +203,39 @@ TEST_F(RunReport, JsonSummarisesTheRunAndEveryTask) {
   EXPECT_EQ(nlohmann::json::parse(ReadFile(in_.run_dir + "/report.json")), r);
 }
 
+// A run says what current practice would have taken, from its first plan's
+// baselines (estimated from the same profile), and the speed-ups.
+TEST_F(RunReport, ComparesTheRunWithCurrentPractice) {
+  nlohmann::json r = WriteRunReport(in_);
+  EXPECT_TRUE(r["current_practice"].is_null()) << "the plan records no baselines";
+  EXPECT_THAT(ReadFile(in_.run_dir + "/report.html"), Not(HasSubstr("Current practice")));
+  in_.first_plan.extra["baselines"] = {{"current-practice", {{"makespan_s", 750.0}}},
+                                       {"min", {{"makespan_s", 400.0}}}};
+  r = WriteRunReport(in_);
+  EXPECT_EQ(r["baselines"]["min"]["makespan_s"], 400.0);
+  const nlohmann::json& cp = r["current_practice"];
+  EXPECT_DOUBLE_EQ(cp["estimated_makespan_s"].get<double>(), 750);
+  EXPECT_DOUBLE_EQ(cp["speedup_planned"].get<double>(), 2.5);  // 750 / 300
+  EXPECT_DOUBLE_EQ(cp["speedup_measured"].get<double>(), 750.0 / 360);
+  EXPECT_DOUBLE_EQ(cp["speedup_measured_with_profiling_and_planning"].get<double>(),
+                   750.0 / (360 + 12 + 3));
+  EXPECT_THAT(cp["note"].get<std::string>(), HasSubstr("estimated from the profile"));
+  EXPECT_THAT(ReadFile(in_.run_dir + "/report.html"),
+              HasSubstr("would take about <b>12m30s</b> (estimated from the same profile): this "
+                        "run was <b>2.08&times; faster</b> (2.00&times; counting profiling and "
+                        "planning; the plan promised 2.50&times;)"));
+  // With current practice's plan, its Gantt beneath the run's.
+  EXPECT_EQ(Count(ReadFile(in_.run_dir + "/report.html"), "<svg"), 3);
+  Plan practice = TwoTaskPlan();
+  practice.solver = "current-practice";
+  in_.first_plan.extra["baselines"]["current-practice"]["plan"] = PlanToJson(practice);
+  WriteRunReport(in_);
+  std::string html = ReadFile(in_.run_dir + "/report.html");
+  EXPECT_EQ(Count(html, "<svg"), 4);
+  EXPECT_THAT(html, HasSubstr("Current practice (estimated from the same profile): each task "
+                              "alone on a whole node"));
+}
+
 TEST_F(RunReport, HtmlHasTheGanttLossCurvesAndTaskTable) {
   WriteRunReport(in_);
   std::string html = ReadFile(in_.run_dir + "/report.html");

@@ -1,0 +1,31 @@
+// What the same tasks would take the usual ways, from the same profile: the
+// paper's baselines, each a cheap heuristic (planner/solvers/): current
+// practice (each task alone on all GPUs of a node, one after another), and
+// Optimus, max and min. Every plan Saturn makes carries them, so a user
+// sees in its own output what the tool saved.
+//
+//   plan.extra["baselines"] = BaselineMakespans(problem);
+//   std::fprintf(stderr, "%s\n", BaselineLine(plan).c_str());
+//   // "Saturn's plan 41.0s; current practice (...) 1m07s (1.63x longer)"
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "planner/problem.h"
+#include "planner/registry.h"
+#include "spec/plan.h"
+
+namespace saturn {
+
+// {"current-practice": {"makespan_s": ..., "plan": {Contract 3}}, "optimus":
+// {"makespan_s": ...}, ...}: solver names as keys (current practice's plan
+// whole, for drawing); a baseline that cannot plan the problem is left out.
+nlohmann::json BaselineMakespans(const Problem& problem,
+                                 const SolverRegistry& registry = BuiltinSolvers());
+
+// "Saturn's plan X; current practice Y (Z x longer)", or "" when the plan
+// records no current-practice baseline.
+std::string BaselineLine(const Plan& plan);
+
+}  // namespace saturn
