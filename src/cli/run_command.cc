@@ -59,6 +59,10 @@ void AddRunCommand(CLI::App& app, int* status) {
   cmd->add_option("--run-dir", o->run_dir,
                   "Run directory (default: saturn-runs/<workload path without extension, / as ->)");
   cmd->add_flag("--resume", o->resume, "Continue the run found in the run directory");
+  cmd->add_flag("--fresh", o->fresh,
+                "Start afresh where a run already lives: the earlier run is moved aside to "
+                "RUN_DIR.old-N (never deleted)")
+      ->excludes("--resume");
   AddExecutorOptions(cmd, o.get(), no_introspection.get());
   cmd->add_option("--profile", o->profile_path, "Use this profile table instead of profiling");
   cmd->add_option("--plugin", o->plugins, "Technique plug-in (shared library); repeatable");

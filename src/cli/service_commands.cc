@@ -111,7 +111,14 @@ int Status(const ClientFlags& f) {
 int Cancel(const ClientFlags& f, const std::string& task) {
   ServiceClient::Reply r = Client(f).Delete("/v1/tasks/" + UrlPathEscape(task));
   if (r.status != 200) return Refused(r);
-  std::printf("%s: %s\n", task.c_str(), Text(r.body["status"]).c_str());
+  std::string status = Text(r.body["status"]);
+  if (status == "running") {
+    // It ends cancelled once its worker has checkpointed and exited.
+    std::printf("cancelling: %s is checkpointing, then stops (saturn status shows it cancelled)\n",
+                task.c_str());
+  } else {
+    std::printf("%s: %s\n", task.c_str(), status.c_str());
+  }
   return 0;
 }
 

@@ -44,6 +44,7 @@ struct RunOptions {
   long max_tasks = 0;                // --max-tasks; 0: the workload's max_tasks or the default
   std::string run_dir;               // "" = DefaultRunDir(workload_path)
   bool resume = false;
+  bool fresh = false;  // --fresh: an earlier run in run_dir is moved aside (never deleted)
   // Solver, time limit (per plan and re-plan), seed, threads, effort: the
   // first plan's; each re-plan's the same but for a shorter time limit and
   // its own seed.

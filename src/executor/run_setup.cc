@@ -26,15 +26,42 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// --fresh: the earlier run in the folder goes to RUN_DIR.old-N, the first N
+// free, whole and untouched.
+void MoveAside(RunContext& run) {
+  std::error_code ec;
+  std::string dir = run.run_dir;
+  while (dir.size() > 1 && dir.back() == '/')
+    dir.pop_back();
+  for (int n = 1;; ++n) {
+    std::string aside = dir + ".old-" + std::to_string(n);
+    if (fs::exists(aside, ec)) continue;
+    fs::rename(dir, aside, ec);
+    if (ec) {
+      throw SystemError("cannot move the earlier run " + run.run_dir + " aside to " + aside +
+                        ": " + ec.message());
+    }
+    if (run.options.progress) {
+      std::fprintf(stderr, "--fresh: moved the earlier run aside to %s\n", aside.c_str());
+    }
+    return;
+  }
+}
+
 // Refuses a run that would clobber another or resume nothing, and the
 // workers and cluster it cannot use; opens the run's state.
 void CheckAndOpen(RunContext& run) {
   const RunOptions& o = run.options;
   std::error_code ec;
   bool exists = fs::exists(run.run_dir + "/state.sqlite", ec);
+  if (exists && o.fresh) {
+    MoveAside(run);
+    exists = false;
+  }
   if (exists && !o.resume) {
     throw InputError(run.run_dir, 0, "",
-                     "a run already lives here; continue it with --resume or choose another "
+                     "a run already lives here; continue it with --resume, start afresh with "
+                     "--fresh (the earlier run is moved aside, not deleted) or choose another "
                      "folder with --run-dir");
   }
   if (!exists && o.resume) {

@@ -19,10 +19,25 @@ httplib::Client Connect(const std::string& server) {
   return c;
 }
 
+// What went wrong, in a user's words (httplib says "Connection").
+std::string WhyUnreachable(httplib::Error error) {
+  switch (error) {
+    case httplib::Error::Connection:
+      return "nothing answered: no service listens there";
+    case httplib::Error::ConnectionTimeout:
+      return "no answer within 5 s";
+    case httplib::Error::Read:
+      return "the connection broke before the service answered";
+    case httplib::Error::Write:
+      return "the connection broke while the request was sent";
+    default:
+      return httplib::to_string(error);
+  }
+}
+
 ServiceClient::Reply ToReply(const httplib::Result& r, const std::string& server) {
   if (!r) {
-    throw SystemError("cannot reach the service at " + server + " (" +
-                      httplib::to_string(r.error()) +
+    throw SystemError("cannot reach the service at " + server + " (" + WhyUnreachable(r.error()) +
                       "); is `saturn serve` running there? (--server URL)");
   }
   ServiceClient::Reply reply;

@@ -307,7 +307,11 @@ void ReadWorkloadCluster(const YamlFields& top, Workload& w) {
   if (cluster.IsScalar()) {
     fs::path p = (fs::path(w.base_dir) / cluster.Scalar()).lexically_normal();
     std::error_code ec;
-    if (fs::exists(p, ec) && !fs::is_regular_file(p, ec)) {
+    if (!fs::exists(p, ec)) {
+      top.Fail("cluster", "no such cluster file: " + p.string() +
+                              " (a path relative to the workload's folder, or the nodes inline)");
+    }
+    if (!fs::is_regular_file(p, ec)) {
       top.Fail("cluster", "expected a cluster file, got " + Quote(p.string()));
     }
     w.cluster = LoadClusterFile(p.string());

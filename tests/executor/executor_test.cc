@@ -329,6 +329,23 @@ TEST_F(Run, AResultThatBreaksTheProtocolIsTheFailuresMessage) {
   EXPECT_THAT(error, ::testing::Not(HasSubstr("exit 1")));
 }
 
+// A second run into a folder with a run is refused, naming --fresh, which
+// moves the earlier run aside (never deletes it) and starts afresh.
+TEST_F(Run, FreshStartsOverAndKeepsTheEarlierRunAside) {
+  Workload(1, 2);
+  std::string profile = " --no-introspection --profile " + dir_ + "/profile.csv";
+  WriteFileAtomic(dir_ + "/profile.csv", "task,technique,gpus,runtime_s\nt0,single,1,1\n");
+  ASSERT_EQ(RunSaturn(profile), 0) << ReadFile(dir_ + "/out.log");
+  EXPECT_EQ(RunSaturn(profile), 2);
+  EXPECT_THAT(ReadFile(dir_ + "/out.log"), HasSubstr("start afresh with --fresh"));
+  ASSERT_EQ(RunSaturn(profile + " --fresh"), 0) << ReadFile(dir_ + "/out.log");
+  EXPECT_THAT(ReadFile(dir_ + "/out.log"), HasSubstr("--fresh: moved the earlier run aside to"));
+  EXPECT_TRUE(fs::exists(dir_ + "/run.old-1/state.sqlite"));
+  EXPECT_TRUE(fs::exists(dir_ + "/run.old-1/report.json"));
+  EXPECT_EQ(Report()["tasks"][0]["status"], "finished");
+  EXPECT_EQ(RunSaturn(profile + " --fresh --resume"), 2) << "one or the other";
+}
+
 TEST_F(Run, IntrospectionRecoversFromAWrongProfile) {
   // Two GPUs. The profile says a is short (1 s), so the plan queues a and b
   // on one GPU and c on the other; in truth a takes 12 s (4.8 s on two

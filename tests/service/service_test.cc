@@ -225,8 +225,13 @@ TEST_F(ServeApi, CancelStopsATaskAndKeepsItsCheckpoint) {
   ASSERT_EQ(Submit(Tasks("c", 1, 200)).status, 201);
   for (int i = 0; i < 300 && TaskMap()["c0"]["steps_done"].get<long>() < 25; ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  ServiceClient::Reply r = Client().Delete("/v1/tasks/c0");
-  EXPECT_EQ(r.status, 200) << r.body.dump();
+  // As a user cancels it: `saturn cancel` says what happens (it said "c0: running").
+  ProcessSpec cancel;
+  cancel.argv = {SATURN_BINARY_DIR "/src/cli/saturn", "cancel", "c0", "--server", url_};
+  cancel.stdout_path = dir_ + "/cancel.out";
+  ASSERT_EQ(ExitCode(Process::Spawn(cancel).Wait()), 0) << ReadFile(dir_ + "/cancel.out");
+  EXPECT_EQ(ReadFile(dir_ + "/cancel.out"),
+            "cancelling: c0 is checkpointing, then stops (saturn status shows it cancelled)\n");
   auto tasks = WaitAllEnded();
   EXPECT_EQ(tasks["c0"]["status"], "cancelled");
   EXPECT_LT(tasks["c0"]["steps_done"].get<long>(), 200);

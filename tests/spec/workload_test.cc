@@ -342,7 +342,9 @@ TEST_F(WorkloadTest, EveryBadFieldGetsOneClearMessage) {
     Parse(kTask + "    steps: 10\n", "missing-cluster.yaml");
     FAIL();
   } catch (const InputError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("missing-cluster.yaml: cannot read file"));
+    // The workload's file, line and field, as every other input error.
+    EXPECT_THAT(e.what(), HasSubstr("w.yaml:1: cluster: no such cluster file: "));
+    EXPECT_THAT(e.what(), HasSubstr("missing-cluster.yaml (a path relative to the workload's folder"));
   }
 }
 
