@@ -29,15 +29,19 @@ int RunRun(const RunOptions& o) {
                FormatDuration(s.makespan_s).c_str(), FormatDuration(s.planned_makespan_s).c_str(),
                s.planned_makespan_s > 0 ? s.makespan_s / s.planned_makespan_s : 0.0,
                s.plan_switches, s.run_dir.c_str());
-  if (const nlohmann::json& cp = s.current_practice; cp.is_object()) {
+  if (const nlohmann::json& cp = s.current_practice;
+      cp.is_object() && cp["speedup_measured"].is_number()) {
+    auto faster = [](double r) {
+      return r >= 1 ? FormatFixed(r, 2) + "x faster" : FormatFixed(1 / r, 2) + "x slower";
+    };
     std::fprintf(stderr,
                  "current practice (each task on a whole node, one after another) would take "
-                 "~%s, estimated from the profile: this run was %.2fx faster (%.2fx counting "
-                 "profiling and planning; planned %.2fx)\n",
+                 "~%s, estimated from the profile: this run was %s (%s counting profiling and "
+                 "planning; the plan promised %s)\n",
                  FormatDuration(cp["estimated_makespan_s"].get<double>()).c_str(),
-                 cp["speedup_measured"].get<double>(),
-                 cp["speedup_measured_with_profiling_and_planning"].get<double>(),
-                 cp["speedup_planned"].get<double>());
+                 faster(cp["speedup_measured"].get<double>()).c_str(),
+                 faster(cp["speedup_measured_with_profiling_and_planning"].get<double>()).c_str(),
+                 faster(cp["speedup_planned"].get<double>()).c_str());
   }
   for (const nlohmann::json& b : s.best) {
     std::fprintf(stderr, "best of %s: %s, evaluation loss %s; model: %s/tasks/%s/model.pt\n",

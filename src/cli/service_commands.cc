@@ -114,8 +114,10 @@ int Cancel(const ClientFlags& f, const std::string& task) {
   std::string status = Text(r.body["status"]);
   if (status == "running") {
     // It ends cancelled once its worker has checkpointed and exited.
-    std::printf("cancelling: %s is checkpointing, then stops (saturn status shows it cancelled)\n",
-                task.c_str());
+    std::printf(
+        "cancelling: %s is stopping (it checkpoints first, as on a plan switch), then ends "
+        "cancelled (saturn status shows it)\n",
+        task.c_str());
   } else {
     std::printf("%s: %s\n", task.c_str(), status.c_str());
   }

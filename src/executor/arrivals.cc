@@ -146,10 +146,9 @@ void ExtendPlan(RunContext& run, Dispatcher* dispatcher, const std::vector<std::
     run.planned_makespan_s = d.plan.makespan_s;
     run.state->Set(meta::kPlannedMakespanS, run.planned_makespan_s);
   }
-  double old_end_s = run.estimated_end_s;
   run.estimated_end_s = d.new_end_s;
-  run.Emit(events::PlanSwitched(run.Now(), events::SwitchWhy::kArrivals, old_end_s,
-                                d.plan.makespan_s, moved, arrived));
+  run.Emit(events::PlanSwitched(run.Now(), events::SwitchWhy::kArrivals, d.current_end_s,
+                                d.new_end_s, moved, arrived));
   if (run.options.progress) {
     std::fprintf(stderr, "[%s] %s joined; plan ends ~%s%s\n", FormatDuration(run.Now()).c_str(),
                  Plural(static_cast<long>(arrived.size()), "task").c_str(),

@@ -67,7 +67,7 @@ void Dispatcher::Start(int j, const Assignment& a) {
   try {
     run_.tasks[j].process.emplace(run_.backend->Start(MakeJob(j, a)));
   } catch (...) {
-    run_.placements.Free(j);
+    run_.placements.Undo(j);
     throw;
   }
   MarkStarted(j);
@@ -154,6 +154,12 @@ void Dispatcher::HandleExit(int j, int status) {
   } else if (cancelled) {
     MarkCancelled(j, result ? result->completed_steps : LatestCheckpointOf(j));
   } else if (result || was_stopping) {
+    if (!protocol_error.empty() && run_.options.progress) {
+      std::fprintf(stderr,
+                   "task %s: stopped, but its result breaks the protocol (%s); it continues "
+                   "from its last checkpoint\n",
+                   l.record.name.c_str(), protocol_error.c_str());
+    }
     MarkPreempted(j, result);
   } else {
     MarkAttemptFailed(j, status, protocol_error);

@@ -18,10 +18,11 @@
 // The run clock and every interval, grace and time stamp are read from an
 // injected Clock (a SteadyClock by default).
 //
-// The parts, one job each: run_setup.h (set-up and resume), dispatcher.h
-// (dispatch and jobs), replanner.h (the re-planning thread), progress.h
-// (progress, summary and report input), sharing run_context.h; run_events.h
-// builds the event log's events.
+// The parts, one job each: run_setup.h (set-up and resume), run_loop.h (the
+// loop, shared with saturn serve), dispatcher.h (dispatch and jobs),
+// placements.h (where tasks run, who holds each device), replanner.h (the
+// re-planning thread), progress.h (progress, summary and report input),
+// sharing run_context.h; spec/event_kinds.h builds the event log's events.
 //
 //   RunOptions o; o.workload_path = "examples/quickstart/workload.yaml";
 //   RunSummary s = RunWorkload(o);   // InputError on bad input

@@ -61,6 +61,7 @@ bool Placements::Place(int j, const Assignment& a) {
   }
   for (int g : a.gpu_ids)
     holder_[a.node][g] = j;
+  before_last_place_ = {j, last_[j]};
   last_[j] = a;
   placed_[j] = true;
   return true;
@@ -74,6 +75,13 @@ void Placements::Free(int j) {
     if (holder_.at(a.node).at(g) == j) holder_[a.node][g] = kFree;
   }
   placed_[j] = false;
+}
+
+void Placements::Undo(int j) {
+  Free(j);
+  std::lock_guard<std::mutex> lock(mu_);
+  if (before_last_place_.first == j) last_[j] = before_last_place_.second;
+  before_last_place_.first = -1;
 }
 
 std::optional<Assignment> Placements::On(int j) const {

@@ -39,6 +39,9 @@ class Placements final : public TrialDevices {
   bool Place(int j, const Assignment& a);
   // Task j's worker exited: its devices are free again.
   void Free(int j);
+  // The worker of the Place just made could not be started: as if the
+  // task had never been placed there (Last is what it was before).
+  void Undo(int j);
 
   // Where task j runs now; nullopt when it is not placed.
   std::optional<Assignment> On(int j) const;
@@ -65,6 +68,7 @@ class Placements final : public TrialDevices {
   // Per task: where it runs or last ran (option < 0: never), and whether now.
   std::vector<Assignment> last_;
   std::vector<bool> placed_;
+  std::pair<int, Assignment> before_last_place_{-1, {}};  // for Undo
 };
 
 }  // namespace saturn

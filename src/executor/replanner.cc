@@ -94,13 +94,12 @@ std::vector<std::string> SwitchTo(RunContext& run, Dispatcher& dispatcher,
 void ReplanForOtherNodes(RunContext& run, const std::string& cluster_now) {
   ReplanDecision d = Replan(run.problem, Snapshot(run), Plan{}, run.Now(),
                             MakeReplanPolicy(run, run.options.solve.time_limit_s));
-  double old_end_s = run.estimated_end_s;
   run.estimated_end_s = d.new_end_s;
   run.AdoptPlan(d.plan);
   run.state->Set(meta::kCluster, cluster_now);
   WriteFileAtomic(run.run_dir + "/cluster.yaml", cluster_now);
-  run.Emit(
-      events::PlanSwitched(run.Now(), events::SwitchWhy::kOtherNodes, old_end_s, d.new_end_s, {}));
+  run.Emit(events::PlanSwitched(run.Now(), events::SwitchWhy::kOtherNodes, d.current_end_s,
+                                d.new_end_s, {}));
   if (run.options.progress) {
     std::fprintf(stderr, "[%s] resumed on other nodes; planned the rest for them: ends ~%s\n",
                  FormatDuration(run.Now()).c_str(), FormatDuration(d.new_end_s).c_str());

@@ -27,8 +27,22 @@ namespace {
 namespace fs = std::filesystem;
 
 // --fresh: the earlier run in the folder goes to RUN_DIR.old-N, the first N
-// free, whole and untouched.
+// free, whole and untouched; refused while a worker of it still runs (a
+// live `saturn run` there, or workers a killed one left: they would write
+// into the new run's task folders).
 void MoveAside(RunContext& run) {
+  {
+    RunState earlier = RunState::Open(run.run_dir, /*create=*/false);
+    for (const TaskRecord& t : earlier.Tasks()) {
+      if (t.worker_pgid > 0 && ::kill(-t.worker_pgid, 0) == 0) {
+        throw InputError(run.run_dir, 0, "--fresh",
+                         "a worker of the run here still runs (task " + Quote(t.name) +
+                             ", process group " + std::to_string(t.worker_pgid) +
+                             "); stop that run first (Ctrl-C, or kill -TERM -" +
+                             std::to_string(t.worker_pgid) + ")");
+      }
+    }
+  }
   std::error_code ec;
   std::string dir = run.run_dir;
   while (dir.size() > 1 && dir.back() == '/')
@@ -38,8 +52,8 @@ void MoveAside(RunContext& run) {
     if (fs::exists(aside, ec)) continue;
     fs::rename(dir, aside, ec);
     if (ec) {
-      throw SystemError("cannot move the earlier run " + run.run_dir + " aside to " + aside +
-                        ": " + ec.message());
+      throw SystemError("cannot move the earlier run " + run.run_dir + " aside to " + aside + ": " +
+                        ec.message());
     }
     if (run.options.progress) {
       std::fprintf(stderr, "--fresh: moved the earlier run aside to %s\n", aside.c_str());
@@ -54,11 +68,7 @@ void CheckAndOpen(RunContext& run) {
   const RunOptions& o = run.options;
   std::error_code ec;
   bool exists = fs::exists(run.run_dir + "/state.sqlite", ec);
-  if (exists && o.fresh) {
-    MoveAside(run);
-    exists = false;
-  }
-  if (exists && !o.resume) {
+  if (exists && !o.resume && !o.fresh) {
     throw InputError(run.run_dir, 0, "",
                      "a run already lives here; continue it with --resume, start afresh with "
                      "--fresh (the earlier run is moved aside, not deleted) or choose another "
@@ -75,6 +85,8 @@ void CheckAndOpen(RunContext& run) {
   if (engine_tasks) AvailableTechniques(run.workload, run.worker);
   run.backend = MakeBackend(o.backend);
   UseBackendAllocation(run.workload, *run.backend);
+  // Only once every check has passed: a refused run leaves the earlier one.
+  if (exists && o.fresh) MoveAside(run);
   MakeDirectories(run.run_dir);
   run.backend->CheckSharedDir(run.run_dir, run.workload.cluster);
   run.state.emplace(RunState::Open(run.run_dir, !o.resume));

@@ -34,10 +34,11 @@
 
 namespace saturn {
 
-// How to solve: one record from the command line (saturn plan, run, serve,
-// simulate) through re-planning (ReplanPolicy) and the planner's front door
+// How to solve: one record from `saturn run` and `saturn serve` (RunOptions::
+// solve) through re-planning (ReplanPolicy) and the planner's front door
 // (PlanRequest) to the solver (SolveContext), each of which is one; copied
-// whole, so no setting is lost on the way.
+// whole, so no setting is lost on the way. (`saturn plan` and `saturn
+// simulate` fill a PlanRequest or ReplanPolicy from their own flags.)
 struct SolveOptions {
   std::string solver = "auto";  // the registry's name (planner/registry.h)
   double time_limit_s = defaults::kSolverTimeLimitS;

@@ -57,8 +57,9 @@ struct TaskProgress {
   double slowdown = 1.0;  // measured runtime / profiled runtime; 1 = as profiled
 };
 
-// How to re-plan: the solve options (the time limit defaults to a
-// re-plan's) and when a new plan is worth a switch.
+// How to re-plan: the solve options (a default-made policy has a re-plan's
+// time limit; one made from SolveOptions keeps theirs) and when a new plan
+// is worth a switch.
 struct ReplanPolicy : SolveOptions {
   ReplanPolicy() { time_limit_s = defaults::kReplanTimeLimitS; }
   explicit ReplanPolicy(const SolveOptions& options) : SolveOptions(options) {}

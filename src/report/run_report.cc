@@ -146,26 +146,52 @@ json CurrentPractice(const RunReportInput& in) {
   std::optional<double> cp = BaselineMakespan(in.first_plan, "current-practice");
   if (!cp || *cp <= 0 || in.makespan_s <= 0 || in.first_plan.makespan_s <= 0) return nullptr;
   double with_setup = in.makespan_s + in.profiling_s + in.planning_s;
-  return {{"estimated_makespan_s", *cp},
-          {"speedup_planned", *cp / in.first_plan.makespan_s},
-          {"speedup_measured", *cp / in.makespan_s},
-          {"speedup_measured_with_profiling_and_planning", *cp / with_setup},
-          {"note",
-           "current practice's makespan is estimated from the profile's measured trials (the "
-           "same ones Saturn planned with); it needs no profiling or planning"}};
+  // Measured against the estimate only when the run trained what the
+  // first plan planned: every task, all finished.
+  bool same_tasks = in.tasks.size() == in.first_plan.tasks.size() &&
+                    std::all_of(in.tasks.begin(), in.tasks.end(),
+                                [](const RunReportTask& t) { return t.status == "finished"; });
+  json out = {{"estimated_makespan_s", *cp},
+              {"speedup_planned", *cp / in.first_plan.makespan_s},
+              {"speedup_measured", same_tasks ? json(*cp / in.makespan_s) : json()},
+              {"speedup_measured_with_profiling_and_planning",
+               same_tasks ? json(*cp / with_setup) : json()},
+              {"note",
+               "current practice's makespan is estimated from the profile's measured trials (the "
+               "same ones Saturn planned with); it needs no profiling or planning"}};
+  if (!same_tasks) {
+    out["note"] = out["note"].get<std::string>() +
+                  "; no measured speed-up: the run's tasks are not the first plan's, all "
+                  "finished (some failed, were cancelled or joined later)";
+  }
+  return out;
+}
+
+// "2.08&times; faster", or "1.25&times; slower" for a ratio below 1.
+std::string Faster(double ratio) {
+  return ratio >= 1 ? FormatFixed(ratio, 2) + "&times; faster"
+                    : FormatFixed(1 / ratio, 2) + "&times; slower";
 }
 
 // The report's sentence comparing the run with current practice, or "".
 std::string CurrentPracticeHtml(const json& cp) {
   if (cp.is_null()) return "";
+  if (!cp["speedup_measured"].is_number()) {
+    return "<p class=\"baseline\">Current practice (each task alone on a whole node, one after "
+           "another) would take about <b>" +
+           FormatDuration(cp["estimated_makespan_s"].get<double>()) +
+           "</b> for the first plan's tasks (estimated from the same profile; the plan promised " +
+           Faster(cp["speedup_planned"].get<double>()) +
+           "); this run trained other tasks, so there is no measured speed-up.</p>\n";
+  }
   return "<p class=\"baseline\">Current practice (each task alone on a whole node, one after "
          "another) would take about <b>" +
          FormatDuration(cp["estimated_makespan_s"].get<double>()) +
          "</b> (estimated from the same profile): this run was <b>" +
-         FormatFixed(cp["speedup_measured"].get<double>(), 2) + "&times; faster</b> (" +
-         FormatFixed(cp["speedup_measured_with_profiling_and_planning"].get<double>(), 2) +
-         "&times; counting profiling and planning; the plan promised " +
-         FormatFixed(cp["speedup_planned"].get<double>(), 2) + "&times;).</p>\n";
+         Faster(cp["speedup_measured"].get<double>()) + "</b> (" +
+         Faster(cp["speedup_measured_with_profiling_and_planning"].get<double>()) +
+         " counting profiling and planning; the plan promised " +
+         Faster(cp["speedup_planned"].get<double>()) + ").</p>\n";
 }
 
 // report.html: Gantt (actual filled, first plan dashed), best models, loss

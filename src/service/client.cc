@@ -23,11 +23,11 @@ httplib::Client Connect(const std::string& server) {
 std::string WhyUnreachable(httplib::Error error) {
   switch (error) {
     case httplib::Error::Connection:
-      return "nothing answered: no service listens there";
+      return "could not connect: no service listens there, or the host or port is wrong";
     case httplib::Error::ConnectionTimeout:
-      return "no answer within 5 s";
+      return "no connection within 5 s";
     case httplib::Error::Read:
-      return "the connection broke before the service answered";
+      return "no answer within 180 s, or the connection broke";
     case httplib::Error::Write:
       return "the connection broke while the request was sent";
     default:

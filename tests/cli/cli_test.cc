@@ -144,8 +144,10 @@ TEST_F(Cli, WhatTheSystemRefusesIsAnErrorNotAnInternalOne) {
   // Port 1 on the loopback: nothing listens there.
   r = Saturn("status --server http://127.0.0.1:1");
   EXPECT_EQ(r.status, 1) << r.output;
-  EXPECT_THAT(r.output, HasSubstr("saturn: error: cannot reach the service at http://127.0.0.1:1 "
-                                  "(nothing answered: no service listens there)"));
+  EXPECT_THAT(
+      r.output,
+      HasSubstr("saturn: error: cannot reach the service at http://127.0.0.1:1 "
+                "(could not connect: no service listens there, or the host or port is wrong)"));
   EXPECT_THAT(r.output, Not(HasSubstr("(Connection)")));
   EXPECT_THAT(r.output, Not(HasSubstr("internal error")));
 }

@@ -221,6 +221,15 @@ TEST(Placements, ADeviceGoesToATaskOrATrialNeverBoth) {
   lease = p.Acquire(2);
   ASSERT_TRUE(lease.has_value());
   EXPECT_EQ(lease->node, "n0");
+  // A worker that could not be started leaves no trace of the place.
+  p.Free(2);
+  ASSERT_TRUE(p.Place(2, On(1, {1})));
+  p.Undo(2);
+  EXPECT_TRUE(p.DeviceFree(1, 1));
+  EXPECT_EQ(p.Last(2)->gpu_ids, (std::vector<int>{0, 1})) << "where it last ran for real";
+  ASSERT_TRUE(p.Place(3, On(1, {1})));
+  p.Undo(3);
+  EXPECT_FALSE(p.Last(3).has_value()) << "never ran";
 }
 
 TEST(Placements, AWaitingTrialGetsDevicesFreedBeforeTheNextTask) {

@@ -90,6 +90,9 @@ TEST(Baselines, EveryPaperBaselineOnTheSameProblemAndOneLineForTheUser) {
             "another) 3m20s (1.33x longer)");
   EXPECT_DOUBLE_EQ(*BaselineMakespan(r.plan, "current-practice"), 200);
   EXPECT_FALSE(BaselineMakespan(r.plan, "random").has_value());
+  r.plan.extra["baselines"]["current-practice"]["makespan_s"] = 120.0;  // the usual way wins
+  std::string line = BaselineLine(r.plan);
+  EXPECT_EQ(line.substr(line.size() - 34), "2m00s (Saturn's plan 1.25x longer)") << line;
   EXPECT_TRUE(BaselineMakespans(Problem{}).empty());
 }
 

@@ -231,7 +231,8 @@ TEST_F(ServeApi, CancelStopsATaskAndKeepsItsCheckpoint) {
   cancel.stdout_path = dir_ + "/cancel.out";
   ASSERT_EQ(ExitCode(Process::Spawn(cancel).Wait()), 0) << ReadFile(dir_ + "/cancel.out");
   EXPECT_EQ(ReadFile(dir_ + "/cancel.out"),
-            "cancelling: c0 is checkpointing, then stops (saturn status shows it cancelled)\n");
+            "cancelling: c0 is stopping (it checkpoints first, as on a plan switch), then ends "
+            "cancelled (saturn status shows it)\n");
   auto tasks = WaitAllEnded();
   EXPECT_EQ(tasks["c0"]["status"], "cancelled");
   EXPECT_LT(tasks["c0"]["steps_done"].get<long>(), 200);
