@@ -11,6 +11,7 @@
 #include "planner/planner.h"
 #include "report/gantt.h"
 #include "spec/cluster.h"
+#include "spec/plan_status.h"
 #include "spec/profile.h"
 
 namespace saturn {
@@ -71,7 +72,7 @@ int RunPlan(const PlanOptions& o) {
   double gap =
       plan.makespan_s > 0 ? 100.0 * (plan.makespan_s - plan.lower_bound_s) / plan.makespan_s : 0;
   std::fprintf(stderr, "plan: %s, makespan %s, lower bound %s (gap %.1f%%), solved in %.2f s\n",
-               plan.status.c_str(), FormatDuration(plan.makespan_s).c_str(),
+               DescribePlanStatus(plan.status).c_str(), FormatDuration(plan.makespan_s).c_str(),
                FormatDuration(plan.lower_bound_s).c_str(), gap, plan.solve_time_s);
   if (std::string line = BaselineLine(plan); !line.empty())
     std::fprintf(stderr, "%s\n", line.c_str());

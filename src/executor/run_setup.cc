@@ -20,6 +20,7 @@
 #include "planner/lower_bound.h"
 #include "planner/planner.h"
 #include "profiler/profiler.h"
+#include "spec/plan_status.h"
 
 namespace saturn {
 namespace {
@@ -169,7 +170,7 @@ void ProfileAndPlan(RunContext& run) {
   run.Emit(events::FirstPlan(0.0, run.plan, run.planning_s, run.profiling_s));
   if (run.options.progress) {
     std::fprintf(stderr, "plan (%s, %s): %s, makespan %s (lower bound %s)\n",
-                 run.plan.solver.c_str(), run.plan.status.c_str(),
+                 run.plan.solver.c_str(), DescribePlanStatus(run.plan.status).c_str(),
                  Plural(static_cast<long>(run.plan.tasks.size()), "task").c_str(),
                  FormatDuration(run.plan.makespan_s).c_str(),
                  FormatDuration(run.plan.lower_bound_s).c_str());

@@ -67,6 +67,7 @@ TEST_F(Cli, PlanWritesAValidPlanAndGantt) {
   nlohmann::json plan = nlohmann::json::parse(ReadFile(Path("plan.json")));
   EXPECT_EQ(plan["makespan_s"], 100.0);
   EXPECT_EQ(plan["status"], "optimal");
+  EXPECT_THAT(r.output, HasSubstr("plan: proven optimal, makespan 1m40s"));  // said "optimal"
   // What the usual way would take, in the plan and in what the user reads.
   double current_practice = plan["baselines"]["current-practice"]["makespan_s"];
   EXPECT_GE(current_practice, 100.0);
