@@ -1,6 +1,7 @@
 // torch.save's formats for IndexWeights (weight_index.h): the zip archive
 // (data.pkl and data/<storage> entries) and the legacy stream (pickles, then
 // storages), read as pickles (pickle.h) without running them.
+#include <algorithm>
 #include <limits>
 #include <map>
 #include <optional>

@@ -1,5 +1,6 @@
 #include "engine/formats/weight_index.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <limits>
 #include <nlohmann/json.hpp>
