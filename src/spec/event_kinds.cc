@@ -29,7 +29,7 @@ Event Make(double t, EventKind kind, const TaskPlace* at, json extra) {
   e.t = t;
   e.kind = kind;
   e.extra = std::move(extra);
-  if (at != nullptr) {
+  if (at != nullptr && fields.task) {
     e.task = at->task;
     if (fields.place) {
       e.technique = at->technique;

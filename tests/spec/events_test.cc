@@ -1,10 +1,13 @@
 #include <gtest/gtest.h>
 
+#include <map>
 #include <string>
 #include <vector>
 
+#include "common/error.h"
 #include "spec/event_kinds.h"
 #include "spec/events.h"
+#include "spec/profile.h"
 
 namespace saturn {
 namespace {
@@ -56,6 +59,28 @@ TEST(EventKinds, HelpersWriteTheLinesOfTheEventLog) {
   EXPECT_EQ(EventToJsonLine(events::CheckpointSkipped(6.0, "a", 40, "meta.json: torn", 30)),
             "{\"event\":\"checkpoint_skipped\",\"from_step\":30,\"problem\":\"meta.json: "
             "torn\",\"step\":40,\"t\":6.0,\"task\":\"a\"}\n");
+}
+
+// The profile's arrival_s column (saturn simulate, the benches): the latest
+// of a task's rows; a value that is not seconds is named by line and column.
+TEST(ArrivalTimes, ReadsEachTasksLatestArrivalAndNamesABadValue) {
+  Cluster cluster;
+  cluster.nodes.push_back({});
+  cluster.nodes[0].name = "n0";
+  cluster.nodes[0].gpus = 2;
+  ProfileTable p = ParseProfileCsv(
+      "task,technique,gpus,runtime_s,arrival_s\na,single,1,5,10\na,ddp,2,3,12\nb,single,1,4,\n",
+      "p.csv", cluster);
+  std::map<std::string, double> arrival = ArrivalTimes(p, "p.csv");
+  EXPECT_EQ(arrival, (std::map<std::string, double>{{"a", 12.0}}));
+  ProfileTable bad = ParseProfileCsv("task,technique,gpus,runtime_s,arrival_s\na,single,1,5,soon\n",
+                                     "p.csv", cluster);
+  try {
+    ArrivalTimes(bad, "p.csv");
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_STREQ(e.what(), "p.csv:2: arrival_s: expected a number of seconds >= 0, got 'soon'");
+  }
 }
 
 // Bug: a running task cancelled got only task_cancelled, which did not end
