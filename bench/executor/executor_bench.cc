@@ -10,14 +10,15 @@
 //     included (current practice needs neither), beside the speed-up the
 //     plans promised, and their ratio (issue 31's targets: >= 1.2x real,
 //     >= 1.25x planned, real / planned >= 0.95).
-// On the first workload, a wrong profile: the task that runs longest is
-// believed twice as fast as it is (its profiled runtimes halved), then run
-// with introspection and without; against a run with the correct profile
-// (target: introspection's makespan <= 1.1x the correct profile's).
+// Then a wrong profile, on bench/executor/misled.yaml (a workload where the
+// error misleads the plan; --misled PATH for another): the task that runs
+// longest is believed twice as fast as it is (its profiled runtimes halved),
+// then run with introspection and without; against a run with the correct
+// profile (target: introspection's makespan <= 1.1x the correct profile's).
 // Then the cost of one switch: a worker is pre-empted (SIGTERM) mid-run and
 // resumed: seconds to checkpoint and stop, and from relaunch to its first step.
 //
-//   executor_bench [--saturn PATH] [--worker PATH] [WORKLOAD...]
+//   executor_bench [--saturn PATH] [--worker PATH] [--misled PATH] [WORKLOAD...]
 #include <signal.h>
 
 #include <algorithm>
@@ -188,12 +189,15 @@ void WrongProfile(const std::string& saturn, const std::string& workload, const 
 int Main(int argc, char** argv) {
   std::string saturn = SourceDir() + "/build/src/cli/saturn";
   std::string worker;
+  std::string misled = SourceDir() + "/bench/executor/misled.yaml";
   std::vector<std::string> workloads;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--saturn") && i + 1 < argc) {
       saturn = argv[++i];
     } else if (!std::strcmp(argv[i], "--worker") && i + 1 < argc) {
       worker = argv[++i];
+    } else if (!std::strcmp(argv[i], "--misled") && i + 1 < argc) {
+      misled = argv[++i];
     } else {
       workloads.push_back(argv[i]);
     }
@@ -249,7 +253,18 @@ int Main(int argc, char** argv) {
         "(target >= 0.95), %.3f with profiling and planning\n",
         promised, cp / makespan / promised, real / promised);
     std::fflush(stdout);
-    if (path == workloads.front()) WrongProfile(saturn, path, dir, name, saturn_run);
+  }
+  if (!misled.empty()) {
+    std::string name = fs::path(misled).stem().string();
+    std::string cache = dir + "/" + name + ".cache.sqlite";
+    fs::remove(cache);
+    RunResult profiled = SaturnRun(saturn, misled, dir + "/" + name + "-saturn", cache, {});
+    std::printf("\n%s (wrong-profile experiment)\n", misled.c_str());
+    if (profiled.ok) {
+      WrongProfile(saturn, misled, dir, name, profiled);
+    } else {
+      std::printf("  a run failed; see %s/%s-saturn.log\n", dir.c_str(), name.c_str());
+    }
   }
   SwitchCost(worker, saturn::LoadWorkloadFile(workloads.front()), dir);
   return 0;

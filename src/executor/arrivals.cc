@@ -30,25 +30,25 @@ struct ArrivalProfile {
 ArrivalProfile PrepareProfile(const RunContext& run, const std::vector<WorkloadTask>& tasks,
                               TrialDevices* devices) {
   ArrivalProfile a;
-  a.batch.source = run.workload.source;
-  a.batch.base_dir = run.workload.base_dir;
-  a.batch.cluster = run.workload.cluster;
-  a.batch.plugins = run.workload.plugins;
+  a.batch.source = run.tasks.workload().source;
+  a.batch.base_dir = run.tasks.workload().base_dir;
+  a.batch.cluster = run.tasks.workload().cluster;
+  a.batch.plugins = run.tasks.workload().plugins;
   a.batch.tasks = tasks;
   ProfilerOptions& p = a.options;
-  p = run.options.profiler;
-  p.worker = run.worker;
+  p = run.options().profiler;
+  p.worker = run.site.worker;
   bool engine_tasks = false;
   for (const WorkloadTask& t : tasks)
     engine_tasks = engine_tasks || !t.is_command;
   if (p.worker.empty() && engine_tasks) p.worker = FindWorkerBinary();
-  p.backend = run.backend.get();
-  p.checkpoint_every = run.options.checkpoint_every;
+  p.backend = run.site.backend.get();
+  p.checkpoint_every = run.options().checkpoint_every;
   p.devices = devices;
   // Trials of a batch that arrives while others train print nothing: the
   // run's own progress lines go on.
-  p.progress = devices == nullptr && run.options.progress;
-  if (p.work_dir.empty()) p.work_dir = run.run_dir + "/trials";
+  p.progress = devices == nullptr && run.options().progress;
+  if (p.work_dir.empty()) p.work_dir = run.site.run_dir + "/trials";
   return a;
 }
 
@@ -60,42 +60,13 @@ ProfileRun ProfileArrivals(const RunContext& run, const std::vector<WorkloadTask
   return RunProfiler(a.batch, a.options);
 }
 
-namespace {
-
-// Rebuilds the problem after run.workload and run.profile changed, keeping
-// each remaining task's live state (problem task numbers change).
-void Rebuild(RunContext& run) {
-  std::map<std::string, std::pair<int, LiveTask>> live;
-  for (int j = 0; j < run.NumTasks(); ++j)
-    live.emplace(run.problem.tasks[j].name, std::make_pair(j, std::move(run.tasks[j])));
-  run.SaveProfile();
-  BuildProblem(run, /*keep_placements=*/true);
-  std::vector<int> old_of_new(run.NumTasks(), -1);
-  for (int j = 0; j < run.NumTasks(); ++j) {
-    auto it = live.find(run.problem.tasks[j].name);
-    if (it == live.end()) continue;
-    old_of_new[j] = it->second.first;
-    run.tasks[j] = std::move(it->second.second);
-  }
-  // Devices held by tasks and lent to trials stay as they are.
-  run.placements.Renumber(old_of_new);
-  for (int j = 0; j < run.NumTasks(); ++j) {
-    if (old_of_new[j] >= 0) continue;
-    run.tasks[j].record.name = run.problem.tasks[j].name;
-    run.SaveTask(j);
-  }
-  ++run.task_set_version;
-}
-
-}  // namespace
-
 void JoinRun(RunContext& run, const std::vector<WorkloadTask>& tasks,
              const ProfileTable& profiled) {
   for (const WorkloadTask& t : tasks)
-    run.workload.tasks.push_back(t);
+    run.tasks.workload().tasks.push_back(t);
   for (const ProfileRow& r : profiled.rows)
-    run.profile.rows.push_back(r);
-  Rebuild(run);
+    run.tasks.profile().rows.push_back(r);
+  run.RebuildTasks();
   WriteTaskFolders(run);
   for (const WorkloadTask& t : tasks) {
     int configurations = 0;
@@ -107,16 +78,18 @@ void JoinRun(RunContext& run, const std::vector<WorkloadTask>& tasks,
 
 void LeaveRun(RunContext& run, const std::set<std::string>& names) {
   for (int j = 0; j < run.NumTasks(); ++j) {
-    if (names.count(run.problem.tasks[j].name) && !run.Done(j)) {
-      throw std::logic_error("task " + run.problem.tasks[j].name + " left the run unfinished");
+    if (names.count(run.tasks.problem().tasks[j].name) && !run.Done(j)) {
+      throw std::logic_error("task " + run.tasks.problem().tasks[j].name +
+                             " left the run unfinished");
     }
   }
-  std::erase_if(run.workload.tasks, [&](const WorkloadTask& t) { return names.count(t.name); });
-  std::erase_if(run.profile.rows, [&](const ProfileRow& r) { return names.count(r.task); });
-  std::erase_if(run.plan.tasks, [&](const PlanTask& t) { return names.count(t.task); });
-  Rebuild(run);
+  std::erase_if(run.tasks.workload().tasks,
+                [&](const WorkloadTask& t) { return names.count(t.name); });
+  std::erase_if(run.tasks.profile().rows, [&](const ProfileRow& r) { return names.count(r.task); });
+  run.DropFromPlan(names);
+  run.RebuildTasks();
   for (const std::string& name : names) {
-    std::string dir = run.run_dir + "/tasks/" + name;
+    std::string dir = run.site.run_dir + "/tasks/" + name;
     std::error_code ec;
     if (!std::filesystem::exists(dir, ec)) continue;
     for (int n = 1;; ++n) {
@@ -132,24 +105,21 @@ void LeaveRun(RunContext& run, const std::set<std::string>& names) {
 void ExtendPlan(RunContext& run, Dispatcher* dispatcher, const std::vector<std::string>& arrived) {
   // Short: an arrival waits for this plan; the background re-planner
   // improves it at its next check.
-  double time_limit_s = std::min(run.options.solve.time_limit_s, defaults::kArrivalPlanTimeLimitS);
-  ReplanDecision d =
-      Replan(run.problem, Snapshot(run), run.plan, run.Now(), MakeReplanPolicy(run, time_limit_s));
+  double time_limit_s =
+      std::min(run.options().solve.time_limit_s, defaults::kArrivalPlanTimeLimitS);
+  ReplanDecision d = Replan(run.tasks.problem(), Snapshot(run), run.plan(), run.Now(),
+                            run.NextReplanPolicy(time_limit_s));
   std::vector<std::string> moved;
   if (dispatcher != nullptr) {
     moved = SwitchTo(run, *dispatcher, d);
   } else {
-    run.AdoptPlan(d.plan);
+    AdoptReplan(run, d.plan);
     run.Requeue();
   }
-  if (run.planned_makespan_s <= 0) {
-    run.planned_makespan_s = d.plan.makespan_s;
-    run.state->Set(meta::kPlannedMakespanS, run.planned_makespan_s);
-  }
-  run.estimated_end_s = d.new_end_s;
+  run.SetEstimatedEnd(d.new_end_s);
   run.Emit(events::PlanSwitched(run.Now(), events::SwitchWhy::kArrivals, d.current_end_s,
                                 d.new_end_s, moved, arrived));
-  if (run.options.progress) {
+  if (run.options().progress) {
     std::fprintf(stderr, "[%s] %s joined; plan ends ~%s%s\n", FormatDuration(run.Now()).c_str(),
                  Plural(static_cast<long>(arrived.size()), "task").c_str(),
                  FormatDuration(d.plan.makespan_s).c_str(),
@@ -183,10 +153,10 @@ std::vector<Arrivals::Rejected> Arrivals::Poll() {
     profiling_ = std::move(queue_.front());
     queue_.pop_front();
     try {
-      pending_ =
-          std::async(std::launch::async, [a = PrepareProfile(run_, profiling_, &run_.placements)] {
-            return RunProfiler(a.batch, a.options);
-          });
+      pending_ = std::async(std::launch::async,
+                            [a = PrepareProfile(run_, profiling_, &run_.tasks.placements())] {
+                              return RunProfiler(a.batch, a.options);
+                            });
     } catch (const std::exception& e) {
       for (const WorkloadTask& t : profiling_)
         rejected.push_back({t.name, e.what()});

@@ -25,8 +25,8 @@ void AppendText(const std::string& path, const std::string& text) {
 WorkerJob Dispatcher::MakeJob(int j, const Assignment& a) {
   const LiveTask& l = run_.tasks[j];
   const WorkloadTask& task = run_.WorkloadTaskOf(j);
-  const Option& option = run_.problem.tasks[j].options[a.option];
-  const ClusterNode& node = run_.workload.cluster.nodes[a.node];
+  const Option& option = run_.tasks.problem().tasks[j].options[a.option];
+  const ClusterNode& node = run_.tasks.workload().cluster.nodes[a.node];
   std::string dir = run_.TaskDirOf(j);
   WorkerCall call;
   call.mode = WorkerCall::kExecute;
@@ -41,21 +41,22 @@ WorkerJob Dispatcher::MakeJob(int j, const Assignment& a) {
   call.from_step = l.record.checkpoint_step;
   call.to_step = task.steps;
   call.checkpoint_dir = dir + "/checkpoints";
-  call.checkpoint_every = CheckpointInterval(task.steps, run_.options.checkpoint_every);
-  call.keep_checkpoints = run_.options.keep_checkpoints;
+  call.checkpoint_every = CheckpointInterval(task.steps, run_.options().checkpoint_every);
+  call.keep_checkpoints = run_.options().keep_checkpoints;
   call.save_model = dir + "/model.pt";
-  if (run_.backend->LaunchesRanks() && option.gpus > 1) {
+  if (run_.site.backend->LaunchesRanks() && option.gpus > 1) {
     call.rank_from_env = true;
     call.rendezvous = dir + "/rendezvous-" + std::to_string(++launches_);
   }
-  call.plugins = run_.workload.plugins;
-  if (const ProfileRow* row = run_.profile.Find(task.name, option.technique, option.gpus)) {
-    call.knobs_json = run_.profile.Extra(*row, "knobs");
+  call.plugins = run_.tasks.workload().plugins;
+  if (const ProfileRow* row = run_.tasks.profile().Find(
+          task.name, option.technique, option.gpus, run_.tasks.problem().TypeName(option.type))) {
+    call.knobs_json = run_.tasks.profile().Extra(*row, "knobs");
   }
   std::error_code ec;
   fs::remove(call.out_path, ec);
   WorkerJob job =
-      TaskJob(task.spec, run_.worker, call, JobTarget{node.name, a.gpu_ids, option.gpus, ""});
+      TaskJob(task.spec, run_.site.worker, call, JobTarget{node.name, a.gpu_ids, option.gpus, ""});
   job.pipe_stdout = true;
   job.stderr_path = dir + "/worker.log";
   return job;
@@ -63,11 +64,11 @@ WorkerJob Dispatcher::MakeJob(int j, const Assignment& a) {
 
 void Dispatcher::Start(int j, const Assignment& a) {
   // A profiling trial of an arrival holds one of the devices: start later.
-  if (!run_.placements.Place(j, a)) return;
+  if (!run_.tasks.placements().Place(j, a)) return;
   try {
-    run_.tasks[j].process.emplace(run_.backend->Start(MakeJob(j, a)));
+    run_.tasks[j].process.emplace(run_.site.backend->Start(MakeJob(j, a)));
   } catch (...) {
-    run_.placements.Undo(j);
+    run_.tasks.placements().Undo(j);
     throw;
   }
   MarkStarted(j);
@@ -75,9 +76,9 @@ void Dispatcher::Start(int j, const Assignment& a) {
 
 void Dispatcher::MarkStarted(int j) {
   LiveTask& l = run_.tasks[j];
-  l.stopping = false;
-  l.step = l.record.checkpoint_step;
-  l.recent_step_s.clear();
+  l.stop.pending = false;
+  l.reported.step = l.record.checkpoint_step;
+  l.reported.recent_step_s.clear();
   l.record.status = TaskStatus::kRunning;
   l.record.worker_pgid = l.process->pid();
   ++l.record.launches;
@@ -99,15 +100,15 @@ void Dispatcher::ReadProgress(int j) {
     }
     StepReport r;
     if (!ParseStepLine(*line, &r)) continue;
-    l.step = r.step + 1;
-    l.last_loss = r.loss;
+    l.reported.step = r.step + 1;
+    l.reported.last_loss = r.loss;
     if (r.step_s > 0) {
-      l.recent_step_s.push_back(r.step_s);
-      if (l.recent_step_s.size() > 20) l.recent_step_s.pop_front();
+      l.reported.recent_step_s.push_back(r.step_s);
+      if (l.reported.recent_step_s.size() > 20) l.reported.recent_step_s.pop_front();
     }
     long every = std::max(1L, run_.Steps(j) / 500);
-    if (r.step % every == 0 || l.step == run_.Steps(j)) {
-      run_.state->AddLoss(l.record.name, r.step, r.loss);
+    if (r.step % every == 0 || l.reported.step == run_.Steps(j)) {
+      run_.site.state->AddLoss(l.record.name, r.step, r.loss);
     }
   }
   if (!lines.empty()) AppendText(run_.TaskDirOf(j) + "/worker.out", lines);
@@ -122,8 +123,8 @@ std::optional<WorkerExecuteResult> Dispatcher::ReadResult(int j, bool was_stoppi
     // A user's program: a clean exit after SIGTERM is a checkpoint at the
     // last step it reported; otherwise it ran to the end.
     WorkerExecuteResult result;
-    result.completed_steps = was_stopping ? l.step : run_.Steps(j);
-    result.final_loss = l.last_loss;
+    result.completed_steps = was_stopping ? l.reported.step : run_.Steps(j);
+    result.final_loss = l.reported.last_loss;
     result.preempted = was_stopping;
     return result;
   }
@@ -138,13 +139,13 @@ std::optional<WorkerExecuteResult> Dispatcher::ReadResult(int j, bool was_stoppi
 void Dispatcher::HandleExit(int j, int status) {
   LiveTask& l = run_.tasks[j];
   ReadProgress(j);
-  run_.placements.Free(j);
+  run_.tasks.placements().Free(j);
   l.record.worker_pgid = 0;
-  l.record.steps_done = l.step;
-  bool was_stopping = l.stopping;
-  bool cancelled = l.cancelling;
-  l.stopping = false;
-  l.cancelling = false;
+  l.record.steps_done = l.reported.step;
+  bool was_stopping = l.stop.pending;
+  bool cancelled = l.stop.cancel;
+  l.stop.pending = false;
+  l.stop.cancel = false;
   l.process.reset();
   std::string protocol_error;
   std::optional<WorkerExecuteResult> result;
@@ -154,7 +155,7 @@ void Dispatcher::HandleExit(int j, int status) {
   } else if (cancelled) {
     MarkCancelled(j, result ? result->completed_steps : LatestCheckpointOf(j));
   } else if (result || was_stopping) {
-    if (!protocol_error.empty() && run_.options.progress) {
+    if (!protocol_error.empty() && run_.options().progress) {
       std::fprintf(stderr,
                    "task %s: stopped, but its result breaks the protocol (%s); it continues "
                    "from its last checkpoint\n",
@@ -173,7 +174,7 @@ void Dispatcher::MarkFinished(int j, const WorkerExecuteResult& result) {
   r.final_loss = result.final_loss;
   r.end_s = run_.Now();
   r.error.clear();
-  run_.state->AddLoss(r.name, run_.Steps(j) - 1, result.final_loss);
+  run_.site.state->AddLoss(r.name, run_.Steps(j) - 1, result.final_loss);
   run_.SaveTask(j);
   run_.Emit(events::TaskFinished(run_.Now(), run_.Where(j), run_.Steps(j), result.final_loss));
 }
@@ -205,7 +206,7 @@ void Dispatcher::MarkAttemptFailed(int j, int status, const std::string& protoco
                                                  protocol_error;
   r.error = how + (tail.empty() ? "" : ": " + tail);
   r.checkpoint_step = LatestCheckpointOf(j);
-  bool give_up = r.failures > run_.options.max_retries;
+  bool give_up = r.failures > run_.options().max_retries;
   if (give_up) {
     r.status = TaskStatus::kFailed;
     r.end_s = run_.Now();
@@ -213,7 +214,7 @@ void Dispatcher::MarkAttemptFailed(int j, int status, const std::string& protoco
   run_.SaveTask(j);
   run_.Emit(events::TaskFailed(run_.Now(), run_.Where(j), r.error, r.failures, give_up,
                                r.checkpoint_step));
-  if (run_.options.progress) {
+  if (run_.options().progress) {
     std::fprintf(stderr, "task %s failed (%s, attempt %d; %s): %s\n", r.name.c_str(),
                  Plural(r.failures, "failure").c_str(), r.launches,
                  give_up ? "giving up" : "will retry", how.c_str());
@@ -234,7 +235,7 @@ void Dispatcher::Cancel(int j) {
   if (run_.Done(j)) return;
   if (l.record.status == TaskStatus::kRunning) {
     Preempt(j);
-    l.cancelling = true;
+    l.stop.cancel = true;
     return;
   }
   MarkCancelled(j, l.record.checkpoint_step);
@@ -249,27 +250,27 @@ void Dispatcher::Poll() {
       HandleExit(j, *status);
       continue;
     }
-    if (l.stopping && run_.Now() - l.stop_requested > run_.options.stop_grace_s) {
-      run_.backend->Kill(*l.process);
+    if (l.stop.pending && run_.Now() - l.stop.since_s > run_.options().stop_grace_s) {
+      run_.site.backend->Kill(*l.process);
     }
   }
 }
 
 void Dispatcher::Dispatch() {
-  auto gpu_free = [&](int n, int g) { return run_.placements.DeviceFree(n, g); };
+  auto gpu_free = [&](int n, int g) { return run_.tasks.placements().DeviceFree(n, g); };
   auto done = [&](int j) { return run_.Done(j); };
-  for (int j : run_.queues.Order()) {
+  for (int j : run_.queues().Order()) {
     if (run_.tasks[j].record.status != TaskStatus::kWaiting) continue;
-    if (run_.queues.CanStart(j, gpu_free, done)) Start(j, *run_.queues.Get(j));
+    if (run_.queues().CanStart(j, gpu_free, done)) Start(j, *run_.queues().Get(j));
   }
 }
 
 void Dispatcher::Preempt(int j) {
   LiveTask& l = run_.tasks[j];
-  if (l.record.status != TaskStatus::kRunning || l.stopping) return;
-  l.stopping = true;
-  l.stop_requested = run_.Now();
-  run_.backend->Stop(*l.process);
+  if (l.record.status != TaskStatus::kRunning || l.stop.pending) return;
+  l.stop.pending = true;
+  l.stop.since_s = run_.Now();
+  run_.site.backend->Stop(*l.process);
 }
 
 bool Dispatcher::AnyRunning() const {

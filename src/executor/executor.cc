@@ -30,7 +30,7 @@ class Executor {
     LoopHooks hooks;
     hooks.stop = [&] { return run_.AllDone() || StopRequested(); };
     hooks.after = [&] {
-      if (run_.options.progress && run_.Now() - last_print >= 10.0) {
+      if (run_.options().progress && run_.Now() - last_print >= 10.0) {
         PrintProgress(run_);
         last_print = run_.Now();
       }
@@ -39,7 +39,7 @@ class Executor {
     if (!run_.AllDone()) {
       // Stopped by a signal: every worker checkpoints; the run is resumable.
       interrupted_ = true;
-      if (run_.options.progress) {
+      if (run_.options().progress) {
         std::fprintf(stderr, "interrupted: stopping workers (they checkpoint)...\n");
       }
       loop.Drain();

@@ -21,13 +21,14 @@ double Median(std::deque<double> v) {
 // "  name 40% (technique xN, ETA 1m 5s)" for a running task.
 std::string RunningLine(const RunContext& run, int j) {
   const LiveTask& l = run.tasks[j];
-  double pct = 100.0 * l.step / std::max(1L, run.Steps(j));
-  std::string eta = l.recent_step_s.empty()
-                        ? "?"
-                        : FormatDuration(Median(l.recent_step_s) * (run.Steps(j) - l.step));
-  std::optional<Assignment> on = run.placements.On(j);
+  double pct = 100.0 * l.reported.step / std::max(1L, run.Steps(j));
+  std::string eta =
+      l.reported.recent_step_s.empty()
+          ? "?"
+          : FormatDuration(Median(l.reported.recent_step_s) * (run.Steps(j) - l.reported.step));
+  std::optional<Assignment> on = run.tasks.placements().On(j);
   if (!on) return "";
-  const Option& o = run.problem.tasks[j].options[on->option];
+  const Option& o = run.tasks.problem().tasks[j].options[on->option];
   return "  " + l.record.name + " " + FormatFixed(pct, 0) + "% (" + o.technique + " x" +
          std::to_string(o.gpus) + ", ETA " + eta + ")";
 }
@@ -40,14 +41,14 @@ std::vector<TaskProgress> Snapshot(const RunContext& run) {
     const LiveTask& l = run.tasks[j];
     TaskProgress& p = progress[j];
     p.finished = run.Done(j);
-    p.done = std::min(1.0, static_cast<double>(l.step) / std::max(1L, run.Steps(j)));
+    p.done = std::min(1.0, static_cast<double>(l.reported.step) / std::max(1L, run.Steps(j)));
     p.has_checkpoint = l.record.checkpoint_step > 0;
-    std::optional<Assignment> on = run.placements.On(j);
+    std::optional<Assignment> on = run.tasks.placements().On(j);
     if (run.Running(j) && on) {
       p.running = RunningOn{on->option, on->node, on->gpu_ids};
-      if (l.recent_step_s.size() >= 3) {
-        double profiled = run.problem.tasks[j].options[on->option].runtime_s / run.Steps(j);
-        p.slowdown = Median(l.recent_step_s) / profiled;
+      if (l.reported.recent_step_s.size() >= 3) {
+        double profiled = run.tasks.problem().tasks[j].options[on->option].runtime_s / run.Steps(j);
+        p.slowdown = Median(l.reported.recent_step_s) / profiled;
       }
     }
     p.slowdown = std::isfinite(p.slowdown) && p.slowdown > 0 ? p.slowdown : 1.0;
@@ -64,48 +65,49 @@ void PrintProgress(const RunContext& run) {
     failed += status == TaskStatus::kFailed;
     if (status == TaskStatus::kRunning) running += RunningLine(run, j);
   }
-  double end = run.estimated_end_s > 0 ? run.estimated_end_s : run.planned_makespan_s;
+  double end = run.estimated_end_s() > 0 ? run.estimated_end_s() : run.planned_makespan_s();
   std::fprintf(stderr, "[%s] %d/%d done%s, plan ends ~%s (first plan %s)%s\n",
                FormatDuration(run.Now()).c_str(), finished, run.NumTasks(),
                failed ? (", " + std::to_string(failed) + " failed").c_str() : "",
-               FormatDuration(end).c_str(), FormatDuration(run.planned_makespan_s).c_str(),
+               FormatDuration(end).c_str(), FormatDuration(run.planned_makespan_s()).c_str(),
                running.empty() ? "" : ("\n" + running).c_str());
 }
 
 RunSummary Summarize(const RunContext& run, bool interrupted) {
   RunSummary s;
-  s.run_dir = run.run_dir;
+  s.run_dir = run.site.run_dir;
   s.interrupted = interrupted;
   for (const LiveTask& l : run.tasks) {
     s.finished += l.record.status == TaskStatus::kFinished;
     s.failed += l.record.status == TaskStatus::kFailed;
     s.makespan_s = std::max(s.makespan_s, l.record.end_s);
   }
-  s.planned_makespan_s = run.planned_makespan_s;
-  s.plan_switches = run.switches;
-  s.profiling_s = run.profiling_s;
-  s.planning_s = run.planning_s;
+  s.planned_makespan_s = run.planned_makespan_s();
+  s.plan_switches = run.switches();
+  s.profiling_s = run.profiling_s();
+  s.planning_s = run.planning_s();
   return s;
 }
 
 nlohmann::json WriteReport(RunContext& run, const RunSummary& summary) {
   RunReportInput report;
-  report.workload = run.options.workload_path;
-  report.run_dir = run.run_dir;
-  report.cluster = run.workload.cluster;
-  report.first_plan = LoadPlanFile(run.run_dir + "/plan-0.json");
+  report.workload = run.options().workload_path;
+  report.run_dir = run.site.run_dir;
+  report.cluster = run.tasks.workload().cluster;
+  report.first_plan = LoadPlanFile(run.site.run_dir + "/plan-0.json");
   report.makespan_s = summary.makespan_s;
-  report.profiling_s = run.profiling_s;
-  report.planning_s = run.planning_s;
+  report.profiling_s = run.profiling_s();
+  report.planning_s = run.planning_s();
   for (int j = 0; j < run.NumTasks(); ++j) {
     const TaskRecord& r = run.tasks[j].record;
     bool finished = r.status == TaskStatus::kFinished;
-    report.tasks.push_back(
-        {r.name, std::string(ToString(r.status)), r.technique, r.gpus, r.node, r.first_start_s,
-         r.end_s, run.Steps(j), finished ? run.Steps(j) : r.checkpoint_step, r.final_loss,
-         r.launches, r.failures, r.error, run.state->Losses(r.name), run.WorkloadTaskOf(j).sweep});
+    report.tasks.push_back({r.name, std::string(ToString(r.status)), r.technique, r.gpus, r.node,
+                            r.first_start_s, r.end_s, run.Steps(j),
+                            finished ? run.Steps(j) : r.checkpoint_step, r.final_loss, r.launches,
+                            r.failures, r.error, run.site.state->Losses(r.name),
+                            run.WorkloadTaskOf(j).sweep});
   }
-  report.events = run.state->Events();
+  report.events = run.site.state->Events();
   return WriteRunReport(report);
 }
 

@@ -9,6 +9,7 @@
 #include "common/format.h"
 #include "common/fs.h"
 #include "executor/progress.h"
+#include "planner/baselines.h"
 
 namespace saturn {
 
@@ -28,60 +29,69 @@ void BackgroundReplanner::Wait() {
   if (pending_.valid()) pending_.wait();
 }
 
-ReplanPolicy MakeReplanPolicy(RunContext& run, double time_limit_s) {
-  ReplanPolicy policy(run.options.solve);
-  policy.time_limit_s = time_limit_s;
-  policy.seed = run.options.solve.seed + static_cast<uint64_t>(++run.replans);
-  policy.threshold_s = run.threshold_s;
-  policy.switch_cost_s = run.options.switch_cost_s;
-  return policy;
-}
-
 void Replanner::Poll() {
-  if (!run_.options.introspection) return;
+  if (!run_.options().introspection) return;
   auto prepare = [&] {
     double time_limit_s =
-        std::min(run_.options.solve.time_limit_s, std::max(1.0, run_.interval_s / 4));
-    ReplanPolicy policy = MakeReplanPolicy(run_, time_limit_s);
+        std::min(run_.options().solve.time_limit_s, std::max(1.0, run_.interval_s() / 4));
+    ReplanPolicy policy = run_.NextReplanPolicy(time_limit_s);
     double now = run_.Now();
-    solving_for_ = run_.task_set_version;
+    solving_for_ = run_.tasks.version();
     return BackgroundReplanner::Solve(
-        [problem = run_.problem, progress = Snapshot(run_), plan = run_.plan, now, policy] {
-          return Replan(problem, progress, plan, now, policy);
-        });
+        [problem = run_.tasks.problem(), progress = Snapshot(run_), plan = run_.plan(), now,
+         policy] { return Replan(problem, progress, plan, now, policy); });
   };
   background_.Poll(prepare, [&](const ReplanDecision& d) { Apply(d); });
 }
 
 void Replanner::Apply(const ReplanDecision& d) {
   // Tasks arrived while it was solved: its task numbers are stale.
-  if (solving_for_ != run_.task_set_version) return;
-  run_.estimated_end_s = d.switch_plan ? d.new_end_s : d.current_end_s;
+  if (solving_for_ != run_.tasks.version()) return;
+  run_.SetEstimatedEnd(d.switch_plan ? d.new_end_s : d.current_end_s);
   if (!d.switch_plan) return;
   std::vector<std::string> moved = SwitchTo(run_, dispatcher_, d);
   run_.Emit(events::PlanSwitched(run_.Now(), events::SwitchWhy::kIntrospection, d.current_end_s,
                                  d.new_end_s, moved));
-  if (run_.options.progress) {
+  if (run_.options().progress) {
     std::fprintf(stderr, "[%s] %s\n", FormatDuration(run_.Now()).c_str(), d.summary.c_str());
   }
 }
 
+nlohmann::json LiveBaselines(const RunContext& run) {
+  ReplanPolicy policy(run.options().solve);
+  policy.switch_cost_s = run.options().switch_cost_s;
+  RemainingProblem rest = BuildRemainingProblem(run.tasks.problem(), Snapshot(run), policy);
+  nlohmann::json baselines = BaselineMakespans(rest.problem);
+  double now = run.Now();
+  for (auto& [name, baseline] : baselines.items()) {
+    baseline["makespan_s"] = now + baseline["makespan_s"].get<double>();
+    baseline["from_s"] = now;
+    baseline.erase("plan");  // its times are from now; the first plan's is drawn
+  }
+  return baselines;
+}
+
+void AdoptReplan(RunContext& run, Plan plan) {
+  plan.extra["baselines"] = LiveBaselines(run);
+  run.AdoptPlan(plan);
+}
+
 std::vector<std::string> SwitchTo(RunContext& run, Dispatcher& dispatcher,
                                   const ReplanDecision& d) {
-  run.AdoptPlan(d.plan);
+  AdoptReplan(run, d.plan);
   // Tasks the new plan moves: the ones it pre-empts, and any that started
   // while it was being solved somewhere other than where it puts them.
   std::map<std::string, int> index;
   for (int j = 0; j < run.NumTasks(); ++j)
-    index[run.problem.tasks[j].name] = j;
+    index[run.tasks.problem().tasks[j].name] = j;
   std::vector<std::string> moved = d.preempted;
-  for (const PlanTask& t : run.plan.tasks) {
+  for (const PlanTask& t : run.plan().tasks) {
     int j = index.at(t.task);
-    std::optional<Assignment> on = run.placements.On(j);
+    std::optional<Assignment> on = run.tasks.placements().On(j);
     if (!run.Running(j) || !on) continue;
-    const Option& o = run.problem.tasks[j].options[on->option];
+    const Option& o = run.tasks.problem().tasks[j].options[on->option];
     if (o.technique != t.technique || o.gpus != t.gpus ||
-        run.problem.nodes[on->node].name != t.node || on->gpu_ids != t.gpu_ids) {
+        run.tasks.problem().nodes[on->node].name != t.node || on->gpu_ids != t.gpu_ids) {
       if (std::find(moved.begin(), moved.end(), t.task) == moved.end()) moved.push_back(t.task);
     }
   }
@@ -92,15 +102,15 @@ std::vector<std::string> SwitchTo(RunContext& run, Dispatcher& dispatcher,
 }
 
 void ReplanForOtherNodes(RunContext& run, const std::string& cluster_now) {
-  ReplanDecision d = Replan(run.problem, Snapshot(run), Plan{}, run.Now(),
-                            MakeReplanPolicy(run, run.options.solve.time_limit_s));
-  run.estimated_end_s = d.new_end_s;
-  run.AdoptPlan(d.plan);
-  run.state->Set(meta::kCluster, cluster_now);
-  WriteFileAtomic(run.run_dir + "/cluster.yaml", cluster_now);
+  ReplanDecision d = Replan(run.tasks.problem(), Snapshot(run), Plan{}, run.Now(),
+                            run.NextReplanPolicy(run.options().solve.time_limit_s));
+  run.SetEstimatedEnd(d.new_end_s);
+  AdoptReplan(run, d.plan);
+  run.site.state->Set(meta::kCluster, cluster_now);
+  WriteFileAtomic(run.site.run_dir + "/cluster.yaml", cluster_now);
   run.Emit(events::PlanSwitched(run.Now(), events::SwitchWhy::kOtherNodes, d.current_end_s,
                                 d.new_end_s, {}));
-  if (run.options.progress) {
+  if (run.options().progress) {
     std::fprintf(stderr, "[%s] resumed on other nodes; planned the rest for them: ends ~%s\n",
                  FormatDuration(run.Now()).c_str(), FormatDuration(d.new_end_s).c_str());
   }

@@ -53,7 +53,7 @@ class BackgroundReplanner {
 class Replanner {
  public:
   Replanner(RunContext& run, Dispatcher& dispatcher)
-      : run_(run), dispatcher_(dispatcher), background_(run.clock, run.interval_s) {}
+      : run_(run), dispatcher_(dispatcher), background_(run.clock, run.interval_s()) {}
 
   void Poll();
   void Wait() { background_.Wait(); }
@@ -72,8 +72,13 @@ class Replanner {
 // somewhere other than where it puts them); returns their names.
 std::vector<std::string> SwitchTo(RunContext& run, Dispatcher& dispatcher, const ReplanDecision& d);
 
-// Re-planning settings; each call gets its own seed.
-ReplanPolicy MakeReplanPolicy(RunContext& run, double time_limit_s);
+// What the usual ways would take for the work left now (planner/baselines.h
+// on the remaining problem), as ends on the run clock ("makespan_s": now +
+// their makespan, "from_s": now): the baselines of a plan adopted while the
+// run goes on, so that `saturn serve`'s plan and dashboard compare live.
+nlohmann::json LiveBaselines(const RunContext& run);
+// Follows a re-plan's `plan` (RunContext::AdoptPlan) with its live baselines.
+void AdoptReplan(RunContext& run, Plan plan);
 
 // Plans what is left for the nodes a run resumes on, from the tasks'
 // checkpoints (every technique and GPU count resumes from them), and

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 
 #include "common/fs.h"
 #include "protocol/checkpoint_files.h"
@@ -12,11 +13,11 @@ namespace saturn {
 namespace fs = std::filesystem;
 
 std::string RunContext::TaskDir(int workload_task) const {
-  return run_dir + "/tasks/" + workload.tasks[workload_task].name;
+  return site.run_dir + "/tasks/" + tasks.workload().tasks[static_cast<size_t>(workload_task)].name;
 }
 
 bool RunContext::Running(int j) const {
-  return tasks[j].record.status == TaskStatus::kRunning && !tasks[j].stopping;
+  return tasks[j].record.status == TaskStatus::kRunning && !tasks[j].stop.pending;
 }
 
 bool RunContext::Done(int j) const {
@@ -33,8 +34,9 @@ bool RunContext::AllDone() const {
 
 events::TaskPlace RunContext::Where(int j) const {
   events::TaskPlace at;
+  const Problem& problem = tasks.problem();
   at.task = problem.tasks[j].name;
-  if (std::optional<Assignment> a = placements.Last(j)) {
+  if (std::optional<Assignment> a = tasks.placements().Last(j)) {
     const Option& o = problem.tasks[j].options[a->option];
     at.technique = o.technique;
     at.gpus = o.gpus;
@@ -46,57 +48,111 @@ events::TaskPlace RunContext::Where(int j) const {
 
 void RunContext::SaveTask(int j) {
   TaskRecord& r = tasks[j].record;
-  if (placements.Last(j)) {
+  if (tasks.placements().Last(j)) {
     events::TaskPlace at = Where(j);
     r.technique = at.technique;
     r.gpus = at.gpus;
     r.node = at.node;
     r.gpu_ids = at.gpu_ids;
   }
-  state->SaveTask(r);
+  site.state->SaveTask(r);
+}
+
+void RunContext::Emit(const Event& event) {
+  site.state->Append(event);
+  if (on_event_) on_event_(event);
+}
+
+ReplanPolicy RunContext::NextReplanPolicy(double time_limit_s) {
+  ReplanPolicy policy(options_.solve);
+  policy.time_limit_s = time_limit_s;
+  policy.seed = options_.solve.seed + static_cast<uint64_t>(++replans_);
+  policy.threshold_s = threshold_s_;
+  policy.switch_cost_s = options_.switch_cost_s;
+  return policy;
 }
 
 void RunContext::SavePlan(int index) {
-  std::string text = PlanToJson(plan).dump(2) + "\n";
-  WriteFileAtomic(run_dir + "/plan-" + std::to_string(index) + ".json", text);
-  state->Set(meta::kPlan, text);
+  std::string text = PlanToJson(plan_).dump(2) + "\n";
+  WriteFileAtomic(site.run_dir + "/plan-" + std::to_string(index) + ".json", text);
+  site.state->Set(meta::kPlan, text);
+}
+
+void RunContext::FollowFirstPlan(const Plan& plan, double profiling_s, double planning_s) {
+  plan_ = plan;
+  planned_makespan_s_ = plan.makespan_s;
+  profiling_s_ = profiling_s;
+  planning_s_ = planning_s;
+  SavePlan(0);
+  site.state->Set(meta::kPlannedMakespanS, planned_makespan_s_);
+  site.state->Set(meta::kProfilingS, profiling_s_);
+  site.state->Set(meta::kPlanningS, planning_s_);
+}
+
+void RunContext::RestorePlan() {
+  RunState& state = *site.state;
+  if (std::optional<std::string> text = state.Get(meta::kPlan)) {
+    plan_ = PlanFromJson(nlohmann::json::parse(*text), site.run_dir);
+  }
+  planned_makespan_s_ = state.Get(meta::kPlannedMakespanS).value_or(0.0);
+  switches_ = state.Get(meta::kPlanSwitches).value_or(0);
+  profiling_s_ = state.Get(meta::kProfilingS).value_or(0.0);
+  planning_s_ = state.Get(meta::kPlanningS).value_or(0.0);
 }
 
 void RunContext::AdoptPlan(const Plan& next) {
-  ++switches;
-  state->Set(meta::kPlanSwitches, switches);
-  plan = next;
-  SavePlan(switches);
-}
-
-void RunContext::SaveProfile() {
-  std::string text = ProfileToCsv(profile);
-  state->Set(meta::kProfile, text);
-  WriteFileAtomic(run_dir + "/profile.csv", text);
-}
-
-std::optional<std::pair<std::string, std::string>> RunContext::SavedProfile() {
-  if (std::optional<std::string> text = state->Get(meta::kProfile)) {
-    return std::make_pair(*text, run_dir + "/state.sqlite (profile)");
+  ++switches_;
+  site.state->Set(meta::kPlanSwitches, switches_);
+  plan_ = next;
+  SavePlan(switches_);
+  if (planned_makespan_s_ <= 0) {
+    planned_makespan_s_ = next.makespan_s;
+    site.state->Set(meta::kPlannedMakespanS, planned_makespan_s_);
   }
-  std::string path = run_dir + "/profile.csv";
-  std::error_code ec;
-  if (!fs::exists(path, ec)) return std::nullopt;
-  return std::make_pair(ReadFile(path), path);
+}
+
+void RunContext::DropFromPlan(const std::set<std::string>& names) {
+  std::erase_if(plan_.tasks, [&](const PlanTask& t) { return names.count(t.task) > 0; });
 }
 
 void RunContext::Requeue() {
-  queues.Adopt(problem, plan, [&](int j) { return Running(j); });
+  queues_.Adopt(tasks.problem(), plan_, [&](int j) { return Running(j); });
+}
+
+std::string RunContext::ProfileSource() const {
+  return options_.profile_path.empty() ? site.run_dir + "/profile.csv" : options_.profile_path;
+}
+
+void RunContext::RebuildTasks() {
+  SaveProfile();
+  for (int j : tasks.Rebuild(ProfileSource()))
+    SaveTask(j);
+}
+
+void RunContext::SaveProfile() {
+  std::string text = ProfileToCsv(tasks.profile());
+  site.state->Set(meta::kProfile, text);
+  WriteFileAtomic(site.run_dir + "/profile.csv", text);
+}
+
+std::optional<std::pair<std::string, std::string>> RunContext::SavedProfile() {
+  if (std::optional<std::string> text = site.state->Get(meta::kProfile)) {
+    return std::make_pair(*text, site.run_dir + "/state.sqlite (profile)");
+  }
+  std::string path = site.run_dir + "/profile.csv";
+  std::error_code ec;
+  if (!fs::exists(path, ec)) return std::nullopt;
+  return std::make_pair(ReadFile(path), path);
 }
 
 long RunContext::NewestCheckpoint(int j) {
   std::string dir = TaskDirOf(j) + "/checkpoints";
   RemoveCheckpointLeftovers(dir);
   saturn::NewestCheckpoint newest = FindNewestCheckpoint(dir);
-  const std::string& name = problem.tasks[j].name;
+  const std::string& name = tasks.problem().tasks[j].name;
   for (const SkippedCheckpoint& bad : newest.skipped) {
     Emit(events::CheckpointSkipped(Now(), name, bad.step, bad.problem, newest.step));
-    if (options.progress) {
+    if (options_.progress) {
       std::fprintf(stderr,
                    "task %s: checkpoint-%ld is damaged (%s); set aside as %s.corrupt, "
                    "the task continues from step %ld\n",

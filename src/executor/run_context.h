@@ -1,34 +1,33 @@
 // What the parts of `saturn run` share (executor.h describes the whole): the
-// run's options, its clock, the workload and its problem, the durable state,
-// and where each task stands. Set up by run_setup.h; the dispatcher starts
+// run's options, its clock, where it lives and its durable state, its tasks
+// (task_set.h: the workload, profile and problem, each task's live state and
+// placement), and the plan it follows. Set up by run_setup.h; the dispatcher starts
 // and watches workers (dispatcher.h), the re-planner switches plans
 // (replanner.h), and progress.h reads it for re-plans, progress lines and the
 // report.
 //
 //   RunContext run(options, clock);
 //   SetUpRun(run);
+//   run.tasks[0].record.status;   // a task's live state (task_set.h)
 //   run.Emit(events::Resumed(run.Now()));
 #pragma once
 
-#include <deque>
 #include <functional>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "common/clock.h"
-#include "common/process.h"
 #include "executor/executor.h"
-#include "executor/placements.h"
 #include "executor/run_state.h"
+#include "executor/task_set.h"
 #include "launch/backend.h"
-#include "planner/problem.h"
 #include "replan/dispatch.h"
+#include "replan/replan.h"
 #include "spec/event_kinds.h"
 #include "spec/plan.h"
-#include "spec/profile.h"
-#include "spec/workload.h"
 
 namespace saturn {
 
@@ -51,61 +50,72 @@ class RunClock final : public Clock {
   double offset_s_ = 0.0;
 };
 
-// One task of the run as it stands; `record` is what the state keeps
-// (where it runs is the run's Placements; SaveTask copies it into the record).
-struct LiveTask {
-  TaskRecord record;
-  long step = 0;  // steps done (last report)
-  std::deque<double> recent_step_s;
-  double last_loss = 0.0;
-  std::optional<Process> process;
-  bool stopping = false;
-  bool cancelling = false;  // stopping to be cancelled, not to move
-  double stop_requested = 0.0;
+// Where the run lives and what it runs with: set once by SetUpRun or the
+// service.
+struct RunSite {
+  std::string run_dir;
+  std::string worker;  // the saturn-worker binary ("" when only users' programs run)
+  std::unique_ptr<LaunchBackend> backend;
+  std::optional<RunState> state;  // the run's durable state (run_state.h)
 };
 
-struct RunContext {
-  RunContext(const RunOptions& o, const Clock& clock) : options(o), clock(clock) {}
+// The run's clock, where it lives, its tasks (task_set.h), and the plan it
+// follows. The plan, its history and the run's settings change only through
+// the methods below, which keep the state and the plan files in step.
+class RunContext {
+ public:
+  RunContext(const RunOptions& options, const Clock& clock) : clock(clock), options_(options) {}
 
-  RunOptions options;
   RunClock clock;
-  std::string run_dir;
-  Workload workload;
-  std::optional<RunState> state;
-  std::unique_ptr<LaunchBackend> backend;
-  std::string worker;
-  ProfileTable profile;
-  Problem problem;
-  std::vector<int> workload_index;  // problem task j is workload task workload_index[j]
-  std::vector<LiveTask> tasks;      // per problem task
-  // Where each task runs and who holds each device (tasks, or profiling
-  // trials of arrivals): the one record of placement.
-  Placements placements;
-  PlanQueues queues;
-  Plan plan;
-  double planned_makespan_s = 0.0;
-  double estimated_end_s = 0.0;
-  // Introspection, set up by SetUpRun (--interval/--threshold or auto,
-  // common/defaults.h) or by the service.
-  double interval_s = 0.0;
-  double threshold_s = 0.0;
-  double profiling_s = 0.0;
-  double planning_s = 0.0;
-  int switches = 0;
-  int replans = 0;
-  // Counts changes of the task set (arrivals): a re-plan solved for an older
-  // set is dropped.
-  int task_set_version = 0;
-  // Told every event after it is logged (saturn serve streams them).
-  std::function<void(const Event&)> on_event;
+  RunSite site;
+  TaskSet tasks;
 
+  const RunOptions& options() const { return options_; }
   double Now() const { return clock.Now(); }
-  int NumTasks() const { return problem.NumTasks(); }
-  const WorkloadTask& WorkloadTaskOf(int j) const { return workload.tasks[workload_index[j]]; }
+
+  // --- Introspection (re-planning while training) ---
+  double interval_s() const { return interval_s_; }
+  double threshold_s() const { return threshold_s_; }
+  void SetIntrospection(double interval_s, double threshold_s) {
+    interval_s_ = interval_s;
+    threshold_s_ = threshold_s;
+  }
+  // Re-planning settings with `time_limit_s`; each call gets its own seed.
+  ReplanPolicy NextReplanPolicy(double time_limit_s);
+
+  // --- The plan followed ---
+  const Plan& plan() const { return plan_; }
+  // The per-device queues of the plan, for dispatch.
+  PlanQueues& queues() { return queues_; }
+  // The first plan's makespan (0 before there is one), the latest estimate
+  // of the end, and how many times the run switched plans.
+  double planned_makespan_s() const { return planned_makespan_s_; }
+  double estimated_end_s() const { return estimated_end_s_; }
+  int switches() const { return switches_; }
+  // What making the first plan cost.
+  double profiling_s() const { return profiling_s_; }
+  double planning_s() const { return planning_s_; }
+  // Follows the run's first plan (saved as plan-0.json and into the state).
+  void FollowFirstPlan(const Plan& plan, double profiling_s, double planning_s);
+  // Follows the plan the state saved, with its history (a resumed run, a
+  // restarted service); none if it saved none.
+  void RestorePlan();
+  // Follows `next` from now on (saved as plan-<switches>.json); the first
+  // plan of a run that had none (the service's first arrivals).
+  void AdoptPlan(const Plan& next);
+  // The plan followed without these tasks (they left the run).
+  void DropFromPlan(const std::set<std::string>& names);
+  void SetEstimatedEnd(double end_s) { estimated_end_s_ = end_s; }
+  // Rebuilds the dispatch queues from the plan followed.
+  void Requeue();
+
+  // --- Tasks ---
+  int NumTasks() const { return tasks.size(); }
+  const WorkloadTask& WorkloadTaskOf(int j) const { return tasks.WorkloadTaskOf(j); }
   long Steps(int j) const { return WorkloadTaskOf(j).steps; }
   // The task's folder under tasks/, by workload task index.
   std::string TaskDir(int workload_task) const;
-  std::string TaskDirOf(int j) const { return TaskDir(workload_index[j]); }
+  std::string TaskDirOf(int j) const { return TaskDir(tasks.WorkloadIndexOf(j)); }
   bool Running(int j) const;
   bool Done(int j) const;
   bool AllDone() const;
@@ -117,17 +127,12 @@ struct RunContext {
   events::Progress ProgressAt(int j, long step) const {
     return {Steps(j) > 0 ? static_cast<double>(step) / static_cast<double>(Steps(j)) : 0.0, step};
   }
-  void Emit(const Event& event) {
-    state->Append(event);
-    if (on_event) on_event(event);
-  }
-  // Writes the plan followed as plan-<index>.json and into the state.
-  void SavePlan(int index);
-  // Follows `next` from now on (saved as plan-<switches>.json).
-  void AdoptPlan(const Plan& next);
-  // Rebuilds the dispatch queues from the current plan.
-  void Requeue();
-  // Saves `profile` into the state and as profile.csv.
+  // The problem again after the workload's tasks and the profile changed
+  // (TaskSet::Rebuild); the profile is saved and each new task's record.
+  void RebuildTasks();
+  // The profile's source for messages: --profile's file or the run's.
+  std::string ProfileSource() const;
+  // Saves the profile into the state and as profile.csv.
   void SaveProfile();
   // The profile saved (its CSV text and where it came from for messages),
   // or nothing if none was.
@@ -137,6 +142,29 @@ struct RunContext {
   // runs: leftovers of interrupted writes are removed, and each damaged
   // checkpoint skipped is set aside and logged (checkpoint_skipped).
   long NewestCheckpoint(int j);
+
+  // --- Events ---
+  // Logs the event, then tells the listener (saturn serve streams them).
+  void Emit(const Event& event);
+  void SetEventListener(std::function<void(const Event&)> listener) {
+    on_event_ = std::move(listener);
+  }
+
+ private:
+  void SavePlan(int index);
+
+  RunOptions options_;
+  double interval_s_ = 0.0;
+  double threshold_s_ = 0.0;
+  Plan plan_;
+  PlanQueues queues_;
+  double planned_makespan_s_ = 0.0;
+  double estimated_end_s_ = 0.0;
+  double profiling_s_ = 0.0;
+  double planning_s_ = 0.0;
+  int switches_ = 0;
+  int replans_ = 0;
+  std::function<void(const Event&)> on_event_;
 };
 
 }  // namespace saturn

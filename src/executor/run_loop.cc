@@ -52,7 +52,7 @@ void RunLoop::Finish() {
 
 void RunLoop::SaveClock() {
   last_save_ = run_.Now();
-  run_.state->Set(meta::kClockS, last_save_);
+  run_.site.state->Set(meta::kClockS, last_save_);
 }
 
 }  // namespace saturn

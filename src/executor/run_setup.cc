@@ -33,10 +33,10 @@ namespace fs = std::filesystem;
 // into the new run's task folders).
 void MoveAside(RunContext& run) {
   {
-    RunState earlier = RunState::Open(run.run_dir, /*create=*/false);
+    RunState earlier = RunState::Open(run.site.run_dir, /*create=*/false);
     for (const TaskRecord& t : earlier.Tasks()) {
       if (t.worker_pgid > 0 && ::kill(-t.worker_pgid, 0) == 0) {
-        throw InputError(run.run_dir, 0, "--fresh",
+        throw InputError(run.site.run_dir, 0, "--fresh",
                          "a worker of the run here still runs (task " + Quote(t.name) +
                              ", process group " + std::to_string(t.worker_pgid) +
                              "); stop that run first (Ctrl-C, or kill -TERM -" +
@@ -45,7 +45,7 @@ void MoveAside(RunContext& run) {
     }
   }
   std::error_code ec;
-  std::string dir = run.run_dir;
+  std::string dir = run.site.run_dir;
   while (dir.size() > 1 && dir.back() == '/')
     dir.pop_back();
   for (int n = 1;; ++n) {
@@ -53,10 +53,10 @@ void MoveAside(RunContext& run) {
     if (fs::exists(aside, ec)) continue;
     fs::rename(dir, aside, ec);
     if (ec) {
-      throw SystemError("cannot move the earlier run " + run.run_dir + " aside to " + aside + ": " +
-                        ec.message());
+      throw SystemError("cannot move the earlier run " + run.site.run_dir + " aside to " + aside +
+                        ": " + ec.message());
     }
-    if (run.options.progress) {
+    if (run.options().progress) {
       std::fprintf(stderr, "--fresh: moved the earlier run aside to %s\n", aside.c_str());
     }
     return;
@@ -66,115 +66,77 @@ void MoveAside(RunContext& run) {
 // Refuses a run that would clobber another or resume nothing, and the
 // workers and cluster it cannot use; opens the run's state.
 void CheckAndOpen(RunContext& run) {
-  const RunOptions& o = run.options;
+  const RunOptions& o = run.options();
   std::error_code ec;
-  bool exists = fs::exists(run.run_dir + "/state.sqlite", ec);
+  bool exists = fs::exists(run.site.run_dir + "/state.sqlite", ec);
   if (exists && !o.resume && !o.fresh) {
-    throw InputError(run.run_dir, 0, "",
+    throw InputError(run.site.run_dir, 0, "",
                      "a run already lives here; continue it with --resume, start afresh with "
                      "--fresh (the earlier run is moved aside, not deleted) or choose another "
                      "folder with --run-dir");
   }
   if (!exists && o.resume) {
-    throw InputError(run.run_dir, 0, "--resume", "no run to resume here (no state.sqlite)");
+    throw InputError(run.site.run_dir, 0, "--resume", "no run to resume here (no state.sqlite)");
   }
-  run.worker = o.profiler.worker;
-  bool engine_tasks = std::any_of(run.workload.tasks.begin(), run.workload.tasks.end(),
-                                  [](const WorkloadTask& t) { return !t.is_command; });
-  if (run.worker.empty() && engine_tasks) run.worker = FindWorkerBinary();
+  run.site.worker = o.profiler.worker;
+  bool engine_tasks =
+      std::any_of(run.tasks.workload().tasks.begin(), run.tasks.workload().tasks.end(),
+                  [](const WorkloadTask& t) { return !t.is_command; });
+  if (run.site.worker.empty() && engine_tasks) run.site.worker = FindWorkerBinary();
   // Plug-ins load and every task's techniques exist.
-  if (engine_tasks) AvailableTechniques(run.workload, run.worker);
-  run.backend = MakeBackend(o.backend);
-  UseBackendAllocation(run.workload, *run.backend);
+  if (engine_tasks) AvailableTechniques(run.tasks.workload(), run.site.worker);
+  run.site.backend = MakeBackend(o.backend);
+  UseBackendAllocation(run.tasks.workload(), *run.site.backend);
   // Only once every check has passed: a refused run leaves the earlier one.
   if (exists && o.fresh) MoveAside(run);
-  MakeDirectories(run.run_dir);
-  run.backend->CheckSharedDir(run.run_dir, run.workload.cluster);
-  run.state.emplace(RunState::Open(run.run_dir, !o.resume));
+  MakeDirectories(run.site.run_dir);
+  run.site.backend->CheckSharedDir(run.site.run_dir, run.tasks.workload().cluster);
+  run.site.state.emplace(RunState::Open(run.site.run_dir, !o.resume));
 }
-
-}  // namespace
-
-void BuildProblem(RunContext& run, bool keep_placements) {
-  const RunOptions& o = run.options;
-  run.problem = ProblemFromProfile(run.profile, run.workload.cluster);
-  std::map<std::string, int> by_name;
-  for (size_t k = 0; k < run.workload.tasks.size(); ++k)
-    by_name[run.workload.tasks[k].name] = k;
-  if (run.problem.NumTasks() != static_cast<int>(run.workload.tasks.size())) {
-    throw InputError(o.profile_path.empty() ? run.run_dir + "/profile.csv" : o.profile_path, 0, "",
-                     "the profile has " + std::to_string(run.problem.NumTasks()) +
-                         " tasks but the workload " + std::to_string(run.workload.tasks.size()));
-  }
-  run.workload_index.clear();
-  for (const Task& t : run.problem.tasks) {
-    auto it = by_name.find(t.name);
-    if (it == by_name.end()) {
-      throw InputError(o.profile_path, 0, "task " + Quote(t.name), "is not in the workload");
-    }
-    run.workload_index.push_back(it->second);
-  }
-  run.tasks.clear();
-  run.tasks.resize(run.problem.NumTasks());
-  if (keep_placements) return;
-  std::vector<std::pair<std::string, int>> nodes;
-  for (int n = 0; n < run.problem.NumNodes(); ++n)
-    nodes.emplace_back(run.problem.nodes[n].name, run.problem.nodes[n].gpus);
-  run.placements.Reset(nodes, run.problem.NumTasks());
-}
-
-namespace {
 
 ProfileTable Profile(RunContext& run) {
-  const RunOptions& o = run.options;
-  if (!o.profile_path.empty()) return LoadProfileFile(o.profile_path, run.workload.cluster);
+  const RunOptions& o = run.options();
+  if (!o.profile_path.empty()) return LoadProfileFile(o.profile_path, run.tasks.workload().cluster);
   ProfilerOptions p = o.profiler;
-  p.worker = run.worker;
+  p.worker = run.site.worker;
   p.progress = o.progress;
-  p.backend = run.backend.get();
+  p.backend = run.site.backend.get();
   p.checkpoint_every = o.checkpoint_every;
-  if (p.work_dir.empty()) p.work_dir = run.run_dir + "/trials";
-  ProfileRun profiled = RunProfiler(run.workload, p);
-  if (o.progress) std::fputs(ProfileSummary(run.workload, profiled).c_str(), stderr);
+  if (p.work_dir.empty()) p.work_dir = run.site.run_dir + "/trials";
+  ProfileRun profiled = RunProfiler(run.tasks.workload(), p);
+  if (o.progress) std::fputs(ProfileSummary(run.tasks.workload(), profiled).c_str(), stderr);
   return profiled.table;
 }
 
 void ProfileAndPlan(RunContext& run) {
   const Clock& clock = run.clock.base();
   double t0 = clock.Now();
-  run.profile = Profile(run);
+  run.tasks.profile() = Profile(run);
   run.SaveProfile();
-  run.profiling_s = clock.Now() - t0;
-  BuildProblem(run);
+  double profiling_s = clock.Now() - t0;
+  run.tasks.Build(run.ProfileSource());
   t0 = clock.Now();
-  PlanRequest request(run.options.solve);
+  PlanRequest request(run.options().solve);
   // Training waits for this plan: anytime only where the run is long enough
   // for seconds of planning to pay (defaults.h).
-  request.anytime = MakespanLowerBound(run.problem) >= defaults::kAnytimeFirstPlanFromS;
+  request.anytime = MakespanLowerBound(run.tasks.problem()) >= defaults::kAnytimeFirstPlanFromS;
   request.gap = request.anytime ? defaults::kFirstPlanGap : 0.0;
-  PlanResult planned = RunPlanner(run.problem, request);
-  run.planning_s = clock.Now() - t0;
-  run.plan = planned.plan;
-  run.plan.extra["baselines"] = BaselineMakespans(run.problem);
-  run.planned_makespan_s = run.plan.makespan_s;
+  Plan plan = RunPlanner(run.tasks.problem(), request).plan;
+  double planning_s = clock.Now() - t0;
+  plan.extra["baselines"] = BaselineMakespans(run.tasks.problem());
   // Plan times are on the run clock, which starts after profiling and planning.
   run.clock.Start();
-  run.SavePlan(0);
-  run.state->Set(meta::kPlannedMakespanS, run.planned_makespan_s);
-  run.state->Set(meta::kProfilingS, run.profiling_s);
-  run.state->Set(meta::kPlanningS, run.planning_s);
-  for (int j = 0; j < run.NumTasks(); ++j) {
-    run.tasks[j].record.name = run.problem.tasks[j].name;
+  run.FollowFirstPlan(plan, profiling_s, planning_s);
+  for (int j = 0; j < run.NumTasks(); ++j)
     run.SaveTask(j);
-  }
-  run.Emit(events::FirstPlan(0.0, run.plan, run.planning_s, run.profiling_s));
-  if (run.options.progress) {
+  run.Emit(events::FirstPlan(0.0, run.plan(), run.planning_s(), run.profiling_s()));
+  if (run.options().progress) {
     std::fprintf(stderr, "plan (%s, %s): %s, makespan %s (lower bound %s)\n",
-                 run.plan.solver.c_str(), DescribePlanStatus(run.plan.status).c_str(),
-                 Plural(static_cast<long>(run.plan.tasks.size()), "task").c_str(),
-                 FormatDuration(run.plan.makespan_s).c_str(),
-                 FormatDuration(run.plan.lower_bound_s).c_str());
-    if (std::string line = BaselineLine(run.plan); !line.empty()) {
+                 run.plan().solver.c_str(), DescribePlanStatus(run.plan().status).c_str(),
+                 Plural(static_cast<long>(run.plan().tasks.size()), "task").c_str(),
+                 FormatDuration(run.plan().makespan_s).c_str(),
+                 FormatDuration(run.plan().lower_bound_s).c_str());
+    if (std::string line = BaselineLine(run.plan()); !line.empty()) {
       std::fprintf(stderr, "%s\n", line.c_str());
     }
   }
@@ -184,11 +146,11 @@ void ProfileAndPlan(RunContext& run) {
 
 void RestoreTasks(RunContext& run) {
   std::map<std::string, TaskRecord> saved;
-  for (TaskRecord& r : run.state->Tasks())
+  for (TaskRecord& r : run.site.state->Tasks())
     saved[r.name] = std::move(r);
   for (int j = 0; j < run.NumTasks(); ++j) {
     LiveTask& l = run.tasks[j];
-    const std::string& name = run.problem.tasks[j].name;
+    const std::string& name = run.tasks.problem().tasks[j].name;
     l.record = saved.count(name) ? saved[name] : TaskRecord{};
     l.record.name = name;
     if (!run.Done(j)) {
@@ -201,10 +163,10 @@ void RestoreTasks(RunContext& run) {
         l.record.checkpoint_step = run.NewestCheckpoint(j);
       }
     }
-    l.step = l.record.checkpoint_step;
+    l.reported.step = l.record.checkpoint_step;
     run.SaveTask(j);
   }
-  if (!run.options.progress) return;
+  if (!run.options().progress) return;
   std::string line;
   for (int j = 0; j < run.NumTasks(); ++j) {
     const TaskRecord& r = run.tasks[j].record;
@@ -223,7 +185,7 @@ namespace {
 std::pair<std::string, std::string> ProfileToResume(RunContext& run) {
   auto saved = run.SavedProfile();
   if (!saved)
-    throw InputError(run.run_dir + "/profile.csv", 0, "", "missing: nothing to resume with");
+    throw InputError(run.site.run_dir + "/profile.csv", 0, "", "missing: nothing to resume with");
   return *saved;
 }
 
@@ -231,15 +193,16 @@ std::pair<std::string, std::string> ProfileToResume(RunContext& run) {
 // resumes on (it was checked against `saved_cluster`, the old ones).
 ProfileTable ProfileOnNewCluster(RunContext& run, const std::string& saved_cluster) {
   auto [text, source] = ProfileToResume(run);
-  Cluster old = ParseCluster(YAML::Load(saved_cluster), run.run_dir + "/state.sqlite", "cluster");
+  Cluster old =
+      ParseCluster(YAML::Load(saved_cluster), run.site.run_dir + "/state.sqlite", "cluster");
   ProfileTable table = ParseProfileCsv(text, source, old);
-  int max_gpus = run.workload.cluster.MaxGpusPerNode();
+  int max_gpus = run.tasks.workload().cluster.MaxGpusPerNode();
   std::erase_if(table.rows, [&](const ProfileRow& r) { return r.gpus > max_gpus; });
-  for (const WorkloadTask& t : run.workload.tasks) {
+  for (const WorkloadTask& t : run.tasks.workload().tasks) {
     bool any = std::any_of(table.rows.begin(), table.rows.end(),
                            [&](const ProfileRow& r) { return r.task == t.name && r.feasible; });
     if (!any) {
-      throw InputError(run.options.workload_path, t.line, "task " + Quote(t.name),
+      throw InputError(run.options().workload_path, t.line, "task " + Quote(t.name),
                        "was profiled for larger nodes than this run resumes on (the largest "
                        "has " +
                            std::to_string(max_gpus) + " GPUs); resume it on nodes like:\n" +
@@ -258,11 +221,11 @@ struct WorkloadChange {
 };
 
 WorkloadChange CompareWithSaved(RunContext& run, const std::string& saved_text) {
-  const std::string& path = run.options.workload_path;
-  Workload saved = ParseWorkload(saved_text, path, run.workload.base_dir, run.options.plugins,
-                                 run.options.max_tasks);
+  const std::string& path = run.options().workload_path;
+  Workload saved = ParseWorkload(saved_text, path, run.tasks.workload().base_dir,
+                                 run.options().plugins, run.options().max_tasks);
   std::map<std::string, TaskRecord> records;
-  for (TaskRecord& r : run.state->Tasks())
+  for (TaskRecord& r : run.site.state->Tasks())
     records[r.name] = std::move(r);
   auto started = [&](const std::string& name) {
     auto it = records.find(name);
@@ -271,7 +234,7 @@ WorkloadChange CompareWithSaved(RunContext& run, const std::string& saved_text) 
             it->second.status != TaskStatus::kWaiting);
   };
   std::map<std::string, const WorkloadTask*> now;
-  for (const WorkloadTask& t : run.workload.tasks)
+  for (const WorkloadTask& t : run.tasks.workload().tasks)
     now[t.name] = &t;
   WorkloadChange change;
   std::string refused;
@@ -295,7 +258,7 @@ WorkloadChange CompareWithSaved(RunContext& run, const std::string& saved_text) 
   std::set<std::string> saved_names;
   for (const WorkloadTask& t : saved.tasks)
     saved_names.insert(t.name);
-  for (const WorkloadTask& t : run.workload.tasks) {
+  for (const WorkloadTask& t : run.tasks.workload().tasks) {
     if (!saved_names.count(t.name) || change.dropped.count(t.name)) change.added.push_back(t);
   }
   return change;
@@ -304,13 +267,12 @@ WorkloadChange CompareWithSaved(RunContext& run, const std::string& saved_text) 
 // Takes in what a changed workload adds, drops what it removed or changed
 // before it started, and plans the rest afresh.
 void ApplyChange(RunContext& run, const WorkloadChange& change, const std::string& workload_text) {
-  std::erase_if(run.plan.tasks,
-                [&](const PlanTask& t) { return change.dropped.count(t.task) > 0; });
+  run.DropFromPlan(change.dropped);
   std::vector<std::string> names;
   if (!change.added.empty()) {
     ProfileRun profiled = ProfileArrivals(run, change.added, nullptr);
-    if (run.options.progress) {
-      Workload batch = run.workload;
+    if (run.options().progress) {
+      Workload batch = run.tasks.workload();
       batch.tasks = change.added;
       std::fputs(ProfileSummary(batch, profiled).c_str(), stderr);
     }
@@ -320,17 +282,17 @@ void ApplyChange(RunContext& run, const WorkloadChange& change, const std::strin
   }
   ExtendPlan(run, nullptr, names);
   // Last: a crash before this resumes with the same change again.
-  run.state->Set(meta::kWorkload, workload_text);
-  WriteFileAtomic(run.run_dir + "/workload.yaml", workload_text);
+  run.site.state->Set(meta::kWorkload, workload_text);
+  WriteFileAtomic(run.site.run_dir + "/workload.yaml", workload_text);
 }
 
 // Whether a task that is not done is missing from the plan followed.
 bool UnplannedTasks(const RunContext& run) {
   std::set<std::string> planned;
-  for (const PlanTask& t : run.plan.tasks)
+  for (const PlanTask& t : run.plan().tasks)
     planned.insert(t.task);
   for (int j = 0; j < run.NumTasks(); ++j) {
-    if (!run.Done(j) && !planned.count(run.problem.tasks[j].name)) return true;
+    if (!run.Done(j) && !planned.count(run.tasks.problem().tasks[j].name)) return true;
   }
   return false;
 }
@@ -338,7 +300,7 @@ bool UnplannedTasks(const RunContext& run) {
 void StartFresh(RunContext& run, const std::string& workload_text);
 
 void Resume(RunContext& run, const std::string& workload_text) {
-  RunState& state = *run.state;
+  RunState& state = *run.site.state;
   // Stopped before its first plan (while profiling): nothing has trained,
   // so it starts over; the trials that finished are in the profile cache.
   if (!state.Get(meta::kPlan)) {
@@ -349,7 +311,7 @@ void Resume(RunContext& run, const std::string& workload_text) {
   if (state.Get(meta::kWorkload) != workload_text) {
     change = CompareWithSaved(run, *state.Get(meta::kWorkload));
     // The run resumes with the tasks it keeps; the added ones join below.
-    std::erase_if(run.workload.tasks, [&](const WorkloadTask& t) {
+    std::erase_if(run.tasks.workload().tasks, [&](const WorkloadTask& t) {
       return std::any_of(change->added.begin(), change->added.end(),
                          [&](const WorkloadTask& a) { return a.name == t.name; });
     });
@@ -357,29 +319,25 @@ void Resume(RunContext& run, const std::string& workload_text) {
   // Resumed on other nodes (e.g. a requeued Slurm job): the plan names
   // the old ones, so the remaining work is planned afresh for these.
   std::optional<std::string> saved_cluster = state.Get(meta::kCluster);
-  std::string cluster_now = ClusterToYaml(run.workload.cluster);
+  std::string cluster_now = ClusterToYaml(run.tasks.workload().cluster);
   bool moved = saved_cluster && *saved_cluster != cluster_now;
   run.clock.Start(state.ResumeClock());
   if (moved) {
-    run.profile = ProfileOnNewCluster(run, *saved_cluster);
+    run.tasks.profile() = ProfileOnNewCluster(run, *saved_cluster);
   } else {
     auto [text, source] = ProfileToResume(run);
-    run.profile = ParseProfileCsv(text, source, run.workload.cluster);
+    run.tasks.profile() = ParseProfileCsv(text, source, run.tasks.workload().cluster);
   }
   // Rows of the tasks the run keeps (a crash in a resume that added tasks
   // may have left rows of tasks that join again below).
   std::set<std::string> kept;
-  for (const WorkloadTask& t : run.workload.tasks)
+  for (const WorkloadTask& t : run.tasks.workload().tasks)
     kept.insert(t.name);
-  std::erase_if(run.profile.rows, [&](const ProfileRow& r) {
+  std::erase_if(run.tasks.profile().rows, [&](const ProfileRow& r) {
     return !kept.count(r.task) || (change && change->dropped.count(r.task));
   });
-  BuildProblem(run);
-  run.plan = PlanFromJson(nlohmann::json::parse(*state.Get(meta::kPlan)), run.run_dir);
-  run.planned_makespan_s = state.Get(meta::kPlannedMakespanS).value_or(0.0);
-  run.switches = state.Get(meta::kPlanSwitches).value_or(0);
-  run.profiling_s = state.Get(meta::kProfilingS).value_or(0.0);
-  run.planning_s = state.Get(meta::kPlanningS).value_or(0.0);
+  run.tasks.Build(run.ProfileSource());
+  run.RestorePlan();
   RestoreTasks(run);
   run.Emit(events::Resumed(run.Now()));
   if (change) ApplyChange(run, *change, workload_text);
@@ -392,50 +350,49 @@ void Resume(RunContext& run, const std::string& workload_text) {
 
 void StartFresh(RunContext& run, const std::string& workload_text) {
   run.clock.Start();
-  std::string cluster = ClusterToYaml(run.workload.cluster);
-  run.state->Set(meta::kWorkload, workload_text);
-  run.state->Set(meta::kCluster, cluster);
-  WriteFileAtomic(run.run_dir + "/workload.yaml", workload_text);
-  WriteFileAtomic(run.run_dir + "/cluster.yaml", cluster);
+  std::string cluster = ClusterToYaml(run.tasks.workload().cluster);
+  run.site.state->Set(meta::kWorkload, workload_text);
+  run.site.state->Set(meta::kCluster, cluster);
+  WriteFileAtomic(run.site.run_dir + "/workload.yaml", workload_text);
+  WriteFileAtomic(run.site.run_dir + "/cluster.yaml", cluster);
   ProfileAndPlan(run);
 }
 
 }  // namespace
 
 void WriteTaskFolders(const RunContext& run) {
-  for (size_t k = 0; k < run.workload.tasks.size(); ++k) {
+  for (size_t k = 0; k < run.tasks.workload().tasks.size(); ++k) {
     std::string dir = run.TaskDir(static_cast<int>(k));
     MakeDirectories(dir + "/checkpoints");
     if (!fs::exists(dir + "/task.json")) {
-      WriteFileAtomic(dir + "/task.json", run.workload.tasks[k].spec.dump(2) + "\n");
+      WriteFileAtomic(dir + "/task.json", run.tasks.workload().tasks[k].spec.dump(2) + "\n");
     }
   }
 }
 
 void SetUpRun(RunContext& run) {
-  const RunOptions& o = run.options;
-  run.run_dir = fs::absolute(o.run_dir.empty() ? DefaultRunDir(o.workload_path) : o.run_dir)
-                    .lexically_normal()
-                    .string();
+  const RunOptions& o = run.options();
+  run.site.run_dir = fs::absolute(o.run_dir.empty() ? DefaultRunDir(o.workload_path) : o.run_dir)
+                         .lexically_normal()
+                         .string();
   std::string workload_text = ReadFile(o.workload_path);
-  run.workload = LoadWorkloadFile(o.workload_path, o.plugins, o.max_tasks);
+  run.tasks.workload() = LoadWorkloadFile(o.workload_path, o.plugins, o.max_tasks);
   CheckAndOpen(run);
-  if (o.progress) std::fprintf(stderr, "run folder: %s\n", run.run_dir.c_str());
+  if (o.progress) std::fprintf(stderr, "run folder: %s\n", run.site.run_dir.c_str());
   if (o.resume) {
     Resume(run, workload_text);
   } else {
     StartFresh(run, workload_text);
   }
   WriteTaskFolders(run);
-  double span = std::max(1.0, run.planned_makespan_s);
-  run.interval_s = o.interval_s > 0
-                       ? o.interval_s
+  double span = std::max(1.0, run.planned_makespan_s());
+  run.SetIntrospection(
+      o.interval_s > 0 ? o.interval_s
                        : std::clamp(defaults::kAutoIntervalShare * span,
-                                    defaults::kAutoIntervalMinS, defaults::kAutoIntervalMaxS);
-  run.threshold_s = o.threshold_s >= 0
-                        ? o.threshold_s
-                        : std::max(defaults::kAutoThresholdShare * span,
-                                   defaults::kThresholdSwitchCosts * o.switch_cost_s);
+                                    defaults::kAutoIntervalMinS, defaults::kAutoIntervalMaxS),
+      o.threshold_s >= 0 ? o.threshold_s
+                         : std::max(defaults::kAutoThresholdShare * span,
+                                    defaults::kThresholdSwitchCosts * o.switch_cost_s));
   run.Requeue();
 }
 

@@ -13,11 +13,6 @@ namespace saturn {
 
 void SetUpRun(RunContext& run);
 
-// The run's problem from its profile, for the workload's tasks (problem task
-// j is workload task run.workload_index[j]); every task's live state starts
-// afresh and every device is free (unless `keep_placements`: the caller
-// renumbers the run's Placements for the new task set).
-void BuildProblem(RunContext& run, bool keep_placements = false);
 // Every task from the state after a crash or a stop: finished ones stay
 // finished; any other continues from its newest checkpoint (a worker left
 // from before is killed first).

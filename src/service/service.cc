@@ -85,19 +85,19 @@ Service::~Service() = default;
 
 void Service::SetUp() {
   RunContext& run = *run_;
-  run.run_dir = fs::absolute(options_.state_dir).lexically_normal().string();
+  run.site.run_dir = fs::absolute(options_.state_dir).lexically_normal().string();
   if (options_.cluster_path.empty()) {
     throw InputError("", 0, "--cluster", "required: the cluster file the service runs on");
   }
-  run.workload.cluster = LoadClusterFile(options_.cluster_path);
-  run.workload.source = run.run_dir + "/submissions";
-  run.workload.base_dir = run.run_dir;
-  run.backend = MakeBackend(options_.run.backend);
-  run.backend->CheckCluster(run.workload.cluster);
-  MakeDirectories(run.run_dir);
-  run.backend->CheckSharedDir(run.run_dir, run.workload.cluster);
-  bool existed = fs::exists(run.run_dir + "/state.sqlite");
-  run.state.emplace(RunState::Open(run.run_dir, true));
+  run.tasks.workload().cluster = LoadClusterFile(options_.cluster_path);
+  run.tasks.workload().source = run.site.run_dir + "/submissions";
+  run.tasks.workload().base_dir = run.site.run_dir;
+  run.site.backend = MakeBackend(options_.run.backend);
+  run.site.backend->CheckCluster(run.tasks.workload().cluster);
+  MakeDirectories(run.site.run_dir);
+  run.site.backend->CheckSharedDir(run.site.run_dir, run.tasks.workload().cluster);
+  bool existed = fs::exists(run.site.run_dir + "/state.sqlite");
+  run.site.state.emplace(RunState::Open(run.site.run_dir, true));
   worker_ = options_.run.profiler.worker;
   if (worker_.empty()) {
     try {
@@ -107,29 +107,29 @@ void Service::SetUp() {
       // an engine task's submission is refused with FindWorkerBinary's reason.
     }
   }
-  run.worker = worker_;
-  for (const Event& e : existed ? run.state->Events() : std::vector<Event>{}) {
+  run.site.worker = worker_;
+  for (const Event& e : existed ? run.site.state->Events() : std::vector<Event>{}) {
     std::string line = EventToJsonLine(e);
     PushEvent(line.substr(0, line.size() - 1));
   }
-  run.on_event = [this](const Event& e) {
+  run.SetEventListener([this](const Event& e) {
     std::string line = EventToJsonLine(e);
     PushEvent(line.substr(0, line.size() - 1));
-  };
+  });
   const RunOptions& o = options_.run;
-  run.interval_s = o.interval_s > 0 ? o.interval_s : defaults::kServiceIntervalS;
-  run.threshold_s =
-      o.threshold_s >= 0 ? o.threshold_s : defaults::kThresholdSwitchCosts * o.switch_cost_s;
-  BuildProblem(run);
+  run.SetIntrospection(
+      o.interval_s > 0 ? o.interval_s : defaults::kServiceIntervalS,
+      o.threshold_s >= 0 ? o.threshold_s : defaults::kThresholdSwitchCosts * o.switch_cost_s);
+  run.tasks.Build(run.ProfileSource());
   dispatcher_ = std::make_unique<Dispatcher>(run);
   arrivals_ = std::make_unique<Arrivals>(run, *dispatcher_);
   if (existed) {
     Restart();
   } else {
     run.clock.Start();
-    std::string cluster = ClusterToYaml(run.workload.cluster);
-    run.state->Set(meta::kCluster, cluster);
-    WriteFileAtomic(run.run_dir + "/cluster.yaml", cluster);
+    std::string cluster = ClusterToYaml(run.tasks.workload().cluster);
+    run.site.state->Set(meta::kCluster, cluster);
+    WriteFileAtomic(run.site.run_dir + "/cluster.yaml", cluster);
   }
   Publish(true);
 }
@@ -139,16 +139,16 @@ void Service::SetUp() {
 // profiled again (the cache answers most trials).
 void Service::Restart() {
   RunContext& run = *run_;
-  RunState& state = *run.state;
+  RunState& state = *run.site.state;
   run.clock.Start(state.ResumeClock());
-  std::string cluster_now = ClusterToYaml(run.workload.cluster);
-  WriteFileAtomic(run.run_dir + "/cluster.yaml", cluster_now);
+  std::string cluster_now = ClusterToYaml(run.tasks.workload().cluster);
+  WriteFileAtomic(run.site.run_dir + "/cluster.yaml", cluster_now);
   std::vector<WorkloadTask> latest;  // the newest submission of each name wins
   for (const Submission& s : state.Submissions()) {
-    Workload w = ParseSubmission(s, run.run_dir + "/cluster.yaml", run.workload.cluster,
-                                 options_.run.max_tasks);
+    Workload w = ParseSubmission(s, run.site.run_dir + "/cluster.yaml",
+                                 run.tasks.workload().cluster, options_.run.max_tasks);
     for (const std::string& p : w.plugins) {
-      auto& plugins = run.workload.plugins;
+      auto& plugins = run.tasks.workload().plugins;
       if (std::find(plugins.begin(), plugins.end(), p) == plugins.end()) plugins.push_back(p);
     }
     for (WorkloadTask& t : w.tasks) {
@@ -158,8 +158,9 @@ void Service::Restart() {
   }
   std::set<std::string> profiled;
   if (auto saved = run.SavedProfile()) {
-    run.profile = ParseProfileCsv(saved->first, saved->second, run.workload.cluster);
-    for (const std::string& name : run.profile.TaskNames())
+    run.tasks.profile() =
+        ParseProfileCsv(saved->first, saved->second, run.tasks.workload().cluster);
+    for (const std::string& name : run.tasks.profile().TaskNames())
       profiled.insert(name);
   }
   std::map<std::string, TaskRecord> records;
@@ -168,21 +169,18 @@ void Service::Restart() {
   std::vector<WorkloadTask> again;
   for (WorkloadTask& t : latest) {
     if (profiled.count(t.name)) {
-      run.workload.tasks.push_back(std::move(t));
+      run.tasks.workload().tasks.push_back(std::move(t));
     } else if (!records.count(t.name) || records[t.name].status != TaskStatus::kCancelled) {
       again.push_back(std::move(t));
     }
   }
   std::set<std::string> joined;
-  for (const WorkloadTask& t : run.workload.tasks)
+  for (const WorkloadTask& t : run.tasks.workload().tasks)
     joined.insert(t.name);
-  std::erase_if(run.profile.rows, [&](const ProfileRow& r) { return !joined.count(r.task); });
-  BuildProblem(run);
-  if (std::optional<std::string> plan = state.Get(meta::kPlan)) {
-    run.plan = PlanFromJson(json::parse(*plan), run.run_dir);
-  }
-  run.planned_makespan_s = state.Get(meta::kPlannedMakespanS).value_or(0.0);
-  run.switches = state.Get(meta::kPlanSwitches).value_or(0);
+  std::erase_if(run.tasks.profile().rows,
+                [&](const ProfileRow& r) { return !joined.count(r.task); });
+  run.tasks.Build(run.ProfileSource());
+  run.RestorePlan();
   RestoreTasks(run);
   json cancels = json::parse(state.Get(meta::kCancelRequests).value_or("[]"));
   for (int j = 0; j < run.NumTasks(); ++j) {
@@ -206,8 +204,8 @@ Service::Reply Service::Submit(const std::string& text, const std::string& sourc
     if (!fs::path(base_dir).is_absolute()) {
       throw InputError("", 0, "base_dir", "expected the submitter's folder as an absolute path");
     }
-    request->workload = ParseSubmission(request->submission, run_->run_dir + "/cluster.yaml",
-                                        run_->workload.cluster, options_.run.max_tasks);
+    request->workload = ParseSubmission(request->submission, run_->site.run_dir + "/cluster.yaml",
+                                        run_->tasks.workload().cluster, options_.run.max_tasks);
     bool engine_tasks = std::any_of(request->workload.tasks.begin(), request->workload.tasks.end(),
                                     [](const WorkloadTask& t) { return !t.is_command; });
     if (engine_tasks) {
@@ -275,9 +273,7 @@ Service::Reply Service::DoSubmit(Request& request) {
   std::set<std::string> replaced;
   std::string taken;
   for (const WorkloadTask& t : request.workload.tasks) {
-    int j = -1;
-    for (int k = 0; k < run.NumTasks(); ++k)
-      if (run.problem.tasks[k].name == t.name) j = k;
+    int j = run.tasks.IndexOf(t.name);
     bool cancelled = j >= 0 && run.tasks[j].record.status == TaskStatus::kCancelled;
     if (pending.count(t.name) || (j >= 0 && !cancelled)) {
       taken += (taken.empty() ? "" : ", ") + Quote(t.name);
@@ -291,8 +287,8 @@ Service::Reply Service::DoSubmit(Request& request) {
                            "; cancel it first or give the new one another name"}}};
   }
   if (!replaced.empty()) LeaveRun(run, replaced);
-  request.submission.seq = run.state->AddSubmission(request.submission);
-  json cancels = json::parse(run.state->Get(meta::kCancelRequests).value_or("[]"));
+  request.submission.seq = run.site.state->AddSubmission(request.submission);
+  json cancels = json::parse(run.site.state->Get(meta::kCancelRequests).value_or("[]"));
   json ids = json::array();
   for (const WorkloadTask& t : request.workload.tasks) {
     ids.push_back(t.name);
@@ -305,12 +301,12 @@ Service::Reply Service::DoSubmit(Request& request) {
     // this name was cancelled.
     TaskRecord fresh;
     fresh.name = t.name;
-    run.state->SaveTask(fresh);
+    run.site.state->SaveTask(fresh);
     cancels.erase(std::remove(cancels.begin(), cancels.end(), json(t.name)), cancels.end());
   }
-  run.state->Set(meta::kCancelRequests, cancels.dump());
+  run.site.state->Set(meta::kCancelRequests, cancels.dump());
   for (const std::string& p : request.workload.plugins) {
-    auto& plugins = run.workload.plugins;
+    auto& plugins = run.tasks.workload().plugins;
     if (std::find(plugins.begin(), plugins.end(), p) == plugins.end()) plugins.push_back(p);
   }
   arrivals_->Add(request.workload.tasks);
@@ -320,12 +316,12 @@ Service::Reply Service::DoSubmit(Request& request) {
 Service::Reply Service::DoCancel(const std::string& task) {
   RunContext& run = *run_;
   auto remember = [&] {
-    json cancels = json::parse(run.state->Get(meta::kCancelRequests).value_or("[]"));
+    json cancels = json::parse(run.site.state->Get(meta::kCancelRequests).value_or("[]"));
     cancels.push_back(task);
-    run.state->Set(meta::kCancelRequests, cancels.dump());
+    run.site.state->Set(meta::kCancelRequests, cancels.dump());
   };
   for (int j = 0; j < run.NumTasks(); ++j) {
-    if (run.problem.tasks[j].name != task) continue;
+    if (run.tasks.problem().tasks[j].name != task) continue;
     TaskStatus s = run.tasks[j].record.status;
     if (s == TaskStatus::kCancelled) return {200, {{"task", task}, {"status", "cancelled"}}};
     if (run.Done(j)) {
@@ -343,7 +339,7 @@ Service::Reply Service::DoCancel(const std::string& task) {
     TaskRecord r;
     r.name = task;
     r.status = TaskStatus::kCancelled;
-    run.state->SaveTask(r);
+    run.site.state->SaveTask(r);
     run.Emit(events::TaskCancelled(run.Now(), events::TaskPlace{task, "", 0, "", {}}, 0));
     return {200, {{"task", task}, {"status", "cancelled"}}};
   }
@@ -355,7 +351,7 @@ Service::Reply Service::DoCancel(const std::string& task) {
     TaskRecord r;
     r.name = task;
     r.status = TaskStatus::kCancelled;
-    run.state->SaveTask(r);
+    run.site.state->SaveTask(r);
     return {200, {{"task", task}, {"status", "cancelled"}}};
   }
   if (rejected_.count(task)) {
@@ -373,7 +369,7 @@ void Service::AfterArrivals() {
   }
   if (cancel_on_join_.empty()) return;
   for (int j = 0; j < run.NumTasks(); ++j) {
-    if (cancel_on_join_.erase(run.problem.tasks[j].name)) dispatcher_->Cancel(j);
+    if (cancel_on_join_.erase(run.tasks.problem().tasks[j].name)) dispatcher_->Cancel(j);
   }
 }
 

@@ -32,13 +32,13 @@ void Service::StreamProgress() {
   double now = run.Now();
   for (int j = 0; j < run.NumTasks(); ++j) {
     const LiveTask& l = run.tasks[j];
-    if (!run.Running(j) || l.step <= l.record.checkpoint_step) continue;
+    if (!run.Running(j) || l.reported.step <= l.record.checkpoint_step) continue;
     auto& [step, t] = streamed_[l.record.name];
-    if (step == l.step || now - t < 1.0) continue;
-    step = l.step;
+    if (step == l.reported.step || now - t < 1.0) continue;
+    step = l.reported.step;
     t = now;
-    std::string line = EventToJsonLine(
-        events::TaskProgress(now, l.record.name, l.step, run.Steps(j), l.last_loss));
+    std::string line = EventToJsonLine(events::TaskProgress(now, l.record.name, l.reported.step,
+                                                            run.Steps(j), l.reported.last_loss));
     PushEvent(line.substr(0, line.size() - 1));
   }
 }
@@ -50,7 +50,7 @@ void Service::Publish(bool force) {
   bool refresh_losses = force || static_cast<long>(now) / 2 != static_cast<long>(last_publish_) / 2;
   last_publish_ = now;
   std::map<std::string, const PlanTask*> planned;
-  for (const PlanTask& p : run.plan.tasks)
+  for (const PlanTask& p : run.plan().tasks)
     planned[p.task] = &p;
   json tasks = json::array();
   for (int j = 0; j < run.NumTasks(); ++j) {
@@ -62,8 +62,8 @@ void Service::Publish(bool force) {
     std::string status =
         r.status == TaskStatus::kWaiting ? "queued" : std::string(ToString(r.status));
     json eta = nullptr;
-    if (run.Running(j) && !l.recent_step_s.empty()) {
-      eta = now + MedianOf(l.recent_step_s) * std::max(0L, run.Steps(j) - l.step);
+    if (run.Running(j) && !l.reported.recent_step_s.empty()) {
+      eta = now + MedianOf(l.reported.recent_step_s) * std::max(0L, run.Steps(j) - l.reported.step);
     } else if (!run.Done(j) && p) {
       eta = p->end_s;
     }
@@ -71,7 +71,7 @@ void Service::Publish(bool force) {
     bool ended_unread = run.Done(j) && !losses_final_.count(r.name);
     if ((refresh_losses && run.Running(j)) || !losses_.count(r.name) || ended_unread) {
       json curve = json::array();
-      for (const auto& [step, loss] : run.state->Losses(r.name))
+      for (const auto& [step, loss] : run.site.state->Losses(r.name))
         curve.push_back({step, loss});
       losses_[r.name] = curve;
       if (run.Done(j)) losses_final_.insert(r.name);
@@ -91,11 +91,12 @@ void Service::Publish(bool force) {
          {"gpu_ids", placed ? json(r.gpu_ids)
                      : p    ? json(p->gpu_ids)
                             : json::array()},
-         {"steps_done", finished ? run.Steps(j) : std::max(l.step, r.checkpoint_step)},
+         {"steps_done", finished ? run.Steps(j) : std::max(l.reported.step, r.checkpoint_step)},
          {"steps", run.Steps(j)},
          {"eta_s", eta},
          {"planned_start_s", p ? json(p->start_s) : json()},
-         {"loss", OrNull(l.step > 0 || finished, finished ? r.final_loss : l.last_loss)},
+         {"loss",
+          OrNull(l.reported.step > 0 || finished, finished ? r.final_loss : l.reported.last_loss)},
          {"final_loss", OrNull(finished, r.final_loss)},
          {"attempts", r.launches},
          {"failures", r.failures},
@@ -128,7 +129,7 @@ void Service::Publish(bool force) {
   for (const auto& [n, why] : rejected_)
     pending(n, "failed");
   json view = {{"version", 1}, {"now_s", now}, {"tasks", tasks}};
-  std::string plan = PlanToJson(run.plan).dump();
+  std::string plan = PlanToJson(run.plan()).dump();
   std::lock_guard<std::mutex> lock(view_mu_);
   tasks_view_ = std::move(view);
   tasks_view_["losses"] = losses_;
