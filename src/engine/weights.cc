@@ -131,10 +131,23 @@ void Populate(void* data, size_t bytes) {
 #endif
 }
 
-// A parameter's bytes can go straight from the file into it.
-bool Direct(const StoredTensor& stored, const at::Tensor& out) {
-  return stored.dtype == StoredDtype::kF32 && stored.Contiguous() && out.is_contiguous() &&
-         out.scalar_type() == at::kFloat;
+// A parameter's bytes can be the file's own: float32, stored contiguously
+// and aligned as a float, for a parameter that lives in host memory.
+bool Mappable(const StoredTensor& stored, const at::Tensor& out) {
+  return stored.dtype == StoredDtype::kF32 && stored.Contiguous() && stored.offset % 4 == 0 &&
+         out.is_cpu() && out.scalar_type() == at::kFloat;
+}
+
+// A float32 tensor whose memory is `stored`'s bytes in the file, mapped
+// copy-on-write (formats/bytes.h MappedBytes): unmapped when the last tensor
+// using it is freed.
+at::Tensor MapTensor(const FileBytes& file, const StoredTensor& stored,
+                     std::shared_ptr<MappedBytes>& mapped) {
+  mapped = file.Map(stored.offset, stored.SpanBytes());
+  std::shared_ptr<MappedBytes> keep = mapped;
+  return at::from_blob(
+      keep->data(), stored.shape, [keep](void*) mutable { keep.reset(); },
+      at::TensorOptions().dtype(at::kFloat));
 }
 
 }  // namespace
@@ -156,59 +169,65 @@ void PretrainedWeights::Load(int index, Block& block) const {
   at::NoGradGuard no_grad;
   HostMemoryScope host;
   // What to read, in the block's order; a tied copy whose first copy is
-  // alive is copied from it instead.
+  // alive is that tensor instead.
   struct Job {
     const StoredTensor* stored;
     at::Tensor out;
-    bool direct;
+    std::shared_ptr<MappedBytes> mapped;  // set: `out` is the file's bytes
   };
   std::vector<Job> jobs;
   for (const ParamSlot& slot : block.Params()) {
     auto it = sources_.find({index, slot.name});
     if (it == sources_.end()) continue;  // keeps its initial values (an adapter)
     const std::string& key = it->second;
+    std::unique_lock<std::mutex> lock(shared_mutex_, std::defer_lock);
     if (repeated_.count(key)) {
-      std::lock_guard<std::mutex> lock(shared_mutex_);
+      lock.lock();
       auto read = shared_.find(key);
-      c10::intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl> alive;
-      if (read != shared_.end()) alive = read->second.lock();
+      if (read != shared_.end()) {
+        if (auto alive = read->second.lock()) {
+          // The same stored tensor, read already for a tied copy in this
+          // process: shared, neither read nor copied again (a BlockSet shares
+          // tied copies anyway; a technique that moves or shards parameters
+          // makes its own tensors from it).
+          *slot.tensor = at::Tensor(alive);
+          continue;
+        }
+      }
+    }
+    Job job{index_.Find(key), *slot.tensor, nullptr};
+    if (Mappable(*job.stored, job.out)) {
+      job.out = MapTensor(File(job.stored->file), *job.stored, job.mapped);
+      *slot.tensor = job.out;
+    }
+    if (lock.owns_lock()) {
       shared_.insert_or_assign(key,
                                c10::weak_intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>(
                                    slot.tensor->getIntrusivePtr()));
-      if (alive) {
-        // The same stored tensor, read already for a tied copy in this
-        // process: shared, neither read nor copied again (a BlockSet shares
-        // tied copies anyway; a technique that moves or shards parameters
-        // makes its own tensors from it).
-        *slot.tensor = at::Tensor(alive);
-        continue;
-      }
     }
-    const StoredTensor* stored = index_.Find(key);
-    jobs.push_back({stored, *slot.tensor, Direct(*stored, *slot.tensor)});
+    jobs.push_back(std::move(job));
   }
   // A pipeline of two: while this thread converts tensor k (a dtype, a
-  // view's strides), another reads tensor k + 1, straight into its parameter or
-  // into the other of two buffers. Reading is what loading costs; the rest
-  // hides behind it.
+  // view's strides), another reads tensor k + 1: the pages of a mapped one
+  // in from the file, or a converted one's bytes into the other of two
+  // buffers. Reading is what loading costs; the rest hides behind it.
   std::vector<uint64_t> buffers[2];
   auto read = [&](size_t k) {
     Job& job = jobs[k];
+    if (job.mapped) {
+      job.mapped->Populate();
+      return;
+    }
     // A converted tensor's parameter too (its copy would fault page by page).
     if (job.out.is_cpu()) Populate(job.out.data_ptr(), job.out.nbytes());
-    if (job.direct) {
-      File(job.stored->file)
-          .ReadInto(job.stored->offset, job.stored->SpanBytes(), job.out.data_ptr());
-    } else {
-      ReadRaw(*job.stored, buffers[k % 2]);
-    }
+    ReadRaw(*job.stored, buffers[k % 2]);
   };
   std::future<void> next;
   if (!jobs.empty()) next = std::async(std::launch::async, read, 0);
   for (size_t k = 0; k < jobs.size(); ++k) {
     next.get();
     if (k + 1 < jobs.size()) next = std::async(std::launch::async, read, k + 1);
-    if (!jobs[k].direct) Convert(*jobs[k].stored, buffers[k % 2], jobs[k].out);
+    if (!jobs[k].mapped) Convert(*jobs[k].stored, buffers[k % 2], jobs[k].out);
   }
 }
 

@@ -9,10 +9,13 @@
 // leave out (Model::IgnorableInitKey); otherwise one InputError names the
 // file, the tensor and both shapes, or the tensors missing or left over.
 // Only the file's index is read then. Building a block (Model::BuildBlock)
-// reads that block's tensors, straight into its parameters (float32, any
-// stored float dtype converted; stored as the model holds them), so a rank or a
-// shard reads only the blocks it builds and nothing holds a second copy of
-// the model: one tensor at most is in flight beside the block.
+// reads that block's tensors, so a rank or a shard reads only the blocks it
+// builds and nothing holds a second copy of the model: a float32 tensor
+// stored whole is the file's own bytes, mapped copy-on-write (its pages are
+// the page cache's until training writes them; processes on one node that
+// load the same file share them), and any other stored float dtype is read
+// and converted into the parameter, one tensor at most in flight beside the
+// block. Stored as the model holds them (nothing transposed).
 //
 //   auto init = std::make_shared<PretrainedWeights>("gpt2/", *model);  // InputError if unfit
 //   model->SetInit(init);
@@ -59,7 +62,7 @@ class PretrainedWeights {
   std::set<std::string> repeated_;
   // (block, parameter name) -> its key in the file; absent: initial values.
   std::map<std::pair<int, std::string>, std::string> sources_;
-  std::map<std::string, std::unique_ptr<FileBytes>> files_;  // opened once, read by pread
+  std::map<std::string, std::unique_ptr<FileBytes>> files_;  // opened once, mapped or read by pread
 };
 
 }  // namespace saturn::engine

@@ -1,6 +1,7 @@
 #include "engine/formats/bytes.h"
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -62,6 +63,38 @@ void FileBytes::ReadInto(uint64_t offset, uint64_t count, void* out) const {
     offset += static_cast<uint64_t>(got);
     count -= static_cast<uint64_t>(got);
   }
+}
+
+std::unique_ptr<MappedBytes> FileBytes::Map(uint64_t offset, uint64_t count) const {
+  if (offset > size_ || count > size_ - offset) {
+    throw InputError(path_, 0, "", PastEnd(offset, count, size_));
+  }
+  const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+  uint64_t start = offset / page * page;
+  uint64_t length = std::max<uint64_t>(offset + count - start, 1);
+  void* base =
+      ::mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd_, static_cast<off_t>(start));
+  if (base == MAP_FAILED) {
+    throw SystemError("cannot map " + path_ + ": " + std::strerror(errno));
+  }
+  return std::unique_ptr<MappedBytes>(
+      new MappedBytes(base, length, static_cast<char*>(base) + (offset - start), count));
+}
+
+MappedBytes::~MappedBytes() {
+  ::munmap(base_, length_);
+}
+
+void MappedBytes::Populate() const {
+#ifdef MADV_POPULATE_READ
+  if (::madvise(base_, length_, MADV_POPULATE_READ) == 0) return;
+#endif
+  const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+  volatile const char* bytes = static_cast<const char*>(base_);
+  char sum = 0;
+  for (uint64_t at = 0; at < length_; at += page)
+    sum = static_cast<char>(sum + bytes[at]);
+  (void)sum;
 }
 
 std::string StringBytes::Read(uint64_t offset, uint64_t count) const {
