@@ -98,7 +98,8 @@ Instance PhillyLikeInstance(const std::vector<GavelJob>& jobs, const ArrivalOpti
   inst.name = "philly-" + std::to_string(options.jobs) + "x" + std::to_string(options.nodes) +
               "n-s" + std::to_string(options.seed);
   for (int n = 0; n < options.nodes; ++n) {
-    inst.cluster.nodes.push_back({"node" + std::to_string(n), options.gpus_per_node, std::nullopt});
+    inst.cluster.nodes.push_back(
+        {"node" + std::to_string(n), options.gpus_per_node, std::nullopt, "cpu", 1, ""});
   }
   std::mt19937_64 rng(options.seed);
 

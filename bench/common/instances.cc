@@ -146,7 +146,7 @@ Instance SaturnLikeInstance(Workload workload, const std::vector<int>& node_gpus
   Instance inst;
   std::string sizes;
   for (size_t n = 0; n < node_gpus.size(); ++n) {
-    inst.cluster.nodes.push_back({"node" + std::to_string(n), node_gpus[n], 40.0});
+    inst.cluster.nodes.push_back({"node" + std::to_string(n), node_gpus[n], 40.0, "cpu", 1, ""});
     sizes += (n ? "+" : "") + std::to_string(node_gpus[n]);
   }
   inst.name = std::string(workload == Workload::kText ? "txt" : "img") + "-" + sizes + "-s" +
@@ -204,7 +204,8 @@ Instance GavelInstance(const std::vector<GavelJob>& jobs, int tasks, int nodes, 
   inst.name =
       "gavel-" + std::to_string(tasks) + "x" + std::to_string(nodes) + "n-s" + std::to_string(seed);
   for (int n = 0; n < nodes; ++n) {
-    inst.cluster.nodes.push_back({"node" + std::to_string(n), gpus_per_node, std::nullopt});
+    inst.cluster.nodes.push_back(
+        {"node" + std::to_string(n), gpus_per_node, std::nullopt, "cpu", 1, ""});
   }
   inst.profile.extra_columns = {"steps", "job_type"};
   std::mt19937_64 rng(seed);

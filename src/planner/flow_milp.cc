@@ -227,12 +227,15 @@ bool HasPinnedOptions(const Problem& problem) {
   return pinned;
 }
 
-// Symmetry: among identical nodes (same size, no pinned options), node n+1
+// Symmetry: among identical nodes (same size and type, no pinned options), node n+1
 // may hold task j only if node n holds some task i <= j... applied to
 // consecutive nodes of equal size.
 void AddSymmetryRows(FlowModel& fm) {
   for (int n = 0; n + 1 < fm.N; ++n) {
-    if (fm.problem.nodes[n].gpus != fm.problem.nodes[n + 1].gpus) continue;
+    if (fm.problem.nodes[n].gpus != fm.problem.nodes[n + 1].gpus ||
+        fm.problem.nodes[n].type != fm.problem.nodes[n + 1].type) {
+      continue;
+    }
     for (int j = 0; j < fm.T; ++j) {
       Terms row;
       for (const Choice& c : fm.choices[j]) {
@@ -254,9 +257,10 @@ Schedule RelabelIdenticalNodes(const Problem& problem, const Schedule& incumbent
   const int T = problem.NumTasks();
   const int N = problem.NumNodes();
   Schedule start = incumbent;
-  std::map<int, std::vector<int>> by_size;  // size -> nodes, in index order
+  // (size, type) -> nodes, in index order
+  std::map<std::pair<int, int>, std::vector<int>> by_size;
   for (int n = 0; n < N; ++n)
-    by_size[problem.nodes[n].gpus].push_back(n);
+    by_size[{problem.nodes[n].gpus, problem.nodes[n].type}].push_back(n);
   for (auto& [size, nodes] : by_size) {
     std::vector<int> first(N, T);
     for (int j = T - 1; j >= 0; --j)

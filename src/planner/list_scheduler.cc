@@ -130,8 +130,8 @@ Schedule WholeNodeSchedule(const Problem& problem, const std::vector<int>& order
     if (PinnedOption(task) >= 0) continue;
     double best_end = kInf;
     for (int n = 0; n < problem.NumNodes(); ++n) {
-      int o = FastestOptionAtMost(task, problem.nodes[n].gpus);
-      if (o < 0 || !problem.Fits(task.options[o], n)) continue;
+      int o = FastestOptionOnNode(problem, task, n);
+      if (o < 0) continue;
       double end = free_at[n] + task.options[o].runtime_s;
       if (end < best_end) {
         best_end = end;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 
 namespace saturn {
@@ -50,6 +51,9 @@ struct TaskOptions {
   std::vector<bool> always_big;    // every prefix option is big on every node it fits
   std::vector<int> min_free_gpus;  // fewest GPUs of the prefix's unpinned options (INT_MAX: none)
   std::vector<std::pair<size_t, int>> pinned;  // (position, node) of options pinned to a node
+  // Mixed GPU types only: per prefix, the least GPU-seconds on each type
+  // (+inf: no admissible option runs there).
+  std::vector<std::vector<double>> type_area;
 };
 
 TaskOptions SummariseTask(const Problem& problem, const NodeClasses& classes, const Task& task) {
@@ -57,7 +61,7 @@ TaskOptions SummariseTask(const Problem& problem, const NodeClasses& classes, co
     double runtime, area;
     int node_class;
     bool big;
-    int gpus, node;
+    int gpus, node, type;
   };
   const int largest = classes.sizes.empty() ? 0 : classes.sizes.back();
   std::vector<One> fits;
@@ -66,8 +70,9 @@ TaskOptions SummariseTask(const Problem& problem, const NodeClasses& classes, co
     if (o.node >= 0 ? o.gpus > problem.nodes[o.node].gpus : o.gpus > largest) continue;
     // Big: more than half of every node it fits (two never share a node).
     bool big = o.node >= 0 ? 2 * o.gpus > problem.nodes[o.node].gpus : 2 * o.gpus > largest;
+    int type = o.node >= 0 ? problem.nodes[o.node].type : o.type;
     fits.push_back(
-        {o.runtime_s, o.gpus * o.runtime_s, ClassOf(classes, o.gpus), big, o.gpus, o.node});
+        {o.runtime_s, o.gpus * o.runtime_s, ClassOf(classes, o.gpus), big, o.gpus, o.node, type});
   }
   std::stable_sort(fits.begin(), fits.end(),
                    [](const One& a, const One& b) { return a.runtime < b.runtime; });
@@ -81,13 +86,70 @@ TaskOptions SummariseTask(const Problem& problem, const NodeClasses& classes, co
     int free_gpus = o.node >= 0 ? std::numeric_limits<int>::max() : o.gpus;
     t.min_free_gpus.push_back(first ? free_gpus : std::min(t.min_free_gpus.back(), free_gpus));
     if (o.node >= 0) t.pinned.push_back({t.runtime.size() - 1, o.node});
+    if (problem.Mixed()) {
+      std::vector<double> area =
+          first ? std::vector<double>(problem.types.size(), kInf) : t.type_area.back();
+      for (size_t k = 0; k < area.size(); ++k) {
+        if (o.type < 0 || o.type == static_cast<int>(k)) area[k] = std::min(area[k], o.area);
+      }
+      t.type_area.push_back(std::move(area));
+    }
   }
   return t;
+}
+
+// Mixed GPU types: a bound from the fractional assignment of work to types.
+// Each task j needs a_jt GPU-seconds if it runs on type t, and type t has
+// cap_t GPUs; for any weights u >= 0 with sum u = 1, LP duality gives
+//   T >= sum_j min_t (u_t / cap_t) a_jt
+// (the min over the types j can use). Every u is valid; the best of a grid
+// over the simplex (and its corners) is taken, which is within a few percent
+// of the LP's optimum for a handful of types.
+double TypeBound(const std::vector<std::vector<double>>& areas, const std::vector<double>& cap) {
+  const int k = static_cast<int>(cap.size());
+  // The finest grid step with at most ~2,000 points.
+  int steps = 1;
+  auto points = [&](int r) {
+    double c = 1;
+    for (int i = 1; i < k; ++i)
+      c = c * (r + i) / i;
+    return c;
+  };
+  while (steps < 64 && points(steps + 1) <= 2000)
+    ++steps;
+  double best = 0.0;
+  std::vector<int> u(static_cast<size_t>(k), 0);
+  // Every composition of `steps` into k parts.
+  std::function<void(int, int)> walk = [&](int i, int left) {
+    if (i == k - 1) {
+      u[static_cast<size_t>(i)] = left;
+      double total = 0.0;
+      for (const std::vector<double>& a : areas) {
+        double least = kInf;
+        for (int t = 0; t < k; ++t) {
+          if (std::isinf(a[static_cast<size_t>(t)]) || cap[static_cast<size_t>(t)] <= 0) continue;
+          least = std::min(least, u[static_cast<size_t>(t)] * a[static_cast<size_t>(t)] /
+                                      (steps * cap[static_cast<size_t>(t)]));
+        }
+        if (std::isinf(least)) return;  // a task no type can run: no bound from here
+        total += least;
+      }
+      best = std::max(best, total);
+      return;
+    }
+    for (int v = 0; v <= left; ++v) {
+      u[static_cast<size_t>(i)] = v;
+      walk(i + 1, left - v);
+    }
+  };
+  walk(0, steps);
+  return best;
 }
 
 struct Summary {
   NodeClasses classes;
   std::vector<TaskOptions> tasks;
+  std::vector<double> type_capacity;  // GPUs per type (mixed types only)
 };
 
 // The smallest makespan >= t that conditions (b) and (c) allow when every task
@@ -98,11 +160,13 @@ double BoundAt(const Problem& problem, const Summary& s, double t) {
   double big_runtime = 0.0;
   int big_free_gpus = std::numeric_limits<int>::max();  // unpinned big options fit nodes >= this
   std::vector<int> big_pinned;                          // nodes pinned big options use
+  std::vector<std::vector<double>> type_areas;
   for (const TaskOptions& task : s.tasks) {
     const size_t k = static_cast<size_t>(
         std::upper_bound(task.runtime.begin(), task.runtime.end(), t) - task.runtime.begin());
     if (k == 0) return kInf;
     area_by_class[task.min_class[k - 1]] += task.min_area[k - 1];
+    if (!task.type_area.empty()) type_areas.push_back(task.type_area[k - 1]);
     if (!task.always_big[k - 1]) continue;
     big_runtime += task.runtime[0];
     big_free_gpus = std::min(big_free_gpus, task.min_free_gpus[k - 1]);
@@ -128,6 +192,7 @@ double BoundAt(const Problem& problem, const Summary& s, double t) {
     if (problem.nodes[n].gpus < big_free_gpus) ++hosts;
   }
   if (hosts > 0) bound = std::max(bound, big_runtime / hosts);
+  if (!s.type_capacity.empty()) bound = std::max(bound, TypeBound(type_areas, s.type_capacity));
   return bound;
 }
 
@@ -137,6 +202,11 @@ double MakespanLowerBound(const Problem& problem) {
   if (problem.tasks.empty()) return 0.0;
   Summary s;
   s.classes = ClassesOf(problem);
+  if (problem.Mixed()) {
+    s.type_capacity.assign(problem.types.size(), 0.0);
+    for (const NodeSlots& n : problem.nodes)
+      s.type_capacity[static_cast<size_t>(n.type)] += n.gpus;
+  }
   std::vector<double> runtimes;
   for (const Task& task : problem.tasks) {
     s.tasks.push_back(SummariseTask(problem, s.classes, task));

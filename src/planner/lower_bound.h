@@ -8,8 +8,11 @@
 //       only fit nodes of >= s GPUs must fit in those nodes' area (the GPU-area
 //       bound, made aware of heterogeneous nodes), or
 //   (c) the tasks that use more than half of any node they fit on (two can
-//       never share a node) need more than T on every node that can host them.
-// The bound is the smallest T passing all three; it is found exactly by a
+//       never share a node) need more than T on every node that can host them,
+//   (d) with mixed GPU types, no fractional split of each task's GPU-seconds
+//       over the types it can run on (at that type's GPU-seconds) fits every
+//       type's GPUs in T (LP duality: weighted areas, best of a grid).
+// The bound is the smallest T passing all four; it is found exactly by a
 // binary search over the intervals between distinct runtimes.
 //
 //   double lb = MakespanLowerBound(problem);

@@ -24,6 +24,7 @@ struct SubProblem {
 SubProblem Cut(const Problem& base, const std::vector<int>& group, const Schedule& schedule) {
   SubProblem sub;
   sub.node = group;
+  sub.problem.types = base.types;
   std::vector<int> local(base.nodes.size(), -1);
   for (size_t m = 0; m < group.size(); ++m) {
     local[group[m]] = static_cast<int>(m);

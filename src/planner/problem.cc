@@ -26,10 +26,22 @@ bool Problem::FitsSomewhere(const Option& option) const {
   return false;
 }
 
+const std::string& Problem::TypeName(int type) const {
+  static const std::string kNone;
+  return type >= 0 && static_cast<size_t>(type) < types.size() ? types[type] : kNone;
+}
+
 Problem ProblemFromProfile(const ProfileTable& profile, const Cluster& cluster) {
   Problem problem;
+  problem.types = cluster.GpuTypes();
+  auto type_of = [&](const std::string& name) {
+    auto it = std::find(problem.types.begin(), problem.types.end(), name);
+    if (it != problem.types.end()) return static_cast<int>(it - problem.types.begin());
+    // An untyped row of a one-type cluster (CheckProfile refuses the rest).
+    return problem.types.size() == 1 && name.empty() ? 0 : -2;
+  };
   for (const ClusterNode& n : cluster.nodes)
-    problem.nodes.push_back({n.name, n.gpus});
+    problem.nodes.push_back({n.name, n.gpus, type_of(n.gpu_type)});
   std::map<std::string, int> index;
   for (const std::string& name : profile.TaskNames()) {
     index[name] = problem.NumTasks();
@@ -41,6 +53,8 @@ Problem ProblemFromProfile(const ProfileTable& profile, const Cluster& cluster) 
     o.technique = r.technique;
     o.gpus = r.gpus;
     o.runtime_s = r.runtime_s;
+    o.type = type_of(r.gpu_type);
+    if (o.type < -1) continue;  // a type no node has: no node runs it
     problem.tasks[index[r.task]].options.push_back(std::move(o));
   }
   return problem;
@@ -55,7 +69,7 @@ std::vector<int> UsefulOptions(const Task& task) {
     bool dominated = false;
     for (int k = 0; k < static_cast<int>(opts.size()) && !pinned && !dominated; ++k) {
       const Option& b = opts[k];
-      if (k == i || b.node >= 0 || b.starts_now) continue;
+      if (k == i || b.node >= 0 || b.starts_now || b.type != a.type) continue;
       bool no_worse = b.gpus <= a.gpus && b.runtime_s <= a.runtime_s;
       bool better = b.gpus < a.gpus || b.runtime_s < a.runtime_s;
       // Equal options: keep the first only.
@@ -82,6 +96,17 @@ int FastestOptionAtMost(const Task& task, int max_gpus) {
     if (o.gpus <= max_gpus && !o.starts_now) count = std::max(count, o.gpus);
   }
   return count == 0 ? -1 : FastestOptionWithGpus(task, count);
+}
+
+int FastestOptionOnNode(const Problem& problem, const Task& task, int node) {
+  int best = -1;
+  for (int i = 0; i < static_cast<int>(task.options.size()); ++i) {
+    const Option& o = task.options[i];
+    if (o.starts_now || !problem.Fits(o, node)) continue;
+    const Option* b = best < 0 ? nullptr : &task.options[best];
+    if (!b || o.gpus > b->gpus || (o.gpus == b->gpus && o.runtime_s < b->runtime_s)) best = i;
+  }
+  return best;
 }
 
 int SmallestOption(const Problem& problem, const Task& task) {

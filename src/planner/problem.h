@@ -29,6 +29,7 @@ struct Option {
   int node = -1;             // -1: any node with enough GPUs; else only this node
   bool starts_now = false;   // must start at time 0 (on `gpu_ids`, on `node`)
   std::vector<int> gpu_ids;  // devices a starts_now option keeps
+  int type = -1;             // index into Problem::types: only nodes of that type; -1: any
 };
 
 struct Task {
@@ -39,11 +40,15 @@ struct Task {
 struct NodeSlots {
   std::string name;
   int gpus = 0;
+  int type = 0;  // index into Problem::types
 };
 
 struct Problem {
   std::vector<Task> tasks;
   std::vector<NodeSlots> nodes;
+  // GPU type names (ClusterNode::gpu_type; "" for a cluster's unnamed one);
+  // empty for a problem built without types (every node of type 0).
+  std::vector<std::string> types;
 
   int NumTasks() const { return static_cast<int>(tasks.size()); }
   int NumNodes() const { return static_cast<int>(nodes.size()); }
@@ -51,19 +56,24 @@ struct Problem {
   int MaxNodeGpus() const;
   // Whether `option` may run on node `node`.
   bool Fits(const Option& option, int node) const {
-    return option.gpus <= nodes[node].gpus && (option.node < 0 || option.node == node);
+    return option.gpus <= nodes[node].gpus && (option.node < 0 || option.node == node) &&
+           (option.type < 0 || option.type == nodes[node].type);
   }
+  // The type name of an option's nodes ("" for untyped), and of a node.
+  const std::string& TypeName(int type) const;
+  // Whether nodes are of more than one type.
+  bool Mixed() const { return types.size() > 1; }
   // Whether any node can run `option`.
   bool FitsSomewhere(const Option& option) const;
 };
 
 // One task per profile task (in order of first appearance), one option per
-// feasible row; one node per cluster node.
+// feasible row (of the row's GPU type); one node per cluster node.
 Problem ProblemFromProfile(const ProfileTable& profile, const Cluster& cluster);
 
 // Indices of the options of `task` that no other option dominates (another
-// option with no more GPUs and no longer runtime). Pinned options (node or
-// starts_now set) are always kept and never dominate others.
+// option of the same type with no more GPUs and no longer runtime). Pinned
+// options (node or starts_now set) are always kept and never dominate others.
 std::vector<int> UsefulOptions(const Task& task);
 
 // The fastest option using exactly `gpus` GPUs (ties: first), or -1.
@@ -71,6 +81,9 @@ int FastestOptionWithGpus(const Task& task, int gpus);
 // The fastest option among those with the largest GPU count <= `max_gpus`
 // that the task has, or -1 if every option needs more.
 int FastestOptionAtMost(const Task& task, int max_gpus);
+// The fastest option that runs on node `node` among those with the largest
+// GPU count it has there (its whole node where it can), or -1.
+int FastestOptionOnNode(const Problem& problem, const Task& task, int node);
 // The option with the fewest GPUs (ties: fastest), or -1 if none fits anywhere.
 int SmallestOption(const Problem& problem, const Task& task);
 // A copy of `problem` for a search looking for a plan shorter than

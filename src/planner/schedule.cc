@@ -176,6 +176,7 @@ Plan ScheduleToPlan(const Problem& problem, const Schedule& schedule, const std:
     t.gpu_ids = std::move(ids[j]);
     t.start_s = p.start;
     t.end_s = p.start + o.runtime_s;
+    t.gpu_type = problem.TypeName(problem.nodes[p.node].type);
     plan.makespan_s = std::max(plan.makespan_s, t.end_s);
     plan.tasks.push_back(std::move(t));
   }

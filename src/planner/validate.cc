@@ -84,6 +84,7 @@ class PlanChecker {
     for (const Option& o : task.options) {
       if (o.technique != t.technique || o.gpus != t.gpus) continue;
       if (o.node >= 0 && o.node != node) continue;
+      if (o.type >= 0 && o.type != problem_.nodes[node].type) continue;
       if (o.starts_now) {
         std::vector<int> kept = o.gpu_ids, given = t.gpu_ids;
         std::sort(kept.begin(), kept.end());
@@ -98,15 +99,35 @@ class PlanChecker {
     return nullptr;
   }
 
+  // An option of (t's technique, GPU count) of another GPU type than the
+  // node's, whose runtime t's times match: t was planned for another type.
+  const Option* OtherTypeOption(const Task& task, const PlanTask& t, int node) const {
+    for (const Option& o : task.options) {
+      if (o.technique != t.technique || o.gpus != t.gpus) continue;
+      if (o.type < 0 || o.type == problem_.nodes[node].type) continue;
+      if (std::abs((t.end_s - t.start_s) - o.runtime_s) <= Tolerance(o.runtime_s + t.end_s)) {
+        return &o;
+      }
+    }
+    return nullptr;
+  }
+
   void CheckOption(const std::string& who, const Task& task, const PlanTask& t, int node) {
     if (MatchingOption(task, t, node)) return;
+    if (const Option* other = OtherTypeOption(task, t, node)) {
+      Fail(who + ": (" + t.technique + ", " + std::to_string(t.gpus) + " GPUs) of type " +
+           GpuTypeLabel(problem_.TypeName(other->type)) + " may not run on node '" + t.node +
+           "' (its GPUs are " + GpuTypeLabel(problem_.TypeName(problem_.nodes[node].type)) + ")");
+      return;
+    }
     // The row on this node (one pinned here first), else any with the same
     // technique and GPU count.
     const Option* row = nullptr;
     bool here = false;
     for (const Option& o : task.options) {
       if (o.technique != t.technique || o.gpus != t.gpus) continue;
-      const bool on_node = o.node < 0 || o.node == node;
+      const bool on_node =
+          (o.node < 0 || o.node == node) && (o.type < 0 || o.type == problem_.nodes[node].type);
       if (!row || (on_node && !here)) {
         row = &o;
         here = on_node;
@@ -117,8 +138,12 @@ class PlanChecker {
       Fail(who + ": (" + t.technique + ", " + std::to_string(t.gpus) +
            " GPUs) is not a feasible configuration in the profile");
     } else if (!here) {
+      const std::string& type = problem_.TypeName(problem_.nodes[node].type);
       Fail(who + ": (" + t.technique + ", " + std::to_string(t.gpus) +
-           " GPUs) may not run on node '" + t.node + "'");
+           " GPUs) may not run on node '" + t.node + "'" +
+           (problem_.Mixed() ? " (its GPUs are " + GpuTypeLabel(type) +
+                                   "; the profile has no such row for that type)"
+                             : ""));
     } else if (row->starts_now &&
                std::abs(took - row->runtime_s) <= Tolerance(row->runtime_s + t.end_s)) {
       Fail(who + ": is running and must keep its start (0) and GPUs");

@@ -53,7 +53,7 @@ void PlanQueues::Adopt(const Problem& base, const Plan& plan,
     a.planned_start = t.start_s;
     for (int o = 0; o < static_cast<int>(base.tasks[j].options.size()); ++o) {
       const Option& c = base.tasks[j].options[o];
-      if (c.technique == t.technique && c.gpus == t.gpus && !c.starts_now) {
+      if (c.technique == t.technique && c.gpus == t.gpus && !c.starts_now && base.Fits(c, node)) {
         a.option = o;
         break;
       }

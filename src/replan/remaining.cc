@@ -41,6 +41,7 @@ RemainingProblem BuildRemainingProblem(const Problem& base,
                                        const ReplanPolicy& policy) {
   RemainingProblem r;
   r.problem.nodes = base.nodes;
+  r.problem.types = base.types;
   for (int j = 0; j < base.NumTasks(); ++j) {
     const TaskProgress& p = progress[j];
     if (!p.arrived || p.finished) continue;

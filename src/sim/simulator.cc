@@ -380,11 +380,13 @@ std::vector<std::vector<double>> TruthFromProfile(const Problem& believed,
   for (const Task& t : believed.tasks) {
     std::vector<double> row;
     for (const Option& o : t.options) {
-      const ProfileRow* r = truth.Find(t.name, o.technique, o.gpus);
+      const std::string& type = believed.TypeName(o.type);
+      const ProfileRow* r = truth.Find(t.name, o.technique, o.gpus, type);
       if (!r) {
         throw InputError(source, 0, "",
                          "no row for task '" + t.name + "', technique '" + o.technique + "', " +
-                             std::to_string(o.gpus) + " GPUs, which the profile has");
+                             std::to_string(o.gpus) + " GPUs" +
+                             (type.empty() ? "" : " of type " + type) + ", which the profile has");
       }
       row.push_back(r->runtime_s);
     }

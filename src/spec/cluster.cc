@@ -1,6 +1,7 @@
 #include "spec/cluster.h"
 
 #include <algorithm>
+#include <cctype>
 #include <set>
 
 #include "common/error.h"
@@ -24,6 +25,28 @@ int Cluster::MaxGpusPerNode() const {
   return best;
 }
 
+int Cluster::MaxGpusPerNode(std::string_view gpu_type) const {
+  int best = 0;
+  for (const ClusterNode& n : nodes) {
+    if (n.gpu_type == gpu_type) best = std::max(best, n.gpus);
+  }
+  return best;
+}
+
+std::vector<std::string> Cluster::GpuTypes() const {
+  std::vector<std::string> types;
+  for (const ClusterNode& n : nodes) {
+    if (std::find(types.begin(), types.end(), n.gpu_type) == types.end()) {
+      types.push_back(n.gpu_type);
+    }
+  }
+  return types;
+}
+
+std::string GpuTypeLabel(std::string_view gpu_type) {
+  return gpu_type.empty() ? "default" : std::string(gpu_type);
+}
+
 int Cluster::NodeIndex(std::string_view name) const {
   for (size_t i = 0; i < nodes.size(); ++i) {
     if (nodes[i].name == name) return static_cast<int>(i);
@@ -32,6 +55,14 @@ int Cluster::NodeIndex(std::string_view name) const {
 }
 
 namespace {
+
+// Type names go into CSV cells, file names and pictures: kept plain.
+bool ValidTypeName(const std::string& name) {
+  if (name.empty() || name.size() > 64 || name == "default") return false;
+  return std::all_of(name.begin(), name.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.';
+  });
+}
 
 // The fields that say what a node's device slots are.
 void ReadSlotFields(YamlFields& f, const std::string& default_device,
@@ -64,9 +95,14 @@ Cluster ParseCluster(const YAML::Node& root, std::string_view source, const std:
   std::set<std::string> names;
   for (size_t i = 0; i < list.size(); ++i) {
     YamlFields f(list[i], std::string(source), list_path + "[" + std::to_string(i) + "]");
-    f.AllowOnly({"name", "gpus", "gpu_memory_gib", "device", "threads_per_gpu"});
+    f.AllowOnly({"name", "gpus", "gpu_memory_gib", "device", "threads_per_gpu", "gpu_type"});
     ClusterNode node;
     node.name = f.String("name");
+    node.gpu_type = f.OptionalString("gpu_type").value_or("");
+    if (f.Has("gpu_type") && !ValidTypeName(node.gpu_type)) {
+      f.Fail("gpu_type", "expected a name of letters, digits, '-', '_' or '.' (e.g. A100), got " +
+                             Quote(node.gpu_type));
+    }
     if (!names.insert(node.name).second) {
       f.Fail("name", "duplicate node name " + Quote(node.name) + "; names must be unique");
     }
@@ -133,6 +169,7 @@ std::string ClusterToYaml(const Cluster& cluster) {
     if (n.threads_per_gpu != 1) {
       out << YAML::Key << "threads_per_gpu" << YAML::Value << n.threads_per_gpu;
     }
+    if (!n.gpu_type.empty()) out << YAML::Key << "gpu_type" << YAML::Value << n.gpu_type;
     out << YAML::EndMap;
   }
   out << YAML::EndSeq << YAML::EndMap;

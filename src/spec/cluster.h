@@ -26,6 +26,9 @@ struct ClusterNode {
   std::optional<double> gpu_memory_gib;
   std::string device = "cpu";  // what a device slot is: a CPU device or a CUDA GPU
   int threads_per_gpu = 1;     // CPU devices: threads each one computes with
+  // The kind of device (e.g. V100, A100): runtimes are measured and planned
+  // per type. "" (unset) is the one type of a cluster that names none.
+  std::string gpu_type = {};
 };
 
 struct Cluster {
@@ -33,9 +36,18 @@ struct Cluster {
 
   int TotalGpus() const;
   int MaxGpusPerNode() const;
+  // The most GPUs any node of `gpu_type` has (0: no node of it).
+  int MaxGpusPerNode(std::string_view gpu_type) const;
   // Index of the node with this name, or -1.
   int NodeIndex(std::string_view name) const;
+  // The distinct GPU types of the nodes, in order of first appearance.
+  std::vector<std::string> GpuTypes() const;
+  // Whether the nodes are of more than one type.
+  bool Mixed() const { return GpuTypes().size() > 1; }
 };
+
+// A type for messages and pictures: its name, or "default" for "".
+std::string GpuTypeLabel(std::string_view gpu_type);
 
 // Reads a cluster from a YAML map with a `nodes` list. `source` names the
 // file in errors, `path` the field path of `root` ("" at the top of a file).

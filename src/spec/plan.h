@@ -28,6 +28,9 @@ struct PlanTask {
   std::vector<int> gpu_ids;
   double start_s = 0.0;
   double end_s = 0.0;
+  // The GPU type of its node (mixed clusters; "" for a cluster's one
+  // unnamed type): in the JSON only when set.
+  std::string gpu_type = {};
 };
 
 struct Plan {

@@ -18,6 +18,7 @@ namespace saturn {
 namespace {
 
 constexpr const char* kRequired[] = {"task", "technique", "gpus", "runtime_s"};
+constexpr const char* kTypeColumn = "gpu_type";
 
 bool MarksInfeasible(const std::string& text) {
   return text.empty() || text == "inf" || text == "infeasible";
@@ -47,20 +48,50 @@ std::string ProfileTable::Extra(const ProfileRow& row, std::string_view column) 
   return row.extra[i];
 }
 
-const ProfileRow* ProfileTable::Find(std::string_view task, std::string_view technique,
-                                     int gpus) const {
+const ProfileRow* ProfileTable::Find(std::string_view task, std::string_view technique, int gpus,
+                                     std::string_view gpu_type) const {
   for (const ProfileRow& r : rows) {
-    if (r.feasible && r.task == task && r.technique == technique && r.gpus == gpus) return &r;
+    if (r.feasible && r.task == task && r.technique == technique && r.gpus == gpus &&
+        r.gpu_type == gpu_type) {
+      return &r;
+    }
   }
   return nullptr;
 }
+
+bool ProfileTable::Typed() const {
+  return std::any_of(rows.begin(), rows.end(),
+                     [](const ProfileRow& r) { return !r.gpu_type.empty(); });
+}
+
+namespace {
+
+// A row's type must be one of the cluster's; a cluster of several types
+// needs every row typed.
+void CheckRowType(const ProfileRow& r, std::string_view source, const Cluster& cluster,
+                  const std::vector<std::string>& types) {
+  if (std::find(types.begin(), types.end(), r.gpu_type) != types.end()) return;
+  std::string names;
+  for (const std::string& t : types)
+    names += (names.empty() ? "" : ", ") + GpuTypeLabel(t);
+  if (r.gpu_type.empty()) {
+    throw InputError(source, r.line, "gpu_type",
+                     "the cluster's nodes are of several GPU types (" + names +
+                         "): every row needs its gpu_type (saturn profile measures each)");
+  }
+  throw InputError(source, r.line, "gpu_type",
+                   "no node of the cluster is of type " + Quote(r.gpu_type) + " (" +
+                       (cluster.Mixed() ? "its types: " : "its type: ") + names + ")");
+}
+
+}  // namespace
 
 void CheckProfile(const ProfileTable& table, std::string_view source, const Cluster& cluster) {
   if (table.rows.empty()) {
     throw InputError(source, 0, "", "the profile has no rows; expected one per configuration");
   }
-  int max_gpus = cluster.MaxGpusPerNode();
-  std::map<std::tuple<std::string, std::string, int>, int> seen;
+  std::vector<std::string> types = cluster.GpuTypes();
+  std::map<std::tuple<std::string, std::string, int, std::string>, int> seen;
   std::map<std::string, bool> any_feasible;
   for (const ProfileRow& r : table.rows) {
     if (r.task.empty()) throw InputError(source, r.line, "task", "expected a task name");
@@ -68,11 +99,13 @@ void CheckProfile(const ProfileTable& table, std::string_view source, const Clus
       throw InputError(source, r.line, "technique", "expected a technique name");
     }
     if (r.gpus < 1) throw InputError(source, r.line, "gpus", "expected an integer >= 1");
+    CheckRowType(r, source, cluster, types);
+    int max_gpus = cluster.MaxGpusPerNode(r.gpu_type);
     if (r.gpus > max_gpus) {
       throw InputError(source, r.line, "gpus",
-                       std::to_string(r.gpus) +
-                           " GPUs is more than any node has (the largest has " +
-                           std::to_string(max_gpus) + ")");
+                       std::to_string(r.gpus) + " GPUs is more than any node" +
+                           (r.gpu_type.empty() ? "" : " of type " + r.gpu_type) +
+                           " has (the largest has " + std::to_string(max_gpus) + ")");
     }
     if (r.feasible && !(std::isfinite(r.runtime_s) && r.runtime_s > 0)) {
       throw InputError(source, r.line, "runtime_s",
@@ -83,13 +116,14 @@ void CheckProfile(const ProfileTable& table, std::string_view source, const Clus
                        "expected at most " + FormatNumber(limits::kMaxNumber) + " seconds, got " +
                            FormatNumber(r.runtime_s));
     }
-    auto key = std::make_tuple(r.task, r.technique, r.gpus);
+    auto key = std::make_tuple(r.task, r.technique, r.gpus, r.gpu_type);
     auto [it, inserted] = seen.emplace(key, r.line);
     if (!inserted) {
       throw InputError(source, r.line, "",
                        "duplicate row for task " + Quote(r.task) + ", technique " +
-                           Quote(r.technique) + ", " + std::to_string(r.gpus) +
-                           " GPUs (first at line " + std::to_string(it->second) + ")");
+                           Quote(r.technique) + ", " + std::to_string(r.gpus) + " GPUs" +
+                           (r.gpu_type.empty() ? "" : " of type " + r.gpu_type) +
+                           " (first at line " + std::to_string(it->second) + ")");
     }
     any_feasible[r.task] = any_feasible[r.task] || r.feasible;
   }
@@ -133,8 +167,10 @@ ProfileTable ParseProfileCsv(std::string_view text, std::string_view source,
   }
   ProfileTable table;
   std::vector<int> extra_index;
+  int type_column = column.count(kTypeColumn) ? column[kTypeColumn] : -1;
+  std::vector<std::string> cluster_types = cluster.GpuTypes();
   for (size_t i = 0; i < header.fields.size(); ++i) {
-    bool required = false;
+    bool required = header.fields[i] == kTypeColumn;
     for (const char* name : kRequired)
       required = required || header.fields[i] == name;
     if (!required) {
@@ -158,6 +194,12 @@ ProfileTable ParseProfileCsv(std::string_view text, std::string_view source,
     row.line = rec.line;
     row.task = rec.fields[column["task"]];
     row.technique = rec.fields[column["technique"]];
+    // No column: the cluster's one type (CheckProfile refuses several).
+    if (type_column >= 0) {
+      row.gpu_type = rec.fields[type_column];
+    } else if (cluster_types.size() == 1) {
+      row.gpu_type = cluster_types[0];
+    }
     const std::string& gpus = rec.fields[column["gpus"]];
     char* end = nullptr;
     long g = std::strtol(gpus.c_str(), &end, 10);
@@ -189,11 +231,14 @@ ProfileTable LoadProfileFile(const std::string& path, const Cluster& cluster) {
 
 std::string ProfileToCsv(const ProfileTable& table) {
   std::vector<std::string> header = {"task", "technique", "gpus", "runtime_s"};
+  bool typed = table.Typed();
+  if (typed) header.push_back(kTypeColumn);
   header.insert(header.end(), table.extra_columns.begin(), table.extra_columns.end());
   std::string out = CsvLine(header);
   for (const ProfileRow& r : table.rows) {
     std::vector<std::string> fields = {r.task, r.technique, std::to_string(r.gpus),
                                        r.feasible ? FormatNumber(r.runtime_s) : "infeasible"};
+    if (typed) fields.push_back(r.gpu_type);
     for (size_t i = 0; i < table.extra_columns.size(); ++i) {
       fields.push_back(i < r.extra.size() ? r.extra[i] : "");
     }

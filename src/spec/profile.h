@@ -9,9 +9,16 @@
 // extension, a row whose runtime_s is empty, "inf" or "infeasible" records a
 // configuration known not to run; the planner never uses it.
 //
+// Mixed GPU types: an optional `gpu_type` column says on which type of node
+// (ClusterNode::gpu_type) a row was measured; one row per (task, technique,
+// gpus, gpu_type). Without the column every row is of the cluster's one type
+// (a cluster of several types needs the column). Written only when a row
+// has a type, so profiles of one-type clusters stay as they were.
+//
 // Input errors (exit 2): missing column, bad number, duplicate
-// (task,technique,gpus), non-positive runtime, gpus larger than every node,
-// a task with no feasible row, an empty table.
+// (task,technique,gpus,gpu_type), non-positive runtime, gpus larger than
+// every node (of the row's type), a type the cluster does not have, a task
+// with no feasible row, an empty table.
 //
 //   ProfileTable p = LoadProfileFile("profile.csv", cluster);
 //   for (const ProfileRow& r : p.rows) if (r.feasible) use(r.task, r.gpus, r.runtime_s);
@@ -34,6 +41,7 @@ struct ProfileRow {
   int gpus = 0;
   double runtime_s = 0.0;  // meaningful only when feasible
   bool feasible = true;
+  std::string gpu_type = {};       // the node type it was measured on ("": the one type)
   int line = 0;                    // line in the source file, 0 if built in memory
   std::vector<std::string> extra;  // aligned with ProfileTable::extra_columns
 };
@@ -48,8 +56,11 @@ struct ProfileTable {
   int ExtraColumn(std::string_view name) const;
   // The row's value in an extra column; empty if the column is absent.
   std::string Extra(const ProfileRow& row, std::string_view column) const;
-  // The feasible row for (task, technique, gpus), or nullptr.
-  const ProfileRow* Find(std::string_view task, std::string_view technique, int gpus) const;
+  // The feasible row for (task, technique, gpus, gpu_type), or nullptr.
+  const ProfileRow* Find(std::string_view task, std::string_view technique, int gpus,
+                         std::string_view gpu_type = "") const;
+  // Whether any row names a GPU type.
+  bool Typed() const;
 };
 
 // Each task's arrival (seconds from the start) from the profile's optional

@@ -52,6 +52,38 @@ Problem RandomProblem(uint64_t seed, int tasks, const std::vector<int>& node_gpu
   return p;
 }
 
+Problem RandomMixedProblem(uint64_t seed, int tasks, const std::vector<int>& node_gpus,
+                           const std::vector<int>& node_types, int types, bool integral) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  Problem base = RandomProblem(seed, tasks, node_gpus, 3, integral);
+  Problem p;
+  for (int t = 0; t < types; ++t)
+    p.types.push_back("type" + std::to_string(t));
+  for (size_t n = 0; n < node_gpus.size(); ++n)
+    p.nodes.push_back({"node" + std::to_string(n), node_gpus[n], node_types[n]});
+  // Type t is about 1.6^t times as fast as type 0, each task by its own factor.
+  for (const Task& task : base.tasks) {
+    Task typed{task.name, {}};
+    for (int t = 0; t < types; ++t) {
+      double speed = std::pow(1.6, t) * (0.7 + 0.6 * unit(rng));
+      int largest = 0;
+      for (size_t n = 0; n < node_gpus.size(); ++n) {
+        if (node_types[n] == t) largest = std::max(largest, node_gpus[n]);
+      }
+      for (Option o : task.options) {
+        if (o.gpus > largest) continue;
+        o.runtime_s /= speed;
+        if (integral) o.runtime_s = std::max(1.0, std::round(o.runtime_s));
+        o.type = t;
+        typed.options.push_back(o);
+      }
+    }
+    p.tasks.push_back(std::move(typed));
+  }
+  return p;
+}
+
 namespace {
 
 struct Placed {
@@ -95,6 +127,7 @@ struct Search {
       for (const Option& o : p.tasks[j].options) {
         for (int n = 0; n < p.NumNodes(); ++n) {
           if (o.gpus > p.nodes[n].gpus) continue;
+          if (o.type >= 0 && o.type != p.nodes[n].type) continue;  // another GPU type
           std::vector<double> starts = {0.0};
           for (const Placed& q : placed) {
             if (q.node == n) starts.push_back(q.end);

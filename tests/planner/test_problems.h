@@ -25,6 +25,13 @@ Problem MakeProblem(const std::vector<int>& node_gpus,
 Problem RandomProblem(uint64_t seed, int tasks, const std::vector<int>& node_gpus, int max_options,
                       bool integral);
 
+// RandomProblem's tasks on nodes of `types` GPU types (node n of type
+// node_types[n]): each task has its options on every type whose nodes are
+// large enough, type t running them about 1.6^t times as fast as type 0 (each
+// task by its own factor).
+Problem RandomMixedProblem(uint64_t seed, int tasks, const std::vector<int>& node_gpus,
+                           const std::vector<int>& node_types, int types, bool integral);
+
 // The optimal makespan by exhaustive search over left-justified schedules
 // (tasks placed in start order, each starting at 0 or at the end of an earlier
 // task on its node). For tiny problems only.

@@ -21,7 +21,8 @@ Plan GoodPlan() {
   p.status = "feasible";
   p.makespan_s = 100;
   p.lower_bound_s = 60;
-  p.tasks = {{"a", "ddp", 2, "node0", {0, 1}, 0, 100}, {"b", "ddp", 2, "node0", {2, 3}, 0, 50}};
+  p.tasks = {{"a", "ddp", 2, "node0", {0, 1}, 0, 100, ""},
+             {"b", "ddp", 2, "node0", {2, 3}, 0, 50, ""}};
   return p;
 }
 
@@ -45,19 +46,19 @@ TEST(ValidatePlan, MissingTask) {
 
 TEST(ValidatePlan, DuplicateTask) {
   Plan p = GoodPlan();
-  p.tasks.push_back({"b", "ddp", 2, "node0", {2, 3}, 50, 100});
+  p.tasks.push_back({"b", "ddp", 2, "node0", {2, 3}, 50, 100, ""});
   ExpectOneError(p, "more than once");
 }
 
 TEST(ValidatePlan, UnknownTask) {
   Plan p = GoodPlan();
-  p.tasks.push_back({"zzz", "ddp", 2, "node0", {2, 3}, 50, 100});
+  p.tasks.push_back({"zzz", "ddp", 2, "node0", {2, 3}, 50, 100, ""});
   ExpectOneError(p, "not in the profile");
 }
 
 TEST(ValidatePlan, ConfigurationNotInProfile) {
   Plan p = GoodPlan();
-  p.tasks[1] = {"b", "pipeline", 2, "node0", {2, 3}, 0, 50};
+  p.tasks[1] = {"b", "pipeline", 2, "node0", {2, 3}, 0, 50, ""};
   ExpectOneError(p, "not a feasible configuration");
 }
 
@@ -96,7 +97,7 @@ TEST(ValidatePlan, APinnedOptionOnAnotherNodeIsNamedAsSuch) {
   p.solver = "test";
   p.status = "feasible";
   p.makespan_s = 100;
-  p.tasks = {{"a", "ddp", 2, "node0", {0, 1}, 0, 100}};
+  p.tasks = {{"a", "ddp", 2, "node0", {0, 1}, 0, 100, ""}};
   std::vector<std::string> errors = ValidatePlan(two, p);
   ASSERT_EQ(errors.size(), 1u);
   EXPECT_THAT(errors[0], HasSubstr("(ddp, 2 GPUs) may not run on node 'node0'"));
@@ -161,8 +162,8 @@ TEST(ValidatePlan, PinnedOptionMustKeepItsNodeStartAndGpus) {
   Option keep{"ddp", 2, 30, 0, true, {0, 1}};
   problem.tasks[0].options = {keep};
   Plan p = GoodPlan();
-  p.tasks[0] = {"a", "ddp", 2, "node0", {0, 1}, 0, 30};
-  p.tasks[1] = {"b", "ddp", 2, "node0", {2, 3}, 0, 50};
+  p.tasks[0] = {"a", "ddp", 2, "node0", {0, 1}, 0, 30, ""};
+  p.tasks[1] = {"b", "ddp", 2, "node0", {2, 3}, 0, 50, ""};
   p.makespan_s = 50;
   p.lower_bound_s = 30;
   EXPECT_TRUE(ValidatePlan(problem, p).empty());

@@ -76,8 +76,8 @@ TEST(Replan, SwitchesWhenATaskTurnsOutSlowAndPreemptsOnlyWhatChanges) {
   plan.solver = "test";
   plan.status = "feasible";
   plan.makespan_s = 1000;
-  plan.tasks = {{"a", "ddp", 2, "node0", {0, 1}, 0, 1000},
-                {"b", "ddp", 2, "node0", {2, 3}, 0, 1000}};
+  plan.tasks = {{"a", "ddp", 2, "node0", {0, 1}, 0, 1000, ""},
+                {"b", "ddp", 2, "node0", {2, 3}, 0, 1000, ""}};
   std::vector<TaskProgress> progress(2);
   progress[0].done = 0.1;
   progress[0].running = RunningOn{0, 0, {0, 1}};
@@ -127,9 +127,9 @@ Plan SerialPlan() {
   plan.solver = "test";
   plan.status = "feasible";
   plan.makespan_s = 1800;
-  plan.tasks = {{"a", "ddp", 4, "node0", {0, 1, 2, 3}, 0, 600},
-                {"b", "ddp", 4, "node0", {0, 1, 2, 3}, 600, 1200},
-                {"c", "ddp", 4, "node0", {0, 1, 2, 3}, 1200, 1800}};
+  plan.tasks = {{"a", "ddp", 4, "node0", {0, 1, 2, 3}, 0, 600, ""},
+                {"b", "ddp", 4, "node0", {0, 1, 2, 3}, 600, 1200, ""},
+                {"c", "ddp", 4, "node0", {0, 1, 2, 3}, 1200, 1800, ""}};
   return plan;
 }
 
@@ -196,9 +196,9 @@ TEST(Replan, ANodeThatFinishedEarlyIsAChangeWorthASearch) {
   plan.solver = "test";
   plan.status = "feasible";
   plan.makespan_s = 2000;
-  plan.tasks = {{"a", "ddp", 4, "node0", {0, 1, 2, 3}, 0, 1000},
-                {"b", "ddp", 4, "node0", {0, 1, 2, 3}, 1000, 2000},
-                {"c", "ddp", 4, "node1", {0, 1, 2, 3}, 0, 2000}};
+  plan.tasks = {{"a", "ddp", 4, "node0", {0, 1, 2, 3}, 0, 1000, ""},
+                {"b", "ddp", 4, "node0", {0, 1, 2, 3}, 1000, 2000, ""},
+                {"c", "ddp", 4, "node1", {0, 1, 2, 3}, 0, 2000, ""}};
   std::vector<TaskProgress> progress(3);
   progress[0].running = RunningOn{0, 0, {0, 1, 2, 3}};
   progress[0].done = 0.5;
@@ -239,9 +239,10 @@ Plan EightNodePlan() {
                           "node" + std::to_string(i % 8),
                           {0, 1, 2, 3},
                           1000.0 * (i / 8),
-                          1000.0 * (i / 8 + 1)});
+                          1000.0 * (i / 8 + 1),
+                          ""});
   }
-  plan.tasks.push_back({"short", "ddp", 2, "node7", {0, 1}, 2000, 2200});
+  plan.tasks.push_back({"short", "ddp", 2, "node7", {0, 1}, 2000, 2200, ""});
   return plan;
 }
 

@@ -89,7 +89,8 @@ class Slurm : public ::testing::Test {
 
   static Cluster TwoNodes(int gpus1, int gpus2, const std::string& device = "cpu") {
     Cluster c;
-    c.nodes = {{"n1", gpus1, std::nullopt, device, 1}, {"n2", gpus2, std::nullopt, device, 1}};
+    c.nodes = {{"n1", gpus1, std::nullopt, device, 1, ""},
+               {"n2", gpus2, std::nullopt, device, 1, ""}};
     return c;
   }
 
@@ -178,7 +179,7 @@ TEST_F(Slurm, RefusesMoreGpusThanTheAllocationHoldsOnANode) {
 TEST_F(Slurm, CpuDevicesNeedNoGpusButCudaDevicesDo) {
   SlurmBackend b = Backend(kNoGpus);
   Cluster c;
-  c.nodes = {{"n1", 4, std::nullopt, "cpu", 1}};
+  c.nodes = {{"n1", 4, std::nullopt, "cpu", 1, ""}};
   b.CheckCluster(c);
   c.nodes[0].device = "cuda";
   EXPECT_THROW(b.CheckCluster(c), InputError);

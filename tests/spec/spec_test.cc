@@ -105,6 +105,80 @@ TEST(Profile, EveryInputErrorIsNamed) {
   EXPECT_THAT(ErrorOf([] { ProfileFrom(""); }), HasSubstr("empty file"));
 }
 
+Cluster TwoTypes() {
+  return ClusterFrom(
+      "nodes:\n  - {name: v, gpus: 4, gpu_type: V100}\n  - {name: a, gpus: 8, gpu_type: A100}\n");
+}
+
+TEST(Types, ClusterNodesNameTheirGpuType) {
+  Cluster c = TwoTypes();
+  EXPECT_EQ(c.GpuTypes(), (std::vector<std::string>{"V100", "A100"}));
+  EXPECT_TRUE(c.Mixed());
+  EXPECT_EQ(c.MaxGpusPerNode("V100"), 4);
+  EXPECT_EQ(ClusterFrom(ClusterToYaml(c)).nodes[1].gpu_type, "A100");
+  // Unset: one unnamed type, and files without the field read as before.
+  Cluster plain = EightGpus();
+  EXPECT_EQ(plain.GpuTypes(), (std::vector<std::string>{""}));
+  EXPECT_EQ(ClusterToYaml(plain).find("gpu_type"), std::string::npos);
+  EXPECT_THAT(ErrorOf([] { ClusterFrom("nodes:\n  - {name: a, gpus: 1, gpu_type: 'A 100'}\n"); }),
+              HasSubstr("c.yaml:2: nodes[0].gpu_type: expected a name of letters, digits"));
+}
+
+TEST(Types, ProfileRowsCarryTheirType) {
+  const char* csv =
+      "task,technique,gpus,runtime_s,gpu_type,step_s\n"
+      "a,ddp,4,100,V100,0.1\n"
+      "a,ddp,4,40,A100,0.04\n"
+      "a,ddp,8,25,A100,0.025\n";
+  ProfileTable p = ParseProfileCsv(csv, "p.csv", TwoTypes());
+  ASSERT_EQ(p.rows.size(), 3u);
+  EXPECT_EQ(p.extra_columns, (std::vector<std::string>{"step_s"}));
+  ASSERT_NE(p.Find("a", "ddp", 4, "A100"), nullptr);
+  EXPECT_EQ(p.Find("a", "ddp", 4, "A100")->runtime_s, 40);
+  EXPECT_EQ(p.Find("a", "ddp", 8, "V100"), nullptr);
+  ProfileTable again = ParseProfileCsv(ProfileToCsv(p), "again.csv", TwoTypes());
+  EXPECT_EQ(again.rows[1].gpu_type, "A100");
+  // A one-type profile is written as before (no column).
+  EXPECT_EQ(ProfileToCsv(ProfileFrom("task,technique,gpus,runtime_s\na,ddp,1,10\n")),
+            "task,technique,gpus,runtime_s\na,ddp,1,10\n");
+}
+
+TEST(Types, ProfileTypeErrorsAreNamed) {
+  EXPECT_THAT(ErrorOf([] {
+                ParseProfileCsv("task,technique,gpus,runtime_s\na,ddp,4,10\n", "p.csv", TwoTypes());
+              }),
+              HasSubstr("p.csv:2: gpu_type: the cluster's nodes are of several GPU types (V100, "
+                        "A100): every row needs its gpu_type"));
+  EXPECT_THAT(ErrorOf([] {
+                ParseProfileCsv("task,technique,gpus,runtime_s,gpu_type\na,ddp,4,10,H100\n",
+                                "p.csv", TwoTypes());
+              }),
+              HasSubstr("p.csv:2: gpu_type: no node of the cluster is of type 'H100' (its types: "
+                        "V100, A100)"));
+  EXPECT_THAT(ErrorOf([] {
+                ParseProfileCsv("task,technique,gpus,runtime_s,gpu_type\na,ddp,8,10,V100\n",
+                                "p.csv", TwoTypes());
+              }),
+              HasSubstr("gpus: 8 GPUs is more than any node of type V100 has (the largest has 4)"));
+  EXPECT_THAT(ErrorOf([] {
+                ParseProfileCsv(
+                    "task,technique,gpus,runtime_s,gpu_type\na,ddp,4,10,V100\na,ddp,4,9,V100\n",
+                    "p.csv", TwoTypes());
+              }),
+              HasSubstr("duplicate row for task 'a', technique 'ddp', 4 GPUs of type V100"));
+}
+
+TEST(Types, PlanTasksCarryTheirNodesType) {
+  Plan p;
+  p.solver = "auto";
+  p.status = "optimal";
+  p.tasks = {{"a", "ddp", 2, "n", {0, 1}, 0, 10, "A100"}, {"b", "ddp", 1, "m", {0}, 0, 5, ""}};
+  nlohmann::json j = PlanToJson(p);
+  EXPECT_EQ(j["tasks"][0]["gpu_type"], "A100");
+  EXPECT_FALSE(j["tasks"][1].contains("gpu_type"));
+  EXPECT_EQ(PlanFromJson(j, "x").tasks[0].gpu_type, "A100");
+}
+
 TEST(Plan, JsonRoundTripKeepsExtraFields) {
   Plan p;
   p.solver = "auto";
@@ -112,7 +186,7 @@ TEST(Plan, JsonRoundTripKeepsExtraFields) {
   p.makespan_s = 10;
   p.lower_bound_s = 10;
   p.solve_time_s = 0.5;
-  p.tasks = {{"a", "ddp", 2, "n", {0, 1}, 0, 10}};
+  p.tasks = {{"a", "ddp", 2, "n", {0, 1}, 0, 10, ""}};
   p.extra["note"] = "hello";
   Plan q = PlanFromJson(PlanToJson(p), "x");
   EXPECT_EQ(q.tasks[0].gpu_ids, (std::vector<int>{0, 1}));
@@ -122,7 +196,7 @@ TEST(Plan, JsonRoundTripKeepsExtraFields) {
 
 TEST(Plan, BadJsonNamesTheField) {
   nlohmann::json j =
-      PlanToJson(Plan{"auto", "optimal", 1, 1, 1, {{"a", "ddp", 1, "n", {0}, 0, 1}}, {}});
+      PlanToJson(Plan{"auto", "optimal", 1, 1, 1, {{"a", "ddp", 1, "n", {0}, 0, 1, ""}}, {}});
   j["tasks"][0]["gpu_ids"] = "0";
   EXPECT_THAT(ErrorOf([&] { PlanFromJson(j, "plan.json"); }),
               HasSubstr("plan.json: tasks[0].gpu_ids: expected a list"));

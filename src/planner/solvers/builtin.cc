@@ -12,6 +12,8 @@ std::unique_ptr<Solver> MakeMaxSolver();
 std::unique_ptr<Solver> MakeMinSolver();
 std::unique_ptr<Solver> MakeRandomSolver();
 std::unique_ptr<Solver> MakeOptimusSolver();
+std::unique_ptr<Solver> MakeGavelSolver();
+std::unique_ptr<Solver> MakeTypeBlindSolver();
 
 void RegisterBuiltinSolvers(SolverRegistry& registry) {
   registry.Register(MakeAutoSolver(registry));
@@ -22,6 +24,8 @@ void RegisterBuiltinSolvers(SolverRegistry& registry) {
   registry.Register(MakeMinSolver());
   registry.Register(MakeRandomSolver());
   registry.Register(MakeOptimusSolver());
+  registry.Register(MakeGavelSolver());
+  registry.Register(MakeTypeBlindSolver());
 }
 
 }  // namespace saturn

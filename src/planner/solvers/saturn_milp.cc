@@ -149,6 +149,11 @@ void AddGpuCountRows(PaperModel& pm) {
         held.push_back({v, 1.0});
       for (size_t k = 0; k < pm.configs[t].size(); ++k) {
         double need = pm.Gpus(t, pm.configs[t][k]);
+        // A configuration of another GPU type (or pinned elsewhere) is
+        // never on this node: B[t,s] + O[t,n] <= 1.
+        if (!pm.problem.Fits(pm.problem.tasks[t].options[pm.configs[t][k]], n)) {
+          pm.m.AddRow({{pm.B[t][k], 1.0}, {pm.O[t][n], 1.0}}, -kMipInf, 1);
+        }
         Terms row = held;
         row.push_back({pm.B[t][k], -Mg});
         row.push_back({pm.O[t][n], -Mg});
