@@ -51,10 +51,18 @@ wait_for_line() {
   return 1
 }
 
-# server_url FILE: waits (up to 30 s) for `saturn serve` to write its
-# server.json, prints its URL.
-server_url() {
-  "$python" - "$1" <<'PY'
+# serve_and_submit DIR NAME: `saturn serve` on DIR/cluster.yaml (state and
+# cache in DIR, log in $artifacts/NAME.log) with fake workers
+# (tests/testing/fake_worker.sh: 0.2 s a step, no training), then `saturn
+# submit` of DIR/workload.yaml; sets $url. Port 0: the server picks a free one
+# and writes its URL to server.json.
+serve_and_submit() {
+  local dir=$1 log=$artifacts/$2.log
+  SATURN_WORKER="$source_dir/tests/testing/fake_worker.sh" FAKE_STEP_S=0.2 \
+    "$saturn" serve --cluster "$dir/cluster.yaml" --listen 127.0.0.1:0 \
+    --state-dir "$dir/state" --cache "$dir/cache.sqlite" >"$log" 2>&1 &
+  pids+=($!)
+  url=$("$python" - "$dir/state/server.json" <<'PY'
 import json, sys, time
 for _ in range(300):
     try:
@@ -64,6 +72,9 @@ for _ in range(300):
         time.sleep(0.1)
 sys.exit(1)
 PY
+) || { echo "FAILED: saturn serve ($2) never wrote its URL"; cat "$log"; return 1; }
+  "$saturn" submit "$dir/workload.yaml" --server "$url" >"$artifacts/submit-$2.log" 2>&1 || {
+    echo "FAILED: saturn submit ($2)"; cat "$artifacts/submit-$2.log" "$log"; return 1; }
 }
 
 # check CASE ARGS...: runs the browser check of one case into $artifacts/CASE.
@@ -145,19 +156,7 @@ EOF
         echo "    steps: 60"
       done
     } >"$work/workload.yaml"
-    # Fake workers (tests/testing/fake_worker.sh): 0.2 s a step, no training.
-    # Port 0: the server picks a free one and writes its URL to server.json.
-    SATURN_WORKER="$source_dir/tests/testing/fake_worker.sh" FAKE_STEP_S=0.2 \
-      "$saturn" serve --cluster "$work/cluster.yaml" --listen 127.0.0.1:0 \
-      --state-dir "$work/state" --cache "$work/cache.sqlite" >"$artifacts/server.log" 2>&1 &
-    pids+=($!)
-    url=$(server_url "$work/state/server.json") || {
-      echo "FAILED: saturn serve never wrote its URL"; cat "$artifacts/server.log"; exit 1; }
-    "$saturn" submit "$work/workload.yaml" --server "$url" >"$artifacts/submit.log" 2>&1 || {
-      echo "FAILED: saturn submit"
-      cat "$artifacts/submit.log" "$artifacts/server.log"
-      exit 1
-    }
+    serve_and_submit "$work" server || exit 1
     check server --server "$url" --expect-tasks gpt-a,gpt-b,gpt-c --expect-moving \
       --wait-status gpt-a=finished --wait-status gpt-b=finished --wait-status gpt-c=finished \
       --timeout 120 || status=1
@@ -178,14 +177,7 @@ EOF
     echo "nodes: [{name: node0, gpus: 1, gpu_memory_gib: 1}]" >"$one/cluster.yaml"
     sed -e 's/gpt-a/gpt-d/' -e 's/gpt-b/gpt-e/' -e '/name: gpt-c/,$d' "$work/workload.yaml" \
       >"$one/workload.yaml"
-    SATURN_WORKER="$source_dir/tests/testing/fake_worker.sh" FAKE_STEP_S=0.2 \
-      "$saturn" serve --cluster "$one/cluster.yaml" --listen 127.0.0.1:0 \
-      --state-dir "$one/state" --cache "$one/cache.sqlite" >"$artifacts/server-one.log" 2>&1 &
-    pids+=($!)
-    url=$(server_url "$one/state/server.json") || {
-      echo "FAILED: the one-GPU saturn serve never wrote its URL"; cat "$artifacts/server-one.log"; exit 1; }
-    "$saturn" submit "$one/workload.yaml" --server "$url" >"$artifacts/submit-one.log" 2>&1 || {
-      echo "FAILED: saturn submit (one GPU)"; cat "$artifacts/submit-one.log"; exit 1; }
+    serve_and_submit "$one" server-one || exit 1
     # "RUNNING QUEUED" once one trains and the plan places the other after it.
     read -r running queued < <("$python" - "$url" <<'PY'
 import json, sys, time, urllib.request
