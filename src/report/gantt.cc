@@ -5,6 +5,7 @@
 
 #include "common/format.h"
 #include "report/svg.h"
+#include "spec/plan_status.h"
 
 namespace saturn {
 namespace {
@@ -23,19 +24,6 @@ std::vector<std::pair<int, int>> Runs(std::vector<int> ids) {
   return runs;
 }
 
-// At most `max_chars` characters (UTF-8 code points) of `text`, with "…" if cut.
-std::string Truncate(const std::string& text, size_t max_chars) {
-  size_t chars = 0, i = 0;
-  while (i < text.size()) {
-    size_t next = i + 1;
-    while (next < text.size() && (static_cast<unsigned char>(text[next]) & 0xC0) == 0x80)
-      ++next;
-    if (++chars > max_chars - 1 && next < text.size()) return text.substr(0, i) + "…";
-    i = next;
-  }
-  return text;
-}
-
 std::string TimeLabel(double seconds, double tick) {
   if (tick >= 3600 && static_cast<long>(tick) % 3600 == 0) {
     return FormatFixed(seconds / 3600, 0) + "h";
@@ -44,14 +32,142 @@ std::string TimeLabel(double seconds, double tick) {
   return FormatNumber(seconds) + "s";
 }
 
+// Where a chart's rows and times fall on the page.
+struct Layout {
+  std::map<std::string, int> first_row, node_index;
+  double row_h = 20, node_gap = 6, plot_h = 0, end = 1;
+  static constexpr double kLeft = 110, kRight = 20, kTop = 56, kPlotW = 1100;
+
+  explicit Layout(const GanttChart& chart) {
+    int rows = 0;
+    for (size_t i = 0; i < chart.nodes.size(); ++i) {
+      first_row[chart.nodes[i].name] = rows;
+      node_index[chart.nodes[i].name] = static_cast<int>(i);
+      rows += chart.nodes[i].gpus;
+    }
+    row_h = rows <= 48 ? 20 : rows <= 160 ? 12 : rows <= 600 ? 7 : 4;
+    node_gap = rows <= 160 ? 6 : 2;
+    plot_h = rows * row_h + node_gap * static_cast<double>(chart.nodes.size());
+    end = chart.time_end;
+    for (const GanttBar& b : chart.bars)
+      end = std::max(end, b.end);
+    if (!(end > 0)) end = 1;
+  }
+  double X(double t) const { return kLeft + kPlotW * t / end; }
+  // y of a GPU row, leaving a gap after each node.
+  double Y(const std::string& node, int gpu) const {
+    return kTop + (first_row.at(node) + gpu) * row_h + node_gap * node_index.at(node);
+  }
+};
+
+void DrawFrame(SvgWriter& svg, const GanttChart& chart, const Layout& at) {
+  const double left = Layout::kLeft, top = Layout::kTop;
+  svg.Text(left, 20, chart.title, 15, "start", "font-weight=\"bold\"");
+  svg.Text(left, 38, chart.subtitle, 11, "start", "fill=\"#555\"");
+  double tick = NiceTick(at.end, 10);
+  for (double t = 0; t <= at.end + 1e-9; t += tick) {
+    svg.Line(at.X(t), top, at.X(t), top + at.plot_h, "#e4e4e4");
+    svg.Text(at.X(t), top + at.plot_h + 14, TimeLabel(t, tick), 10, "middle", "fill=\"#555\"");
+  }
+  for (const ClusterNode& n : chart.nodes) {
+    double y0 = at.Y(n.name, 0);
+    svg.Rect(left, y0, Layout::kPlotW, n.gpus * at.row_h, "#f7f7f7");
+    svg.Text(8, y0 + std::min(n.gpus * at.row_h, 24.0) / 2 + 4, n.name, 11, "start",
+             "font-weight=\"bold\"");
+    if (at.row_h < 12) continue;
+    for (int g = 0; g < n.gpus; ++g) {
+      svg.Text(left - 6, at.Y(n.name, g) + at.row_h * 0.7, "gpu " + std::to_string(g), 9, "end",
+               "fill=\"#777\"");
+    }
+  }
+}
+
+TaskColor ColorOf(const GanttChart& chart, const std::string& key) {
+  auto it = chart.colors.find(key);
+  if (it != chart.colors.end()) return it->second;
+  return {ColorFor(key), OutlineColorFor(key), ""};
+}
+
+// "0-1, 7": a task's GPUs as the runs it is drawn in.
+std::string RunsText(const std::vector<std::pair<int, int>>& runs) {
+  std::string text;
+  for (const auto& [lo, hi] : runs) {
+    if (!text.empty()) text += ", ";
+    text += std::to_string(lo) + (hi > lo ? "-" + std::to_string(hi) : "");
+  }
+  return text;
+}
+
+// One bar: a box per run of consecutive GPUs. A filled bar in parts carries
+// the label on every part (and says so in its tooltip); DrawJoins joins them.
+void DrawBar(SvgWriter& svg, const GanttChart& chart, const Layout& at, const GanttBar& b) {
+  const TaskColor color = ColorOf(chart, b.color_key);
+  const std::vector<std::pair<int, int>> runs = Runs(b.gpu_ids);
+  const bool parts = runs.size() > 1;
+  const std::string title = parts && !b.outline_only
+                                ? b.detail + " [one task, drawn in " + std::to_string(runs.size()) +
+                                      " parts: GPUs " + RunsText(runs) + "]"
+                                : b.detail;
+  double x = at.X(b.start), w = at.X(b.end) - x;
+  for (const auto& [lo, hi] : runs) {
+    double y = at.Y(b.node, lo) + 1, h = (hi - lo + 1) * at.row_h - 2;
+    if (b.outline_only) {
+      // In the dark shade of the task's colour: each outline names its
+      // task's bar, and shows on it where the task ran as planned.
+      svg.Rect(x, y, w, h, "none", title,
+               "stroke=\"" + color.line + "\" stroke-dasharray=\"5 2\" stroke-width=\"2\"");
+      continue;
+    }
+    svg.Rect(x, y, w, h, color.fill, title, "stroke=\"white\" stroke-width=\"0.5\"");
+    double font = std::min(10.0, h - 2);
+    size_t fits = static_cast<size_t>((w - 4) / (font * 0.58));
+    if (font >= 7 && fits >= 4) {
+      svg.Text(x + 4, y + h / 2 + font * 0.35, Ellipsize(b.label, fits), font, "start",
+               "fill=\"#111\"");
+    }
+  }
+}
+
+// The connector of a filled bar in parts: a thick line in the task's dark
+// colour with a dot on each part, along the bar's end, drawn over whatever
+// runs on the GPUs in between, so the parts read as one task, not two. At
+// the end rather than the start: tasks often start together (every one at
+// 0), where a line would merge with the bars' left edges and cross their
+// labels; their ends differ.
+void DrawJoins(SvgWriter& svg, const GanttChart& chart, const Layout& at, const GanttBar& b) {
+  const std::vector<std::pair<int, int>> runs = Runs(b.gpu_ids);
+  if (b.outline_only || runs.size() < 2) return;
+  const TaskColor color = ColorOf(chart, b.color_key);
+  const double x = at.X(b.end) - std::min(3.0, (at.X(b.end) - at.X(b.start)) / 2);
+  for (size_t i = 0; i + 1 < runs.size(); ++i) {
+    // From the middle of one part's last row to the middle of the next one's first.
+    double y1 = at.Y(b.node, runs[i].second) + at.row_h / 2,
+           y2 = at.Y(b.node, runs[i + 1].first) + at.row_h / 2;
+    svg.Raw("<g class=\"join\"><title>" +
+            XmlEscape(b.label + ": one task on GPUs " + RunsText(runs) + " of " + b.node) +
+            "</title>");
+    svg.Line(x, y1, x, y2, color.line, 3);
+    for (double y : {y1, y2}) {
+      svg.Raw("<circle cx=\"" + FormatFixed(x, 1) + "\" cy=\"" + FormatFixed(y, 1) +
+              "\" r=\"3.5\" fill=\"" + color.line + "\" stroke=\"white\"/>\n");
+    }
+    svg.Raw("</g>\n");
+  }
+}
+
 }  // namespace
+
+std::string GanttSpan(double start, double end) {
+  return FormatDuration(start) + " → " + FormatDuration(end) + " (" + FormatDuration(end - start) +
+         ")";
+}
 
 GanttChart GanttFromPlan(const Plan& plan, const Cluster& cluster, const std::string& title) {
   GanttChart chart;
   chart.title = title;
-  chart.subtitle = "solver " + plan.solver + " (" + plan.status + "), makespan " +
-                   FormatDuration(plan.makespan_s) + ", lower bound " +
-                   FormatDuration(plan.lower_bound_s) + ", " +
+  chart.subtitle = "solver " + plan.solver + " · " + DescribePlanStatus(plan.status) +
+                   " · makespan " + FormatDuration(plan.makespan_s) + " · lower bound " +
+                   FormatDuration(plan.lower_bound_s) + " · " +
                    Plural(static_cast<long>(plan.tasks.size()), "task");
   chart.nodes = cluster.nodes;
   for (const PlanTask& t : plan.tasks) {
@@ -62,84 +178,29 @@ GanttChart GanttFromPlan(const Plan& plan, const Cluster& cluster, const std::st
     bar.end = t.end_s;
     bar.label = t.task + " · " + t.technique + " ×" + std::to_string(t.gpus);
     bar.detail = t.task + ": " + t.technique + " on " + std::to_string(t.gpus) + " GPU(s) of " +
-                 t.node + ", " + FormatDuration(t.start_s) + " → " + FormatDuration(t.end_s) +
-                 " (" + FormatDuration(t.end_s - t.start_s) + ")";
+                 t.node + ", " + GanttSpan(t.start_s, t.end_s);
     bar.color_key = t.task;
+    if (!chart.colors.count(t.task)) {
+      chart.colors[t.task] = PaletteColor(chart.colors.size());
+    }
     chart.bars.push_back(std::move(bar));
   }
   return chart;
 }
 
 std::string RenderGanttSvg(const GanttChart& chart) {
-  int rows = 0;
-  std::map<std::string, int> first_row;
-  for (const ClusterNode& n : chart.nodes) {
-    first_row[n.name] = rows;
-    rows += n.gpus;
-  }
-  double row_h = rows <= 48 ? 20 : rows <= 160 ? 12 : rows <= 600 ? 7 : 4;
-  const double node_gap = rows <= 160 ? 6 : 2;
-  const double left = 110, right = 20, top = 56, plot_w = 1100;
-  double plot_h = rows * row_h + node_gap * static_cast<double>(chart.nodes.size());
-  const double width = left + plot_w + right, height = top + plot_h + 40;
-  double end = chart.time_end;
-  for (const GanttBar& b : chart.bars)
-    end = std::max(end, b.end);
-  if (!(end > 0)) end = 1;
-  auto x_of = [&](double t) { return left + plot_w * t / end; };
-  // y of a GPU row, leaving a gap after each node.
-  std::map<std::string, int> node_index;
-  for (size_t i = 0; i < chart.nodes.size(); ++i)
-    node_index[chart.nodes[i].name] = i;
-  auto y_of = [&](const std::string& node, int gpu) {
-    return top + (first_row[node] + gpu) * row_h + node_gap * node_index[node];
-  };
-
-  SvgWriter svg(width, height);
-  svg.Text(left, 20, chart.title, 15, "start", "font-weight=\"bold\"");
-  svg.Text(left, 38, chart.subtitle, 11, "start", "fill=\"#555\"");
-  double tick = NiceTick(end, 10);
-  for (double t = 0; t <= end + 1e-9; t += tick) {
-    svg.Line(x_of(t), top, x_of(t), top + plot_h, "#e4e4e4");
-    svg.Text(x_of(t), top + plot_h + 14, TimeLabel(t, tick), 10, "middle", "fill=\"#555\"");
-  }
-  for (const ClusterNode& n : chart.nodes) {
-    double y0 = y_of(n.name, 0);
-    svg.Rect(left, y0, plot_w, n.gpus * row_h, "#f7f7f7");
-    svg.Text(8, y0 + std::min(n.gpus * row_h, 24.0) / 2 + 4, n.name, 11, "start",
-             "font-weight=\"bold\"");
-    if (row_h >= 12) {
-      for (int g = 0; g < n.gpus; ++g) {
-        svg.Text(left - 6, y_of(n.name, g) + row_h * 0.7, "gpu " + std::to_string(g), 9, "end",
-                 "fill=\"#777\"");
-      }
-    }
-  }
-  // Outlines (e.g. the plan) first, so filled bars (the run) sit on top.
-  for (int pass = 0; pass < 2; ++pass) {
+  const Layout at(chart);
+  SvgWriter svg(Layout::kLeft + Layout::kPlotW + Layout::kRight, Layout::kTop + at.plot_h + 40);
+  DrawFrame(svg, chart, at);
+  // Outlines (e.g. the plan) first, so filled bars (the run) sit on top, and
+  // the connectors of bars in parts over both.
+  for (bool outline : {true, false}) {
     for (const GanttBar& b : chart.bars) {
-      if (b.outline_only != (pass == 0) || !node_index.count(b.node)) continue;
-      for (const auto& [lo, hi] : Runs(b.gpu_ids)) {
-        double x = x_of(b.start), w = x_of(b.end) - x;
-        double y = y_of(b.node, lo) + 1, h = (hi - lo + 1) * row_h - 2;
-        if (b.outline_only) {
-          // In a dark shade of the task's colour: each outline names its
-          // task's bar, and shows on it where the task ran as planned.
-          svg.Rect(x, y, w, h, "none", b.detail,
-                   "stroke=\"" + OutlineColorFor(b.color_key) +
-                       "\" stroke-dasharray=\"5 2\" stroke-width=\"2\"");
-          continue;
-        }
-        svg.Rect(x, y, w, h, ColorFor(b.color_key), b.detail,
-                 "stroke=\"white\" stroke-width=\"0.5\"");
-        double font = std::min(10.0, h - 2);
-        size_t fits = static_cast<size_t>(w / (font * 0.58));
-        if (font >= 7 && fits >= 4) {
-          svg.Text(x + 3, y + h / 2 + font * 0.35, Truncate(b.label, fits), font, "start",
-                   "fill=\"#111\"");
-        }
-      }
+      if (b.outline_only == outline && at.node_index.count(b.node)) DrawBar(svg, chart, at, b);
     }
+  }
+  for (const GanttBar& b : chart.bars) {
+    if (at.node_index.count(b.node)) DrawJoins(svg, chart, at, b);
   }
   return svg.Finish();
 }

@@ -1,16 +1,21 @@
 // Gantt charts of plans and runs as standalone SVG: one row per GPU, grouped
 // by node, one box per task (per contiguous run of its GPUs) labelled with
 // task, technique and GPU count when it fits, and a hover tooltip always.
+// A task on GPUs that are not next to each other (0, 1 and 7) is one task
+// drawn in parts: each part carries the label and a connector joins them.
 // Rows shrink as the cluster grows, so 100+ tasks on many nodes stay legible.
 // Outline-only bars draw a second timeline (e.g. planned under actual).
+// Times in tooltips read as the terminal prints them (FormatDuration).
 //
 //   GanttChart chart = GanttFromPlan(plan, cluster, "Saturn plan");
 //   std::string svg = RenderGanttSvg(chart);
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
+#include "report/svg.h"
 #include "spec/cluster.h"
 #include "spec/plan.h"
 
@@ -33,8 +38,16 @@ struct GanttChart {
   std::vector<ClusterNode> nodes;
   std::vector<GanttBar> bars;
   double time_end = 0.0;  // 0: the largest bar end
+  // Colours by color_key, e.g. a report's tasks in order so that its Gantt
+  // and its loss charts agree; a key not here gets ColorFor(key).
+  std::map<std::string, TaskColor> colors;
 };
 
+// "0.0s → 2h47m (2h47m)": a bar's time for its tooltip, both ends and the
+// length in FormatDuration, as `saturn plan` and `saturn run` print times.
+std::string GanttSpan(double start, double end);
+
+// A bar per plan entry, coloured by the plan's order (PaletteColor).
 GanttChart GanttFromPlan(const Plan& plan, const Cluster& cluster, const std::string& title);
 std::string RenderGanttSvg(const GanttChart& chart);
 

@@ -7,6 +7,7 @@
 #include "common/format.h"
 #include "common/fs.h"
 #include "report/gantt.h"
+#include "report/loss_charts.h"
 #include "report/svg.h"
 
 namespace saturn {
@@ -36,53 +37,6 @@ std::map<std::string, std::map<long, EvalPoint>> EvalsOf(const std::vector<Event
     out[e.task][p.step] = p;
   }
   return out;
-}
-
-// A small line chart of one loss curve, and the evaluation loss (dashed)
-// when the task evaluates.
-std::string LossChart(const std::string& task, const std::vector<std::pair<long, double>>& points,
-                      const std::map<long, EvalPoint>& evals) {
-  const double w = 340, h = 190, left = 48, right = 10, top = 26, bottom = 30;
-  SvgWriter svg(w, h);
-  svg.Text(left, 16, task, 12, "start", "font-weight=\"bold\"");
-  if (points.empty() && evals.empty()) {
-    svg.Text(w / 2, h / 2, "no loss reported", 11, "middle", "fill=\"#888\"");
-    return svg.Finish();
-  }
-  double max_step = 1, lo = INFINITY, hi = -INFINITY;
-  for (const auto& [s, l] : points) {
-    max_step = std::max<double>(max_step, s);
-    lo = std::min(lo, l);
-    hi = std::max(hi, l);
-  }
-  for (const auto& [s, e] : evals) {
-    max_step = std::max<double>(max_step, s);
-    lo = std::min(lo, e.loss);
-    hi = std::max(hi, e.loss);
-  }
-  if (hi - lo < 1e-12) hi = lo + 1;
-  auto x = [&](double s) { return left + (w - left - right) * s / max_step; };
-  auto y = [&](double l) { return top + (h - top - bottom) * (1 - (l - lo) / (hi - lo)); };
-  svg.Line(left, top, left, h - bottom, "#999");
-  svg.Line(left, h - bottom, w - right, h - bottom, "#999");
-  svg.Text(left - 4, y(hi) + 4, FormatLoss(hi), 9, "end", "fill=\"#555\"");
-  svg.Text(left - 4, y(lo) + 4, FormatLoss(lo), 9, "end", "fill=\"#555\"");
-  svg.Text(w - right, h - bottom + 14, "step " + std::to_string(static_cast<long>(max_step)), 9,
-           "end", "fill=\"#555\"");
-  std::string pts;
-  for (const auto& [s, l] : points)
-    pts += FormatFixed(x(s), 1) + "," + FormatFixed(y(l), 1) + " ";
-  if (!pts.empty()) svg.Polyline(pts, ColorFor(task), 1.8);
-  if (!evals.empty()) {
-    std::string eval_pts;
-    for (const auto& [s, e] : evals)
-      eval_pts += FormatFixed(x(s), 1) + "," + FormatFixed(y(e.loss), 1) + " ";
-    svg.Raw("<polyline points=\"" + eval_pts +
-            "\" fill=\"none\" stroke=\"#222\" stroke-width=\"1.4\" "
-            "stroke-dasharray=\"4 3\"><title>evaluation loss</title></polyline>");
-    svg.Text(w - right, 16, "— train  - - eval", 9, "end", "fill=\"#555\"");
-  }
-  return svg.Finish();
 }
 
 // The evaluation after the task's last step, if it has one.
@@ -194,28 +148,41 @@ std::string CurrentPracticeHtml(const json& cp) {
          Faster(cp["speedup_planned"].get<double>()) + ").</p>\n";
 }
 
-// report.html: Gantt (actual filled, first plan dashed), best models, loss
-// curves, task table.
-std::string ReportHtml(const RunReportInput& in, const Evals& evals, const json& best,
-                       std::map<std::string, std::string>& best_of, int switches, double ratio) {
-  auto evals_of = [&](const std::string& task) { return EvalsOfTask(evals, task); };
+// Each task's colour in every picture of the report, by its place among
+// the run's tasks (then the first plan's, for a task the run no longer has).
+std::map<std::string, TaskColor> TaskColors(const RunReportInput& in) {
+  std::map<std::string, TaskColor> colors;
+  auto add = [&](const std::string& task) {
+    if (!colors.count(task)) colors[task] = PaletteColor(colors.size());
+  };
+  for (const RunReportTask& t : in.tasks)
+    add(t.name);
+  for (const PlanTask& t : in.first_plan.tasks)
+    add(t.task);
+  return colors;
+}
+
+// The run's Gantt (actual filled, first plan dashed) and, when the first
+// plan has it, current practice's plan beneath on the same time axis.
+std::string GanttsHtml(const RunReportInput& in, int switches,
+                       const std::map<std::string, TaskColor>& colors) {
   GanttChart chart;
   chart.title = "Saturn run: actual (filled) vs first plan (dashed)";
   chart.subtitle = "makespan " + FormatDuration(in.makespan_s) + " vs planned " +
                    FormatDuration(in.first_plan.makespan_s) + ", " +
                    Plural(switches, "plan switch");
   chart.nodes = in.cluster.nodes;
+  chart.colors = colors;
   for (const BusyInterval& b : BusyIntervals(in.events, in.makespan_s)) {
-    chart.bars.push_back({b.node, b.gpu_ids, b.start, b.end, b.task + " · " + b.technique,
-                          b.task + " (" + b.technique + ") " + FormatDuration(b.start) + " → " +
-                              FormatDuration(b.end) + ", " + b.how_it_ended,
-                          b.task, false});
+    chart.bars.push_back(
+        {b.node, b.gpu_ids, b.start, b.end, b.task + " · " + b.technique,
+         b.task + " (" + b.technique + ") " + GanttSpan(b.start, b.end) + ", " + b.how_it_ended,
+         b.task, false});
   }
   for (GanttBar bar : GanttFromPlan(in.first_plan, in.cluster, "").bars) {
     bar.outline_only = true;
     chart.bars.push_back(std::move(bar));
   }
-  // Current practice's plan beneath, on the same time axis.
   std::string baseline_svg;
   const json& baselines = in.first_plan.extra.value("baselines", json::object());
   if (baselines.contains("current-practice") && baselines["current-practice"].contains("plan")) {
@@ -224,66 +191,115 @@ std::string ReportHtml(const RunReportInput& in, const Evals& evals, const json&
         cp, in.cluster,
         "Current practice (estimated from the same profile): each task alone on a whole node");
     baseline.subtitle = "makespan " + FormatDuration(cp.makespan_s) + ", planned";
+    baseline.colors = colors;
     chart.time_end = baseline.time_end =
         std::max({cp.makespan_s, in.makespan_s, in.first_plan.makespan_s});
     baseline_svg = RenderGanttSvg(baseline) + "\n";
   }
-  std::string html =
-      "<!doctype html><html><head><meta charset=\"utf-8\"><title>Saturn run report</title>"
-      "<style>body{font-family:Helvetica,Arial,sans-serif;margin:24px;color:#222}"
-      "table{border-collapse:collapse}td,th{border:1px solid #ddd;padding:4px 8px;font-size:13px}"
-      "th{background:#f4f4f4}.curves{display:flex;flex-wrap:wrap;gap:8px}"
-      ".failed{color:#b00}</style></head><body>\n<h1>Saturn run report</h1>\n<p>Workload <code>" +
-      XmlEscape(in.workload) + "</code>: actual makespan <b>" + FormatDuration(in.makespan_s) +
-      "</b>, first plan " + FormatDuration(in.first_plan.makespan_s) + " (ratio " +
-      FormatFixed(ratio, 3) + "), " + Plural(switches, "plan switch") + ", profiling " +
-      FormatDuration(in.profiling_s) + ", planning " + FormatDuration(in.planning_s) + ".</p>\n" +
-      CurrentPracticeHtml(CurrentPractice(in)) + RenderGanttSvg(chart) + "\n" + baseline_svg;
-  if (!best.empty()) {
-    html += "<h2>Best models (lowest final evaluation loss)</h2>\n<ul>\n";
-    for (const json& b : best) {
-      std::string accuracy =
-          b.contains("final_eval_accuracy")
-              ? ", accuracy " + FormatFixed(b["final_eval_accuracy"].get<double>(), 4)
-              : std::string();
-      html += "<li>" + XmlEscape(b["sweep"].get<std::string>()) + ": <b>" +
-              XmlEscape(b["task"].get<std::string>()) + "</b>, evaluation loss " +
-              FormatLoss(b["final_eval_loss"].get<double>()) + accuracy + " (" +
-              std::to_string(b["evaluated"].get<int>()) + " of " +
-              Plural(static_cast<long>(b["tasks"].get<size_t>()), "task") +
-              " evaluated); its model: <code>tasks/" + XmlEscape(b["task"].get<std::string>()) +
-              "/model.pt</code></li>\n";
-    }
-    html += "</ul>\n";
+  return RenderGanttSvg(chart) + "\n" + baseline_svg;
+}
+
+std::string BestHtml(const json& best) {
+  if (best.empty()) return "";
+  std::string html = "<h2>Best models (lowest final evaluation loss)</h2>\n<ul>\n";
+  for (const json& b : best) {
+    std::string accuracy =
+        b.contains("final_eval_accuracy")
+            ? ", accuracy " + FormatFixed(b["final_eval_accuracy"].get<double>(), 4)
+            : std::string();
+    html += "<li>" + XmlEscape(b["sweep"].get<std::string>()) + ": <b>" +
+            XmlEscape(b["task"].get<std::string>()) + "</b>, evaluation loss " +
+            FormatLoss(b["final_eval_loss"].get<double>()) + accuracy + " (" +
+            std::to_string(b["evaluated"].get<int>()) + " of " +
+            Plural(static_cast<long>(b["tasks"].get<size_t>()), "task") +
+            " evaluated); its model: <code>tasks/" + XmlEscape(b["task"].get<std::string>()) +
+            "/model.pt</code></li>\n";
   }
-  html += "<h2>Loss curves</h2>\n<div class=\"curves\">\n";
-  static const std::map<long, EvalPoint> kNone;
+  return html + "</ul>\n";
+}
+
+bool IsBest(const RunReportTask& t, const std::map<std::string, std::string>& best_of) {
+  auto it = best_of.find(t.sweep.empty() ? t.name : t.sweep);
+  return it != best_of.end() && it->second == t.name;
+}
+
+// A chart per sweep (or task alone), curves in the tasks' colours.
+std::string LossHtml(const RunReportInput& in, const Evals& evals,
+                     const std::map<std::string, std::string>& best_of,
+                     const std::map<std::string, TaskColor>& colors) {
+  std::vector<LossSeries> series;
   for (const RunReportTask& t : in.tasks) {
-    const auto* e = evals_of(t.name);
-    html += LossChart(t.name, t.losses, e ? *e : kNone);
+    LossSeries s;
+    s.task = t.name;
+    s.group = t.sweep;
+    s.train = t.losses;
+    if (const auto* e = EvalsOfTask(evals, t.name)) {
+      for (const auto& [step, p] : *e)
+        s.eval.push_back({step, p.loss});
+    }
+    s.color = colors.at(t.name);
+    if (IsBest(t, best_of)) s.note = "best";
+    if (t.status != "finished") s.note = t.status;
+    series.push_back(std::move(s));
   }
-  html +=
-      "</div>\n<h2>Tasks</h2>\n<table><tr><th>task</th><th>status</th><th>technique</th>"
+  return "<h2>Loss curves</h2>\n<div class=\"curves\">\n" + LossChartsHtml(series) + "</div>\n";
+}
+
+// The task table. A task that never started (cancelled or failed before its
+// first worker) ran nowhere: no technique, GPUs, node or times.
+std::string TableHtml(const RunReportInput& in, const Evals& evals,
+                      const std::map<std::string, std::string>& best_of,
+                      const std::map<std::string, TaskColor>& colors) {
+  std::string html =
+      "<h2>Tasks</h2>\n<table><tr><th>task</th><th>status</th><th>technique</th>"
       "<th>GPUs</th><th>node</th><th>start</th><th>end</th><th>steps</th><th>final loss</th>"
       "<th>eval loss</th><th>attempts</th><th>error</th></tr>\n";
+  const std::string none = "<span class=\"none\">–</span>";
   for (const RunReportTask& t : in.tasks) {
-    const EvalPoint* final_eval = FinalEval(t, evals_of(t.name));
-    bool is_best = best_of.count(t.sweep.empty() ? t.name : t.sweep) &&
-                   best_of[t.sweep.empty() ? t.name : t.sweep] == t.name;
+    const EvalPoint* final_eval = FinalEval(t, EvalsOfTask(evals, t.name));
     std::string eval_cell =
-        final_eval ? FormatLoss(final_eval->loss) + (is_best ? " (best)" : "") : "";
-    html += std::string("<tr") + (t.status == "failed" ? " class=\"failed\"" : "") + "><td>" +
-            XmlEscape(t.name) + "</td><td>" + t.status + "</td><td>" + XmlEscape(t.technique) +
-            "</td><td>" + std::to_string(t.gpus) + "</td><td>" + XmlEscape(t.node) + "</td><td>" +
-            FormatDuration(t.start_s) + "</td><td>" + FormatDuration(t.end_s) + "</td><td>" +
-            std::to_string(t.steps_done) + "/" + std::to_string(t.steps) + "</td><td>" +
-            FormatLoss(t.final_loss) + "</td><td>" + eval_cell + "</td><td>" +
-            std::to_string(t.attempts) +
+        final_eval ? FormatLoss(final_eval->loss) + (IsBest(t, best_of) ? " (best)" : "") : "";
+    const bool ran = t.attempts > 0;
+    auto cell = [&](bool known, const std::string& text) {
+      return "<td>" + (known ? text : none) + "</td>";
+    };
+    html += std::string("<tr") + (t.status == "failed" ? " class=\"failed\"" : "") +
+            "><td><span class=\"swatch\" style=\"background:" + colors.at(t.name).line +
+            "\"></span>" + XmlEscape(t.name) + "</td><td>" + t.status + "</td>" +
+            cell(ran && !t.technique.empty(), XmlEscape(t.technique)) +
+            cell(ran && t.gpus > 0, std::to_string(t.gpus)) +
+            cell(ran && !t.node.empty(), XmlEscape(t.node)) +
+            cell(ran && t.start_s >= 0, FormatDuration(t.start_s)) +
+            cell(ran && t.end_s >= 0, FormatDuration(t.end_s)) + "<td>" +
+            std::to_string(t.steps_done) + "/" + std::to_string(t.steps) + "</td>" +
+            cell(t.status == "finished", FormatLoss(t.final_loss)) + "<td>" + eval_cell +
+            "</td><td>" + std::to_string(t.attempts) +
             (t.failures > 0 ? " (" + std::to_string(t.failures) + " failed)" : "") + "</td><td>" +
             XmlEscape(t.error) + "</td></tr>\n";
   }
-  html += "</table>\n</body></html>\n";
-  return html;
+  return html + "</table>\n";
+}
+
+// report.html: Gantts, best models, loss curves, task table.
+std::string ReportHtml(const RunReportInput& in, const Evals& evals, const json& best,
+                       const std::map<std::string, std::string>& best_of, int switches,
+                       double ratio) {
+  const std::map<std::string, TaskColor> colors = TaskColors(in);
+  return "<!doctype html><html><head><meta charset=\"utf-8\"><title>Saturn run report</title>"
+         "<style>body{font-family:Helvetica,Arial,sans-serif;margin:24px;color:#222}"
+         "table{border-collapse:collapse}td,th{border:1px solid #ddd;padding:4px 8px;"
+         "font-size:13px}th{background:#f4f4f4}.curves{display:flex;flex-wrap:wrap;gap:12px}"
+         ".failed{color:#b00}.none{color:#999}.no-loss{width:100%;color:#555;font-size:14px}."
+         "swatch{display:inline-block;width:10px;"
+         "height:10px;border-radius:2px;margin-right:6px}</style></head><body>\n"
+         "<h1>Saturn run report</h1>\n<p>Workload <code>" +
+         XmlEscape(in.workload) + "</code>: actual makespan <b>" + FormatDuration(in.makespan_s) +
+         "</b>, first plan " + FormatDuration(in.first_plan.makespan_s) + " (ratio " +
+         FormatFixed(ratio, 3) + "), " + Plural(switches, "plan switch") + ", profiling " +
+         FormatDuration(in.profiling_s) + ", planning " + FormatDuration(in.planning_s) +
+         ".</p>\n" + CurrentPracticeHtml(CurrentPractice(in)) + GanttsHtml(in, switches, colors) +
+         BestHtml(best) + LossHtml(in, evals, best_of, colors) +
+         TableHtml(in, evals, best_of, colors) + "</body></html>\n";
 }
 
 }  // namespace

@@ -1,12 +1,13 @@
 // The report of a run, written into its run directory when it ends:
 // report.json (per task: configuration, start, end, steps, final loss,
 // attempts and any error; makespan planned vs actual; plan switches) and
-// report.html (Gantt of the planned timeline under the actual one, each
-// task's loss curve, and the task table).
+// report.html (Gantt of the planned timeline under the actual one, the loss
+// curves with a chart per sweep (loss_charts.h), and the task table; each
+// task in one colour throughout).
 //
 // Evaluation (tasks with `eval:`) comes from the event log's
 // task_evaluated events: per task its evaluation curve ("eval_curve":
-// [{step, loss, accuracy?}]), drawn dashed over the training loss, and
+// [{step, loss, accuracy?}]), drawn dashed and marked over the training loss, and
 // "final_eval_loss" (the evaluation after the last step; null until the
 // task has finished). "best" names, for each sweep (the tasks written as
 // one task), the task with the lowest final evaluation loss among those

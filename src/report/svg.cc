@@ -38,6 +38,18 @@ std::string XmlEscape(std::string_view text) {
   return out;
 }
 
+std::string Ellipsize(const std::string& text, size_t max_chars) {
+  size_t chars = 0, i = 0;
+  while (i < text.size()) {
+    size_t next = i + 1;
+    while (next < text.size() && (static_cast<unsigned char>(text[next]) & 0xC0) == 0x80)
+      ++next;
+    if (++chars > max_chars - 1 && next < text.size()) return text.substr(0, i) + "…";
+    i = next;
+  }
+  return text;
+}
+
 namespace {
 
 // The key's hue and saturation at the given lightness (percent); `light_range`
@@ -65,6 +77,29 @@ std::string ColorFor(std::string_view key) {
 
 std::string OutlineColorFor(std::string_view key) {
   return KeyColor(key, 30, 1);
+}
+
+TaskColor PaletteColor(size_t index) {
+  // {fill, line}: the same hue, light and dark.
+  static const char* const kHues[][2] = {
+      {"#9ecae9", "#1f77b4"},  // blue
+      {"#fdae6b", "#d95f0e"},  // orange
+      {"#a1d99b", "#2ca02c"},  // green
+      {"#f4a3a3", "#c9252b"},  // red
+      {"#c9b6ea", "#7b4fb8"},  // purple
+      {"#8fd3d4", "#0e8587"},  // teal
+      {"#f4a6d7", "#c42a8d"},  // pink
+      {"#d9b8a8", "#8c564b"},  // brown
+      {"#cde88f", "#6a9c10"},  // lime
+      {"#aab3e6", "#2b3a8c"},  // navy
+      {"#c6ced3", "#56636b"},  // slate
+      {"#f7d56e", "#dc9e00"},  // amber
+  };
+  static const char* const kDashes[] = {"", "7 3", "2 2", "9 3 2 3"};
+  constexpr size_t kCount = sizeof kHues / sizeof kHues[0];
+  constexpr size_t kDashCount = sizeof kDashes / sizeof kDashes[0];
+  const auto& hue = kHues[index % kCount];
+  return {hue[0], hue[1], kDashes[(index / kCount) % kDashCount]};
 }
 
 double NiceTick(double span, int target) {

@@ -6,16 +6,33 @@
 //   std::string doc = svg.Finish();
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <string_view>
 
 namespace saturn {
 
 std::string XmlEscape(std::string_view text);
+// At most `max_chars` characters (UTF-8 code points) of `text`, with "…" if cut.
+std::string Ellipsize(const std::string& text, size_t max_chars);
 // A stable, well-spread colour for a key (same key, same colour).
 std::string ColorFor(std::string_view key);
 // The same hue, dark: an outline that shows on a bar of ColorFor(key).
 std::string OutlineColorFor(std::string_view key);
+
+// A task's colour in a chart that shows tasks side by side: `fill` for its
+// Gantt bars (light, under dark text), `line` for its curves and outlines
+// (dark, on white), `dash` for its curves (empty: solid).
+struct TaskColor {
+  std::string fill;
+  std::string line;
+  std::string dash;
+};
+// The `index`-th task's colour: twelve hues that tell apart at a glance, in
+// an order where neighbours differ in hue; from the 13th task on the hues
+// come round again with a dashed line (then dotted, then dash-dotted), so no
+// two of the first 48 tasks look alike in a loss chart.
+TaskColor PaletteColor(size_t index);
 // Tick spacing for an axis of `span` seconds with about `target` ticks, in
 // human steps (1, 2, 5 x 10^k seconds, or minutes/hours).
 double NiceTick(double span, int target);

@@ -58,6 +58,9 @@ void Service::Publish(bool force) {
     const TaskRecord& r = l.record;
     const PlanTask* p = planned.count(r.name) ? planned[r.name] : nullptr;
     bool placed = !r.technique.empty();
+    // A task yet to run shows where the plan puts it; one that ended without
+    // ever running (cancelled before it started) ran nowhere and shows none.
+    const PlanTask* to_run = run.Done(j) ? nullptr : p;
     bool finished = r.status == TaskStatus::kFinished;
     std::string status =
         r.status == TaskStatus::kWaiting ? "queued" : std::string(ToString(r.status));
@@ -79,18 +82,18 @@ void Service::Publish(bool force) {
     tasks.push_back(
         {{"id", r.name},
          {"status", status},
-         {"technique", placed ? json(r.technique)
-                       : p    ? json(p->technique)
-                              : json()},
-         {"gpus", placed ? json(r.gpus)
-                  : p    ? json(p->gpus)
-                         : json()},
-         {"node", placed ? json(r.node)
-                  : p    ? json(p->node)
-                         : json()},
-         {"gpu_ids", placed ? json(r.gpu_ids)
-                     : p    ? json(p->gpu_ids)
-                            : json::array()},
+         {"technique", placed   ? json(r.technique)
+                       : to_run ? json(to_run->technique)
+                                : json()},
+         {"gpus", placed   ? json(r.gpus)
+                  : to_run ? json(to_run->gpus)
+                           : json()},
+         {"node", placed   ? json(r.node)
+                  : to_run ? json(to_run->node)
+                           : json()},
+         {"gpu_ids", placed   ? json(r.gpu_ids)
+                     : to_run ? json(to_run->gpu_ids)
+                              : json::array()},
          {"steps_done", finished ? run.Steps(j) : std::max(l.reported.step, r.checkpoint_step)},
          {"steps", run.Steps(j)},
          {"eta_s", eta},

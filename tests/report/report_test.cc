@@ -5,10 +5,15 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <regex>
+#include <set>
+#include <sstream>
 #include <string>
 
+#include "common/format.h"
 #include "common/fs.h"
 #include "report/gantt.h"
+#include "report/loss_charts.h"
 #include "report/run_report.h"
 #include "report/svg.h"
 
@@ -81,7 +86,7 @@ Plan TwoTaskPlan() {
 TEST(Gantt, FromPlanHasOneBarPerTaskWithItsDevicesAndTimes) {
   GanttChart chart = GanttFromPlan(TwoTaskPlan(), TwoNodes(), "the plan");
   EXPECT_EQ(chart.title, "the plan");
-  EXPECT_THAT(chart.subtitle, HasSubstr("solver auto (optimal)"));
+  EXPECT_THAT(chart.subtitle, HasSubstr("solver auto · proven optimal · makespan 5m00s"));
   EXPECT_THAT(chart.subtitle, HasSubstr("2 tasks"));
   ASSERT_EQ(chart.bars.size(), 2u);
   const GanttBar& gpt = chart.bars[0];
@@ -110,6 +115,84 @@ TEST(Gantt, SvgDrawsARowLabelPerGpuAndABoxWithTooltipPerBar) {
   EXPECT_THAT(svg, Not(HasSubstr("stroke-dasharray")));  // no outline bars
 }
 
+// A task on GPUs 0, 1 and 7 is one task in two parts: both parts carry its
+// label and a connector in its colour joins them across the GPUs between.
+TEST(Gantt, JoinsThePartsOfATaskOnGpusApart) {
+  Cluster c;
+  c.nodes.resize(1);
+  c.nodes[0].name = "n0";
+  c.nodes[0].gpus = 8;
+  Plan p = TwoTaskPlan();
+  p.tasks = {Placed("gpt", "fsdp", "n0", {0, 1, 7}, 0, 300),
+             Placed("vit", "ddp", "n0", {2, 3, 4, 5, 6}, 0, 300)};
+  GanttChart chart = GanttFromPlan(p, c, "split");
+  std::string svg = RenderGanttSvg(chart);
+  EXPECT_EQ(Count(svg, ">gpt · fsdp ×3</text>"), 2);  // the label on each part
+  EXPECT_EQ(Count(svg, ">vit · ddp ×5</text>"), 1);
+  EXPECT_EQ(Count(svg, "<g class=\"join\">"), 1);  // one connector, for gpt only
+  EXPECT_THAT(svg, HasSubstr("<title>gpt · fsdp ×3: one task on GPUs 0-1, 7 of n0</title>"));
+  EXPECT_EQ(Count(svg, "[one task, drawn in 2 parts: GPUs 0-1, 7]</title>"), 2);
+  // The connector runs from the middle of GPU 1's row to the middle of GPU
+  // 7's, in gpt's dark colour, over vit's bar (drawn after it), at gpt's end.
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(svg, m,
+                                std::regex("<g class=\"join\"><title>[^<]*</title><line x1=\""
+                                           "([0-9.]+)\" y1=\"([0-9.]+)\" x2=\"[0-9.]+\" "
+                                           "y2=\"([0-9.]+)\" stroke=\"([^\"]+)\"")));
+  EXPECT_EQ(m[4], chart.colors.at("gpt").line);
+  EXPECT_NEAR(std::stod(m[1]), 110 + 1100 - 3, 0.11);    // the plot ends at x = 1210
+  EXPECT_NEAR(std::stod(m[2]), 56 + 1 * 20 + 10, 0.11);  // rows are 20 px from y = 56
+  EXPECT_NEAR(std::stod(m[3]), 56 + 7 * 20 + 10, 0.11);
+  EXPECT_GT(svg.find("<g class=\"join\">"), svg.find(">vit · ddp ×5</text>"));
+}
+
+// Tooltips give times as `saturn plan` prints them (FormatDuration), both
+// ends and the length, for a plan's bars and a run's.
+TEST(Gantt, TooltipsGiveTimesAsTheTerminalDoes) {
+  Plan p = TwoTaskPlan();
+  p.status = "time_limit";
+  p.makespan_s = 81945.8;
+  p.tasks = {Placed("gpt", "fsdp", "n0", {0, 1, 2}, 0, 81945.8),
+             Placed("vit", "ddp", "n1", {0, 1}, 3600, 10020)};
+  GanttChart chart = GanttFromPlan(p, TwoNodes(), "long");
+  EXPECT_EQ(GanttSpan(0, 81945.8), FormatDuration(0) + " → " + FormatDuration(81945.8) + " (" +
+                                       FormatDuration(81945.8) + ")");
+  EXPECT_EQ(GanttSpan(0, 81945.8), "0.0s → 22h46m (22h46m)");
+  std::string svg = RenderGanttSvg(chart);
+  EXPECT_THAT(svg, HasSubstr("<title>gpt: fsdp on 3 GPU(s) of n0, 0.0s → 22h46m (22h46m)</title>"));
+  EXPECT_THAT(svg, HasSubstr("<title>vit: ddp on 2 GPU(s) of n1, 1h00m → 2h47m (1h47m)</title>"));
+  // The plan's status in words, as `saturn plan` says it.
+  EXPECT_THAT(chart.subtitle,
+              HasSubstr("stopped at its time limit (not proven optimal) · makespan 22h46m"));
+  EXPECT_THAT(chart.subtitle, Not(HasSubstr("time_limit")));
+}
+
+// Twelve tasks get twelve different colours; from the 13th the hues come
+// round again with a dashed line, so no two of the first 48 look alike.
+TEST(Gantt, PaletteTellsTasksApart) {
+  std::set<std::string> fills, lines;
+  std::set<std::pair<std::string, std::string>> looks;
+  for (size_t i = 0; i < 48; ++i) {
+    TaskColor c = PaletteColor(i);
+    if (i < 12) {
+      fills.insert(c.fill);
+      lines.insert(c.line);
+      EXPECT_EQ(c.dash, "") << i;
+    }
+    looks.insert({c.line, c.dash});
+  }
+  EXPECT_EQ(fills.size(), 12u);
+  EXPECT_EQ(lines.size(), 12u);
+  EXPECT_EQ(looks.size(), 48u);
+  EXPECT_EQ(PaletteColor(12).line, PaletteColor(0).line);
+  EXPECT_NE(PaletteColor(12).dash, "");
+  // A plan's chart colours its tasks in the plan's order.
+  GanttChart chart = GanttFromPlan(TwoTaskPlan(), TwoNodes(), "x");
+  EXPECT_EQ(chart.colors.at("gpt").fill, PaletteColor(0).fill);
+  EXPECT_EQ(chart.colors.at("vit").fill, PaletteColor(1).fill);
+  EXPECT_THAT(RenderGanttSvg(chart), HasSubstr("fill=\"" + PaletteColor(1).fill + "\""));
+}
+
 TEST(Gantt, SplitsABarIntoOneBoxPerRunOfConsecutiveGpus) {
   Plan p = TwoTaskPlan();
   p.tasks = {Placed("gpt", "fsdp", "n0", {0, 1, 3}, 0, 300)};
@@ -124,7 +207,7 @@ TEST(Gantt, OutlineBarsAreDashedAndBarsOnUnknownNodesAreLeftOut) {
   std::string svg = RenderGanttSvg(chart);
   EXPECT_EQ(Count(svg, "stroke-dasharray"), 1);
   // The outline is a dark shade of its task's colour, as that task's bar is.
-  EXPECT_THAT(svg, HasSubstr("stroke=\"" + OutlineColorFor(chart.bars[1].color_key) +
+  EXPECT_THAT(svg, HasSubstr("stroke=\"" + chart.colors.at(chart.bars[1].color_key).line +
                              "\" stroke-dasharray"));
   EXPECT_THAT(svg, Not(HasSubstr("ghost")));
 }
@@ -232,13 +315,13 @@ TEST_F(RunReport, ComparesTheRunWithCurrentPractice) {
                         "run was <b>2.08&times; faster</b> (2.00&times; faster counting "
                         "profiling and planning; the plan promised 2.50&times; faster)"));
   // With current practice's plan, its Gantt beneath the run's.
-  EXPECT_EQ(Count(ReadFile(in_.run_dir + "/report.html"), "<svg"), 3);
+  EXPECT_EQ(Count(ReadFile(in_.run_dir + "/report.html"), "<svg"), 2);
   Plan practice = TwoTaskPlan();
   practice.solver = "current-practice";
   in_.first_plan.extra["baselines"]["current-practice"]["plan"] = PlanToJson(practice);
   WriteRunReport(in_);
   std::string html = ReadFile(in_.run_dir + "/report.html");
-  EXPECT_EQ(Count(html, "<svg"), 4);
+  EXPECT_EQ(Count(html, "<svg"), 3);
   EXPECT_THAT(html, HasSubstr("Current practice (estimated from the same profile): each task "
                               "alone on a whole node"));
 }
@@ -248,14 +331,16 @@ TEST_F(RunReport, HtmlHasTheGanttLossCurvesAndTaskTable) {
   std::string html = ReadFile(in_.run_dir + "/report.html");
   EXPECT_EQ(html.rfind("<!doctype html>", 0), 0u);
   EXPECT_THAT(html, HasSubstr("</html>"));
-  // Gantt plus one loss chart per task.
-  EXPECT_EQ(Count(html, "<svg"), 3);
+  // Gantt plus a loss chart for gpt (alone); vit reported no loss: a line says so.
+  EXPECT_EQ(Count(html, "<svg"), 2);
   // Actual bars (filled, tooltips say how each ended) over the first plan (dashed).
   EXPECT_THAT(html, HasSubstr("task_finished"));
   EXPECT_THAT(html, HasSubstr("task_failed"));
+  // Their times as the plan's tooltips and the terminal give them.
+  EXPECT_THAT(html, HasSubstr("<title>gpt (fsdp) 0.0s → 6m00s (6m00s), task_finished</title>"));
   EXPECT_EQ(Count(html, "stroke-dasharray"), 2);
-  EXPECT_EQ(Count(html, "<polyline"), 1);  // gpt's curve; vit reported none
-  EXPECT_THAT(html, HasSubstr("no loss reported"));
+  EXPECT_EQ(Count(html, "<polyline"), 1);  // gpt's curve
+  EXPECT_THAT(html, HasSubstr("<p class=\"no-loss\">No loss reported: <b>vit</b> (failed).</p>"));
   // The table: a header and a row per task, the failed one marked.
   EXPECT_EQ(Count(html, "<tr"), 3);
   EXPECT_EQ(Count(html, "<tr class=\"failed\">"), 1);
@@ -304,7 +389,135 @@ TEST_F(RunReport, EvaluationCurvesAndTheBestTaskOfEachSweep) {
   std::string html = ReadFile(in_.run_dir + "/report.html");
   EXPECT_THAT(html, HasSubstr("mlp: <b>mlp-lr0.01</b>, evaluation loss 1.1000"));
   EXPECT_THAT(html, HasSubstr("1.1000 (best)"));
-  EXPECT_EQ(Count(html, "<title>evaluation loss</title>"), 3);  // dashed over a, b and c
+  EXPECT_EQ(Count(html, ": evaluation loss</title>"), 3);  // dashed over a, b and c
+}
+
+// The points of a task's curve of `kind` ("train", or "eval"'s polyline),
+// as drawn: "x,y" each.
+std::vector<std::string> CurvePoints(const std::string& html, const std::string& kind,
+                                     const std::string& task) {
+  std::string open = kind == "train"
+                         ? "<polyline class=\"train\" data-task=\"" + task + "\" points=\""
+                         : "<g class=\"eval\" data-task=\"" + task + "\">";
+  size_t at = html.find(open);
+  if (at == std::string::npos) return {};
+  at = html.find("points=\"", at) + 8;
+  std::vector<std::string> points;
+  std::string text = html.substr(at, html.find('"', at) - at), point;
+  for (std::istringstream in(text); in >> point;)
+    points.push_back(point);
+  return points;
+}
+
+// The stroke of a task's training curve.
+std::string CurveStroke(const std::string& html, const std::string& task) {
+  std::smatch m;
+  std::regex re("<polyline class=\"train\" data-task=\"" + task +
+                "\" points=\"[^\"]*\" fill=\"none\" stroke=\"([^\"]+)\"");
+  return std::regex_search(html, m, re) ? m[1].str() : "";
+}
+
+// One chart per sweep, its tasks on one y-axis: the same loss at the same
+// step is the same point, whichever task it belongs to; a task written
+// alone has its own chart.
+TEST_F(RunReport, LossChartsGroupASweepOnOneAxis) {
+  RunReportTask a = Task("gpt-lr1e-3", "finished", "ddp", 2, "n0", 100, 100);
+  RunReportTask b = Task("gpt-lr3e-3", "finished", "ddp", 2, "n0", 100, 100);
+  RunReportTask c = Task("gpt-lr1e-2", "finished", "ddp", 2, "n1", 100, 100);
+  a.sweep = b.sweep = c.sweep = "gpt";
+  a.losses = {{0, 6.0}, {100, 2.0}};
+  b.losses = {{0, 4.0}, {100, 2.0}};
+  c.losses = {{0, 3.0}, {100, 0.5}};
+  RunReportTask mlp = Task("mlp", "finished", "single", 1, "n1", 50, 50);
+  mlp.losses = {{0, 0.9}, {50, 0.1}};
+  in_.tasks = {a, b, c, mlp};
+  in_.events = {Evaluated(10, "gpt-lr1e-3", 100, 2.0, -1)};
+  WriteRunReport(in_);
+  std::string html = ReadFile(in_.run_dir + "/report.html");
+  EXPECT_EQ(Count(html, "<svg"), 3);  // the Gantt, the sweep's chart and mlp's
+  EXPECT_THAT(html, HasSubstr(">sweep gpt: 3 tasks</text>"));
+  EXPECT_THAT(html, HasSubstr(">mlp</text>"));
+  auto pa = CurvePoints(html, "train", "gpt-lr1e-3"), pb = CurvePoints(html, "train", "gpt-lr3e-3"),
+       pc = CurvePoints(html, "train", "gpt-lr1e-2"), pe = CurvePoints(html, "eval", "gpt-lr1e-3");
+  ASSERT_EQ(pa.size(), 2u);
+  ASSERT_EQ(pb.size(), 2u);
+  ASSERT_EQ(pc.size(), 2u);
+  ASSERT_EQ(pe.size(), 1u);
+  EXPECT_EQ(pa[1], pb[1]);  // loss 2.0 at step 100, on one axis
+  EXPECT_EQ(pe[0], pa[1]);  // and the evaluation's 2.0 too
+  EXPECT_NE(pb[0], pc[0]);
+  auto y = [](const std::string& point) { return std::stod(point.substr(point.find(',') + 1)); };
+  EXPECT_LT(y(pa[0]), y(pb[0]));  // 6.0 above 4.0 above 3.0
+  EXPECT_LT(y(pb[0]), y(pc[0]));
+  // The legend names each task of the chart.
+  for (const char* task : {"gpt-lr1e-3", "gpt-lr3e-3", "gpt-lr1e-2", "mlp"})
+    EXPECT_EQ(Count(html, std::string("<text class=\"legend\" data-task=\"") + task + "\""), 1);
+  EXPECT_THAT(html, HasSubstr(">evaluation loss</text>"));
+}
+
+// Each task has its own colour throughout the report (its Gantt bars, its
+// curves, its swatch in the table), and the evaluation curve is drawn in it,
+// thick and marked, not in a dark grey.
+TEST_F(RunReport, EachTaskHasItsOwnColourInEveryPicture) {
+  std::vector<RunReportTask> tasks;
+  in_.events.clear();
+  for (int i = 0; i < 13; ++i) {
+    // Names from the issue that used to hash to one colour among them.
+    std::string name = i == 0 ? "mlp" : i == 1 ? "gpt-lr3.0e-3" : "task" + std::to_string(i);
+    RunReportTask t = Task(name, "finished", "single", 1, "n0", 10, 10);
+    t.sweep = "lr";
+    t.losses = {{0, 2.0 + i}, {10, 1.0 + i}};
+    tasks.push_back(t);
+    in_.events.push_back(Evaluated(1, name, 10, 1.0 + i, -1));
+  }
+  in_.tasks = tasks;
+  in_.events.push_back(Started(0, "mlp", "single", "n0", {0}));
+  in_.events.push_back(Happened(10, EventKind::kTaskFinished, "mlp"));
+  WriteRunReport(in_);
+  std::string html = ReadFile(in_.run_dir + "/report.html");
+  std::set<std::string> strokes;
+  for (int i = 0; i < 12; ++i)
+    strokes.insert(CurveStroke(html, tasks[i].name));
+  EXPECT_EQ(strokes.size(), 12u);
+  EXPECT_EQ(CurveStroke(html, "mlp"), PaletteColor(0).line);
+  EXPECT_EQ(CurveStroke(html, "gpt-lr3.0e-3"), PaletteColor(1).line);
+  // The 13th: the first hue again, with a dashed line.
+  EXPECT_EQ(CurveStroke(html, "task12"), PaletteColor(0).line);
+  EXPECT_THAT(html, HasSubstr("stroke-dasharray=\"" + PaletteColor(12).dash + "\"><title>task12"));
+  // mlp's Gantt bar in its fill.
+  EXPECT_THAT(html, HasSubstr("fill=\"" + PaletteColor(0).fill +
+                              "\" stroke=\"white\" stroke-width=\"0.5\"><title>mlp (single)"));
+  EXPECT_THAT(html, HasSubstr("<span class=\"swatch\" style=\"background:" + PaletteColor(1).line +
+                              "\"></span>gpt-lr3.0e-3"));
+  // Evaluation curves in the task's colour, thick, dashed and marked.
+  EXPECT_THAT(html, Not(HasSubstr("stroke=\"#222\"")));
+  EXPECT_THAT(html, HasSubstr("<g class=\"eval\" data-task=\"mlp\"><title>mlp: evaluation "
+                              "loss</title><polyline points=\"" +
+                              CurvePoints(html, "eval", "mlp")[0] + " \" fill=\"none\" stroke=\"" +
+                              PaletteColor(0).line + "\" stroke-width=\"2.4\""));
+  // A marker per evaluation, and in the legend one per task and one in its key.
+  EXPECT_EQ(Count(html, "<circle"), 13 + 13 + 1);
+}
+
+// A task cancelled before it started ran nowhere: the table shows no
+// technique, GPUs, node or times for it (the record's are not its own).
+TEST_F(RunReport, ATaskThatNeverStartedShowsNoPlacement) {
+  RunReportTask never = Task("late", "cancelled", "ddp", 2, "n1", 0, 50);
+  never.attempts = 0;
+  in_.tasks.push_back(never);
+  WriteRunReport(in_);
+  std::string html = ReadFile(in_.run_dir + "/report.html");
+  const std::string none = "<td><span class=\"none\">–</span></td>";
+  std::string row = html.substr(html.find("</span>late</td>"));
+  row = row.substr(0, row.find("</tr>"));
+  EXPECT_EQ(Count(row, none), 6);  // technique, GPUs, node, start, end, final loss
+  EXPECT_THAT(row, Not(HasSubstr("ddp")));
+  EXPECT_THAT(row, Not(HasSubstr("n1")));
+  EXPECT_THAT(row, HasSubstr("<td>0/50</td>"));
+  // gpt, which ran, shows where.
+  std::string gpt = html.substr(html.find("</span>gpt</td>"));
+  gpt = gpt.substr(0, gpt.find("</tr>"));
+  EXPECT_THAT(gpt, HasSubstr("<td>fsdp</td><td>3</td><td>n0</td><td>0.0s</td><td>6m00s</td>"));
 }
 
 }  // namespace

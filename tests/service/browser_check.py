@@ -7,7 +7,8 @@ protocol on a pipe (--remote-debugging-pipe), because `--dump-dom` with
 
   browser_check.py --server http://127.0.0.1:PORT --artifacts DIR
                    [--token T [--token-in-query]] [--expect-tasks a,b] [--wait-status TASK=STATUS ...]
-                   [--expect-empty] [--timeout 60]
+                   [--expect-empty] [--expect-text SELECTOR REGEX ...]
+                   [--reject-text SELECTOR REGEX ...] [--timeout 60]
 
 Checks, polling until they hold or --timeout passes:
   - the page loaded its data (body[data-ready=1]) and follows /v1/events
@@ -18,10 +19,14 @@ Checks, polling until they hold or --timeout passes:
   - each --wait-status holds (the page follows live changes), the page has
     opened /v1/events at least --min-streams times (reconnected), and a running
     task's progress moves on the page without a reload;
-  - the Gantt chart has a planned bar per GPU of each plan entry, an actual
+  - the Gantt chart has a planned bar per GPU of each plan entry (a faint one
+    for a task that ended without running), an actual
     bar for every running task and no bar twice (a replayed stream's events
     are not counted again); a loss curve for each task with steps done;
-  - with --expect-empty: the empty state, no rows.
+  - with --expect-empty: the empty state, no rows;
+  - each --expect-text: the first element SELECTOR matches has text that
+    REGEX matches (re.search); each --reject-text: no element SELECTOR
+    matches has text that REGEX matches.
 Writes DIR/dashboard.png (screenshot at the end), DIR/dashboard-live.png (when
 progress was first seen moving), DIR/dashboard.html (the rendered DOM) and
 DIR/check.log. Exit 0 when all hold, 1 with the failed checks otherwise.
@@ -55,6 +60,7 @@ SUMMARY_JS = r"""
     streams: Number(document.body.dataset.streams || 0),
     rows, empty: !!document.getElementById('empty-state'),
     planned: q('#gantt rect[data-kind=planned]:not([data-stale])').map(e => e.dataset.task),
+    stale: q('#gantt rect[data-kind=planned][data-stale]').map(e => e.dataset.task),
     actual: q('#gantt rect[data-kind=actual]').map(e => [e.dataset.task, e.dataset.how,
       e.getAttribute('x') + ',' + e.getAttribute('y')]),
     curves: q('#loss path[data-task]').map(e => [e.dataset.task, Number(e.dataset.points)]),
@@ -219,9 +225,16 @@ def problems(page, tasks, plan, args, first, moved):
     doubled = sorted({p[0] for p in places if places.count(p) > 1})
     if doubled:
         out.append("actual bars drawn twice (events counted twice?) for %s" % ", ".join(doubled))
+    ran = {a[0] for a in page["actual"]}
+    ended = {t["id"] for t in tasks if t["status"] in ("finished", "failed", "cancelled")}
     for p in plan.get("tasks", []):
         n = page["planned"].count(p["task"])
-        if n != len(p.get("gpu_ids", [])):
+        if p["task"] in ended and p["task"] not in ran:
+            # It ended without running: only a faint trace of the plan's place.
+            if n or page["stale"].count(p["task"]) != len(p.get("gpu_ids", [])):
+                out.append("plan entry %s ended without running but is drawn as planned" %
+                           p["task"])
+        elif n != len(p.get("gpu_ids", [])):
             out.append("plan entry %s: %d planned bars for %d GPUs" % (
                 p["task"], n, len(p.get("gpu_ids", []))))
     if page["streams"] < args.min_streams:
@@ -255,6 +268,27 @@ WATCH_JS = r"""
 """
 
 
+TEXTS_JS = r"""
+(sel => JSON.stringify([...document.querySelectorAll(sel)].map(e => e.textContent)))(%s)
+"""
+
+
+def text_problems(browser, args):
+    """What the page's text gets wrong against --expect-text and --reject-text."""
+    out = []
+    for sel, regex in args.expect_text:
+        texts = json.loads(browser.evaluate(TEXTS_JS % json.dumps(sel)))
+        if not texts:
+            out.append("no element %s on the page" % sel)
+        elif not re.search(regex, texts[0]):
+            out.append("%s says %r, expected /%s/" % (sel, texts[0], regex))
+    for sel, regex in args.reject_text:
+        for text in json.loads(browser.evaluate(TEXTS_JS % json.dumps(sel))):
+            if re.search(regex, text):
+                out.append("%s says %r, which must not match /%s/" % (sel, text, regex))
+    return out
+
+
 def say_delay(browser, spec, say):
     cond, pattern, log = spec.split(":", 2)
     shown = browser.evaluate("window.__shownAt || 0") / 1000.0
@@ -283,6 +317,10 @@ def main():
     p.add_argument("--expect-tasks", default="", type=lambda s: [x for x in s.split(",") if x])
     p.add_argument("--wait-status", action="append", default=[])
     p.add_argument("--expect-empty", action="store_true")
+    p.add_argument("--expect-text", nargs=2, action="append", default=[],
+                   metavar=("SELECTOR", "REGEX"))
+    p.add_argument("--reject-text", nargs=2, action="append", default=[],
+                   metavar=("SELECTOR", "REGEX"))
     p.add_argument("--min-streams", type=int, default=1,
                    help="hold only once the page has (re)opened /v1/events this often")
     p.add_argument("--expect-moving", action="store_true",
@@ -327,6 +365,8 @@ def main():
                 first.setdefault(r["id"], r["steps_done"])
             had_moved = bool(moved)
             failures = problems(page, tasks, plan, args, first, moved)
+            if not failures or time.monotonic() > deadline:  # now the page's words
+                failures += text_problems(browser, args)
             if moved and not had_moved:  # a picture of the run in progress
                 browser.screenshot(os.path.join(args.artifacts, "dashboard-live.png"))
             failures += ["JavaScript exception: %s" % e for e in browser.exceptions]
@@ -344,6 +384,8 @@ def main():
             say("  row %-16s %-10s %s/%s" % (r["id"], r["status"], r["steps_done"], r["steps"]))
         say("  gantt: %d planned bars, %d actual bars; %d loss curves" % (
             len(page["planned"]), len(page["actual"]), len(page["curves"])))
+        for card in json.loads(browser.evaluate(TEXTS_JS % json.dumps("#c-plan-card"))):
+            say("  plan card: %s" % " ".join(card.split()))
         for e in browser.console_errors:
             say("  console error:", e)
     finally:

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # The dashboard in a real browser: starts an API, loads the page in headless
 # Chromium and checks that the rendered DOM shows the API's tasks, their status
-# and progress, the Gantt chart and the loss curves, following /v1/events
-# live (tests/service/browser_check.py does the checking).
+# and progress, the Gantt chart, the loss curves and the plan card (its end,
+# its status in words, what current practice would take, the run done),
+# following /v1/events live (tests/service/browser_check.py does the checking).
 #
-#   browser_test.sh mock   ARTIFACT_DIR            # tests/service/mock_api.py, canned data
+#   browser_test.sh mock   ARTIFACT_DIR            # tests/service/mock_api.py, canned runs
 #   browser_test.sh server ARTIFACT_DIR SATURN     # `saturn serve` + `saturn submit`, fake workers
 #
 # Artifacts: ARTIFACT_DIR/<case>/dashboard.png (screenshot), dashboard.html
@@ -50,6 +51,32 @@ wait_for_line() {
   return 1
 }
 
+# serve_and_submit DIR NAME: `saturn serve` on DIR/cluster.yaml (state and
+# cache in DIR, log in $artifacts/NAME.log) with fake workers
+# (tests/testing/fake_worker.sh: 0.2 s a step, no training), then `saturn
+# submit` of DIR/workload.yaml; sets $url. Port 0: the server picks a free one
+# and writes its URL to server.json.
+serve_and_submit() {
+  local dir=$1 log=$artifacts/$2.log
+  SATURN_WORKER="$source_dir/tests/testing/fake_worker.sh" FAKE_STEP_S=0.2 \
+    "$saturn" serve --cluster "$dir/cluster.yaml" --listen 127.0.0.1:0 \
+    --state-dir "$dir/state" --cache "$dir/cache.sqlite" >"$log" 2>&1 &
+  pids+=($!)
+  url=$("$python" - "$dir/state/server.json" <<'PY'
+import json, sys, time
+for _ in range(300):
+    try:
+        print(json.load(open(sys.argv[1]))["url"])
+        sys.exit(0)
+    except (OSError, ValueError, KeyError):
+        time.sleep(0.1)
+sys.exit(1)
+PY
+) || { echo "FAILED: saturn serve ($2) never wrote its URL"; cat "$log"; return 1; }
+  "$saturn" submit "$dir/workload.yaml" --server "$url" >"$artifacts/submit-$2.log" 2>&1 || {
+    echo "FAILED: saturn submit ($2)"; cat "$artifacts/submit-$2.log" "$log"; return 1; }
+}
+
 # check CASE ARGS...: runs the browser check of one case into $artifacts/CASE.
 check() {
   local case=$1
@@ -84,10 +111,27 @@ case "$mode" in
     check busy --server "$url" --token s3cret-token \
       --expect-tasks gpt2-lr1e-4,gpt2-lr3e-4,bert-base,resnet50,vit-small,gpt2-lr1e-3,t5-small,llama-tiny \
       --wait-status t5-small=running --expect-moving --min-streams 2 --timeout 60 \
-      --delay-of "t5-small=running:emitted task_started t5-small:$artifacts/busy/api.log" || status=1
+      --delay-of "t5-small=running:emitted task_started t5-small:$artifacts/busy/api.log" \
+      --expect-text '#c-plan-label' '^Plan ends$' --expect-text '#c-plan-sub' '^in .* · proven optimal$' \
+      --expect-text '#c-plan-baseline' '^$' || status=1
     # A server that wants the token for the page too: /?access_token=.
     start_mock query-token --scenario busy --token s3cret-token --token-for-page
     check query-token --server "$url" --token s3cret-token --token-in-query --timeout 30 || status=1
+    # Every task ended (one cancelled before it started, which its plan, stopped
+    # at its time limit, still places): the plan card says the run is done and
+    # when, the plan's status is in words, the baselines say what Saturn saves,
+    # and the cancelled task shows no technique, GPUs or node.
+    start_mock ended --scenario ended
+    check ended --server "$url" --timeout 30 \
+      --expect-tasks gpt2-lr1e-4,gpt2-lr3e-4,resnet50,vit-small,bert-base \
+      --expect-text '#c-plan' '^done$' \
+      --expect-text '#c-plan-sub' '^at 27:10 on the run clock · all 5 tasks ended$' \
+      --expect-text '#c-plan-baseline' "^Saturn's plan ends ~28:20; current practice \(each task on a whole node, one after another\) ~1:10:50 \(2\.50× longer\)$" \
+      --expect-text '#plan-note' '^plan stopped at its time limit \(not proven optimal\) · ' \
+      --reject-text main 'time_limit|past due' \
+      --expect-text 'tr[data-task="bert-base"] td:nth-child(3)' '^–$' \
+      --expect-text 'tr[data-task="bert-base"] td:nth-child(4)' '^–$' \
+      --expect-text 'tr[data-task="bert-base"] td:nth-child(5)' '^–$' || status=1
     # Nothing submitted yet: the empty state.
     start_mock empty --scenario empty
     check empty --server "$url" --expect-empty --timeout 30 || status=1
@@ -112,28 +156,7 @@ EOF
         echo "    steps: 60"
       done
     } >"$work/workload.yaml"
-    # Fake workers (tests/testing/fake_worker.sh): 0.2 s a step, no training.
-    # Port 0: the server picks a free one and writes its URL to server.json.
-    SATURN_WORKER="$source_dir/tests/testing/fake_worker.sh" FAKE_STEP_S=0.2 \
-      "$saturn" serve --cluster "$work/cluster.yaml" --listen 127.0.0.1:0 \
-      --state-dir "$work/state" --cache "$work/cache.sqlite" >"$artifacts/server.log" 2>&1 &
-    pids+=($!)
-    url=$("$python" - "$work/state/server.json" <<'PY'
-import json, sys, time
-for _ in range(300):
-    try:
-        print(json.load(open(sys.argv[1]))["url"])
-        sys.exit(0)
-    except (OSError, ValueError, KeyError):
-        time.sleep(0.1)
-sys.exit(1)
-PY
-) || { echo "FAILED: saturn serve never wrote its URL"; cat "$artifacts/server.log"; exit 1; }
-    "$saturn" submit "$work/workload.yaml" --server "$url" >"$artifacts/submit.log" 2>&1 || {
-      echo "FAILED: saturn submit"
-      cat "$artifacts/submit.log" "$artifacts/server.log"
-      exit 1
-    }
+    serve_and_submit "$work" server || exit 1
     check server --server "$url" --expect-tasks gpt-a,gpt-b,gpt-c --expect-moving \
       --wait-status gpt-a=finished --wait-status gpt-b=finished --wait-status gpt-c=finished \
       --timeout 120 || status=1
@@ -141,7 +164,42 @@ PY
     # messages must not make finished tasks look running again.
     check server-ended --server "$url" --expect-tasks gpt-a,gpt-b,gpt-c \
       --wait-status gpt-a=finished --wait-status gpt-b=finished --wait-status gpt-c=finished \
-      --timeout 30 || status=1
+      --expect-text '#c-plan' '^done$' \
+      --expect-text '#c-plan-sub' '^at [0-9:]+ on the run clock · all 3 tasks ended$' \
+      --reject-text main 'time_limit|past due' --timeout 30 || status=1
+    # A task cancelled before it started: a second server with one GPU and two
+    # tasks; the one waiting for the GPU is cancelled while the other trains.
+    # It ran nowhere, so its row shows no technique, GPUs or node, although
+    # the plan placed it; once the other ends, the run is done.
+    one="$artifacts/one-gpu"
+    mkdir -p "$one"
+    cp "$work/corpus.txt" "$one/"
+    echo "nodes: [{name: node0, gpus: 1, gpu_memory_gib: 1}]" >"$one/cluster.yaml"
+    sed -e 's/gpt-a/gpt-d/' -e 's/gpt-b/gpt-e/' -e '/name: gpt-c/,$d' "$work/workload.yaml" \
+      >"$one/workload.yaml"
+    serve_and_submit "$one" server-one || exit 1
+    # "RUNNING QUEUED" once one trains and the plan places the other after it.
+    read -r running queued < <("$python" - "$url" <<'PY'
+import json, sys, time, urllib.request
+for _ in range(600):
+    tasks = json.load(urllib.request.urlopen(sys.argv[1] + "/v1/tasks", timeout=10))["tasks"]
+    by = {t["status"]: t for t in tasks}
+    if len(tasks) == 2 and "running" in by and by.get("queued", {}).get("technique"):
+        print(by["running"]["id"], by["queued"]["id"])
+        sys.exit(0)
+    time.sleep(0.1)
+sys.exit(1)
+PY
+) || { echo "FAILED: never one task running and one queued"; cat "$artifacts/server-one.log"; exit 1; }
+    "$saturn" cancel "$queued" --server "$url" >"$artifacts/cancel-one.log" 2>&1 || {
+      echo "FAILED: saturn cancel $queued"; cat "$artifacts/cancel-one.log"; exit 1; }
+    check server-cancelled --server "$url" --expect-tasks gpt-d,gpt-e \
+      --wait-status "$running=finished" --wait-status "$queued=cancelled" \
+      --expect-text "tr[data-task=\"$queued\"] td:nth-child(3)" '^–$' \
+      --expect-text "tr[data-task=\"$queued\"] td:nth-child(4)" '^–$' \
+      --expect-text "tr[data-task=\"$queued\"] td:nth-child(5)" '^–$' \
+      --expect-text '#c-plan' '^done$' --reject-text main 'time_limit|past due' \
+      --timeout 90 || status=1
     ;;
   *)
     echo "usage: browser_test.sh mock|server ARTIFACT_DIR [SATURN]" >&2

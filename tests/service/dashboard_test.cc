@@ -7,6 +7,7 @@
 #include <string>
 
 #include "embedded_files.h"
+#include "spec/plan_status.h"
 
 namespace saturn {
 namespace {
@@ -36,6 +37,19 @@ TEST(Dashboard, PageIsSelfContained) {
     }
     EXPECT_EQ(at, std::string_view::npos) << "the page refers to " << external;
   }
+}
+
+// The page says a plan's status in the words the terminal uses (never
+// `time_limit`): its table holds DescribePlanStatus's words for each status.
+TEST(Dashboard, PlanStatusesReadAsTheTerminalSaysThem) {
+  std::string_view page = FindDashboardFile("index.html")->body;
+  for (const char* status : {"optimal", "feasible", "time_limit", "infeasible"}) {
+    std::string entry = std::string(status) + ": \"" + DescribePlanStatus(status) + "\",";
+    EXPECT_NE(page.find(entry), std::string_view::npos) << "the page has no " << entry;
+  }
+  EXPECT_NE(page.find("planStatus(plan.status)"), std::string_view::npos);
+  EXPECT_EQ(page.find("(plan.status || \"\")"), std::string_view::npos)
+      << "the plan card shows the raw status";
 }
 
 }  // namespace

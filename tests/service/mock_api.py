@@ -4,7 +4,7 @@ Contract 6) with canned data, for developing and testing the dashboard without
 the server. Standard library only.
 
   mock_api.py --port 8470 [--dashboard-dir src/service/dashboard]
-              [--scenario busy|empty] [--token T] [--speed 1.0]
+              [--scenario busy|ended|empty] [--token T] [--speed 1.0]
               [--drop-streams-after S] [--token-for-page]
 
 The `busy` scenario is a run at 620 s on two 4-GPU nodes: tasks running,
@@ -13,8 +13,11 @@ the plans made so far. Its clock stands still until the first API request
 (the page loading), then runs on (times --speed): progress events stream about
 once a second per running task, 3.5 s later a new plan drops vit-small (failed)
 and places the arrivals, and at 4 s t5-small starts, so a page that follows
-/v1/events sees the plan and a task change live. `empty` is a server that has
-been given nothing yet.
+/v1/events sees the plan and a task change live. `ended` is a run at 3400 s
+whose tasks have all ended (the last at 1630 s): finished, failed, and one
+cancelled before it started that its plan, stopped at its time limit, still
+places; the plan carries the baselines (current practice 4250 s). `empty` is a
+server that has been given nothing yet.
 
 With --token the API needs the token (Authorization: Bearer, or
 ?access_token= on GETs); with --token-for-page too the page itself does.
@@ -148,6 +151,54 @@ def busy_scenario():
     return tasks, plans, events
 
 
+ENDED_START_S = 3400.0  # the `ended` scenario's run clock
+
+
+def ended_scenario():
+    tasks = [
+        Task("gpt2-lr1e-4", 2000, 0.0, [
+            Segment(30, 1630, "fsdp", 4, "node0", [0, 1, 2, 3], 0, 0.8, "task_finished")]),
+        Task("gpt2-lr3e-4", 1000, 0.0, [
+            Segment(30, 530, "ddp", 2, "node1", [0, 1], 0, 0.5, "task_finished")]),
+        Task("resnet50", 2400, 0.0, [
+            Segment(300, 1260, "single", 1, "node1", [2], 0, 0.4, "task_finished")]),
+        Task("vit-small", 900, 0.0, [
+            Segment(540, 561, "spill", 1, "node1", [3], 0, 0.7, "task_failed",
+                    error="worker exited with signal 9 (host out of memory)", gave_up=True)]),
+        Task("bert-base", 1500, 0.0, cancelled=200.0),
+    ]
+    entries = [("gpt2-lr1e-4", "fsdp", 4, "node0", [0, 1, 2, 3], 30, 1630),
+               ("gpt2-lr3e-4", "ddp", 2, "node1", [0, 1], 30, 530),
+               ("resnet50", "single", 1, "node1", [2], 300, 1260),
+               ("vit-small", "spill", 1, "node1", [3], 540, 1170),
+               # Cancelled at 200 s, before it started; the plan still has it.
+               ("bert-base", "ddp", 2, "node1", [0, 1], 540, 1700)]
+    plan = {"solver": "auto", "status": "time_limit", "makespan_s": 1700.0,
+            "lower_bound_s": 1520.0, "solve_time_s": 30.0,
+            "baselines": {"current-practice": {"makespan_s": 4250.0},
+                          "max": {"makespan_s": 2980.0}},
+            "tasks": [{"task": t, "technique": q, "gpus": g, "node": n, "gpu_ids": ids,
+                       "start_s": float(a), "end_s": float(b)}
+                      for (t, q, g, n, ids, a, b) in entries]}
+    events = [{"t": 0.0, "event": "task_arrived", "task": t.id} for t in tasks]
+    events.append({"t": 28.0, "event": "plan", "makespan_s": 1700.0, "solver": "auto",
+                   "status": "time_limit"})
+    events.append({"t": 200.0, "event": "task_cancelled", "task": "bert-base", "step": 0})
+    for task in tasks:
+        for seg in task.segments:
+            place = {"task": task.id, "technique": seg.technique, "gpus": seg.gpus,
+                     "node": seg.node, "gpu_ids": seg.gpu_ids}
+            events.append({"t": float(seg.start), "event": "task_started", **place, "step": 0})
+            end = {"t": float(seg.end), "event": seg.how, **place,
+                   "step": seg.step_at(seg.end, task.steps), **seg.extra}
+            if seg.how == "task_finished":
+                end["steps"] = task.steps
+                end["loss"] = end["final_loss"] = loss_at(task.id, task.steps)
+            events.append(end)
+    events.sort(key=lambda e: e["t"])
+    return tasks, [(28.0, plan)], events
+
+
 class World:
     """The canned run and its clock; thread-safe."""
 
@@ -158,6 +209,9 @@ class World:
         if scenario == "busy":
             self.tasks, self.plans, self.pending = busy_scenario()
             self.start_s = START_S
+        elif scenario == "ended":
+            self.tasks, self.plans, self.pending = ended_scenario()
+            self.start_s = ENDED_START_S
         else:
             self.tasks, self.plans, self.pending = [], [], []
             self.start_s = 0.0
@@ -425,7 +479,7 @@ def main():
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--dashboard-dir",
                    default=str(Path(__file__).resolve().parents[2] / "src/service/dashboard"))
-    p.add_argument("--scenario", choices=["busy", "empty"], default="busy")
+    p.add_argument("--scenario", choices=["busy", "ended", "empty"], default="busy")
     p.add_argument("--token", default="")
     p.add_argument("--speed", type=float, default=1.0)
     p.add_argument("--token-for-page", action="store_true")

@@ -1,0 +1,229 @@
+#include "report/loss_charts.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "common/format.h"
+
+namespace saturn {
+namespace {
+
+// Two charts side by side on a report 1400 px wide.
+constexpr double kLeft = 56, kPlotW = 360, kTop = 34, kPlotH = 200, kBottom = 34;
+constexpr double kLegendX = kLeft + kPlotW + 22, kLegendW = 200, kLegendRow = 16;
+constexpr double kWidth = kLegendX + kLegendW;
+constexpr size_t kMaxPoints = 600;  // per curve: more adds nothing a chart this wide shows
+
+// An axis step of 1, 2, 2.5 or 5 x 10^k giving about `target` ticks over `span`.
+double NiceStep(double span, int target) {
+  double raw = span / std::max(1, target);
+  double pow10 = std::pow(10.0, std::floor(std::log10(raw)));
+  for (double m : {1.0, 2.0, 2.5, 5.0, 10.0}) {
+    if (m * pow10 >= raw * (1 - 1e-9)) return m * pow10;
+  }
+  return 10 * pow10;
+}
+
+// A tick's label with as many decimals as its step needs: 0.25, 2.5, 3.
+std::string TickLabel(double value, double step) {
+  int decimals = 0;
+  while (decimals < 6) {
+    double scaled = step * std::pow(10.0, decimals);
+    if (std::fabs(scaled - std::round(scaled)) < 1e-6 * std::max(1.0, scaled)) break;
+    ++decimals;
+  }
+  std::string text = FormatFixed(value, decimals);
+  return text == "-0" ? "0" : text;
+}
+
+std::string StepLabel(double step) {
+  if (step >= 10000 && std::fmod(step, 1000) == 0) return FormatNumber(step / 1000) + "k";
+  return FormatNumber(step);
+}
+
+// Every k-th point (and the last), at most kMaxPoints of them.
+std::vector<std::pair<long, double>> Thinned(const std::vector<std::pair<long, double>>& points) {
+  if (points.size() <= kMaxPoints) return points;
+  size_t every = (points.size() + kMaxPoints - 1) / kMaxPoints;
+  std::vector<std::pair<long, double>> out;
+  for (size_t i = 0; i < points.size(); i += every)
+    out.push_back(points[i]);
+  if (out.back() != points.back()) out.push_back(points.back());
+  return out;
+}
+
+// The shared axes of a group: steps from 0, losses over every curve's points.
+struct Axes {
+  double max_step = 1, lo = INFINITY, hi = -INFINITY, y_step = 1;
+
+  explicit Axes(const std::vector<const LossSeries*>& group) {
+    for (const LossSeries* s : group) {
+      for (const auto* points : {&s->train, &s->eval}) {
+        for (const auto& [step, loss] : *points) {
+          max_step = std::max<double>(max_step, step);
+          lo = std::min(lo, loss);
+          hi = std::max(hi, loss);
+        }
+      }
+    }
+    if (!(hi >= lo)) lo = 0, hi = 1;
+    if (hi - lo < 1e-12) lo -= 0.5, hi += 0.5;
+    y_step = NiceStep(hi - lo, 5);
+    lo = std::floor(lo / y_step + 1e-9) * y_step;
+    hi = std::ceil(hi / y_step - 1e-9) * y_step;
+  }
+  double X(double step) const { return kLeft + kPlotW * step / max_step; }
+  double Y(double loss) const { return kTop + kPlotH * (hi - loss) / (hi - lo); }
+};
+
+std::string Points(const Axes& axes, const std::vector<std::pair<long, double>>& points) {
+  std::string out;
+  for (const auto& [step, loss] : points)
+    out += FormatFixed(axes.X(step), 1) + "," + FormatFixed(axes.Y(loss), 1) + " ";
+  return out;
+}
+
+// The attribute of a dashed line; "" for a solid one.
+std::string Dash(const std::string& dash) {
+  return dash.empty() ? "" : "stroke-dasharray=\"" + dash + "\"";
+}
+
+void DrawAxes(SvgWriter& svg, const Axes& axes) {
+  const long y_ticks = std::lround((axes.hi - axes.lo) / axes.y_step);
+  for (long k = 0; k <= y_ticks; ++k) {
+    double v = axes.lo + static_cast<double>(k) * axes.y_step;
+    svg.Line(kLeft, axes.Y(v), kLeft + kPlotW, axes.Y(v), "#e6e6e6");
+    svg.Text(kLeft - 5, axes.Y(v) + 3.5, TickLabel(v, axes.y_step), 9.5, "end", "fill=\"#555\"");
+  }
+  const double x_step = std::max(1.0, std::round(NiceStep(axes.max_step, 5)));
+  for (long k = 0; static_cast<double>(k) * x_step <= axes.max_step + 1e-9; ++k) {
+    double s = static_cast<double>(k) * x_step;
+    if (axes.X(s) > kLeft + kPlotW - 30) break;  // leave room for the axis name
+    svg.Line(axes.X(s), kTop + kPlotH, axes.X(s), kTop + kPlotH + 4, "#999");
+    svg.Text(axes.X(s), kTop + kPlotH + 15, StepLabel(s), 9.5, "middle", "fill=\"#555\"");
+  }
+  svg.Text(kLeft + kPlotW, kTop + kPlotH + 15, "step", 9.5, "end", "fill=\"#555\"");
+  svg.Text(14, kTop + kPlotH / 2, "loss", 9.5, "middle",
+           "fill=\"#555\" transform=\"rotate(-90 14 " + FormatFixed(kTop + kPlotH / 2, 1) + ")\"");
+  svg.Line(kLeft, kTop, kLeft, kTop + kPlotH, "#999");
+  svg.Line(kLeft, kTop + kPlotH, kLeft + kPlotW, kTop + kPlotH, "#999");
+}
+
+// Training loss solid (or the task's dash), evaluation loss dashed and
+// thicker with a marker at each evaluation, both in the task's colour.
+void DrawCurves(SvgWriter& svg, const Axes& axes, const LossSeries& s) {
+  const std::string task = XmlEscape(s.task);
+  if (!s.train.empty()) {
+    svg.Raw("<polyline class=\"train\" data-task=\"" + task + "\" points=\"" +
+            Points(axes, Thinned(s.train)) + "\" fill=\"none\" stroke=\"" + s.color.line +
+            "\" stroke-width=\"1.8\" stroke-linejoin=\"round\" " + Dash(s.color.dash) + "><title>" +
+            task + ": training loss</title></polyline>\n");
+  }
+  if (s.eval.empty()) return;
+  svg.Raw("<g class=\"eval\" data-task=\"" + task + "\"><title>" + task +
+          ": evaluation loss</title><polyline points=\"" + Points(axes, s.eval) +
+          "\" fill=\"none\" stroke=\"" + s.color.line +
+          "\" stroke-width=\"2.4\" stroke-dasharray=\"6 3\"/>");
+  if (s.eval.size() <= 60) {
+    for (const auto& [step, loss] : s.eval) {
+      svg.Raw("<circle cx=\"" + FormatFixed(axes.X(step), 1) + "\" cy=\"" +
+              FormatFixed(axes.Y(loss), 1) + "\" r=\"3.4\" fill=\"" + s.color.line +
+              "\" stroke=\"white\" stroke-width=\"1.2\"/>");
+    }
+  }
+  svg.Raw("</g>\n");
+}
+
+// A legend sample: a short line in `stroke` (dashed as given), with an
+// evaluation's marker on it when `marker`.
+void Sample(SvgWriter& svg, double y, const std::string& stroke, const std::string& dash,
+            bool marker) {
+  svg.Line(kLegendX, y, kLegendX + 26, y, stroke, 1.8, Dash(dash));
+  if (marker) {
+    svg.Raw("<circle cx=\"" + FormatFixed(kLegendX + 13, 1) + "\" cy=\"" + FormatFixed(y, 1) +
+            "\" r=\"3.4\" fill=\"" + stroke + "\" stroke=\"white\" stroke-width=\"1.2\"/>");
+  }
+}
+
+void DrawLegend(SvgWriter& svg, const std::vector<const LossSeries*>& group) {
+  bool evaluates =
+      std::any_of(group.begin(), group.end(), [](const LossSeries* s) { return !s->eval.empty(); });
+  double y = kTop + 4;
+  Sample(svg, y, "#444", "", false);
+  svg.Text(kLegendX + 32, y + 3.5, "training loss", 10, "start", "fill=\"#444\"");
+  if (evaluates) {
+    y += kLegendRow;
+    Sample(svg, y, "#444", "6 3", true);
+    svg.Text(kLegendX + 32, y + 3.5, "evaluation loss", 10, "start", "fill=\"#444\"");
+  }
+  y += kLegendRow * 0.5;
+  for (const LossSeries* s : group) {
+    y += kLegendRow;
+    // The task's training line, with the evaluation marker when it evaluates.
+    Sample(svg, y, s->color.line, s->color.dash, !s->eval.empty());
+    std::string note = s->train.empty() && s->eval.empty() ? "no loss reported" : s->note;
+    std::string name = Ellipsize(s->task, note.empty() ? 28 : 20);
+    svg.Raw("<text class=\"legend\" data-task=\"" + XmlEscape(s->task) + "\" x=\"" +
+            FormatFixed(kLegendX + 32, 1) + "\" y=\"" + FormatFixed(y + 3.5, 1) +
+            "\" font-size=\"10.5\" fill=\"#222\">" + XmlEscape(name) +
+            (note.empty() ? "" : "<tspan fill=\"#777\"> " + XmlEscape(note) + "</tspan>") +
+            "</text>\n");
+  }
+}
+
+}  // namespace
+
+std::vector<std::vector<const LossSeries*>> GroupLossSeries(const std::vector<LossSeries>& series) {
+  std::vector<std::vector<const LossSeries*>> groups;
+  std::map<std::string, size_t> index;
+  for (const LossSeries& s : series) {
+    auto [it, added] = index.emplace(s.group.empty() ? s.task : s.group, groups.size());
+    if (added) groups.emplace_back();
+    groups[it->second].push_back(&s);
+  }
+  return groups;
+}
+
+std::string RenderLossChart(const std::string& title, const std::vector<const LossSeries*>& group) {
+  double legend_h = kTop + kLegendRow * (static_cast<double>(group.size()) + 2.5) + 10;
+  SvgWriter svg(kWidth, std::max(kTop + kPlotH + kBottom, legend_h));
+  svg.Text(kLeft, 18, title, 12.5, "start", "font-weight=\"bold\"");
+  const Axes axes(group);
+  DrawAxes(svg, axes);
+  bool any = false;
+  for (const LossSeries* s : group) {
+    DrawCurves(svg, axes, *s);
+    any = any || !s->train.empty() || !s->eval.empty();
+  }
+  if (!any) {
+    svg.Text(kLeft + kPlotW / 2, kTop + kPlotH / 2, "no loss reported", 11, "middle",
+             "fill=\"#888\"");
+  }
+  DrawLegend(svg, group);
+  return svg.Finish();
+}
+
+std::string LossChartsHtml(const std::vector<LossSeries>& series) {
+  std::string html, silent;
+  for (const auto& group : GroupLossSeries(series)) {
+    const LossSeries& first = *group.front();
+    if (std::all_of(group.begin(), group.end(),
+                    [](const LossSeries* s) { return s->train.empty() && s->eval.empty(); })) {
+      for (const LossSeries* s : group) {  // an empty chart says nothing: a line says it
+        silent += std::string(silent.empty() ? "" : ", ") + "<b>" + XmlEscape(s->task) + "</b>" +
+                  (s->note.empty() ? "" : " (" + XmlEscape(s->note) + ")");
+      }
+      continue;
+    }
+    bool sweep = group.size() > 1 || (!first.group.empty() && first.group != first.task);
+    std::string title =
+        sweep ? "sweep " + first.group + ": " + Plural(static_cast<long>(group.size()), "task")
+              : first.task;
+    html += RenderLossChart(title, group) + "\n";
+  }
+  if (!silent.empty()) html += "<p class=\"no-loss\">No loss reported: " + silent + ".</p>\n";
+  return html;
+}
+
+}  // namespace saturn

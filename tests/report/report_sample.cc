@@ -1,0 +1,176 @@
+// Writes a sample run's report.json and report.html into DIR, for looking at
+// the pictures in a browser (report_browser_check.py screenshots it): a
+// sweep of four learning rates that evaluate, a sweep of six seeds (fifteen
+// tasks in all, so the palette comes round with dashes), tasks alone, a task
+// on GPUs 0, 1 and 7 of a node, one that failed and one cancelled before it
+// started, and current practice's plan beneath.
+//
+//   report_sample DIR
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "report/run_report.h"
+
+namespace saturn {
+namespace {
+
+PlanTask Placed(const std::string& task, const std::string& technique, const std::string& node,
+                std::vector<int> ids, double start, double end) {
+  PlanTask t;
+  t.task = task;
+  t.technique = technique;
+  t.gpus = static_cast<int>(ids.size());
+  t.node = node;
+  t.gpu_ids = std::move(ids);
+  t.start_s = start;
+  t.end_s = end;
+  return t;
+}
+
+Event At(double t, EventKind kind, const PlanTask& where) {
+  Event e;
+  e.t = t;
+  e.kind = kind;
+  e.task = where.task;
+  e.technique = where.technique;
+  e.gpus = where.gpus;
+  e.node = where.node;
+  e.gpu_ids = where.gpu_ids;
+  return e;
+}
+
+// A plausible loss curve: from `start` down towards `floor`.
+std::vector<std::pair<long, double>> Curve(double start, double floor, long steps, double rate) {
+  std::vector<std::pair<long, double>> points;
+  for (long s = 0; s <= steps; s += steps / 50) {
+    double x = static_cast<double>(s) / static_cast<double>(steps);
+    points.push_back({s, floor + (start - floor) * std::exp(-rate * x) + 0.03 * std::sin(s * 0.7)});
+  }
+  return points;
+}
+
+RunReportInput Sample(const std::string& dir) {
+  RunReportInput in;
+  in.workload = "sweeps.yaml";
+  in.run_dir = dir;
+  in.cluster.nodes.resize(2);
+  in.cluster.nodes[0].name = "node0";
+  in.cluster.nodes[0].gpus = 8;
+  in.cluster.nodes[1].name = "node1";
+  in.cluster.nodes[1].gpus = 4;
+  in.first_plan.solver = "auto";
+  in.first_plan.status = "time_limit";
+  struct Spec {
+    const char* name;
+    const char* sweep;
+    PlanTask place;
+    double start_loss, floor, rate;
+  };
+  const std::vector<Spec> specs = {
+      {"gpt-lr1e-3", "gpt", Placed("gpt-lr1e-3", "fsdp", "node0", {0, 1, 7}, 0, 5400), 7, 3.1, 3},
+      {"gpt-lr3e-3", "gpt", Placed("gpt-lr3e-3", "ddp", "node0", {2, 3}, 0, 4200), 7, 2.8, 4},
+      {"gpt-lr1e-2", "gpt", Placed("gpt-lr1e-2", "ddp", "node0", {4, 5}, 0, 4300), 7, 3.4, 6},
+      {"gpt-lr3.0e-3", "gpt", Placed("gpt-lr3.0e-3", "single", "node0", {6}, 0, 6100), 7, 2.9, 4},
+      {"mlp", "", Placed("mlp", "single", "node1", {0}, 0, 900), 2.3, 0.4, 5},
+      {"vit-a", "vit", Placed("vit-a", "ddp", "node1", {1, 2}, 0, 3000), 4.6, 1.2, 3},
+      {"vit-b", "vit", Placed("vit-b", "ddp", "node1", {1, 2}, 3000, 6000), 4.6, 1.0, 4},
+      {"resnet", "", Placed("resnet", "single", "node1", {3}, 0, 2500), 6.9, 1.6, 2},
+  };
+  for (const Spec& s : specs) {
+    RunReportTask t;
+    t.name = s.name;
+    t.sweep = s.sweep;
+    t.status = "finished";
+    t.technique = s.place.technique;
+    t.gpus = s.place.gpus;
+    t.node = s.place.node;
+    t.start_s = s.place.start_s;
+    t.end_s = s.place.end_s * 1.04;
+    t.steps = t.steps_done = 1000;
+    t.losses = Curve(s.start_loss, s.floor, 1000, s.rate);
+    t.final_loss = t.losses.back().second;
+    t.attempts = 1;
+    in.tasks.push_back(t);
+    in.first_plan.tasks.push_back(s.place);
+    in.events.push_back(At(s.place.start_s, EventKind::kTaskStarted, s.place));
+    in.events.push_back(At(t.end_s, EventKind::kTaskFinished, s.place));
+    if (std::string(s.sweep) == "gpt") {
+      for (long step = 200; step <= 1000; step += 200) {
+        Event e = At(t.end_s * step / 1000, EventKind::kTaskEvaluated, s.place);
+        e.extra = {{"step", step},
+                   {"eval_loss",
+                    s.floor + 0.25 + (s.start_loss - s.floor) * std::exp(-s.rate * step / 1000.0)}};
+        in.events.push_back(e);
+      }
+    }
+  }
+  for (int seed = 0; seed < 6; ++seed) {  // tasks 9-14: the palette comes round
+    PlanTask place = Placed("bert-seed" + std::to_string(seed), "single", "node1", {seed % 4},
+                            6300 + 800 * (seed / 4), 7100 + 800 * (seed / 4));
+    RunReportTask t;
+    t.name = place.task;
+    t.sweep = "bert";
+    t.status = seed == 5 ? "failed" : "finished";
+    t.technique = place.technique;
+    t.gpus = 1;
+    t.node = place.node;
+    t.start_s = place.start_s;
+    t.end_s = place.end_s;
+    t.steps = 1000;
+    t.steps_done = seed == 5 ? 400 : 1000;
+    t.losses = Curve(3.2 + 0.1 * seed, 1.1 + 0.05 * seed, t.steps_done, 3);
+    t.final_loss = t.losses.back().second;
+    t.attempts = seed == 5 ? 3 : 1;
+    t.failures = seed == 5 ? 3 : 0;
+    if (seed == 5) t.error = "worker exited with signal 9 (host out of memory)";
+    in.tasks.push_back(t);
+    in.first_plan.tasks.push_back(place);
+    in.events.push_back(At(place.start_s, EventKind::kTaskStarted, place));
+    in.events.push_back(
+        At(t.end_s, seed == 5 ? EventKind::kTaskFailed : EventKind::kTaskFinished, place));
+  }
+  RunReportTask late;  // cancelled before it started: the plan had placed it
+  late.name = "late-arrival";
+  late.status = "cancelled";
+  late.technique = "ddp";
+  late.gpus = 2;
+  late.node = "node0";
+  late.steps = 500;
+  in.tasks.push_back(late);
+  in.first_plan.makespan_s = 7900;
+  in.first_plan.lower_bound_s = 7400;
+  in.makespan_s = 8100;
+  in.profiling_s = 140;
+  in.planning_s = 30;
+  Plan practice = in.first_plan;
+  practice.solver = "current-practice";
+  double t = 0;
+  for (PlanTask& p : practice.tasks) {
+    p.node = "node0";
+    p.gpu_ids = {0, 1, 2, 3, 4, 5, 6, 7};
+    p.gpus = 8;
+    p.start_s = t;
+    p.end_s = t += 1500;
+  }
+  practice.makespan_s = t;
+  in.first_plan.extra["baselines"] = {
+      {"current-practice", {{"makespan_s", t}, {"plan", PlanToJson(practice)}}}};
+  return in;
+}
+
+}  // namespace
+}  // namespace saturn
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: report_sample DIR\n");
+    return 2;
+  }
+  std::filesystem::create_directories(argv[1]);
+  saturn::WriteRunReport(saturn::Sample(argv[1]));
+  std::printf("%s/report.html\n", argv[1]);
+  return 0;
+}
