@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """Makes what examples/finetune/workload.yaml fine-tunes: a small pretrained
 GPT-2 in Hugging Face's layout (gpt2-tiny/: model.safetensors and
 config.json, as `transformers` saves one) and token data to fine-tune it on

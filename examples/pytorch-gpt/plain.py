@@ -1,6 +1,6 @@
 # examples/pytorch-gpt: plain.py is a user's training loop, train.py the same
 # loop as a Saturn task (docs/byo.md shows the diff), run as one process or as
-# each rank of a DDP job (python3 -m saturn_task launch, or torchrun).
+# each rank of a DDP job (/usr/bin/python3 -m saturn_task launch, or torchrun).
 import torch
 import torch.nn.functional as F
 

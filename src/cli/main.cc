@@ -1,7 +1,13 @@
 // saturn: train many models at once, planned to finish as early as possible.
 // See README.md and docs/ for the commands; `saturn --help` lists them.
+//
+// Every error is one line on stderr (README, "Exit status"): bad input —
+// options, files, fields — "saturn: error: ..." and exit 2; what the system
+// refuses (a full disk, a service not there) "saturn: error: ..." and exit 1;
+// anything else "saturn: internal error: ..." and exit 1 (a bug).
 #include <cstdio>
 #include <exception>
+#include <string>
 
 #include "cli/commands.h"
 #include "common/error.h"
@@ -27,7 +33,12 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    app.exit(e);
+    // Bad input like any other (exit 2, "saturn: error:"; README, "Exit status").
+    std::string command = "saturn";
+    for (const CLI::App* sub : app.get_subcommands())
+      command += " " + sub->get_name();
+    std::fprintf(stderr, "saturn: error: %s (%s --help lists the options)\n", e.what(),
+                 command.c_str());
     return 2;
   } catch (const saturn::InputError& e) {
     std::fprintf(stderr, "saturn: error: %s\n", e.what());

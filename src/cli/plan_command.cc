@@ -47,7 +47,8 @@ int RunPlan(const PlanOptions& o) {
   request.gap = o.gap;
   if (o.log) {
     request.on_progress = [](double makespan, double bound) {
-      std::fprintf(stderr, "  incumbent %.1f s, bound %.1f s (gap %.2f%%)\n", makespan, bound,
+      std::fprintf(stderr, "  incumbent %s, bound %s (gap %.2f%%)\n",
+                   FormatDuration(makespan).c_str(), FormatDuration(bound).c_str(),
                    makespan > 0 ? 100.0 * (makespan - bound) / makespan : 0.0);
     };
   }
@@ -58,7 +59,7 @@ int RunPlan(const PlanOptions& o) {
                Plural(static_cast<long>(cluster.nodes.size()), "node").c_str(), o.solver.c_str(),
                FormatDuration(o.time_limit_s).c_str());
   PlanResult result = RunPlanner(problem, request);
-  result.plan.extra["baselines"] = BaselineMakespans(problem);
+  result.plan.extra["baselines"] = BaselineMakespans(problem, result.plan.lower_bound_s);
   const Plan& plan = result.plan;
   std::string json = PlanToJson(plan).dump(2) + "\n";
   std::string svg;
@@ -71,9 +72,10 @@ int RunPlan(const PlanOptions& o) {
   if (!o.gantt.empty()) WriteFileAtomic(o.gantt, svg);
   double gap =
       plan.makespan_s > 0 ? 100.0 * (plan.makespan_s - plan.lower_bound_s) / plan.makespan_s : 0;
-  std::fprintf(stderr, "plan: %s, makespan %s, lower bound %s (gap %.1f%%), solved in %.2f s\n",
+  std::fprintf(stderr, "plan: %s, makespan %s, lower bound %s (gap %.1f%%), solved in %s\n",
                DescribePlanStatus(plan.status).c_str(), FormatDuration(plan.makespan_s).c_str(),
-               FormatDuration(plan.lower_bound_s).c_str(), gap, plan.solve_time_s);
+               FormatDuration(plan.lower_bound_s).c_str(), gap,
+               FormatDuration(plan.solve_time_s).c_str());
   if (std::string line = BaselineLine(plan); !line.empty())
     std::fprintf(stderr, "%s\n", line.c_str());
   return 0;

@@ -24,8 +24,9 @@ int RunValidate(const ValidateOptions& o) {
   Plan plan = LoadPlanFile(o.plan);
   std::vector<std::string> errors = ValidatePlan(ProblemFromProfile(profile, cluster), plan);
   if (errors.empty()) {
-    std::printf("%s: valid plan (%s, makespan %.1f s)\n", o.plan.c_str(),
-                Plural(static_cast<long>(plan.tasks.size()), "task").c_str(), plan.makespan_s);
+    std::printf("%s: valid plan (%s, makespan %s)\n", o.plan.c_str(),
+                Plural(static_cast<long>(plan.tasks.size()), "task").c_str(),
+                FormatDuration(plan.makespan_s).c_str());
     return 0;
   }
   for (const std::string& e : errors)

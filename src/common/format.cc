@@ -1,5 +1,7 @@
 #include "common/format.h"
 
+#include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -10,7 +12,9 @@ std::string FormatDuration(double seconds) {
   if (!std::isfinite(seconds)) return "?";
   char buf[64];
   if (seconds < 0) return "-" + FormatDuration(-seconds);
-  if (seconds < 60) {
+  if (seconds >= 0.005 && seconds < 0.095) {  // a fast solve: "0.04s", not "0.0s"
+    std::snprintf(buf, sizeof buf, "%.2fs", seconds);
+  } else if (seconds < 60) {
     std::snprintf(buf, sizeof buf, "%.1fs", seconds);
   } else if (seconds < 3600) {
     long s = std::lround(seconds);
@@ -62,6 +66,64 @@ std::string Plural(long n, const std::string& word) {
     return word.size() >= t.size() && word.compare(word.size() - t.size(), t.size(), t) == 0;
   };
   return text + (ends("s") || ends("x") || ends("ch") || ends("sh") ? "es" : "s");
+}
+
+namespace {
+
+// Lower case, '-' as '_': "Current-Practice" and "current_practice" match.
+std::string Normalised(std::string_view name) {
+  std::string out;
+  for (char c : name)
+    out += c == '-' ? '_' : static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+// Edits (insert, delete, substitute, swap two neighbours) from a to b.
+size_t EditDistance(const std::string& a, const std::string& b) {
+  std::vector<std::vector<size_t>> d(a.size() + 1, std::vector<size_t>(b.size() + 1));
+  for (size_t i = 0; i <= a.size(); ++i)
+    d[i][0] = i;
+  for (size_t j = 0; j <= b.size(); ++j)
+    d[0][j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    for (size_t j = 1; j <= b.size(); ++j) {
+      size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
+      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
+        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+    }
+  }
+  return d[a.size()][b.size()];
+}
+
+}  // namespace
+
+std::string ClosestName(std::string_view name, const std::vector<std::string>& known) {
+  constexpr size_t kMaxCompared = 64;  // longer input is no typo of a name
+  if (name.empty() || name.size() > kMaxCompared) return "";
+  const std::string wanted = Normalised(name);
+  for (const std::string& k : known)
+    if (Normalised(k) == wanted) return k;
+  const std::string* best = nullptr;
+  size_t best_distance = wanted.size() / 3 + 1;
+  for (const std::string& k : known) {
+    if (k.size() > kMaxCompared) continue;
+    size_t d = EditDistance(wanted, Normalised(k));
+    if (d < best_distance) {
+      best = &k;
+      best_distance = d;
+    }
+  }
+  if (best) return *best;
+  if (wanted.size() < 3) return "";
+  for (const std::string& k : known)
+    if (Normalised(k).rfind(wanted, 0) == 0) return k;
+  return "";
+}
+
+std::string DidYouMean(std::string_view name, const std::vector<std::string>& known) {
+  std::string closest = ClosestName(name, known);
+  return closest.empty() ? "" : "did you mean '" + closest + "'?";
 }
 
 }  // namespace saturn

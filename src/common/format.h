@@ -7,12 +7,18 @@
 //   FormatLoss(1.50883) -> "1.5088";  FormatLoss(0.000023) -> "2.3e-05"
 //   Plural(1, "task") -> "1 task";  Plural(3, "task") -> "3 tasks";  Plural(2, "switch") -> "2
 //   switches"
+//   DidYouMean("MLP", {"gpt", "mlp"}) -> "did you mean 'mlp'?"
 #pragma once
 
 #include <string>
+#include <string_view>
+#include <vector>
 
 namespace saturn {
 
+// A duration as every terminal command prints it: "42.5s", "2m05s",
+// "1h02m", "4.0d", and "0.04s" from 5 ms to a tenth of a second (JSON keeps
+// seconds).
 std::string FormatDuration(double seconds);
 std::string FormatFixed(double value, int decimals);
 // A loss or other small positive figure: 4 decimals, or 3 significant
@@ -24,5 +30,14 @@ std::string FormatMilliseconds(double seconds);
 std::string FormatNumber(double value);
 // "<n> <word>", with an "s" (after s, x, ch, sh: "es") unless n is 1.
 std::string Plural(long n, const std::string& word);
+
+// The closest of `known` to a name that is not one of them, for "unknown X"
+// messages: the same name but for case or '-' / '_', else one within an
+// edit distance of a third of its length (a typo, a missing or transposed
+// letter), else one it begins (at least 3 letters); the first such in
+// `known`'s order. "" when none is close.
+std::string ClosestName(std::string_view name, const std::vector<std::string>& known);
+// "did you mean 'x'?" for ClosestName's answer, or "" when there is none.
+std::string DidYouMean(std::string_view name, const std::vector<std::string>& known);
 
 }  // namespace saturn

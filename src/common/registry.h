@@ -7,6 +7,7 @@
 //   const Solver* s = reg.Find("max");   // nullptr if unknown
 //   reg.Get("gurobi");                    // InputError: "--solver: unknown solver 'gurobi';
 //                                         //  expected one of: max"
+//   reg.Get("MAX");                       // "...; expected one of: max; did you mean 'max'?"
 //
 // One rule for names, whatever the kind: non-empty, no spaces or commas
 // (names are listed comma-separated and written in workload files), and each
@@ -22,6 +23,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "common/format.h"
 
 namespace saturn {
 
@@ -63,13 +65,16 @@ class Registry {
     throw InputError("", 0, field_, UnknownMessage(name));
   }
 
-  // "unknown solver 'x'; expected one of: a, b", for callers that know the
-  // file and line the name came from.
+  // "unknown solver 'x'; expected one of: a, b", and "; did you mean 'a'?"
+  // when one is close (common/format.h, ClosestName), for callers that know
+  // the file and line the name came from.
   std::string UnknownMessage(std::string_view name) const {
     std::string known;
     for (const std::string& n : Names())
       known += (known.empty() ? "" : ", ") + n;
-    return "unknown " + kind_ + " " + Quote(name) + "; expected one of: " + known;
+    std::string hint = DidYouMean(name, Names());
+    return "unknown " + kind_ + " " + Quote(name) + "; expected one of: " + known +
+           (hint.empty() ? "" : "; " + hint);
   }
 
   std::vector<std::string> Names() const {

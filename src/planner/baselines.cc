@@ -11,12 +11,18 @@ constexpr size_t kMaxDrawnTasks = 1000;
 }  // namespace
 
 nlohmann::json BaselineMakespans(const Problem& problem, const SolverRegistry& registry) {
+  return BaselineMakespans(problem, 0.0, registry);
+}
+
+nlohmann::json BaselineMakespans(const Problem& problem, double lower_bound_s,
+                                 const SolverRegistry& registry) {
   nlohmann::json out = nlohmann::json::object();
   if (problem.tasks.empty()) return out;
   for (const char* name : {"current-practice", "optimus", "max", "min"}) {
     if (registry.Find(name) == nullptr) continue;
     PlanRequest request;
     request.solver = name;
+    request.known_lower_bound_s = lower_bound_s;
     PlanResult r;
     try {
       r = RunPlanner(problem, request, registry);

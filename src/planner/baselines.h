@@ -4,7 +4,7 @@
 // Optimus, max and min. Every plan Saturn makes carries them, so a user
 // sees in its own output what the tool saved.
 //
-//   plan.extra["baselines"] = BaselineMakespans(problem);
+//   plan.extra["baselines"] = BaselineMakespans(problem, plan.lower_bound_s);
 //   std::fprintf(stderr, "%s\n", BaselineLine(plan).c_str());
 //   // "Saturn's plan 41.0s; current practice (...) 1m07s (1.63x longer)"
 #pragma once
@@ -22,6 +22,12 @@ namespace saturn {
 // {"makespan_s": ...}, ...}: solver names as keys (current practice's plan
 // whole, for drawing); a baseline that cannot plan the problem is left out.
 nlohmann::json BaselineMakespans(const Problem& problem,
+                                 const SolverRegistry& registry = BuiltinSolvers());
+// The same beside a plan of the problem whose lower bound is `lower_bound_s`
+// (its lower_bound_s): current practice's plan carries the best bound known,
+// not a weaker one of its own (a bound is the problem's, whatever solver ran).
+//   plan.extra["baselines"] = BaselineMakespans(problem, plan.lower_bound_s);
+nlohmann::json BaselineMakespans(const Problem& problem, double lower_bound_s,
                                  const SolverRegistry& registry = BuiltinSolvers());
 
 // "Saturn's plan X; current practice Y (Z x longer)", or "" when the plan

@@ -25,7 +25,8 @@ PlanResult RunPlanner(const Problem& problem, const PlanRequest& request,
 
   PlanResult out;
   out.status = result.status;
-  double bound = std::max(ctx.lower_bound, result.lower_bound);
+  // The bound of the problem, whichever solver ran: the best one known.
+  double bound = std::max({ctx.lower_bound, result.lower_bound, request.known_lower_bound_s});
   if (result.status != SolveStatus::kInfeasible) {
     std::string problem_found = CheckSchedule(problem, result.schedule);
     if (!problem_found.empty()) {

@@ -23,6 +23,10 @@ struct PlanRequest : SolveOptions {
   explicit PlanRequest(const SolveOptions& options) : SolveOptions(options) {}
 
   const Clock* clock = nullptr;
+  // A lower bound on this problem's optimum proved elsewhere (another
+  // solver's plan of it): the plan reports the best bound known, the largest
+  // of this, MakespanLowerBound and the solver's own. 0: none.
+  double known_lower_bound_s = 0.0;
   Schedule warm_start;
   std::function<void(double, double)> on_progress;
 };

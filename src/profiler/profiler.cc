@@ -22,6 +22,7 @@
 #include "common/process.h"
 #include "common/progress.h"
 #include "profiler/cache.h"
+#include "profiler/table.h"
 #include "profiler/trial_runner.h"
 
 namespace saturn {
@@ -68,10 +69,6 @@ std::string CacheKey(const Trial& t, const ProfilerOptions& o, const std::string
   return key.dump();
 }
 
-std::string KnobsText(const json& knobs) {
-  return knobs.empty() ? "" : knobs.dump();
-}
-
 // Techniques the tasks may use: the built-ins and the plug-ins' (checked by
 // the worker before any trial).
 class TechniqueCatalogue {
@@ -87,12 +84,31 @@ class TechniqueCatalogue {
   std::vector<std::string> Names() const { return TechniqueNames(available_); }
 
   // The GPU counts in [lo, hi] a task's trials try with `technique`. A
-  // user's program says itself what it can run on: it tries every count.
+  // user's program says itself what it can run on: every count, or those
+  // its template serves (`gpus:`).
   std::vector<int> Counts(const WorkloadTask& task, const std::string& technique, int lo,
                           int hi) const {
     auto it = by_name_.find(technique);
-    if (task.is_command || it == by_name_.end()) return GpuCounts(WorkerTechnique{}, lo, hi);
-    return GpuCounts(*it->second, lo, hi);
+    if (!task.is_command && it != by_name_.end()) return GpuCounts(*it->second, lo, hi);
+    std::vector<int> counts = GpuCounts(WorkerTechnique{}, lo, hi);
+    auto served = task.command_gpus.find(technique);
+    if (task.is_command && served != task.command_gpus.end()) {
+      const std::vector<int>& only = served->second;
+      std::erase_if(counts,
+                    [&](int g) { return !std::binary_search(only.begin(), only.end(), g); });
+    }
+    return counts;
+  }
+
+  // How simple a technique is for a task (lower: simpler): the worker's
+  // order (built-ins, then plug-ins); a command task's, its templates' order.
+  int Rank(const WorkloadTask& task, const std::string& technique) const {
+    auto written = std::find(task.techniques.begin(), task.techniques.end(), technique);
+    int in_task = static_cast<int>(written - task.techniques.begin());
+    if (task.is_command) return in_task;
+    for (size_t i = 0; i < available_.size(); ++i)
+      if (available_[i].name == technique) return static_cast<int>(i);
+    return static_cast<int>(available_.size()) + in_task;
   }
 
   // A plug-in's trials are cached under its file's identity; "" for built-ins.
@@ -344,60 +360,6 @@ double RuntimeEstimate(const WorkerSearchResult& r, long steps, long checkpoint_
          r.checkpoint_s * static_cast<double>(CheckpointWrites(steps, checkpoint_every));
 }
 
-namespace {
-
-ProfileRow RowFor(const WorkloadTask& task, const Trial& t, long checkpoint_every) {
-  double peak = 0;
-  for (double b : t.result.peak_memory_bytes)
-    peak = std::max(peak, b);
-  WorkerSearchResult r = t.result;
-  r.step_s = StepWithEvaluation(r, EvalEvery(task));
-  ProfileRow row;
-  row.task = task.name;
-  row.technique = t.technique;
-  row.gpus = t.gpus;
-  row.runtime_s = RuntimeEstimate(r, task.steps, checkpoint_every);
-  row.extra = {FormatNumber(r.step_s),
-               std::to_string(task.steps),
-               FormatNumber(StartCost(t.result)),
-               FormatNumber(t.result.launch_s),
-               FormatNumber(t.result.checkpoint_s),
-               FormatFixed(peak / (1 << 30), 3),
-               KnobsText(t.result.knobs),
-               FormatNumber(t.result.eval_s)};
-  return row;
-}
-
-// The table: one row per feasible (task, technique, GPUs). InputError for a
-// task with none, naming each configuration's reason.
-void BuildTable(const Workload& workload, const ProfilerOptions& options, ProfileRun& run) {
-  run.checkpoint_every = options.checkpoint_every;
-  run.table.extra_columns = {"step_s",       "steps",           "start_cost_s", "launch_s",
-                             "checkpoint_s", "peak_memory_gib", "knobs",        "eval_s"};
-  for (size_t k = 0; k < workload.tasks.size(); ++k) {
-    const WorkloadTask& task = workload.tasks[k];
-    std::string reasons;
-    bool any = false;
-    for (int i : run.task_trials[k]) {
-      const Trial& t = run.trials[i];
-      if (!t.result.feasible) {
-        reasons += "\n  " + t.technique + " x" + std::to_string(t.gpus) + ": " + t.result.reason;
-        continue;
-      }
-      any = true;
-      run.table.rows.push_back(RowFor(task, t, options.checkpoint_every));
-    }
-    if (!any) {
-      throw InputError(
-          workload.source, task.line, "task " + Quote(task.name),
-          "cannot run on this cluster: no configuration is feasible" +
-              (reasons.empty() ? std::string(" (no configuration to try)") : ":" + reasons));
-    }
-  }
-}
-
-}  // namespace
-
 ProfileRun RunProfiler(const Workload& workload, const ProfilerOptions& options) {
   RequireListedCluster(workload);
   const SteadyClock steady;
@@ -425,63 +387,25 @@ ProfileRun RunProfiler(const Workload& workload, const ProfilerOptions& options)
   TrialRunner runner(options, clock, *backend, worker, dir, workload.plugins);
   RunTrials(todo, trial_task, options, runner, cache, run);
 
-  // Step times to extrapolate from (the cache keeps the worker's samples).
+  // Step times to extrapolate from, and their noise (the cache keeps the
+  // worker's samples).
   for (Trial& t : run.trials) {
-    if (t.result.feasible) t.result.step_s = StepEstimate(t.result.step_samples_s, t.result.step_s);
+    if (!t.result.feasible) continue;
+    t.result.step_s = StepEstimate(t.result.step_samples_s, t.result.step_s);
+    t.step_se_s = StepStandardError(t.result.step_samples_s);
   }
-  BuildTable(workload, options, run);
+  BuildTable(
+      workload, options,
+      [&](const WorkloadTask& task, const std::string& name) {
+        return techniques.Rank(task, name);
+      },
+      run);
   run.wall_s = clock.Now() - started;
   if (options.work_dir.empty()) {
     std::error_code ec;
     fs::remove_all(dir, ec);
   }
   return run;
-}
-
-std::string ProfileSummary(const Workload& workload, const ProfileRun& run) {
-  std::ostringstream out;
-  out << "profile: " << Plural(static_cast<long>(workload.tasks.size()), "task") << ", "
-      << Plural(static_cast<long>(run.trials.size()), "distinct trial") << " (" << run.trials_run
-      << " run, " << run.cache_hits << " from the cache) in " << FormatDuration(run.wall_s) << "\n";
-  for (size_t k = 0; k < workload.tasks.size(); ++k) {
-    const WorkloadTask& task = workload.tasks[k];
-    out << "  " << task.name << " (" << task.steps << " steps)\n";
-    // Per GPU count, the technique with the shortest runtime as the planner
-    // sees it (steps, evaluation, launch and checkpoints); the planner then
-    // picks a GPU count per task to pack the cluster.
-    struct Fastest {
-      const Trial* trial = nullptr;
-      WorkerSearchResult result;
-      double runtime_s = 0;
-    };
-    std::map<int, Fastest> fastest;
-    std::map<std::string, std::vector<std::string>> failures;  // reason -> configurations
-    for (int i : run.task_trials[k]) {
-      const Trial& t = run.trials[i];
-      if (t.result.feasible) {
-        WorkerSearchResult r = t.result;
-        r.step_s = StepWithEvaluation(r, EvalEvery(task));
-        double runtime = RuntimeEstimate(r, task.steps, run.checkpoint_every);
-        Fastest& f = fastest[t.gpus];
-        if (!f.trial || runtime < f.runtime_s) f = {&t, r, runtime};
-      } else {
-        failures[t.result.reason].push_back(t.technique + " x" + std::to_string(t.gpus));
-      }
-    }
-    for (const auto& [gpus, f] : fastest) {
-      out << "    " << gpus << " GPU" << (gpus > 1 ? "s" : " ") << ": fastest "
-          << f.trial->technique << " " << FormatDuration(f.runtime_s) << " ("
-          << FormatFixed(f.result.step_s, 4) << " s/step"
-          << (EvalEvery(task) > 0 ? ", evaluation included" : "") << ")\n";
-    }
-    for (const auto& [reason, configs] : failures) {
-      std::string list;
-      for (const std::string& c : configs)
-        list += (list.empty() ? "" : ", ") + c;
-      out << "    infeasible " << list << ": " << reason << "\n";
-    }
-  }
-  return out.str();
 }
 
 }  // namespace saturn

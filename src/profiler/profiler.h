@@ -82,6 +82,10 @@ struct ProfilerOptions {
 // stall), since a long run pays for its ordinary slow steps too. `fallback`
 // (the worker's own figure) when there are no samples.
 double StepEstimate(const std::vector<double>& samples, double fallback);
+// How far StepEstimate's mean may be off by chance: the standard error of
+// the samples it keeps (their standard deviation over the square root of
+// their number); 0 with fewer than two.
+double StepStandardError(const std::vector<double>& samples);
 
 // What a fresh start costs beyond steady steps: the warm-up steps' time over
 // as many steady steps (first-step allocations, lazy initialisation). Every
@@ -110,10 +114,40 @@ struct Trial {
   std::string example_task;  // a task that uses this trial (for messages)
   // Outcome.
   WorkerSearchResult result;
+  double step_se_s = 0.0;  // StepStandardError of the measured steps
   bool cached = false;
   bool transient = false;  // crash or timeout: not cached, tried again next time
   double wall_s = 0.0;
 };
+
+// Measurement noise (docs/contracts.md, Contract 2): a task's configuration
+// is left out of the table when it measured faster than a simpler one of
+// the task that is kept — fewer GPUs, or as many with a technique listed
+// before it — but by no more than the noise: twice the standard error of
+// the difference of their runtimes (steps x StepStandardError of each,
+// combined), about a 95% test. A technique is simpler than another when the
+// worker lists it first (single, ddp, fsdp, pipeline, spill, then
+// plug-ins); a command task's templates, in the order written. A planner
+// fed the table never picks the complex configuration for noise.
+struct WithinNoise {
+  int task = 0;         // index into the workload's tasks
+  int trial = 0;        // the configuration left out (index into trials)
+  int kept = 0;         // the simpler one that stays, faster but for noise
+  double margin_s = 0;  // the noise, in runtime seconds
+};
+
+// Which of one task's feasible configurations to leave out. Each entry:
+// the trial, its GPU count, its technique's rank (lower is simpler), its
+// runtime and that runtime's standard error. Returns {trial, kept trial,
+// margin} per configuration left out (`task` unset).
+struct Measured {
+  int trial = 0;
+  int gpus = 1;
+  int rank = 0;
+  double runtime_s = 0;
+  double se_s = 0;
+};
+std::vector<WithinNoise> LeaveOutWithinNoise(std::vector<Measured> configs);
 
 struct ProfileRun {
   ProfileTable table;
@@ -123,14 +157,18 @@ struct ProfileRun {
   int cache_hits = 0;
   int trials_run = 0;
   double wall_s = 0.0;
-  long checkpoint_every = 0;  // the options' (runtimes count its checkpoints)
+  long checkpoint_every = 0;              // the options' (runtimes count its checkpoints)
+  std::vector<WithinNoise> within_noise;  // configurations left out of the table
 };
 
 // Throws InputError if a task has no feasible configuration at all (naming
 // the task and each configuration's reason), nothing is written then.
 ProfileRun RunProfiler(const Workload& workload, const ProfilerOptions& options);
 
-// Per task: the best technique at each GPU count and why the others failed.
+// Per task: the best technique at each GPU count, the configurations left
+// out as within noise of a simpler one ("1 GPU: spill within noise of
+// single (1m15s vs 1m16s, noise 2.8s): single kept") and why the others
+// failed.
 std::string ProfileSummary(const Workload& workload, const ProfileRun& run);
 
 }  // namespace saturn

@@ -6,7 +6,6 @@
 #include <limits>
 #include <map>
 #include <optional>
-#include <set>
 
 #include "common/defaults.h"
 #include "common/error.h"
@@ -17,6 +16,7 @@
 #include "common/model_presets.h"
 #include "spec/sweep.h"
 #include "spec/task_steps.h"
+#include "spec/workload_command.h"
 #include "spec/workload_model.h"
 #include "spec/yaml_fields.h"
 
@@ -31,9 +31,6 @@ std::string TooFewGpus(int gpu_min, const Cluster& cluster) {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-const std::set<std::string> kCommandPlaceholders = {"gpus",       "gpu_ids",        "steps",
-                                                    "start_step", "checkpoint_dir", "node"};
-
 // Task names name files and folders: letters, digits and . _ + -, not
 // starting with a punctuation mark.
 bool IsTaskName(const std::string& name) {
@@ -42,23 +39,6 @@ bool IsTaskName(const std::string& name) {
   };
   return !name.empty() && std::isalnum(static_cast<unsigned char>(name[0])) &&
          std::all_of(name.begin(), name.end(), allowed);
-}
-
-// The first placeholder of a command template that Saturn does not fill
-// ("{name}" with no braces inside), if any.
-std::optional<std::string> UnknownPlaceholder(const std::string& tmpl) {
-  size_t open = tmpl.find('{');
-  while (open != std::string::npos) {
-    size_t close = tmpl.find_first_of("{}", open + 1);
-    if (close == std::string::npos) break;
-    if (tmpl[close] == '}') {
-      std::string name = tmpl.substr(open + 1, close - open - 1);
-      if (!kCommandPlaceholders.count(name)) return name;
-      close = tmpl.find('{', close);
-    }
-    open = close;
-  }
-  return std::nullopt;
 }
 
 class TaskReader {
@@ -79,7 +59,7 @@ class TaskReader {
     if (type == "command") {
       t.is_command = true;
       f_.AllowOnly({"name", "type", "steps", "commands", "sweep", "gpu_range", "seed", "env"});
-      ReadCommand(&t);
+      ReadCommandFields(f_, w_, &t);
     } else if (type == "train") {
       f_.AllowOnly({"name", "type", "model", "data", "batch_size", "optimizer", "steps", "epochs",
                     "seed", "sweep", "techniques", "gpu_range", "precision", "eval", "finetune"});
@@ -95,15 +75,18 @@ class TaskReader {
       t.spec["seed"] = f_.OptionalInt("seed", 0).value_or(0);
       std::string precision = f_.OptionalString("precision").value_or("fp32");
       if (precision != "fp32" && precision != "bf16") {
-        f_.Fail("precision", "expected fp32 or bf16, got " + Quote(precision));
+        f_.Fail("precision", "expected fp32 or bf16, got " + Quote(precision) +
+                                 SuggestionFor(precision, {"fp32", "bf16"}));
       }
       if (precision != "fp32") t.spec["precision"] = precision;
       if (f_.Has("eval")) t.spec["eval"] = ReadEval();
       ReadTechniques(&t);
     } else {
-      f_.Fail("type", "expected train (the default) or command, got " + Quote(type));
+      f_.Fail("type", "expected train (the default) or command, got " + Quote(type) +
+                          SuggestionFor(type, {"train", "command"}));
     }
     ReadGpuRange(&t);
+    if (t.is_command) CheckServedCounts(f_, w_, t);
     return t;
   }
 
@@ -171,8 +154,9 @@ class TaskReader {
       out["path"] = ExistingFile(d, "path", w_.base_dir);
       if (d.Has("eval_path")) out["eval_path"] = ExistingFile(d, "eval_path", w_.base_dir);
     } else {
-      d.Fail("type",
-             "unknown data type " + Quote(type) + "; expected text, synthetic, tokens or tensors");
+      d.Fail("type", "unknown data type " + Quote(type) +
+                         "; expected text, synthetic, tokens or tensors" +
+                         SuggestionFor(type, {"text", "synthetic", "tokens", "tensors"}));
     }
     return out;
   }
@@ -199,7 +183,8 @@ class TaskReader {
       o.AllowOnly({"type", "lr", "weight_decay"});
       if (o.Has("weight_decay")) out["weight_decay"] = NonNegative(o, "weight_decay");
     } else {
-      o.Fail("type", "unknown optimizer " + Quote(type) + "; expected sgd, adam or adamw");
+      o.Fail("type", "unknown optimizer " + Quote(type) + "; expected sgd, adam or adamw" +
+                         SuggestionFor(type, {"sgd", "adam", "adamw"}));
     }
     return out;
   }
@@ -241,41 +226,6 @@ class TaskReader {
     // A cluster from the allocation is checked once it is known (UseAllocation).
     if (!w_.from_allocation && t->gpu_min > w_.cluster.MaxGpusPerNode()) {
       f_.Fail("gpu_range", TooFewGpus(t->gpu_min, w_.cluster));
-    }
-  }
-
-  void ReadCommand(WorkloadTask* t) {
-    YAML::Node commands = f_.Required("commands");
-    std::string field = f_.FieldPath("commands");
-    if (!commands.IsMap() || commands.size() == 0) {
-      f_.Fail("commands", "expected a map from technique name to command template");
-    }
-    json cmds = json::object();
-    for (const auto& kv : commands) {
-      std::string technique = YamlKey(kv.first, w_.source, field);
-      std::string f = field + "." + technique;
-      std::string tmpl = YamlToString(kv.second, w_.source, f);
-      if (std::optional<std::string> name = UnknownPlaceholder(tmpl)) {
-        throw InputError(w_.source, YamlLine(kv.second), f,
-                         "unknown placeholder {" + *name +
-                             "}; expected {gpus}, {gpu_ids}, {steps}, {start_step}, "
-                             "{checkpoint_dir} or {node}");
-      }
-      cmds[technique] = tmpl;
-      t->techniques.push_back(technique);
-    }
-    t->spec = {{"name", t->name},
-               {"type", "command"},
-               {"commands", cmds},
-               {"working_dir", w_.base_dir},
-               {"seed", f_.OptionalInt("seed", 0).value_or(0)}};
-    if (f_.Has("env")) {
-      YAML::Node env = f_.Required("env");
-      if (!env.IsMap()) f_.Fail("env", "expected a map of environment variables");
-      for (const auto& kv : env) {
-        std::string name = YamlKey(kv.first, w_.source, f_.FieldPath("env"));
-        t->spec["env"][name] = YamlToString(kv.second, w_.source, f_.FieldPath("env") + "." + name);
-      }
     }
   }
 

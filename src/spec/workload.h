@@ -24,6 +24,7 @@
 //   for (const WorkloadTask& t : w.tasks) worker_json(t.spec), t.steps, t.trial_key;
 #pragma once
 
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -40,6 +41,10 @@ struct WorkloadTask {
   nlohmann::json spec;                  // the worker's task JSON (Contract 5 names)
   long steps = 0;                       // total training steps
   std::vector<std::string> techniques;  // allowed; empty = every technique
+  // A command task's templates that serve only some GPU counts (`commands:
+  // {single: {run: ..., gpus: [1]}}`): technique -> the counts, ascending.
+  // A technique not here serves every count.
+  std::map<std::string, std::vector<int>> command_gpus;
   // Where each of `techniques` and batch_size are written, for the errors of
   // checks that need the worker's technique catalogue (launch/worker.h).
   std::vector<int> technique_lines;

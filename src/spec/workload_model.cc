@@ -27,6 +27,11 @@ fs::path Resolved(const std::string& p, const std::string& base_dir) {
 
 }  // namespace
 
+std::string SuggestionFor(std::string_view name, const std::vector<std::string>& known) {
+  std::string hint = DidYouMean(name, known);
+  return hint.empty() ? "" : "; " + hint;
+}
+
 std::string ExistingFile(const YamlFields& f, std::string_view key, const std::string& base_dir) {
   fs::path full = Resolved(f.String(key), base_dir);
   std::error_code ec;
@@ -194,7 +199,8 @@ json ReadModelField(const YamlFields& m, const std::string& base_dir) {
     out["loss"] = loss;
   } else {
     m.Fail("type", "unknown model type " + Quote(type) +
-                       "; expected gpt, gpt2, vit, resnet, mlp or torchscript");
+                       "; expected gpt, gpt2, vit, resnet, mlp or torchscript" +
+                       SuggestionFor(type, {"gpt", "gpt2", "vit", "resnet", "mlp", "torchscript"}));
   }
   if (m.Has("init")) out["init"] = InitPath(m, base_dir);
   return out;

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "spec/yaml_fields.h"
 
@@ -20,6 +21,9 @@ nlohmann::json ReadModelField(const YamlFields& model, const std::string& base_d
 // finetune: {lora: {rank, alpha, targets}} for a model of `model_type`.
 nlohmann::json ReadFinetuneField(const YamlFields& finetune, const std::string& source,
                                  const std::string& model_type);
+// "; did you mean 'x'?" for a name that is none of `known` but close to one
+// (common/format.h, ClosestName), else "": appended to "unknown ..." messages.
+std::string SuggestionFor(std::string_view name, const std::vector<std::string>& known);
 // The absolute path of the existing file `key` names (relative to `base_dir`).
 std::string ExistingFile(const YamlFields& f, std::string_view key, const std::string& base_dir);
 

@@ -84,10 +84,15 @@ void YamlFields::AllowOnly(std::initializer_list<std::string_view> allowed) cons
       ok = ok || key == a;
     if (!ok) {
       std::string list;
-      for (std::string_view a : allowed)
+      std::vector<std::string> names;
+      for (std::string_view a : allowed) {
         list += (list.empty() ? "" : ", ") + std::string(a);
-      throw InputError(source_, YamlLine(item.first), FieldPath(key),
-                       "unknown field; expected one of: " + list);
+        names.emplace_back(a);
+      }
+      std::string hint = DidYouMean(key, names);
+      throw InputError(
+          source_, YamlLine(item.first), FieldPath(key),
+          "unknown field; expected one of: " + list + (hint.empty() ? "" : "; " + hint));
     }
   }
 }

@@ -77,7 +77,42 @@ TEST_F(Cli, PlanWritesAValidPlanAndGantt) {
   Result v = Saturn("validate --cluster " + Path("cluster.yaml") + " --profile " +
                     Path("profile.csv") + " --plan " + Path("plan.json"));
   EXPECT_EQ(v.status, 0) << v.output;
-  EXPECT_THAT(v.output, HasSubstr("valid plan"));
+  // Durations as plan prints them (validate said "makespan 100.0 s").
+  EXPECT_THAT(v.output, HasSubstr("valid plan (2 tasks, makespan 1m40s)"));
+  EXPECT_THAT(r.output, ::testing::ContainsRegex("solved in [0-9.]+s\n"));
+}
+
+// The bound is the problem's, whichever solver ran: current practice's plan
+// in the baselines carries the plan's bound (auto's exact MILP proves 20 s
+// here; MakespanLowerBound, all current practice knows alone, is 15 s).
+TEST_F(Cli, TheBaselinesCarryThePlansBound) {
+  WriteFileAtomic(Path("three.csv"),
+                  "task,technique,gpus,runtime_s\na,ddp,2,10\nb,ddp,2,10\nc,ddp,2,10\n");
+  Result r = Saturn("plan --cluster " + Path("cluster.yaml") + " --profile " + Path("three.csv") +
+                    " --output " + Path("plan.json"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  nlohmann::json plan = nlohmann::json::parse(ReadFile(Path("plan.json")));
+  EXPECT_EQ(plan["lower_bound_s"], 20.0);
+  EXPECT_EQ(plan["baselines"]["current-practice"]["plan"]["lower_bound_s"], 20.0);
+  EXPECT_THAT(r.output, HasSubstr("makespan 20.0s, lower bound 20.0s"));
+}
+
+// Every error is one line starting "saturn: error:" (README, "Exit status"):
+// a bad option like a bad file, exit 2; what the system refuses, exit 1.
+TEST_F(Cli, EveryErrorIsOneSaturnErrorLine) {
+  Result r = Saturn("plan --profile " + Path("profile.csv"));
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.output, HasSubstr("saturn: error: --cluster is required (saturn plan --help lists "
+                                  "the options)"));
+  r = Saturn("plan --cluster " + Path("cluster.yaml") + " --profile " + Path("profile.csv") +
+             " --nosuch 3");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.output, HasSubstr("saturn: error: "));
+  r = Saturn(PlanArgs() + " --solver MAX");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.output, HasSubstr("saturn: error: --solver: unknown solver 'MAX'; expected one "
+                                  "of: auto, "));
+  EXPECT_THAT(r.output, HasSubstr("; did you mean 'max'?"));
 }
 
 TEST_F(Cli, PlanGoesToStdoutWithoutOutput) {

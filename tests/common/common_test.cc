@@ -163,6 +163,25 @@ TEST(Format, Durations) {
   EXPECT_EQ(FormatDuration(125), "2m05s");
   EXPECT_EQ(FormatDuration(3725), "1h02m");
   EXPECT_EQ(FormatDuration(86400 * 4), "4.0d");
+  EXPECT_EQ(FormatDuration(81945.8), "22h46m");  // saturn validate said "81945.8 s"
+  EXPECT_EQ(FormatDuration(0.5), "0.5s");
+  EXPECT_EQ(FormatDuration(0.04), "0.04s");  // a fast solve, not "0.0s"
+  EXPECT_EQ(FormatDuration(0.001), "0.0s");  // a progress line at its start
+}
+
+TEST(Format, TheClosestNameToAnUnknownOne) {
+  const std::vector<std::string> models = {"gpt", "gpt2", "vit", "resnet", "mlp", "torchscript"};
+  EXPECT_EQ(ClosestName("MLP", models), "mlp");                       // case
+  EXPECT_EQ(ClosestName("resnt", models), "resnet");                  // a letter missing
+  EXPECT_EQ(ClosestName("gpt3", models), "gpt");                      // the first of the closest
+  EXPECT_EQ(ClosestName("torch", models), "torchscript");             // its beginning
+  EXPECT_EQ(ClosestName("transformer", models), "");                  // nothing close
+  EXPECT_EQ(ClosestName("fdsp", {"single", "ddp", "fsdp"}), "fsdp");  // two letters swapped
+  EXPECT_EQ(ClosestName("current_practice", {"auto", "current-practice"}), "current-practice");
+  EXPECT_EQ(ClosestName("z", {"x", "y"}), "");  // a short name: no guess
+  EXPECT_EQ(ClosestName("", {"x"}), "");
+  EXPECT_EQ(DidYouMean("MLP", models), "did you mean 'mlp'?");
+  EXPECT_EQ(DidYouMean("transformer", models), "");
 }
 
 TEST(Format, LossesShowTheirDigits) {

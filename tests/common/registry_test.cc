@@ -48,6 +48,20 @@ TEST(Registry, UnknownNameNamesTheFieldAndTheKnownOnes) {
   EXPECT_EQ(ErrorOf([&] { reg.Get("z"); }), "--thing: unknown thing 'z'; expected one of: x, y");
 }
 
+TEST(Registry, AnUnknownNameCloseToAKnownOneSuggestsIt) {
+  Registry<Thing> reg("solver", "--solver");
+  for (const char* name : {"auto", "current-practice", "max", "min"})
+    reg.Register(std::make_unique<Thing>(name));
+  EXPECT_EQ(ErrorOf([&] { reg.Get("MAX"); }),
+            "--solver: unknown solver 'MAX'; expected one of: auto, current-practice, max, min; "
+            "did you mean 'max'?");
+  EXPECT_EQ(reg.UnknownMessage("curent-practice"),
+            "unknown solver 'curent-practice'; expected one of: auto, current-practice, max, min; "
+            "did you mean 'current-practice'?");
+  EXPECT_EQ(reg.UnknownMessage("gurobi"),
+            "unknown solver 'gurobi'; expected one of: auto, current-practice, max, min");
+}
+
 TEST(Registry, OneRuleForNames) {
   Registry<Thing> reg("thing", "--thing");
   reg.Register(std::make_unique<Thing>("x"));

@@ -19,6 +19,18 @@ A block may be preceded by one HTML comment that tells this script more:
 Every skipped block is listed with its reason, so none goes unnoticed.
 Synopses that are not meant to be run use ``` or ```text fences.
 
+Python in the examples, one rule (docs/byo.md, "Python in the examples"):
+an example that needs PyTorch (directly, or through saturn_models or a
+training script) is a shell command naming the interpreter that has it,
+`/usr/bin/python3` (Debian's, where scripts/setup.sh installs python3-torch);
+plain `python3` is for the standard library only; a ```python block is
+what one would paste into `python3`, so it too needs no more than the
+standard library (code with torch is a `/usr/bin/python3 - <<'EOF'` shell
+block, or a sketch marked skip). The examples run as a user's shell may
+have it: with a `python3` first on PATH that cannot import torch (a venv
+without the system's site packages, as pyenv's or a fresh venv's), which
+also runs the ```python blocks.
+
   doc_examples.py --source DIR --build DIR [--list] [--only FILE]
 Exit 0 when every example ran, 1 naming the first that failed.
 """
@@ -32,7 +44,8 @@ import sys
 import tempfile
 
 RUN_LANGS = {"sh", "bash", "python"}
-PYTHON = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else "python3"
+# The interpreter with PyTorch (scripts/setup.sh installs python3-torch there).
+PYTHON = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
 MARK = re.compile(r"<!--\s*doc-test:\s*(skip|background)\b\s*(.*?)\s*-->")
 
 
@@ -94,6 +107,88 @@ def scratch_folder(source, build):
     return root
 
 
+# What needs PyTorch in an example's command line (or in the script it runs).
+TORCH_MARKERS = re.compile(r"import torch|from torch|torch\.|saturn_models|saturn_task launch|"
+                           r"--system-site-packages")
+# `python3` or `python` as a command of its own, not a path's last part.
+BARE_PYTHON = re.compile(r"(?<![\w/.$=-])python3?(?=\s)")
+
+
+def example_files(source):
+    """README.md, docs/*.md and the text files under examples/."""
+    files = documents(source)
+    for folder, _, names in sorted(os.walk(os.path.join(source, "examples"))):
+        for name in sorted(names):
+            if name.endswith((".md", ".yaml", ".yml", ".sh", ".py", ".txt")):
+                files.append(os.path.relpath(os.path.join(folder, name), source))
+    return files
+
+
+def imports_torch(path):
+    try:
+        with open(path, encoding="utf-8") as f:
+            return bool(re.search(r"^\s*(import torch|from torch|import saturn_models)", f.read(),
+                                  re.M))
+    except OSError:
+        return False
+
+
+def python_rule_violations(source):
+    """`file:line: ...` for each example that runs a bare `python3` where it
+    needs PyTorch (the rule in this file's docstring), and each example
+    script that imports torch behind `#!/usr/bin/env python3`."""
+    out = []
+    for rel in documents(source):
+        for b in blocks_of(source, rel):
+            if b.lang == "python" and b.mark != "skip" and TORCH_MARKERS.search(b.text):
+                out.append(f"{b.where()}: a ```python block runs under the PATH's python3, which "
+                           f"may lack PyTorch: make it `/usr/bin/python3 - <<'EOF'` in a sh block")
+    for rel in example_files(source):
+        with open(os.path.join(source, rel), encoding="utf-8") as f:
+            lines = f.read().split("\n")
+        here = os.path.dirname(os.path.join(source, rel))
+        if rel.endswith(".py") and lines[0].startswith("#!") and "env python" in lines[0] \
+                and imports_torch(os.path.join(source, rel)):
+            out.append(f"{rel}:1: imports torch behind {lines[0]}; use #!/usr/bin/python3")
+        for i, line in enumerate(lines):
+            m = BARE_PYTHON.search(line)
+            if not m:
+                continue
+            text = line[m.start():]
+            heredoc = re.search(r"<<-?\s*'?(\w+)'?", text)
+            if heredoc:  # the code fed to it, up to the terminator
+                end = next((k for k in range(i + 1, len(lines))
+                            if lines[k].strip() == heredoc.group(1)), len(lines))
+                text += "\n" + "\n".join(lines[i + 1:end])
+            scripts = [w for w in re.findall(r"[\w./-]+\.py\b", text.split("\n")[0])
+                       if any(imports_torch(os.path.join(d, w)) for d in (source, here))]
+            if TORCH_MARKERS.search(text) or scripts:
+                out.append(f"{rel}:{i + 1}: `{line.strip()[:80]}` needs PyTorch: name its "
+                           f"interpreter, /usr/bin/python3")
+    return out
+
+
+def python_without_torch(root):
+    """A folder holding `python3` (and `python`): a wrapper that runs a venv
+    of PYTHON without the system's site packages, so `import torch` fails
+    in it as in a user's pyenv or fresh venv. Put first on PATH."""
+    venv = os.path.join(root, ".python-without-torch")
+    subprocess.run([PYTHON, "-m", "venv", "--without-pip", venv], check=True)
+    bindir = os.path.join(root, ".bin-without-torch")
+    os.makedirs(bindir)
+    for name in ("python3", "python"):
+        path = os.path.join(bindir, name)
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(f"#!/bin/sh\n# python3 without PyTorch, as a user's shell may have it\n"
+                    f"exec {venv}/bin/python3 \"$@\"\n")
+        os.chmod(path, 0o755)
+    probe = subprocess.run([os.path.join(bindir, "python3"), "-c", "import torch"],
+                           capture_output=True)
+    if probe.returncode == 0:
+        raise SystemExit(f"{bindir}/python3 imports torch; the examples need one that does not")
+    return bindir
+
+
 def script_for(blocks, root):
     """One bash script: each block in turn, its place announced, stopping at
     the first failure; background blocks get their own process group."""
@@ -116,8 +211,8 @@ def script_for(blocks, root):
                          f"if ! kill -0 ${{bg_pids[-1]}} 2>/dev/null; then cat {log} >&2; "
                          f"echo 'background example exited' >&2; exit 1; fi; sleep 0.5; done")
         elif b.lang == "python":
-            # Debian's interpreter, where scripts/setup.sh installs PyTorch.
-            parts.append(f"{PYTHON} {body_file}")
+            # What one would paste into `python3`: the PATH's, torch-less here.
+            parts.append(f"python3 {body_file}")
         else:
             # The block's text itself, so that its exports and cd's carry on.
             parts.append(b.text)
@@ -149,8 +244,13 @@ def main():
         for b in runnable:
             print(f"{b.where()} ({b.lang}{', background' if b.mark else ''})")
         return 0
+    violations = python_rule_violations(source)
+    if violations:
+        print("\n".join(violations), file=sys.stderr)
+        return 1
     root = scratch_folder(source, a.build)
     env = dict(os.environ, HOME=os.path.join(root, "home"))
+    env["PATH"] = python_without_torch(root) + os.pathsep + env.get("PATH", "")
     env.pop("SATURN_WORKER", None)
     script = os.path.join(root, ".doc-examples.sh")
     with open(script, "w", encoding="utf-8") as f:

@@ -138,5 +138,61 @@ class Running(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
 
 
+def has_torch(python):
+    return subprocess.run([python, "-c", "import torch"], capture_output=True).returncode == 0
+
+
+class PythonInTheExamples(unittest.TestCase):
+    """One rule (doc_examples.py's docstring): what needs PyTorch names
+    /usr/bin/python3, since a user's `python3` may lack it; the examples run
+    with such a `python3` first on PATH."""
+
+    def test_python3_on_the_path_cannot_import_torch(self):
+        lacks = "```sh\n! python3 -c 'import importlib; importlib.import_module(\"torch\")'\n" \
+                "python3 -c 'import json'\n```\n"
+        r = run(tree({"README.md": lacks}))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        needs = "```sh\npython3 -c 'import importlib; importlib.import_module(\"torch\")'\n```\n"
+        self.assertEqual(run(tree({"README.md": needs})).returncode, 1)
+
+    def test_a_python_block_runs_under_the_python3_on_the_path(self):
+        block = "```python\nimport importlib, sys\nprint(sys.executable)\n" \
+                "importlib.import_module('torch')\n```\n"
+        r = run(tree({"README.md": block}))
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertIn("No module named 'torch'", r.stderr)
+
+    @unittest.skipUnless(has_torch(doc_examples.PYTHON), "no torch in " + doc_examples.PYTHON)
+    def test_the_interpreter_with_torch_named_in_full_has_it(self):
+        named = f"```sh\n{doc_examples.PYTHON} -c 'import torch'\n```\n"
+        r = run(tree({"README.md": named}))
+        self.assertEqual(r.returncode, 0, r.stderr)
+
+    def test_a_bare_python3_that_needs_torch_is_refused_before_anything_runs(self):
+        root = tree({"README.md": "```sh\ntouch ran\n```\n\n"
+                                  "Load it with `python3 -c 'import saturn_models'`.\n",
+                     "docs/guide.md": "```sh\nPYTHONPATH=python python3 - <<'EOF'\n"
+                                      "import torch\nEOF\n/usr/bin/python3 -c 'import torch'\n"
+                                      "python3 -c 'import json'\n```\n\n"
+                                      "```python\nimport torch\n```\n"})
+        os.makedirs(os.path.join(root, "examples"))
+        with open(os.path.join(root, "examples", "w.yaml"), "w") as f:
+            f.write("#   python3 -m saturn_task launch train.py\n")
+        with open(os.path.join(root, "examples", "make.py"), "w") as f:
+            f.write("#!/usr/bin/env python3\nimport torch\n")
+        found = doc_examples.python_rule_violations(root)
+        self.assertEqual([v.split(": ")[0] for v in found],
+                         ["docs/guide.md:9", "README.md:5", "docs/guide.md:2",
+                          "examples/make.py:1", "examples/w.yaml:1"])
+        r = run(root)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("README.md:5: `Load it with", r.stderr)
+        self.assertNotIn("running", r.stderr)
+
+    def test_the_repositorys_examples_follow_the_rule(self):
+        source = os.path.dirname(os.path.dirname(HERE))
+        self.assertEqual(doc_examples.python_rule_violations(source), [])
+
+
 if __name__ == "__main__":
     unittest.main()

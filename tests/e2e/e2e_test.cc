@@ -59,8 +59,15 @@ TEST_F(EndToEnd, AModelTooLargeForOneDeviceIsProfiledOnlyWhereItFits) {
   EXPECT_EQ(p.Find("large", "single", 1), nullptr);
   EXPECT_EQ(p.Find("large", "ddp", 2), nullptr);  // a full replica per device does not fit
   EXPECT_NE(p.Find("large", "spill", 1), nullptr);
-  EXPECT_NE(p.Find("large", "fsdp", 2), nullptr);
-  EXPECT_NE(p.Find("large", "pipeline", 2), nullptr);
+  // Feasible: a row, unless it measured faster than a simpler one only
+  // within noise, which the summary names (docs/contracts.md, Contract 2).
+  std::string log = Log();
+  for (const char* technique : {"fsdp", "pipeline"}) {
+    EXPECT_TRUE(p.Find("large", technique, 2) != nullptr ||
+                log.find(std::string("2 GPUs: ") + technique + " within noise of") !=
+                    std::string::npos)
+        << technique;
+  }
   for (const ProfileRow& r : p.rows) {
     EXPECT_LE(std::stod(p.Extra(r, "peak_memory_gib")), 0.0137 + 1e-9) << r.technique;
     // A run pays for its launch and its checkpoints besides the steps.

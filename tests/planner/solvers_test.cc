@@ -96,6 +96,38 @@ TEST(Baselines, EveryPaperBaselineOnTheSameProblemAndOneLineForTheUser) {
   EXPECT_TRUE(BaselineMakespans(Problem{}).empty());
 }
 
+// A problem's lower bound does not depend on the solver that ran: auto's
+// exact MILP proves more than MakespanLowerBound here, and the baselines
+// recorded beside its plan carry that bound, not a weaker one of their own
+// (a plan once said 20 s and its current practice 15 s, on one problem).
+TEST(Baselines, CarryTheBestBoundKnownForTheProblem) {
+  Problem p = testing::MakeProblem(
+      {4}, {{"a", {{"ddp", 2, 10}}}, {"b", {{"ddp", 2, 10}}}, {"c", {{"ddp", 2, 10}}}});
+  EXPECT_DOUBLE_EQ(MakespanLowerBound(p), 15);  // 60 GPU-seconds on 4 GPUs
+  PlanRequest exact = Request("auto");
+  exact.work_scale = 1;  // the default effort: small problems get the exact MILP
+  PlanResult r = RunPlanner(p, exact);
+  ASSERT_DOUBLE_EQ(r.plan.makespan_s, 20);
+  EXPECT_DOUBLE_EQ(r.plan.lower_bound_s, 20);  // two at once, then the third
+  EXPECT_EQ(r.plan.status, "optimal");
+  nlohmann::json b = BaselineMakespans(p, r.plan.lower_bound_s);
+  EXPECT_DOUBLE_EQ(b["current-practice"]["makespan_s"].get<double>(), 30);
+  EXPECT_DOUBLE_EQ(b["current-practice"]["plan"]["lower_bound_s"].get<double>(), 20);
+  // What a baseline knows alone is the cheap bound.
+  EXPECT_DOUBLE_EQ(BaselineMakespans(p)["current-practice"]["plan"]["lower_bound_s"].get<double>(),
+                   15);
+  // min's plan is optimal too; told the bound, it says so.
+  PlanResult alone = RunPlanner(p, Request("min"));
+  ASSERT_DOUBLE_EQ(alone.plan.makespan_s, 20);
+  EXPECT_DOUBLE_EQ(alone.plan.lower_bound_s, 15);
+  EXPECT_NE(alone.plan.status, "optimal");
+  PlanRequest request = Request("min");
+  request.known_lower_bound_s = r.plan.lower_bound_s;
+  PlanResult told = RunPlanner(p, request);
+  EXPECT_DOUBLE_EQ(told.plan.lower_bound_s, 20);
+  EXPECT_EQ(told.plan.status, "optimal");
+}
+
 TEST(Solvers, CurrentPracticeUsesNodesInParallel) {
   Problem p = testing::MakeProblem({4, 2}, {{"a", {{"ddp", 4, 100}, {"ddp", 2, 180}}},
                                             {"b", {{"ddp", 4, 100}, {"ddp", 2, 180}}}});

@@ -6,6 +6,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 
@@ -210,6 +211,109 @@ TEST_F(Profiler, AGpuRangeAboveEveryNodeIsClippedWithANote) {
     RunProfiler(Load(std::string(kGptGrid) + within), options_);
     EXPECT_THAT(::testing::internal::GetCapturedStderr(), Not(HasSubstr("note:"))) << within;
   }
+}
+
+// The issue's case: on a device with no declared memory an MLP measured
+// spill 0.747 s and single 0.758 s per step, and the plan took spill. Within
+// the trials' own spread the simpler configuration stays and the other is
+// left out of the table (so no planner can pick it), and the summary says so.
+TEST_F(Profiler, AConfigurationFasterOnlyWithinNoiseGivesWayToTheSimplerOne) {
+  Rules(
+      "single 1 samples 0.70,0.80,0.74,0.78,0.76,0.79,0.72,0.77,0.75,0.77\n"    // 0.758
+      "spill 1 samples 0.69,0.79,0.73,0.77,0.75,0.78,0.71,0.76,0.74,0.75\n"     // 0.747
+      "ddp 2 samples 0.70,0.79,0.73,0.77,0.75,0.78,0.71,0.76,0.74,0.77\n"       // 0.750
+      "fsdp 2 ok 0.3\n"                                                         // one sample
+      "pipeline 2 samples 0.28,0.31,0.28,0.31,0.28,0.31,0.28,0.31,0.29,0.30\n"  // 0.295
+  );
+  const std::string mlp =
+      "  - name: mlp\n    model: {type: mlp, layers: 3, width: 64}\n    data: {type: synthetic}\n"
+      "    batch_size: 8\n    optimizer: {type: sgd, lr: 0.1}\n    steps: 100\n";
+  Workload w = ParseWorkload("cluster: {nodes: [{name: n0, gpus: 2}]}\ntasks:\n" + mlp,
+                             dir_ + "/workload.yaml", dir_);
+  ProfileRun run = RunProfiler(w, options_);
+  ASSERT_EQ(run.trials.size(), 5u);
+  EXPECT_NE(run.table.Find("mlp", "single", 1), nullptr);
+  EXPECT_EQ(run.table.Find("mlp", "spill", 1), nullptr);     // 1.5% faster: noise
+  EXPECT_EQ(run.table.Find("mlp", "ddp", 2), nullptr);       // 2 GPUs for noise
+  EXPECT_NE(run.table.Find("mlp", "fsdp", 2), nullptr);      // 2.5x faster: kept
+  EXPECT_EQ(run.table.Find("mlp", "pipeline", 2), nullptr);  // 0.005 s/step faster than fsdp
+  EXPECT_EQ(run.table.rows.size(), 2u);
+  ASSERT_EQ(run.within_noise.size(), 3u);
+  std::string summary = ProfileSummary(w, run);
+  EXPECT_THAT(summary, HasSubstr("    1 GPU : fastest single 1m16s (0.7580 s/step)\n"));
+  EXPECT_THAT(summary, HasSubstr("    2 GPUs: fastest fsdp 30.0s (0.3000 s/step)\n"));
+  // Simplest first, each with the two runtimes and the noise between them.
+  EXPECT_THAT(summary,
+              HasSubstr("    1 GPU: spill within noise of single (1m15s vs 1m16s, noise 2.8s): "
+                        "single kept\n"
+                        "    2 GPUs: ddp within noise of single x1 (1m15s vs 1m16s, noise 2.7s): "
+                        "single x1 kept\n"
+                        "    2 GPUs: pipeline within noise of fsdp (29.5s vs 30.0s, noise 0.9s): "
+                        "fsdp kept\n"));
+  EXPECT_THAT(summary, Not(HasSubstr("fastest spill")));
+
+  // The same means without spread are a real difference: spill stays.
+  Rules("single 1 samples 0.758,0.758,0.758\nspill 1 samples 0.747,0.747,0.747\n");
+  options_.refresh = true;
+  ProfileRun steady = RunProfiler(w, options_);
+  EXPECT_NE(steady.table.Find("mlp", "spill", 1), nullptr);
+  EXPECT_NE(steady.table.Find("mlp", "single", 1), nullptr);
+  EXPECT_THAT(ProfileSummary(w, steady), Not(HasSubstr("within noise")));
+}
+
+TEST(WithinNoise, SimplerIsFewerGpusThenTheTechniquesRank) {
+  // trial, gpus, rank, runtime, standard error
+  std::vector<Measured> configs = {{0, 2, 0, 95, 3}, {1, 1, 4, 98, 3}, {2, 1, 0, 100, 3},
+                                   {3, 2, 2, 50, 0}, {4, 4, 1, 49, 1}, {5, 4, 2, 40, 1},
+                                   {6, 1, 1, 101, 3}};
+  std::vector<WithinNoise> out = LeaveOutWithinNoise(configs);
+  // spill x1 (98) within 2 x sqrt(3^2 + 3^2) = 8.5 of single x1 (100); ddp
+  // x2 (95) within noise of single; trial 6 is slower (kept: it misleads no
+  // planner); 3 is twice as fast; 4 (49) is within 2 x 1 of 3 (50); 5 is not.
+  ASSERT_EQ(out.size(), 3u);
+  EXPECT_EQ(out[0].trial, 1);
+  EXPECT_EQ(out[0].kept, 2);
+  EXPECT_NEAR(out[0].margin_s, 2 * std::sqrt(18.0), 1e-9);
+  EXPECT_EQ(out[1].trial, 0);
+  EXPECT_EQ(out[1].kept, 2);
+  EXPECT_EQ(out[2].trial, 4);
+  EXPECT_EQ(out[2].kept, 3);
+  // No spread, no noise: every faster configuration stays.
+  EXPECT_TRUE(LeaveOutWithinNoise({{0, 1, 0, 100, 0}, {1, 1, 4, 99.9, 0}}).empty());
+}
+
+TEST(StepStandardError, OfTheStepsTheEstimateKeeps) {
+  EXPECT_NEAR(StepStandardError({1, 2, 3}), 1 / std::sqrt(3.0), 1e-12);
+  // The stall StepEstimate leaves out is left out of its spread too.
+  EXPECT_NEAR(StepStandardError({1, 2, 3, 100}), 1 / std::sqrt(3.0), 1e-12);
+  EXPECT_EQ(StepStandardError({0.5}), 0.0);
+  EXPECT_EQ(StepStandardError({}), 0.0);
+}
+
+// A user's program says which GPU counts each template serves; the
+// profiler tries only those, so nothing fails for a count the program does
+// not take and the summary reports nothing infeasible (a `test {gpus}`
+// guard in the template used to: "infeasible single x2, ddp x1: the
+// program failed (exit 1)").
+TEST_F(Profiler, ACommandTemplateIsTriedOnlyOnTheGpuCountsItServes) {
+  WriteFileAtomic(dir_ + "/prog.sh",
+                  "i=$SATURN_START_STEP\nwhile [ $i -lt $SATURN_STEPS ]; do\n"
+                  "  echo \"saturn: step=$i loss=1 step_s=0.01\"; i=$((i + 1))\ndone\n");
+  const std::string task =
+      "  - name: py\n    type: command\n    steps: 50\n    commands:\n"
+      "      single: {run: \"sh prog.sh\", gpus: [1]}\n"
+      "      ddp: {run: \"sh prog.sh --n={gpus}\", gpus: [2, 4]}\n"
+      "      fsdp: \"sh prog.sh --fsdp\"\n";
+  Workload w = Load(task, 3);
+  ProfileRun run = RunProfiler(w, options_);
+  std::vector<std::string> tried;
+  for (const Trial& t : run.trials)
+    tried.push_back(t.technique + " x" + std::to_string(t.gpus));
+  EXPECT_EQ(tried,
+            (std::vector<std::string>{"single x1", "ddp x2", "fsdp x1", "fsdp x2", "fsdp x3"}));
+  std::string summary = ProfileSummary(w, run);
+  EXPECT_THAT(summary, Not(HasSubstr("infeasible"))) << summary;
+  EXPECT_NE(run.table.Find("py", "single", 1), nullptr);
 }
 
 // Every read of this clock moves it a second on: a trial's age grows by

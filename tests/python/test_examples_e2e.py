@@ -77,7 +77,7 @@ class CommandDoor(SaturnTest):
     def test_the_python_task_is_profiled_planned_and_trained(self):
         w = example_workload("workload.yaml", 30, self.dir)
         run = os.path.join(self.dir, "run")
-        self.saturn("run", w, "--run-dir", run, "--cache", os.path.join(self.dir, "c.sqlite"))
+        p = self.saturn("run", w, "--run-dir", run, "--cache", os.path.join(self.dir, "c.sqlite"))
         task = self.report(run)["gpt-py"]
         self.assertEqual(task["status"], "finished")
         self.assertEqual([s for s, _ in task["loss_curve"]][-1], 29)
@@ -85,13 +85,19 @@ class CommandDoor(SaturnTest):
         self.assertLess(last, first - 0.5, "the loss falls over 30 steps")
         with open(os.path.join(run, "profile.csv")) as f:
             rows = {tuple(r.split(",")[1:3]): r for r in f.read().splitlines()[1:]}
-        # One process on one device, DDP on two; the guards in the templates
-        # make the other counts infeasible at once.
+        # One process on one device, DDP on two: each template says the GPU
+        # counts it serves (`gpus:`), so no other count is tried, and the
+        # profile summary has nothing infeasible to report (a shell guard
+        # used to fail single x2 and ddp x1 as "the program failed").
+        self.assertNotIn("infeasible", p.stderr)
+        self.assertLessEqual(set(rows), {("single", "1"), ("ddp", "2")})
         self.assertIn(("single", "1"), rows)
-        self.assertIn(("ddp", "2"), rows)
+        # ddp x2 is left out only when it measured faster within noise.
+        self.assertTrue(("ddp", "2") in rows or "ddp within noise of single x1" in p.stderr,
+                        p.stderr)
         launch_s = {k: float(r.split(",")[7]) for k, r in rows.items()}
         print(f"\nprofiling overhead beyond measured steps (launch_s): "
-              f"single x1 {launch_s[('single', '1')]:.2f} s, ddp x2 {launch_s[('ddp', '2')]:.2f} s",
+              + ", ".join(f"{t} x{g} {v:.2f} s" for (t, g), v in sorted(launch_s.items())),
               file=sys.stderr)
 
 
@@ -198,12 +204,16 @@ class TorchScriptDoor(SaturnTest):
         with open(w, "w") as f:
             f.write(text)
         profile = os.path.join(self.dir, "profile.csv")
-        self.saturn("profile", w, "--output", profile, "--warmup", "1", "--measure", "3",
-                    "--cache", os.path.join(self.dir, "c.sqlite"))
+        p = self.saturn("profile", w, "--output", profile, "--warmup", "1", "--measure", "3",
+                        "--cache", os.path.join(self.dir, "c.sqlite"))
         with open(profile) as f:
             rows = [r.split(",") for r in f.read().splitlines()[1:]]
+        every = {"single", "ddp", "fsdp", "pipeline", "spill"}
+        # Feasible: a row, or left out as faster than a simpler one only
+        # within noise, which the summary names (docs/contracts.md, Contract 2).
         feasible = {r[1] for r in rows if r[0] == "gpt-engine"}
-        self.assertEqual(feasible, {"single", "ddp", "fsdp", "pipeline", "spill"})
+        feasible |= {t for t in every if f": {t} within noise of " in p.stderr}
+        self.assertEqual(feasible, every, p.stderr)
         run = os.path.join(self.dir, "run")
         self.saturn("run", w, "--run-dir", run, "--profile", profile, "--no-introspection")
         task = self.report(run)["gpt-engine"]

@@ -12,6 +12,7 @@ namespace saturn {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 namespace fs = std::filesystem;
 
 class WorkloadTest : public ::testing::Test {
@@ -344,8 +345,85 @@ TEST_F(WorkloadTest, EveryBadFieldGetsOneClearMessage) {
   } catch (const InputError& e) {
     // The workload's file, line and field, as every other input error.
     EXPECT_THAT(e.what(), HasSubstr("w.yaml:1: cluster: no such cluster file: "));
-    EXPECT_THAT(e.what(), HasSubstr("missing-cluster.yaml (a path relative to the workload's folder"));
+    EXPECT_THAT(e.what(),
+                HasSubstr("missing-cluster.yaml (a path relative to the workload's folder"));
   }
+}
+
+// An unknown name in a workload gets the closest valid one, whatever its
+// place: a model or data type, an optimizer, a field, a placeholder.
+TEST_F(WorkloadTest, AnUnknownNameSuggestsTheClosestValidOne) {
+  std::string mlp = kTask;
+  mlp.replace(mlp.find("{type: gpt, layers: 2, d_model: 32, heads: 2, seq_len: 16}"), 58,
+              "{type: MLP, layers: 3, width: 8}");
+  EXPECT_THAT(ErrorOf(mlp + "    steps: 10\n"),
+              HasSubstr("w.yaml:4: tasks[0].model.type: unknown model type 'MLP'; expected gpt, "
+                        "gpt2, vit, resnet, mlp or torchscript; did you mean 'mlp'?"));
+  EXPECT_THAT(ErrorOf(kTask + "    steps: 10\n    gpu_rnage: [1, 2]\n"),
+              HasSubstr("tasks[0].gpu_rnage: unknown field; expected one of: name, type, model, "
+                        "data, batch_size, optimizer, steps, epochs, seed, sweep, techniques, "
+                        "gpu_range, precision, eval, finetune; did you mean 'gpu_range'?"));
+  EXPECT_THAT(ErrorOf(kTask + "    steps: 10\n    batchsize: 4\n"),
+              HasSubstr("did you mean 'batch_size'?"));
+  std::string adam = kTask;
+  adam.replace(adam.find("type: adamw"), 11, "type: Adam_W");
+  EXPECT_THAT(ErrorOf(adam + "    steps: 10\n"),
+              HasSubstr("unknown optimizer 'Adam_W'; expected sgd, adam or adamw; did you mean "
+                        "'adamw'?"));
+  EXPECT_THAT(
+      ErrorOf("  - name: c\n    type: command\n    steps: 5\n    commands: {ddp: \"x {gpu}\"}\n"),
+      HasSubstr("unknown placeholder {gpu}; expected {gpus}, {gpu_ids}, {steps}, {start_step}, "
+                "{checkpoint_dir} or {node}; did you mean 'gpus'?"));
+  // Nothing close: the list alone, no guess.
+  EXPECT_THAT(ErrorOf(kTask + "    steps: 10\n    colour: red\n"), Not(HasSubstr("did you mean")));
+}
+
+// A command template may say which GPU counts it serves; the string form
+// serves every count.
+TEST_F(WorkloadTest, ACommandTemplateMaySayWhichGpuCountsItServes) {
+  const std::string task =
+      "  - name: py\n    type: command\n    steps: 10\n    commands:\n"
+      "      single: {run: \"exec python3 train.py\", gpus: [1]}\n"
+      "      ddp: {run: \"launch --n={gpus}\", gpus: [4, 2]}\n"
+      "      fsdp: \"launch --fsdp --n={gpus}\"\n";
+  Workload w = Parse(task);
+  const WorkloadTask& t = w.tasks[0];
+  EXPECT_EQ(t.techniques, (std::vector<std::string>{"single", "ddp", "fsdp"}));
+  EXPECT_EQ(t.command_gpus.at("single"), std::vector<int>{1});
+  EXPECT_EQ(t.command_gpus.at("ddp"), (std::vector<int>{2, 4}));
+  EXPECT_EQ(t.command_gpus.count("fsdp"), 0u);
+  // The worker's side sees templates only; the counts change no trial.
+  EXPECT_EQ(t.spec["commands"]["single"], "exec python3 train.py");
+  EXPECT_EQ(t.spec["commands"]["fsdp"], "launch --fsdp --n={gpus}");
+  std::string other = task;
+  other.replace(other.find("gpus: [4, 2]"), 12, "gpus: [2]");
+  EXPECT_EQ(Parse(other).tasks[0].trial_key, t.trial_key);
+
+  const std::string head = "  - name: py\n    type: command\n    steps: 10\n    commands:\n";
+  EXPECT_THAT(ErrorOf(head + "      single: {run: \"x\", gpu: [1]}\n"),
+              HasSubstr("w.yaml:7: tasks[0].commands.single.gpu: unknown field; expected one of: "
+                        "run, gpus; did you mean 'gpus'?"));
+  EXPECT_THAT(ErrorOf(head + "      single: {gpus: [1]}\n"),
+              HasSubstr("tasks[0].commands.single.run: missing required field"));
+  EXPECT_THAT(ErrorOf(head + "      single: {run: \"x\", gpus: []}\n"),
+              HasSubstr("tasks[0].commands.single.gpus: expected the GPU counts this template "
+                        "serves, e.g. [1] or [2, 4]"));
+  EXPECT_THAT(ErrorOf(head + "      single: {run: \"x\", gpus: [0]}\n"),
+              HasSubstr("tasks[0].commands.single.gpus[0]: expected an integer >= 1, got '0'"));
+  EXPECT_THAT(ErrorOf(head + "      ddp: {run: \"x\", gpus: [2, 2]}\n"),
+              HasSubstr("tasks[0].commands.ddp.gpus[1]: 2 is listed twice"));
+  EXPECT_THAT(ErrorOf(head + "      ddp: [\"x\"]\n"),
+              HasSubstr("tasks[0].commands.ddp: expected a command template, or {run: TEMPLATE, "
+                        "gpus: [COUNTS]}"));
+  EXPECT_THAT(ErrorOf(head + "      single: {run: \"x {gpu}\", gpus: 1}\n"),
+              HasSubstr("tasks[0].commands.single: unknown placeholder {gpu}"));
+  // Counts the task can never use leave it nothing to profile: said now.
+  EXPECT_THAT(ErrorOf(head + "      ddp: {run: \"x\", gpus: [8]}\n"),
+              HasSubstr("w.yaml:7: tasks[0].commands: its templates serve 8 GPUs, but this task "
+                        "may use 1 to 4 (gpu_range and the largest node): no configuration to "
+                        "profile"));
+  EXPECT_THAT(ErrorOf(head + "      ddp: {run: \"x\", gpus: [2]}\n    gpu_range: [3, 4]\n"),
+              HasSubstr("its templates serve 2 GPUs, but this task may use 3 to 4"));
 }
 
 }  // namespace

@@ -5,7 +5,8 @@
 # Behaviour per (technique, gpus) comes from the file named by
 # FAKE_WORKER_RULES, lines of "technique gpus action [arg]" or, for one task
 # only, "task/technique gpus action [arg]" (task rules win):
-#   ok STEP_S | infeasible REASON | crash | hang | oom | crash_at STEP |
+#   ok STEP_S | samples S1,S2,... (a search measures these) | infeasible REASON |
+#   crash | hang | oom | crash_at STEP |
 #   crash_once MARKER (crashes if the file MARKER does not exist, creating it;
 #   else as ok) | bad_result (trains, then writes a result that breaks the
 #   protocol and exits 0)
@@ -75,6 +76,10 @@ if [ -n "${FAKE_WORKER_RULES:-}" ] && [ -f "$FAKE_WORKER_RULES" ]; then
 fi
 step_s=$(awk -v g="$gpus" -v b="${FAKE_STEP_S:-1}" 'BEGIN { print b / g }')
 [ "$action" = ok ] && [ -n "$arg" ] && step_s=$arg
+# samples S1,S2,...: a search measures these step times (their spread is
+# the trial's noise); otherwise as ok with step_s = S1.
+samples=$step_s
+if [ "$action" = samples ]; then samples=$arg; step_s=${arg%%,*}; action=ok; fi
 if [ "$action" = crash_once ]; then
   if [ -e "$arg" ]; then action=ok; arg=""; else : > "$arg"; action=crash; fi
 fi
@@ -88,7 +93,7 @@ case "$action" in
 esac
 if [ "$mode" = search ]; then
   printf '{"protocol": 1, "feasible": true, "technique": "%s", "gpus": %s, "step_s": %s, "step_samples_s": [%s], "peak_memory_bytes": [1073741824], "knobs": {"fake": true}, "reason": ""}\n' \
-    "$technique" "$gpus" "$step_s" "$step_s" > "$out.tmp" && mv "$out.tmp" "$out"
+    "$technique" "$gpus" "$step_s" "$samples" > "$out.tmp" && mv "$out.tmp" "$out"
   steplog end searched
   exit 0
 fi
