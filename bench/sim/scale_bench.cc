@@ -15,6 +15,7 @@
 //   sim_scale_bench --tasks 50000 --nodes 1024       # 50,000 tasks on 8,192 GPUs
 //   sim_scale_bench --tasks 2000 --nodes 8           # packing-bound: 2,000 tasks on 64 GPUs
 //   sim_scale_bench --tasks 2000 --nodes 32 --interval 3600
+//   sim_scale_bench --types                          # mixed: K80, P100, V100 nodes (a third each)
 
 #include <algorithm>
 #include <chrono>
@@ -23,6 +24,7 @@
 #include <cstring>
 #include <string>
 
+#include "bench/common/gavel_types.h"
 #include "bench/common/instances.h"
 #include "bench/common/resources.h"
 #include "planner/planner.h"
@@ -39,11 +41,16 @@ struct Config {
   int tasks = 10000, nodes = 128;
   double interval_s = 1000, noise = 0.3, work_scale = 0.02, threshold_s = 500, switch_cost_s = 60;
   uint64_t seed = 1;
+  bool types = false;  // K80, P100 and V100 nodes (a third each) from Gavel's typed measurements
 };
 
 bool Parse(int argc, char** argv, Config* c) {
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
+    if (a == "--types") {
+      c->types = true;
+      continue;
+    }
     if (i + 1 >= argc) return false;
     const char* v = argv[++i];
     if (a == "--tasks") {
@@ -92,20 +99,28 @@ int Main(int argc, char** argv) {
   if (!Parse(argc, argv, &cfg)) {
     std::fprintf(stderr,
                  "usage: sim_scale_bench [--tasks N] [--nodes N] [--interval S] [--noise F] "
-                 "[--work-scale W] [--seed N]\n");
+                 "[--work-scale W] [--seed N] [--types]\n");
     return 2;
   }
   auto t0 = std::chrono::steady_clock::now();
-  Instance inst = GavelInstance(LoadGavelThroughputs(SourceDir() + "/bench/data/gavel_v100.csv"),
-                                cfg.tasks, cfg.nodes, 8, cfg.seed);
+  Instance inst =
+      cfg.types
+          ? GavelTypedInstance(
+                LoadGavelTypedThroughputs(SourceDir() + "/bench/data/gavel_types.csv"), cfg.tasks,
+                {{"k80", cfg.nodes / 3},
+                 {"p100", cfg.nodes / 3},
+                 {"v100", cfg.nodes - 2 * (cfg.nodes / 3)}},
+                8, cfg.seed)
+          : GavelInstance(LoadGavelThroughputs(SourceDir() + "/bench/data/gavel_v100.csv"),
+                          cfg.tasks, cfg.nodes, 8, cfg.seed);
   Problem problem = ProblemFromProfile(inst.profile, inst.cluster);
   std::vector<std::vector<double>> truth = TruthWithNoise(problem, cfg.noise, 0.0, cfg.seed);
   const double build_s = Seconds(t0);
   std::printf(
-      "%d Gavel-derived tasks on %d GPUs, +-%.0f%% noise, introspection every %g s, "
+      "%d Gavel-derived tasks on %d GPUs%s, +-%.0f%% noise, introspection every %g s, "
       "re-plan work scale %g (instance built in %.1f s)\n",
-      problem.NumTasks(), problem.TotalGpus(), 100 * cfg.noise, cfg.interval_s, cfg.work_scale,
-      build_s);
+      problem.NumTasks(), problem.TotalGpus(), cfg.types ? " of three types" : "", 100 * cfg.noise,
+      cfg.interval_s, cfg.work_scale, build_s);
 
   SimOptions o;
   o.policy.solver = "auto";

@@ -4,13 +4,15 @@
 
 namespace saturn {
 
-void Placements::Reset(const std::vector<std::pair<std::string, int>>& nodes, int tasks) {
+void Placements::Reset(const std::vector<NodeDevices>& nodes, int tasks) {
   std::lock_guard<std::mutex> lock(mu_);
   names_.clear();
+  types_.clear();
   holder_.clear();
-  for (const auto& [name, gpus] : nodes) {
-    names_.push_back(name);
-    holder_.emplace_back(static_cast<size_t>(gpus), kFree);
+  for (const NodeDevices& n : nodes) {
+    names_.push_back(n.name);
+    types_.push_back(n.gpu_type);
+    holder_.emplace_back(static_cast<size_t>(n.gpus), kFree);
   }
   last_.assign(static_cast<size_t>(tasks), Assignment{});
   placed_.assign(static_cast<size_t>(tasks), false);
@@ -107,9 +109,10 @@ int Placements::TaskOn(int node, int gpu) const {
   return h >= 0 ? h : -1;
 }
 
-std::optional<TrialDevices::Lease> Placements::Acquire(int gpus) {
+std::optional<TrialDevices::Lease> Placements::Acquire(int gpus, const std::string& gpu_type) {
   std::lock_guard<std::mutex> lock(mu_);
   for (size_t n = 0; n < holder_.size(); ++n) {
+    if (types_[n] != gpu_type) continue;
     std::vector<int> free;
     for (size_t g = 0; g < holder_[n].size() && static_cast<int>(free.size()) < gpus; ++g) {
       if (holder_[n][g] == kFree) free.push_back(static_cast<int>(g));

@@ -6,11 +6,11 @@
 // thread and arrivals are profiled on another, so every check and change is
 // one step under one lock: a device is never given to two holders.
 //
-//   Placements p; p.Reset({{"n0", 4}}, /*tasks=*/3);
+//   Placements p; p.Reset({{"n0", 4, ""}}, /*tasks=*/3);
 //   if (p.Place(0, a)) start();      // false: a trial holds one of a's devices
 //   p.On(0);                         // where task 0 runs now (nullopt: nowhere)
 //   p.Free(0);                       // its worker exited; p.Last(0) stays
-//   auto lease = p.Acquire(2);       // a trial: two free devices of one node
+//   auto lease = p.Acquire(2, "");   // a trial: two free devices of one node (of a type)
 //   p.Release(*lease);
 #pragma once
 
@@ -28,8 +28,14 @@ namespace saturn {
 
 class Placements final : public TrialDevices {
  public:
-  // Nodes (name, devices), all free; `tasks` tasks, none placed.
-  void Reset(const std::vector<std::pair<std::string, int>>& nodes, int tasks);
+  // A node: its name, devices and GPU type.
+  struct NodeDevices {
+    std::string name;
+    int gpus = 0;
+    std::string gpu_type = {};
+  };
+  // The nodes, all free; `tasks` tasks, none placed.
+  void Reset(const std::vector<NodeDevices>& nodes, int tasks);
   // The task set changed (arrivals joined, cancelled tasks left): new task
   // j was task `old_of_new[j]` (-1: new). Devices and leases are kept.
   void Renumber(const std::vector<int>& old_of_new);
@@ -52,7 +58,7 @@ class Placements final : public TrialDevices {
   // The task holding the device, or -1.
   int TaskOn(int node, int gpu) const;
 
-  std::optional<Lease> Acquire(int gpus) override;
+  std::optional<Lease> Acquire(int gpus, const std::string& gpu_type) override;
   void Release(const Lease& lease) override;
 
  private:
@@ -64,6 +70,7 @@ class Placements final : public TrialDevices {
   int waiting_gpus_ = 0;  // the smallest trial request that found no devices
   std::chrono::steady_clock::time_point waiting_since_;
   std::vector<std::string> names_;
+  std::vector<std::string> types_;
   std::vector<std::vector<int>> holder_;  // [node][gpu]: a task, kFree or kTrial
   // Per task: where it runs or last ran (option < 0: never), and whether now.
   std::vector<Assignment> last_;

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "common/format.h"
+#include "planner/explain.h"
 #include "report/run_report.h"
 
 namespace saturn {
@@ -101,11 +102,14 @@ nlohmann::json WriteReport(RunContext& run, const RunSummary& summary) {
   for (int j = 0; j < run.NumTasks(); ++j) {
     const TaskRecord& r = run.tasks[j].record;
     bool finished = r.status == TaskStatus::kFinished;
+    // On resume, where it ran before is in the record only: no reason then.
+    std::optional<Assignment> ran = run.tasks.placements().Last(j);
     report.tasks.push_back({r.name, std::string(ToString(r.status)), r.technique, r.gpus, r.node,
                             r.first_start_s, r.end_s, run.Steps(j),
                             finished ? run.Steps(j) : r.checkpoint_step, r.final_loss, r.launches,
                             r.failures, r.error, run.site.state->Losses(r.name),
-                            run.WorkloadTaskOf(j).sweep});
+                            run.WorkloadTaskOf(j).sweep,
+                            ran ? WhyThisOption(run.tasks.problem(), j, ran->option) : ""});
   }
   report.events = run.site.state->Events();
   return WriteRunReport(report);

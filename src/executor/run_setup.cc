@@ -123,7 +123,7 @@ void ProfileAndPlan(RunContext& run) {
   request.gap = request.anytime ? defaults::kFirstPlanGap : 0.0;
   Plan plan = RunPlanner(run.tasks.problem(), request).plan;
   double planning_s = clock.Now() - t0;
-  plan.extra["baselines"] = BaselineMakespans(run.tasks.problem());
+  plan.extra["baselines"] = BaselineMakespans(run.tasks.problem(), plan.lower_bound_s);
   // Plan times are on the run clock, which starts after profiling and planning.
   run.clock.Start();
   run.FollowFirstPlan(plan, profiling_s, planning_s);

@@ -41,9 +41,9 @@ void TaskSet::Build(const std::string& profile_source) {
   live_.resize(static_cast<size_t>(size()));
   for (int j = 0; j < size(); ++j)
     live_[static_cast<size_t>(j)].record.name = problem_.tasks[static_cast<size_t>(j)].name;
-  std::vector<std::pair<std::string, int>> nodes;
+  std::vector<Placements::NodeDevices> nodes;
   for (const NodeSlots& n : problem_.nodes)
-    nodes.emplace_back(n.name, n.gpus);
+    nodes.push_back({n.name, n.gpus, problem_.TypeName(n.type)});
   placements_.Reset(nodes, size());
 }
 

@@ -10,6 +10,7 @@
 #include <stdexcept>
 
 #include "common/error.h"
+#include "common/format.h"
 #include "common/fs.h"
 #include "common/process.h"
 #include "spec/workload.h"
@@ -163,12 +164,17 @@ void CheckTasks(const Workload& workload, const std::vector<WorkerTechnique>& av
                              [&](const WorkerTechnique& t) { return t.name == name; });
       if (it == available.end()) {
         std::string list;
-        for (const WorkerTechnique& t : available)
+        std::vector<std::string> names;
+        for (const WorkerTechnique& t : available) {
           list += (list.empty() ? "" : ", ") + t.name;
+          names.push_back(t.name);
+        }
+        std::string hint = DidYouMean(name, names);
         int line = i < task.technique_lines.size() ? task.technique_lines[i] : task.line;
         std::string prefix = task.field.empty() ? "tasks." + task.name : task.field;
         throw InputError(workload.source, line, prefix + ".techniques[" + std::to_string(i) + "]",
-                         "unknown technique " + Quote(name) + "; available: " + list);
+                         "unknown technique " + Quote(name) + "; available: " + list +
+                             (hint.empty() ? "" : "; " + hint));
       }
       only_splitting = only_splitting && it->splits_batch;
     }

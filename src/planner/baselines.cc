@@ -18,7 +18,10 @@ nlohmann::json BaselineMakespans(const Problem& problem, double lower_bound_s,
                                  const SolverRegistry& registry) {
   nlohmann::json out = nlohmann::json::object();
   if (problem.tasks.empty()) return out;
-  for (const char* name : {"current-practice", "optimus", "max", "min"}) {
+  std::vector<std::string> names = {"current-practice", "optimus", "max", "min"};
+  // Mixed GPU types: Gavel's heterogeneity-aware policy too (one LP).
+  if (problem.Mixed()) names.push_back("gavel");
+  for (const std::string& name : names) {
     if (registry.Find(name) == nullptr) continue;
     PlanRequest request;
     request.solver = name;
@@ -36,7 +39,7 @@ nlohmann::json BaselineMakespans(const Problem& problem, double lower_bound_s,
     out[name] = {{"makespan_s", r.plan.makespan_s}};
     // Current practice's whole plan too, for the report's second Gantt
     // (not for huge problems: the plan is kept in every plan file).
-    if (std::string(name) == "current-practice" && problem.tasks.size() <= kMaxDrawnTasks) {
+    if (name == "current-practice" && problem.tasks.size() <= kMaxDrawnTasks) {
       out[name]["plan"] = PlanToJson(r.plan);
     }
   }

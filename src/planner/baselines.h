@@ -1,8 +1,9 @@
 // What the same tasks would take the usual ways, from the same profile: the
 // paper's baselines, each a cheap heuristic (planner/solvers/): current
 // practice (each task alone on all GPUs of a node, one after another), and
-// Optimus, max and min. Every plan Saturn makes carries them, so a user
-// sees in its own output what the tool saved.
+// Optimus, max and min; on a cluster of several GPU types also Gavel's
+// heterogeneity-aware policy (gavel). Every plan Saturn makes carries them,
+// so a user sees in its own output what the tool saved.
 //
 //   plan.extra["baselines"] = BaselineMakespans(problem, plan.lower_bound_s);
 //   std::fprintf(stderr, "%s\n", BaselineLine(plan).c_str());

@@ -39,18 +39,20 @@ std::string WorkerBuild(const std::string& worker) {
   return std::to_string(size) + "@" + std::to_string(time);
 }
 
-// Device settings of a trial on `gpus` devices: the tightest node that has
-// that many (smallest memory), so a configuration is only called feasible if
-// it fits wherever the planner may put it.
-void DeviceFor(const Cluster& cluster, int gpus, Trial* t) {
+// Device settings of a trial on `gpus` devices of `gpu_type`: the tightest
+// node of that type that has that many (smallest memory), so a configuration
+// is only called feasible if it fits wherever the planner may put it.
+void DeviceFor(const Cluster& cluster, int gpus, const std::string& gpu_type, Trial* t) {
   bool found = false;
+  t->gpu_type = gpu_type;
   for (const ClusterNode& n : cluster.nodes) {
-    if (n.gpus < gpus) continue;
+    if (n.gpus < gpus || n.gpu_type != gpu_type) continue;
     double memory = n.gpu_memory_gib.value_or(0.0);
     if (!found || (memory > 0 && (t->memory_gib == 0 || memory < t->memory_gib))) {
       t->memory_gib = memory;
       t->device_kind = n.device;
       t->threads = n.threads_per_gpu;
+      t->node = n.name;
     }
     found = true;
   }
@@ -66,6 +68,8 @@ std::string CacheKey(const Trial& t, const ProfilerOptions& o, const std::string
               {"warmup", o.warmup},
               {"measure", o.measure},
               {"worker", build}};
+  // Devices of two named types can share settings (two CUDA GPUs): keyed apart.
+  if (!t.gpu_type.empty()) key["gpu_type"] = t.gpu_type;
   return key.dump();
 }
 
@@ -189,25 +193,28 @@ std::map<std::string, json> EnumerateTrials(const Workload& workload,
                                             const TechniqueCatalogue& techniques, ProfileRun& run) {
   std::map<std::string, int> trial_index;
   std::map<std::string, json> trial_task;
-  const int max_gpus = workload.cluster.MaxGpusPerNode();
+  const std::vector<std::string> types = workload.cluster.GpuTypes();
   for (const WorkloadTask& task : workload.tasks) {
     std::vector<int> mine;
-    for (const std::string& technique : TaskTechniques(task, techniques.Names())) {
-      int hi = std::min(task.gpu_max, max_gpus);
-      for (int g : techniques.Counts(task, technique, task.gpu_min, hi)) {
-        std::string id = task.trial_key + "|" + technique + "|" + std::to_string(g);
-        auto [it, fresh] = trial_index.emplace(id, static_cast<int>(run.trials.size()));
-        if (fresh) {
-          Trial t;
-          t.trial_key = task.trial_key;
-          t.technique = technique;
-          t.gpus = g;
-          t.example_task = task.name;
-          DeviceFor(workload.cluster, g, &t);
-          run.trials.push_back(std::move(t));
-          trial_task.emplace(task.trial_key, task.spec);
+    for (const std::string& type : types) {
+      const int max_gpus = workload.cluster.MaxGpusPerNode(type);
+      for (const std::string& technique : TaskTechniques(task, techniques.Names())) {
+        int hi = std::min(task.gpu_max, max_gpus);
+        for (int g : techniques.Counts(task, technique, task.gpu_min, hi)) {
+          std::string id = task.trial_key + "|" + technique + "|" + std::to_string(g) + "|" + type;
+          auto [it, fresh] = trial_index.emplace(id, static_cast<int>(run.trials.size()));
+          if (fresh) {
+            Trial t;
+            t.trial_key = task.trial_key;
+            t.technique = technique;
+            t.gpus = g;
+            t.example_task = task.name;
+            DeviceFor(workload.cluster, g, type, &t);
+            run.trials.push_back(std::move(t));
+            trial_task.emplace(task.trial_key, task.spec);
+          }
+          mine.push_back(it->second);
         }
-        mine.push_back(it->second);
       }
     }
     run.task_trials.push_back(std::move(mine));
@@ -246,7 +253,8 @@ std::vector<int> TrialsToRun(ProfileRun& run, TrialCache& cache) {
 }
 
 std::string Describe(const Trial& t) {
-  return t.example_task + " " + t.technique + " x" + std::to_string(t.gpus);
+  return t.example_task + " " + t.technique + " x" + std::to_string(t.gpus) +
+         (t.gpu_type.empty() ? "" : " on " + t.gpu_type);
 }
 
 // Runs the trials in `todo`, options.parallel at a time, each with a timeout.
@@ -265,7 +273,7 @@ void RunTrials(std::vector<int> todo, const std::map<std::string, json>& trial_t
       if (options.devices) {
         // The first trial left that fits the devices free now.
         for (size_t k = next; k < todo.size() && !lease; ++k) {
-          lease = options.devices->Acquire(run.trials[todo[k]].gpus);
+          lease = options.devices->Acquire(run.trials[todo[k]].gpus, run.trials[todo[k]].gpu_type);
           if (lease) std::swap(todo[next], todo[k]);
         }
         if (!lease) break;  // every device is busy: ask again after a pause

@@ -50,9 +50,9 @@ class TrialDevices {
     std::string node;
     std::vector<int> gpu_ids;
   };
-  // `gpus` devices of one node that no task holds, held until Release;
-  // nullopt while there are none (asked again a moment later).
-  virtual std::optional<Lease> Acquire(int gpus) = 0;
+  // `gpus` devices of one node of `gpu_type` that no task holds, held until
+  // Release; nullopt while there are none (asked again a moment later).
+  virtual std::optional<Lease> Acquire(int gpus, const std::string& gpu_type) = 0;
   virtual void Release(const Lease& lease) = 0;
 };
 
@@ -111,6 +111,10 @@ struct Trial {
   std::string device_kind;
   double memory_gib = 0.0;
   int threads = 1;
+  // The GPU type it measures (mixed clusters; "" for a cluster's one unnamed
+  // type) and a node of that type to run it on.
+  std::string gpu_type;
+  std::string node;
   std::string example_task;  // a task that uses this trial (for messages)
   // Outcome.
   WorkerSearchResult result;

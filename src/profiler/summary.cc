@@ -12,8 +12,10 @@
 namespace saturn {
 namespace {
 
-std::string Gpus(int gpus) {
-  return std::to_string(gpus) + " GPU" + (gpus > 1 ? "s" : "");
+// "2 GPUs", or "2 GPUs of V100" on a cluster of named types.
+std::string Gpus(int gpus, const std::string& gpu_type = "") {
+  return std::to_string(gpus) + " GPU" + (gpus > 1 ? "s" : "") +
+         (gpu_type.empty() ? "" : " of " + gpu_type);
 }
 
 // "1 GPU: spill within noise of single (1m15s vs 1m16s, noise 2.8s): single
@@ -24,8 +26,8 @@ std::string WithinNoiseLine(const WorkloadTask& task, const ProfileRun& run, con
   const Trial& kept = run.trials[w.kept];
   std::string kept_name =
       kept.technique + (kept.gpus == out.gpus ? "" : " x" + std::to_string(kept.gpus));
-  return Gpus(out.gpus) + ": " + out.technique + " within noise of " + kept_name + " (" +
-         FormatDuration(PlannedRuntime(task, out, run.checkpoint_every)) + " vs " +
+  return Gpus(out.gpus, out.gpu_type) + ": " + out.technique + " within noise of " + kept_name +
+         " (" + FormatDuration(PlannedRuntime(task, out, run.checkpoint_every)) + " vs " +
          FormatDuration(PlannedRuntime(task, kept, run.checkpoint_every)) + ", noise " +
          FormatDuration(w.margin_s) + "): " + kept_name + " kept";
 }
@@ -46,21 +48,23 @@ void TaskLines(const WorkloadTask& task, size_t k, const ProfileRun& run, std::o
     const Trial* trial = nullptr;
     double runtime_s = 0;
   };
-  std::map<int, Fastest> fastest;
+  std::map<std::pair<std::string, int>, Fastest> fastest;    // (type, gpus)
   std::map<std::string, std::vector<std::string>> failures;  // reason -> configurations
   for (int i : run.task_trials[k]) {
     const Trial& t = run.trials[i];
     if (!t.result.feasible) {
-      failures[t.result.reason].push_back(t.technique + " x" + std::to_string(t.gpus));
+      failures[t.result.reason].push_back(t.technique + " x" + std::to_string(t.gpus) +
+                                          (t.gpu_type.empty() ? "" : " on " + t.gpu_type));
     } else if (!left_out.count(i)) {
       double runtime = PlannedRuntime(task, t, run.checkpoint_every);
-      Fastest& f = fastest[t.gpus];
+      Fastest& f = fastest[{t.gpu_type, t.gpus}];
       if (!f.trial || runtime < f.runtime_s) f = {&t, runtime};
     }
   }
-  for (const auto& [gpus, f] : fastest) {
-    out << "    " << gpus << " GPU" << (gpus > 1 ? "s" : " ") << ": fastest " << f.trial->technique
-        << " " << FormatDuration(f.runtime_s) << " ("
+  for (const auto& [at, f] : fastest) {
+    bool pad = at.second == 1 && at.first.empty();  // "1 GPU :" under "2 GPUs:"
+    out << "    " << Gpus(at.second, at.first) << (pad ? " " : "") << ": fastest "
+        << f.trial->technique << " " << FormatDuration(f.runtime_s) << " ("
         << FormatFixed(PlannedResult(task, *f.trial).step_s, 4) << " s/step"
         << (EvalEvery(task) > 0 ? ", evaluation included" : "") << ")\n";
   }

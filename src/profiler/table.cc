@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <set>
 #include <vector>
 
@@ -24,6 +25,7 @@ ProfileRow RowFor(const WorkloadTask& task, const Trial& t, long checkpoint_ever
   row.task = task.name;
   row.technique = t.technique;
   row.gpus = t.gpus;
+  row.gpu_type = t.gpu_type;
   row.runtime_s = RuntimeEstimate(r, task.steps, checkpoint_every);
   row.extra = {FormatNumber(r.step_s),
                std::to_string(task.steps),
@@ -103,18 +105,26 @@ void BuildTable(const Workload& workload, const ProfilerOptions& options, const 
     for (int i : run.task_trials[k]) {
       const Trial& t = run.trials[i];
       if (!t.result.feasible) {
-        reasons += "\n  " + t.technique + " x" + std::to_string(t.gpus) + ": " + t.result.reason;
+        reasons += "\n  " + t.technique + " x" + std::to_string(t.gpus) +
+                   (t.gpu_type.empty() ? "" : " on " + t.gpu_type) + ": " + t.result.reason;
         continue;
       }
       feasible.push_back({i, t.gpus, rank(task, t.technique),
                           PlannedRuntime(task, t, options.checkpoint_every),
                           static_cast<double>(task.steps) * t.step_se_s});
     }
+    // Within noise of a simpler configuration on the same GPU type only
+    // (another type is another device, not another way to use this one).
+    std::map<std::string, std::vector<Measured>> by_type;
+    for (const Measured& m : feasible)
+      by_type[run.trials[m.trial].gpu_type].push_back(m);
     std::set<int> left_out;
-    for (WithinNoise w : LeaveOutWithinNoise(feasible)) {
-      w.task = static_cast<int>(k);
-      left_out.insert(w.trial);
-      run.within_noise.push_back(w);
+    for (auto& [type, configs] : by_type) {
+      for (WithinNoise w : LeaveOutWithinNoise(configs)) {
+        w.task = static_cast<int>(k);
+        left_out.insert(w.trial);
+        run.within_noise.push_back(w);
+      }
     }
     for (const Measured& m : feasible) {
       if (!left_out.count(m.trial))

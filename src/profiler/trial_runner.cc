@@ -59,6 +59,8 @@ TrialRunner::Running TrialRunner::Start(int index, const Trial& t, const json& t
     target.node = lease->node;
     target.gpu_ids = lease->gpu_ids;
   } else {
+    // A trial of a named GPU type runs on a node of that type.
+    if (!t.gpu_type.empty()) target.node = t.node;
     for (int g = 0; g < t.gpus; ++g)
       target.gpu_ids.push_back(g);
   }

@@ -72,8 +72,12 @@ void DrawFrame(SvgWriter& svg, const GanttChart& chart, const Layout& at) {
   for (const ClusterNode& n : chart.nodes) {
     double y0 = at.Y(n.name, 0);
     svg.Rect(left, y0, Layout::kPlotW, n.gpus * at.row_h, "#f7f7f7");
-    svg.Text(8, y0 + std::min(n.gpus * at.row_h, 24.0) / 2 + 4, n.name, 11, "start",
-             "font-weight=\"bold\"");
+    double name_y = y0 + std::min(n.gpus * at.row_h, 24.0) / 2 + 4;
+    svg.Text(8, name_y, n.name, 11, "start", "font-weight=\"bold\"");
+    // Its GPU type, under the name where the node's rows leave room.
+    if (!n.gpu_type.empty() && n.gpus * at.row_h >= 26) {
+      svg.Text(8, name_y + 12, n.gpu_type, 9, "start", "fill=\"#555\"");
+    }
     if (at.row_h < 12) continue;
     for (int g = 0; g < n.gpus; ++g) {
       svg.Text(left - 6, at.Y(n.name, g) + at.row_h * 0.7, "gpu " + std::to_string(g), 9, "end",

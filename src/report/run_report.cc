@@ -252,8 +252,8 @@ std::string TableHtml(const RunReportInput& in, const Evals& evals,
                       const std::map<std::string, TaskColor>& colors) {
   std::string html =
       "<h2>Tasks</h2>\n<table><tr><th>task</th><th>status</th><th>technique</th>"
-      "<th>GPUs</th><th>node</th><th>start</th><th>end</th><th>steps</th><th>final loss</th>"
-      "<th>eval loss</th><th>attempts</th><th>error</th></tr>\n";
+      "<th>GPUs</th><th>node</th><th>why this configuration</th><th>start</th><th>end</th>"
+      "<th>steps</th><th>final loss</th><th>eval loss</th><th>attempts</th><th>error</th></tr>\n";
   const std::string none = "<span class=\"none\">–</span>";
   for (const RunReportTask& t : in.tasks) {
     const EvalPoint* final_eval = FinalEval(t, EvalsOfTask(evals, t.name));
@@ -269,6 +269,7 @@ std::string TableHtml(const RunReportInput& in, const Evals& evals,
             cell(ran && !t.technique.empty(), XmlEscape(t.technique)) +
             cell(ran && t.gpus > 0, std::to_string(t.gpus)) +
             cell(ran && !t.node.empty(), XmlEscape(t.node)) +
+            cell(ran && !t.why.empty(), XmlEscape(t.why)) +
             cell(ran && t.start_s >= 0, FormatDuration(t.start_s)) +
             cell(ran && t.end_s >= 0, FormatDuration(t.end_s)) + "<td>" +
             std::to_string(t.steps_done) + "/" + std::to_string(t.steps) + "</td>" +
@@ -345,6 +346,7 @@ json WriteRunReport(const RunReportInput& in) {
                                {"technique", t.technique},
                                {"gpus", t.gpus},
                                {"node", t.node},
+                               {"why", t.why},
                                {"start_s", t.start_s},
                                {"end_s", t.end_s},
                                {"steps", t.steps},

@@ -46,6 +46,9 @@ struct RunReportTask {
   // The name the task was written under: the tasks of one sweep share it
   // (the report names the best of each by final evaluation loss).
   std::string sweep;
+  // Why it got its configuration, in a few words (planner/explain.h); "" if
+  // it never ran.
+  std::string why;
 };
 
 struct RunReportInput {

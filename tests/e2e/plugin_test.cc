@@ -86,7 +86,7 @@ TEST_F(PluginEndToEnd, AnUnknownTechniqueIsNamedWithTheAvailableOnes) {
   std::string w = Workload(LOCAL_SGD_PLUGIN, "local-sgdd");
   EXPECT_EQ(Run({"profile", w, "--output", dir_ + "/p.csv", "--no-cache"}), 2);
   EXPECT_THAT(Log(), HasSubstr("unknown technique 'local-sgdd'"));
-  EXPECT_THAT(Log(), HasSubstr("local-sgd"));
+  EXPECT_THAT(Log(), HasSubstr("did you mean 'local-sgd'?"));
   EXPECT_THAT(Log(), HasSubstr("techniques[0]"));
 }
 

@@ -18,7 +18,10 @@
 #include "common/fs.h"
 #include "common/process.h"
 #include "protocol/checkpoint_files.h"
+#include "spec/cluster.h"
 #include "spec/events.h"
+#include "spec/plan.h"
+#include "spec/profile.h"
 #include "tests/testing/wait.h"
 
 namespace saturn {
@@ -510,6 +513,59 @@ TEST_F(Run, UsersOwnProgramsAreProfiledPlannedAndRun) {
   std::string profile = ReadFile(dir_ + "/run/profile.csv");
   EXPECT_THAT(profile, HasSubstr("my-script-seed1,ddp,1,"));
   EXPECT_THAT(profile, HasSubstr("my-script-seed1,ddp,2,"));
+  ExpectNoSharing();
+}
+
+}  // namespace
+}  // namespace saturn
+
+namespace saturn {
+namespace {
+
+// Mixed GPU types (issue 29): a slow node (1 thread per device) and a fast
+// one (2 threads: the fake worker's steps take half as long). Every task is
+// profiled on each type, planned for one, runs only on a node of that type,
+// and takes about its type's profiled time there.
+TEST_F(Run, OnTwoGpuTypesEachTaskRunsOnItsPlannedTypeForAboutItsTypesTime) {
+  std::string text =
+      "cluster: {nodes: [{name: slow0, gpus: 1, threads_per_gpu: 1, gpu_type: slow},"
+      " {name: fast0, gpus: 1, threads_per_gpu: 2, gpu_type: fast}]}\ntasks:\n";
+  for (int i = 0; i < 4; ++i) {
+    text += "  - name: t" + std::to_string(i) +
+            "\n    model: {type: gpt, layers: 1, d_model: 16, heads: 2, seq_len: 8}"
+            "\n    data: {type: text, path: corpus.txt}\n    batch_size: 4"
+            "\n    optimizer: {type: sgd, lr: 0.1}\n    techniques: [single]\n    steps: 15\n";
+  }
+  WriteFileAtomic(dir_ + "/w.yaml", text);
+  ASSERT_EQ(RunSaturn("--no-introspection"), 0) << ReadFile(dir_ + "/out.log");
+  ProfileTable profile =
+      LoadProfileFile(dir_ + "/run/profile.csv", LoadClusterFile(dir_ + "/run/cluster.yaml"));
+  Plan plan = LoadPlanFile(dir_ + "/run/plan-0.json");
+  std::map<std::string, std::string> type_of_node = {{"slow0", "slow"}, {"fast0", "fast"}};
+  std::set<std::string> types_used;
+  for (const PlanTask& t : plan.tasks) {
+    EXPECT_EQ(t.gpu_type, type_of_node.at(t.node)) << t.task;
+    types_used.insert(t.gpu_type);
+  }
+  EXPECT_EQ(types_used.size(), 2u) << "both types train";
+  for (const json& t : Report()["tasks"]) {
+    std::string name = t["task"];
+    ASSERT_EQ(t["status"], "finished") << name;
+    std::string type = type_of_node.at(t["node"].get<std::string>());
+    const PlanTask* planned = nullptr;
+    for (const PlanTask& p : plan.tasks)
+      if (p.task == name) planned = &p;
+    ASSERT_NE(planned, nullptr);
+    EXPECT_EQ(type, planned->gpu_type) << name << " ran on another type than planned";
+    const ProfileRow* row = profile.Find(name, "single", 1, type);
+    ASSERT_NE(row, nullptr) << name << " on " << type;
+    double took = t["end_s"].get<double>() - t["start_s"].get<double>();
+    EXPECT_GT(took, 0.5 * row->runtime_s) << name << " on " << type;
+    EXPECT_LT(took, 2.0 * row->runtime_s) << name << " on " << type;
+  }
+  // The fast type measured faster.
+  EXPECT_LT(profile.Find("t0", "single", 1, "fast")->runtime_s,
+            profile.Find("t0", "single", 1, "slow")->runtime_s);
   ExpectNoSharing();
 }
 

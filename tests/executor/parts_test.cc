@@ -200,7 +200,7 @@ TEST(Placements, ADeviceGoesToATaskOrATrialNeverBoth) {
   ASSERT_TRUE(p.Place(0, On(0, {0, 1})));
   EXPECT_EQ(p.TaskOn(0, 1), 0);
   // n0 is full: a two-device trial gets n1's first two.
-  std::optional<TrialDevices::Lease> lease = p.Acquire(2);
+  std::optional<TrialDevices::Lease> lease = p.Acquire(2, "");
   ASSERT_TRUE(lease.has_value());
   EXPECT_EQ(lease->node, "n1");
   EXPECT_EQ(lease->gpu_ids, (std::vector<int>{0, 1}));
@@ -208,7 +208,7 @@ TEST(Placements, ADeviceGoesToATaskOrATrialNeverBoth) {
   EXPECT_EQ(p.TaskOn(1, 0), -1) << "a trial is not a task";
   EXPECT_FALSE(p.Place(1, On(1, {1, 2}))) << "a trial holds device 1";
   EXPECT_FALSE(p.On(1).has_value()) << "a refused placement changes nothing";
-  EXPECT_FALSE(p.Acquire(3).has_value()) << "only n1's 2 and 3 are free";
+  EXPECT_FALSE(p.Acquire(3, "").has_value()) << "only n1's 2 and 3 are free";
   ASSERT_TRUE(p.Place(1, On(1, {2, 3})));
   EXPECT_FALSE(p.Place(2, On(1, {3}))) << "task 1 holds device 3";
   p.Release(*lease);
@@ -218,7 +218,7 @@ TEST(Placements, ADeviceGoesToATaskOrATrialNeverBoth) {
   EXPECT_FALSE(p.On(0).has_value());
   ASSERT_TRUE(p.Last(0).has_value()) << "where it last ran stays";
   EXPECT_EQ(p.Last(0)->gpu_ids, (std::vector<int>{0, 1}));
-  lease = p.Acquire(2);
+  lease = p.Acquire(2, "");
   ASSERT_TRUE(lease.has_value());
   EXPECT_EQ(lease->node, "n0");
   // A worker that could not be started leaves no trace of the place.
@@ -237,10 +237,10 @@ TEST(Placements, AWaitingTrialGetsDevicesFreedBeforeTheNextTask) {
   p.Reset({{"n0", 4}}, 3);
   ASSERT_TRUE(p.Place(0, On(0, {0, 1})));
   ASSERT_TRUE(p.Place(1, On(0, {2, 3})));
-  EXPECT_FALSE(p.Acquire(2).has_value());  // a trial waits
+  EXPECT_FALSE(p.Acquire(2, "").has_value());  // a trial waits
   p.Free(0);
   EXPECT_FALSE(p.Place(2, On(0, {0, 1}))) << "the waiting trial comes first";
-  std::optional<TrialDevices::Lease> lease = p.Acquire(2);
+  std::optional<TrialDevices::Lease> lease = p.Acquire(2, "");
   ASSERT_TRUE(lease.has_value());
   p.Release(*lease);
   EXPECT_TRUE(p.Place(2, On(0, {0, 1}))) << "nothing waits any more";
@@ -253,7 +253,7 @@ TEST(Placements, RenumberingKeepsTasksDevicesAndTrialsLeases) {
   Placements p;
   p.Reset({{"n0", 4}}, 2);
   ASSERT_TRUE(p.Place(1, On(0, {0})));
-  std::optional<TrialDevices::Lease> lease = p.Acquire(2);
+  std::optional<TrialDevices::Lease> lease = p.Acquire(2, "");
   ASSERT_TRUE(lease.has_value());
   EXPECT_EQ(lease->gpu_ids, (std::vector<int>{1, 2}));
   // A task joins in front: old 0 -> 1, old 1 -> 2.

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "planner/explain.h"
 #include "planner/lower_bound.h"
 #include "planner/planner.h"
 #include "planner/validate.h"
@@ -141,6 +142,20 @@ TEST(Types, TypeBlindPlansOnTheMedianTypeAndPaysOnTheRealOnes) {
   PlanResult aware = RunPlanner(p, Request("auto"));
   EXPECT_TRUE(ValidatePlan(p, blind.plan).empty());
   EXPECT_LT(aware.plan.makespan_s, blind.plan.makespan_s);
+}
+
+TEST(Explain, SaysWhyATaskGotItsConfiguration) {
+  Problem p = testing::MakeProblem(
+      {4}, {{"a", {{"single", 1, 100}, {"ddp", 4, 30}}}, {"b", {{"spill", 1, 500}}}});
+  EXPECT_EQ(WhyThisOption(p, 0, 1), "its fastest configuration");
+  EXPECT_EQ(WhyThisOption(p, 0, 0),
+            "fewer GPUs: ddp x4 would be 3.33x faster on 4.0x the GPUs; the plan runs tasks side "
+            "by side");
+  EXPECT_EQ(WhyThisOption(p, 1, 0), "the only configuration that runs on these devices");
+  Problem mixed = SlowAndFast();
+  EXPECT_EQ(WhyThisOption(mixed, 0, 0),
+            "another GPU type: single x1 on fast would be 10.00x faster; those GPUs are taken by "
+            "other tasks");
 }
 
 }  // namespace

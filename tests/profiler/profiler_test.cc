@@ -441,3 +441,36 @@ TEST(LaunchCost, StartingUpBuildingTheTrainerAndShuttingDown) {
 
 }  // namespace
 }  // namespace saturn
+
+namespace saturn {
+namespace {
+
+// Mixed GPU types: every configuration is measured on each type, on a
+// device of that type (the fake worker's steps take 1/threads as long), rows
+// say their type, and the cache keeps types apart.
+TEST_F(Profiler, EachGpuTypeIsMeasuredOnItsOwnDevices) {
+  std::string text =
+      "cluster: {nodes: [{name: slow0, gpus: 2, threads_per_gpu: 1, gpu_type: slow},"
+      " {name: fast0, gpus: 2, threads_per_gpu: 2, gpu_type: fast}]}\ntasks:\n" +
+      std::string(kGptGrid).substr(0, std::string(kGptGrid).find("    sweep")) +
+      "    techniques: [single, ddp]\n";
+  Workload w = ParseWorkload(text, dir_ + "/workload.yaml", dir_);
+  ProfileRun run = RunProfiler(w, options_);
+  EXPECT_EQ(run.trials.size(), 4u);  // single x1 and ddp x2, on each type
+  ASSERT_EQ(run.table.rows.size(), 4u);
+  const ProfileRow* slow = run.table.Find("gpt", "single", 1, "slow");
+  const ProfileRow* fast = run.table.Find("gpt", "single", 1, "fast");
+  ASSERT_NE(slow, nullptr);
+  ASSERT_NE(fast, nullptr);
+  EXPECT_LT(fast->runtime_s, slow->runtime_s);
+  EXPECT_EQ(run.table.Find("gpt", "single", 1), nullptr) << "every row has its type";
+  EXPECT_THAT(ProfileToCsv(run.table), HasSubstr("gpu_type"));
+  EXPECT_THAT(ProfileSummary(w, run), HasSubstr("1 GPU of fast: fastest single"));
+  // Again: every trial from the cache, each type its own.
+  ProfileRun again = RunProfiler(w, options_);
+  EXPECT_EQ(again.cache_hits, 4);
+  EXPECT_EQ(again.table.Find("gpt", "single", 1, "fast")->runtime_s, fast->runtime_s);
+}
+
+}  // namespace
+}  // namespace saturn

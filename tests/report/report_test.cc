@@ -115,6 +115,18 @@ TEST(Gantt, SvgDrawsARowLabelPerGpuAndABoxWithTooltipPerBar) {
   EXPECT_THAT(svg, Not(HasSubstr("stroke-dasharray")));  // no outline bars
 }
 
+// Mixed GPU types: each node's type is written under its name.
+TEST(Gantt, NamesEachNodesGpuType) {
+  Cluster c = TwoNodes();
+  c.nodes[0].gpu_type = "A100";
+  c.nodes[1].gpu_type = "V100";
+  std::string svg = RenderGanttSvg(GanttFromPlan(TwoTaskPlan(), c, "mixed"));
+  EXPECT_THAT(svg, HasSubstr(">A100<"));
+  EXPECT_THAT(svg, HasSubstr(">V100<"));
+  EXPECT_THAT(RenderGanttSvg(GanttFromPlan(TwoTaskPlan(), TwoNodes(), "one type")),
+              Not(HasSubstr(">A100<")));
+}
+
 // A task on GPUs 0, 1 and 7 is one task in two parts: both parts carry its
 // label and a connector in its colour joins them across the GPUs between.
 TEST(Gantt, JoinsThePartsOfATaskOnGpusApart) {
@@ -252,6 +264,7 @@ class RunReport : public ::testing::Test {
     gpt.end_s = 360;
     gpt.final_loss = 1.5;
     gpt.losses = {{10, 3.0}, {50, 2.0}, {100, 1.5}};
+    gpt.why = "its fastest configuration";
     RunReportTask vit = Task("vit", "failed", "ddp", 2, "n1", 20, 50);
     vit.attempts = 3;
     vit.failures = 3;
@@ -282,6 +295,10 @@ TEST_F(RunReport, JsonSummarisesTheRunAndEveryTask) {
   EXPECT_EQ(r["tasks"][1]["attempts"], 3);
   EXPECT_EQ(r["tasks"][1]["failures"], 3);
   EXPECT_EQ(r["tasks"][1]["error"], "worker failed (exit 1)");
+  EXPECT_EQ(r["tasks"][0]["why"], "its fastest configuration");
+  EXPECT_THAT(ReadFile(in_.run_dir + "/report.html"), HasSubstr("<th>why this configuration</th>"));
+  EXPECT_THAT(ReadFile(in_.run_dir + "/report.html"),
+              HasSubstr("<td>its fastest configuration</td>"));
   // The file holds the same JSON.
   EXPECT_EQ(nlohmann::json::parse(ReadFile(in_.run_dir + "/report.json")), r);
 }
@@ -510,14 +527,15 @@ TEST_F(RunReport, ATaskThatNeverStartedShowsNoPlacement) {
   const std::string none = "<td><span class=\"none\">–</span></td>";
   std::string row = html.substr(html.find("</span>late</td>"));
   row = row.substr(0, row.find("</tr>"));
-  EXPECT_EQ(Count(row, none), 6);  // technique, GPUs, node, start, end, final loss
+  EXPECT_EQ(Count(row, none), 7);  // technique, GPUs, node, why, start, end, final loss
   EXPECT_THAT(row, Not(HasSubstr("ddp")));
   EXPECT_THAT(row, Not(HasSubstr("n1")));
   EXPECT_THAT(row, HasSubstr("<td>0/50</td>"));
   // gpt, which ran, shows where.
   std::string gpt = html.substr(html.find("</span>gpt</td>"));
   gpt = gpt.substr(0, gpt.find("</tr>"));
-  EXPECT_THAT(gpt, HasSubstr("<td>fsdp</td><td>3</td><td>n0</td><td>0.0s</td><td>6m00s</td>"));
+  EXPECT_THAT(gpt, HasSubstr("<td>fsdp</td><td>3</td><td>n0</td><td>its fastest "
+                             "configuration</td><td>0.0s</td><td>6m00s</td>"));
 }
 
 }  // namespace

@@ -152,6 +152,12 @@ TEST_F(ServeApi, SubmittedTasksAreProfiledPlannedTrainedAndReported) {
   EXPECT_EQ(Client().Get("/v1/tasks/nope").status, 404);
   json plan = Client().Get("/v1/plan").body;
   EXPECT_EQ(plan["tasks"].size(), 2u);
+  // What the usual way would take for the work left when it was planned, on
+  // the same clock as the plan's end (the dashboard compares the two).
+  ASSERT_TRUE(plan.contains("baselines")) << plan.dump();
+  const json& cp = plan["baselines"]["current-practice"];
+  ASSERT_TRUE(cp["makespan_s"].is_number()) << plan.dump();
+  EXPECT_GE(cp["makespan_s"].get<double>(), cp["from_s"].get<double>());
   EXPECT_TRUE(fs::exists(dir_ + "/state/tasks/a0/model.pt"));
   // The same names again are refused: the service has them.
   EXPECT_EQ(Submit(Tasks("a", 1, 10)).status, 409);

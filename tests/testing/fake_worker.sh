@@ -10,7 +10,9 @@
 #   crash_once MARKER (crashes if the file MARKER does not exist, creating it;
 #   else as ok) | bad_result (trains, then writes a result that breaks the
 #   protocol and exits 0)
-# (default: ok with step_s = FAKE_STEP_S/gpus, FAKE_STEP_S defaulting to 1).
+# (default: ok with step_s = FAKE_STEP_S/(gpus x threads), FAKE_STEP_S
+# defaulting to 1, threads the device's --threads: a 2-thread device is twice
+# as fast, as GPU types differ).
 # `execute` sleeps the step time per step, prints "saturn: step=N loss=X
 # step_s=Y", writes checkpoint-N/meta.json every --checkpoint-every steps and
 # at the end, and on SIGTERM checkpoints and exits 0 with "preempted". The
@@ -35,11 +37,13 @@ if [ "$mode" = techniques ]; then
   exit 0
 fi
 technique=""; gpus=1; out=""; from=0; to=0; ckdir=""; every=0; model=""; task=""; from_env=0
+threads=1
 while [ $# -gt 0 ]; do
   case "$1" in
     --task) task=$2; shift 2 ;;
     --technique) technique=$2; shift 2 ;;
     --gpus) gpus=$2; shift 2 ;;
+    --threads) threads=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     --from-step) from=$2; shift 2 ;;
     --to-step) to=$2; shift 2 ;;
@@ -74,7 +78,7 @@ if [ -n "${FAKE_WORKER_RULES:-}" ] && [ -f "$FAKE_WORKER_RULES" ]; then
     arg=$(echo $rule | cut -s -d' ' -f2-)
   fi
 fi
-step_s=$(awk -v g="$gpus" -v b="${FAKE_STEP_S:-1}" 'BEGIN { print b / g }')
+step_s=$(awk -v g="$gpus" -v t="$threads" -v b="${FAKE_STEP_S:-1}" 'BEGIN { print b / (g * t) }')
 [ "$action" = ok ] && [ -n "$arg" ] && step_s=$arg
 # samples S1,S2,...: a search measures these step times (their spread is
 # the trial's noise); otherwise as ok with step_s = S1.
