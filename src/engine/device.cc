@@ -4,6 +4,7 @@
 #include <c10/core/CPUAllocator.h>
 #include <dlfcn.h>
 #include <malloc.h>
+#include <sys/mman.h>
 
 #include <atomic>
 #include <cstdio>
@@ -191,12 +192,28 @@ std::string Device::Describe() const {
   return text + ")";
 }
 
+void PopulateForWrite(const at::Tensor& fresh) {
+#ifdef MADV_POPULATE_WRITE
+  if (!fresh.is_cpu() || fresh.nbytes() < (size_t{1} << 20)) return;  // small: not worth a call
+  const uintptr_t page = 4096;
+  auto data = reinterpret_cast<uintptr_t>(fresh.data_ptr());
+  uintptr_t begin = (data + page - 1) & ~(page - 1);
+  uintptr_t end = (data + fresh.nbytes()) & ~(page - 1);
+  if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_POPULATE_WRITE);
+#else
+  (void)fresh;
+#endif
+}
+
 at::Tensor Device::ToDevice(const at::Tensor& tensor) const {
   if (IsCuda()) return tensor.to(TorchDevice(), /*non_blocking=*/true, /*copy=*/true);
   bool previous = t_host_scope;
   t_host_scope = false;
-  at::Tensor copy = tensor.clone(at::MemoryFormat::Contiguous);
+  at::Tensor copy =
+      at::empty(tensor.sizes(), tensor.options().memory_format(at::MemoryFormat::Contiguous));
   t_host_scope = previous;
+  PopulateForWrite(copy);
+  copy.copy_(tensor);
   return copy;
 }
 

@@ -55,6 +55,13 @@ class HostMemoryScope {
   bool previous_;
 };
 
+// Faults in the pages of fresh host memory (a tensor just allocated) in one
+// call rather than one fault per page as a copy touches them: on this
+// project's VMs a page fault costs ~15 us, so filling 500 MB page by page
+// takes seconds, populated ~0.15 s. A no-op where the kernel predates
+// MADV_POPULATE_WRITE (Linux 5.14) or for memory that is not the CPU's.
+void PopulateForWrite(const at::Tensor& fresh);
+
 class Device {
  public:
   // Sets the thread budget and installs metering; one Device per process.

@@ -1,7 +1,6 @@
 #include "engine/weights.h"
 
 #include <ATen/core/grad_mode.h>
-#include <sys/mman.h>
 
 #include <future>
 #include <set>
@@ -117,20 +116,6 @@ const FileBytes& PretrainedWeights::File(const std::string& path) const {
 
 namespace {
 
-// Faults in the pages of a fresh parameter in one call rather than one
-// fault per page as the read touches them (several times faster; a no-op
-// where the kernel predates MADV_POPULATE_WRITE, Linux 5.14).
-void Populate(void* data, size_t bytes) {
-#ifdef MADV_POPULATE_WRITE
-  const uintptr_t page = 4096;
-  uintptr_t begin = (reinterpret_cast<uintptr_t>(data) + page - 1) & ~(page - 1);
-  uintptr_t end = (reinterpret_cast<uintptr_t>(data) + bytes) & ~(page - 1);
-  if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_POPULATE_WRITE);
-#else
-  (void)data, (void)bytes;
-#endif
-}
-
 // A parameter's bytes can be the file's own: float32, stored contiguously
 // and aligned as a float, for a parameter that lives in host memory.
 bool Mappable(const StoredTensor& stored, const at::Tensor& out) {
@@ -138,16 +123,23 @@ bool Mappable(const StoredTensor& stored, const at::Tensor& out) {
          out.is_cpu() && out.scalar_type() == at::kFloat;
 }
 
-// A float32 tensor whose memory is `stored`'s bytes in the file, mapped
-// copy-on-write (formats/bytes.h MappedBytes): unmapped when the last tensor
-// using it is freed.
+// A tensor viewing `stored`'s bytes in the file, mapped copy-on-write
+// (formats/bytes.h MappedBytes), unmapped when the last tensor using it is
+// freed: the parameter itself for a float32 one (Mappable), else the source
+// a converted parameter is copied from.
 at::Tensor MapTensor(const FileBytes& file, const StoredTensor& stored,
                      std::shared_ptr<MappedBytes>& mapped) {
   mapped = file.Map(stored.offset, stored.SpanBytes());
   std::shared_ptr<MappedBytes> keep = mapped;
   return at::from_blob(
-      keep->data(), stored.shape, [keep](void*) mutable { keep.reset(); },
-      at::TensorOptions().dtype(at::kFloat));
+      keep->data(), stored.shape, stored.strides, [keep](void*) mutable { keep.reset(); },
+      at::TensorOptions().dtype(TorchType(stored.dtype)));
+}
+
+// Whether `stored`'s elements are aligned to their size in the file (so a
+// view of the mapping may be computed on directly).
+bool Aligned(const StoredTensor& stored) {
+  return stored.offset % static_cast<uint64_t>(at::elementSize(TorchType(stored.dtype))) == 0;
 }
 
 }  // namespace
@@ -173,7 +165,9 @@ void PretrainedWeights::Load(int index, Block& block) const {
   struct Job {
     const StoredTensor* stored;
     at::Tensor out;
-    std::shared_ptr<MappedBytes> mapped;  // set: `out` is the file's bytes
+    at::Tensor source;                    // the stored bytes, mapped (if aligned)
+    std::shared_ptr<MappedBytes> mapped;  // set: `source` is mapped
+    bool direct = false;                  // `out` is `source`: the file's own bytes
   };
   std::vector<Job> jobs;
   for (const ParamSlot& slot : block.Params()) {
@@ -195,10 +189,14 @@ void PretrainedWeights::Load(int index, Block& block) const {
         }
       }
     }
-    Job job{index_.Find(key), *slot.tensor, nullptr};
-    if (Mappable(*job.stored, job.out)) {
-      job.out = MapTensor(File(job.stored->file), *job.stored, job.mapped);
-      *slot.tensor = job.out;
+    Job job{index_.Find(key), *slot.tensor, at::Tensor(), nullptr, false};
+    if (Aligned(*job.stored)) {
+      job.source = MapTensor(File(job.stored->file), *job.stored, job.mapped);
+      if (Mappable(*job.stored, job.out)) {
+        job.out = job.source;
+        job.direct = true;
+        *slot.tensor = job.out;
+      }
     }
     if (lock.owns_lock()) {
       shared_.insert_or_assign(key,
@@ -208,9 +206,8 @@ void PretrainedWeights::Load(int index, Block& block) const {
     jobs.push_back(std::move(job));
   }
   // A pipeline of two: while this thread converts tensor k (a dtype, a
-  // view's strides), another reads tensor k + 1: the pages of a mapped one
-  // in from the file, or a converted one's bytes into the other of two
-  // buffers. Reading is what loading costs; the rest hides behind it.
+  // view's strides), another reads tensor k + 1 (the pages of its mapping in
+  // from the file). Reading is what loading costs; the rest hides behind it.
   std::vector<uint64_t> buffers[2];
   auto read = [&](size_t k) {
     Job& job = jobs[k];
@@ -218,16 +215,23 @@ void PretrainedWeights::Load(int index, Block& block) const {
       job.mapped->Populate();
       return;
     }
-    // A converted tensor's parameter too (its copy would fault page by page).
-    if (job.out.is_cpu()) Populate(job.out.data_ptr(), job.out.nbytes());
-    ReadRaw(*job.stored, buffers[k % 2]);
+    ReadRaw(*job.stored, buffers[k % 2]);  // stored misaligned: read, not mapped
   };
   std::future<void> next;
   if (!jobs.empty()) next = std::async(std::launch::async, read, 0);
   for (size_t k = 0; k < jobs.size(); ++k) {
     next.get();
     if (k + 1 < jobs.size()) next = std::async(std::launch::async, read, k + 1);
-    if (!jobs[k].mapped) Convert(*jobs[k].stored, buffers[k % 2], jobs[k].out);
+    Job& job = jobs[k];
+    if (job.direct) continue;  // the file's own bytes
+    PopulateForWrite(job.out);
+    if (job.mapped) {
+      job.out.copy_(job.source);
+      job.source = at::Tensor();  // unmapped once converted
+      job.mapped.reset();
+    } else {
+      Convert(*job.stored, buffers[k % 2], job.out);
+    }
   }
 }
 

@@ -214,6 +214,29 @@ class Gpt2Engine(unittest.TestCase):
                     for got, want in zip(losses, expected):
                         self.assertAlmostEqual(got, want, delta=TOLERANCE)
 
+    def test_half_precision_checkpoints_are_converted_as_they_load(self):
+        # float16 and bfloat16 files (safetensors, mapped and converted; and
+        # torch.save's zip): the model starts from their values in float32.
+        optimizer = {"type": "sgd", "lr": 0.3}
+        for dtype in (torch.float16, torch.bfloat16):
+            half = {k: v.to(dtype) for k, v in self.w.items()}
+            expected = reference_losses({k: v.float() for k, v in half.items()}, self.batches,
+                                        optimizer)
+            folder = os.path.join(self.dir, "half-%s" % str(dtype).split(".")[1])
+            os.makedirs(folder, exist_ok=True)
+            prefixed = {"transformer." + k: v for k, v in half.items()}
+            st = os.path.join(folder, "model.safetensors")
+            saturn_models.write_safetensors(prefixed, st, {"format": "pt"})
+            zipped = os.path.join(folder, "pytorch_model.bin")
+            torch.save(prefixed, zipped)
+            for layout, path in (("safetensors", st), ("bin", zipped)):
+                with self.subTest(dtype=str(dtype), layout=layout):
+                    name = "half-%s-%s" % (str(dtype).split(".")[1], layout)
+                    task, out = self.task(name, path, optimizer)
+                    losses = self.execute(task, out, "single", 1)["losses"]
+                    for got, want in zip(losses, expected):
+                        self.assertAlmostEqual(got, want, delta=TOLERANCE)
+
     def test_lora_trains_only_adapters_and_model_pt_loads_back(self):
         optimizer = {"type": "adamw", "lr": 0.01}
         lora = {"lora": {"rank": 2, "alpha": 4, "targets": ["attn", "mlp"]}}
