@@ -31,14 +31,14 @@
 namespace saturn::bench {
 namespace {
 
-const char* const kSections[] = {"fig5", "noise", "ladder", "sensitivity", "online", "scale"};
+const char* const kSections[] = {"fig5", "noise", "ladder", "sensitivity", "online", "types", "scale"};
 
 void Usage() {
   std::fprintf(stderr,
                "usage: paper_bench [--quick | --full] [--out DIR] [--seeds N] [--solve-limit S]\n"
                "                   [--replan-work W] [--interval S] [--jobs N] [--no-scale]\n"
                "                   [--only SECTION,...]   sections: fig5 noise ladder "
-               "sensitivity online scale\n");
+               "sensitivity online types scale\n");
 }
 
 // Parses argv into `c`; false on a bad argument. --quick and --full set
@@ -252,7 +252,8 @@ int Main(int argc, char** argv) {
                         {"noise", NoiseSection},
                         {"ladder", LadderSection},
                         {"sensitivity", SensitivitySection},
-                        {"online", OnlineSection}};
+                        {"online", OnlineSection},
+                        {"types", TypesSection}};
   std::string timings;
   for (const Step& step : steps) {
     if (!cfg.Wants(step.name)) continue;

@@ -29,5 +29,6 @@ void NoiseSection(Lab& lab, Report& report);
 void LadderSection(Lab& lab, Report& report);
 void SensitivitySection(Lab& lab, Report& report);
 void OnlineSection(Lab& lab, Report& report);
+void TypesSection(Lab& lab, Report& report);
 
 }  // namespace saturn::bench

@@ -12,8 +12,13 @@
 //     profiling through the cache.
 //  3. Packing: trials two at a time (--parallel 2) against one at a time: on
 //     CPU devices both trials share the machine's cores.
+//  4. With --types (only this): the same tasks on three GPU types (nodes of
+//     1-thread, 2-thread and 1-thread-with-twice-the-memory devices),
+//     profiled with every type measured and with `--types estimate`; the
+//     cost of each against profiling one type, and the estimated rows'
+//     error against the measured ones.
 //
-//   profiler_bench [--workload bench/profiler/workload.yaml] [--worker PATH]
+//   profiler_bench [--workload bench/profiler/workload.yaml] [--worker PATH] [--types]
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -96,15 +101,95 @@ Measured TrainFully(const WorkloadTask& task, const ProfileRow& row, const Profi
   return m;
 }
 
+// Section 4: three types, measured in full and estimated.
+int TypesSection(const saturn::Workload& one_type, const std::string& worker) {
+  const ClusterNode base = one_type.cluster.nodes.at(0);
+  saturn::Workload mixed = one_type;
+  mixed.cluster.nodes.clear();
+  auto add = [&](const std::string& type, int threads, double memory_scale) {
+    ClusterNode n = base;
+    n.name = type + "0";
+    n.gpu_type = type;
+    n.threads_per_gpu = threads;
+    if (n.gpu_memory_gib) n.gpu_memory_gib = *n.gpu_memory_gib * memory_scale;
+    mixed.cluster.nodes.push_back(n);
+  };
+  add("slow", 1, 1.0);
+  add("fast", 2, 1.0);
+  add("roomy", 1, 2.0);
+  saturn::Workload single = mixed;
+  single.cluster.nodes.resize(1);
+
+  auto profile = [&](const saturn::Workload& w, bool estimate, double* wall) {
+    ProfilerOptions o;
+    o.worker = worker;
+    o.use_cache = false;
+    o.progress = false;
+    o.estimate_types = estimate;
+    auto t0 = std::chrono::steady_clock::now();
+    ProfileRun run = RunProfiler(w, o);
+    *wall = Seconds(t0);
+    return run;
+  };
+  double one = 0, full = 0, estimated = 0;
+  ProfileRun one_run = profile(single, false, &one);
+  ProfileRun full_run = profile(mixed, false, &full);
+  ProfileRun est_run = profile(mixed, true, &estimated);
+  std::printf("profiling %s (%zu tasks): one type %d trials %.1f s; three types measured %d "
+              "trials %.1f s (%.2fx); three types estimated %d trials run + %d scaled %.1f s "
+              "(%.2fx, target <= 1.5x)\n",
+              one_type.source.c_str(), one_type.tasks.size(), one_run.trials_run, one,
+              full_run.trials_run, full, full / one, est_run.trials_run, est_run.estimated,
+              estimated, estimated / one);
+
+  std::printf("\n%-10s %-9s %4s %-6s %10s %10s %8s\n", "task", "technique", "gpus", "type",
+              "estimated", "measured", "error");
+  std::vector<double> errors;
+  int only_estimated = 0, only_measured = 0;
+  for (const ProfileRow& row : est_run.table.rows) {
+    if (est_run.table.Extra(row, "estimated_from").empty()) continue;
+    const ProfileRow* m = full_run.table.Find(row.task, row.technique, row.gpus, row.gpu_type);
+    if (!m) {
+      ++only_estimated;
+      continue;
+    }
+    double e = (row.runtime_s - m->runtime_s) / m->runtime_s;
+    errors.push_back(std::abs(e));
+    std::printf("%-10s %-9s %4d %-6s %9.2fs %9.2fs %+7.1f%%\n", row.task.c_str(),
+                row.technique.c_str(), row.gpus, row.gpu_type.c_str(), row.runtime_s,
+                m->runtime_s, 100 * e);
+  }
+  for (const ProfileRow& row : full_run.table.rows) {
+    if (!est_run.table.Find(row.task, row.technique, row.gpus, row.gpu_type)) ++only_measured;
+  }
+  std::sort(errors.begin(), errors.end());
+  if (!errors.empty()) {
+    double mean = 0;
+    for (double e : errors)
+      mean += e;
+    mean /= static_cast<double>(errors.size());
+    std::printf("\nestimated rows' runtime error against measured: mean %.1f%%, median %.1f%%, "
+                "worst %.1f%% (%zu rows)\n",
+                100 * mean, 100 * errors[errors.size() / 2], 100 * errors.back(), errors.size());
+  }
+  std::printf("rows only in the estimated profile: %d; only in the measured one: %d (within-noise "
+              "and feasibility decisions that differ)\n",
+              only_estimated, only_measured);
+  return 0;
+}
+
 int Main(int argc, char** argv) {
   std::string workload_path = SourceDir() + "/bench/profiler/workload.yaml";
   std::string worker;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    if (!std::strcmp(argv[i], "--workload")) workload_path = argv[i + 1];
-    if (!std::strcmp(argv[i], "--worker")) worker = argv[i + 1];
+  bool types = false;
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--types")) types = true;
+    if (i + 1 < argc && !std::strcmp(argv[i], "--workload")) workload_path = argv[i + 1];
+    if (i + 1 < argc && !std::strcmp(argv[i], "--worker")) worker = argv[i + 1];
   }
   if (worker.empty()) worker = FindWorkerBinary();
   saturn::Workload w = LoadWorkloadFile(workload_path);
+  if (types) return TypesSection(w, worker);
   std::string dir = fs::temp_directory_path() / "saturn-profiler-bench";
   fs::remove_all(dir);
   MakeDirectories(dir);

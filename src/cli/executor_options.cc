@@ -46,6 +46,17 @@ void AddExecutorOptions(CLI::App* cmd, RunOptions* o, bool* no_introspection) {
                   "Seconds before a trial is killed")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  AddTypesOption(cmd, &o->profiler.estimate_types);
+}
+
+void AddTypesOption(CLI::App* cmd, bool* estimate_types) {
+  cmd->add_option_function<std::string>(
+         "--types", [estimate_types](const std::string& v) { *estimate_types = v == "estimate"; },
+         "On a cluster of several GPU types: measure every configuration on each (measure), or "
+         "on one type and one configuration per task on each other, scaling the rest "
+         "(estimate; docs/types.md)")
+      ->check(CLI::IsMember({"measure", "estimate"}))
+      ->default_str("measure");
 }
 
 }  // namespace saturn

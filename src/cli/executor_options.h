@@ -13,4 +13,8 @@ namespace saturn {
 
 void AddExecutorOptions(CLI::App* cmd, RunOptions* o, bool* no_introspection);
 
+// `--types measure|estimate` (ProfilerOptions::estimate_types), for every
+// command that profiles.
+void AddTypesOption(CLI::App* cmd, bool* estimate_types);
+
 }  // namespace saturn

@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "cli/commands.h"
+#include "cli/executor_options.h"
 #include "common/defaults.h"
 #include "common/error.h"
 #include "common/fs.h"
@@ -22,6 +23,7 @@ struct ProfileOptions {
   std::string cache;
   bool refresh = false;
   bool no_cache = false;
+  bool estimate_types = false;
   double trial_timeout_s = defaults::kTrialTimeoutS;
   int parallel = 1;
   int warmup = -1;
@@ -56,6 +58,7 @@ int RunProfile(const ProfileOptions& o) {
   options.warmup = o.warmup;
   options.measure = o.measure;
   options.checkpoint_every = o.checkpoint_every;
+  options.estimate_types = o.estimate_types;
   ProfileRun run = RunProfiler(workload, options);
   std::string csv = ProfileToCsv(run.table);
   if (o.output.empty()) {
@@ -93,6 +96,7 @@ void AddProfileCommand(CLI::App& app, int* status) {
                   "Runtimes count the checkpoints `saturn run --checkpoint-every` writes "
                   "(default: a tenth of each task)")
       ->check(CLI::PositiveNumber);
+  AddTypesOption(cmd, &o->estimate_types);
   cmd->add_option("--plugin", o->plugins, "Technique plug-in (shared library); repeatable");
   cmd->add_option("--max-tasks", o->max_tasks,
                   "Most tasks a workload may expand to (default: its max_tasks, else " +

@@ -104,37 +104,48 @@ TaskOptions SummariseTask(const Problem& problem, const NodeClasses& classes, co
 //   T >= sum_j min_t (u_t / cap_t) a_jt
 // (the min over the types j can use). Every u is valid; the best of a grid
 // over the simplex (and its corners) is taken, which is within a few percent
-// of the LP's optimum for a handful of types.
+// of the LP's optimum for a handful of types (coarser for thousands of tasks).
 double TypeBound(const std::vector<std::vector<double>>& areas, const std::vector<double>& cap) {
   const int k = static_cast<int>(cap.size());
-  // The finest grid step with at most ~2,000 points.
-  int steps = 1;
+  // Flat: task j's area on type t at j * k + t (+inf: it cannot run there).
+  std::vector<double> flat;
+  flat.reserve(areas.size() * static_cast<size_t>(k));
+  for (const std::vector<double>& a : areas)
+    flat.insert(flat.end(), a.begin(), a.end());
+  // The finest grid with at most ~2,000 points and ~500,000 (point, task,
+  // type) terms, so that large problems stay cheap (it runs per candidate T).
+  const double budget =
+      std::max(3.0, std::min(2000.0, 5e5 / std::max<double>(1.0, static_cast<double>(flat.size()))));
   auto points = [&](int r) {
     double c = 1;
     for (int i = 1; i < k; ++i)
       c = c * (r + i) / i;
     return c;
   };
-  while (steps < 64 && points(steps + 1) <= 2000)
+  int steps = 1;
+  while (steps < 64 && points(steps + 1) <= budget)
     ++steps;
   double best = 0.0;
   std::vector<int> u(static_cast<size_t>(k), 0);
+  std::vector<double> w(static_cast<size_t>(k), 0.0);
   // Every composition of `steps` into k parts.
   std::function<void(int, int)> walk = [&](int i, int left) {
     if (i == k - 1) {
       u[static_cast<size_t>(i)] = left;
+      for (int t = 0; t < k; ++t) {
+        double c = cap[static_cast<size_t>(t)];
+        w[static_cast<size_t>(t)] = c > 0 ? u[static_cast<size_t>(t)] / (steps * c) : kInf;
+      }
       double total = 0.0;
-      for (const std::vector<double>& a : areas) {
+      for (size_t at = 0; at < flat.size(); at += static_cast<size_t>(k)) {
         double least = kInf;
         for (int t = 0; t < k; ++t) {
-          if (std::isinf(a[static_cast<size_t>(t)]) || cap[static_cast<size_t>(t)] <= 0) continue;
-          least = std::min(least, u[static_cast<size_t>(t)] * a[static_cast<size_t>(t)] /
-                                      (steps * cap[static_cast<size_t>(t)]));
+          double a = flat[at + static_cast<size_t>(t)];
+          if (a < kInf) least = std::min(least, w[static_cast<size_t>(t)] * a);
         }
-        if (std::isinf(least)) return;  // a task no type can run: no bound from here
         total += least;
       }
-      best = std::max(best, total);
+      if (total < kInf) best = std::max(best, total);
       return;
     }
     for (int v = 0; v <= left; ++v) {

@@ -186,40 +186,114 @@ std::string TrialDir(const ProfilerOptions& options) {
   return dir;
 }
 
-// Distinct trials (trial key x technique x GPU count) into run.trials, and
-// each task's into run.task_trials. Returns trial key -> a task spec to run
-// that trial with.
-std::map<std::string, json> EnumerateTrials(const Workload& workload,
-                                            const TechniqueCatalogue& techniques, ProfileRun& run) {
-  std::map<std::string, int> trial_index;
-  std::map<std::string, json> trial_task;
+// The run's distinct trials (trial key x technique x GPU count x type) and
+// each task's, built up configuration by configuration.
+class TrialSet {
+ public:
+  TrialSet(const Workload& workload, ProfileRun& run) : workload_(workload), run_(run) {
+    run_.task_trials.assign(workload.tasks.size(), {});
+  }
+
+  // Task k's configuration, measured: the trial it shares with tasks of the
+  // same trial key.
+  int Add(size_t k, const std::string& technique, int gpus, const std::string& type) {
+    const WorkloadTask& task = workload_.tasks[k];
+    std::string id = task.trial_key + "|" + technique + "|" + std::to_string(gpus) + "|" + type;
+    auto [it, fresh] = index_.emplace(id, static_cast<int>(run_.trials.size()));
+    if (fresh) {
+      Trial t;
+      t.trial_key = task.trial_key;
+      t.technique = technique;
+      t.gpus = gpus;
+      t.example_task = task.name;
+      DeviceFor(workload_.cluster, gpus, type, &t);
+      run_.trials.push_back(std::move(t));
+      trial_task_.emplace(task.trial_key, task.spec);
+    }
+    run_.task_trials[k].push_back(it->second);
+    return it->second;
+  }
+
+  // Task k's configuration, scaled from another type's (`made` builds it
+  // the first time a trial key asks).
+  template <typename Make>
+  void AddEstimated(size_t k, const std::string& technique, int gpus, const std::string& type,
+                    Make made) {
+    std::string id = workload_.tasks[k].trial_key + "|" + technique + "|" +
+                     std::to_string(gpus) + "|" + type + "|estimated";
+    auto [it, fresh] = index_.emplace(id, static_cast<int>(run_.trials.size()));
+    if (fresh) {
+      run_.trials.push_back(made());
+      ++run_.estimated;
+    }
+    run_.task_trials[k].push_back(it->second);
+  }
+
+  // The measured trial of a configuration, or -1.
+  int Find(const std::string& trial_key, const std::string& technique, int gpus,
+           const std::string& type) const {
+    auto it = index_.find(trial_key + "|" + technique + "|" + std::to_string(gpus) + "|" + type);
+    return it == index_.end() ? -1 : it->second;
+  }
+
+  // Trial key -> a task spec to run that trial with.
+  const std::map<std::string, json>& TrialTasks() const { return trial_task_; }
+
+ private:
+  const Workload& workload_;
+  ProfileRun& run_;
+  std::map<std::string, int> index_;
+  std::map<std::string, json> trial_task_;
+};
+
+// A configuration a task wants on a type other than the reference, left to
+// estimation (ProfilerOptions::estimate_types).
+struct Wanted {
+  size_t task = 0;
+  std::string technique;
+  int gpus = 1;
+  std::string type;
+};
+
+// The type every configuration is measured on when the others are
+// estimated: the one with the largest node (first named on a tie).
+std::string ReferenceType(const Cluster& cluster) {
+  std::string best;
+  int most = -1;
+  for (const std::string& type : cluster.GpuTypes()) {
+    if (cluster.MaxGpusPerNode(type) > most) {
+      most = cluster.MaxGpusPerNode(type);
+      best = type;
+    }
+  }
+  return best;
+}
+
+// Every task's configurations: added to `trials` to be measured, or (when
+// estimating other types) into the returned list to be estimated.
+std::vector<Wanted> EnumerateTrials(const Workload& workload, const TechniqueCatalogue& techniques,
+                                    bool estimate_types, TrialSet& trials) {
+  std::vector<Wanted> wanted;
   const std::vector<std::string> types = workload.cluster.GpuTypes();
-  for (const WorkloadTask& task : workload.tasks) {
-    std::vector<int> mine;
+  const std::string reference = ReferenceType(workload.cluster);
+  const int reference_max = workload.cluster.MaxGpusPerNode(reference);
+  for (size_t k = 0; k < workload.tasks.size(); ++k) {
+    const WorkloadTask& task = workload.tasks[k];
     for (const std::string& type : types) {
       const int max_gpus = workload.cluster.MaxGpusPerNode(type);
       for (const std::string& technique : TaskTechniques(task, techniques.Names())) {
         int hi = std::min(task.gpu_max, max_gpus);
         for (int g : techniques.Counts(task, technique, task.gpu_min, hi)) {
-          std::string id = task.trial_key + "|" + technique + "|" + std::to_string(g) + "|" + type;
-          auto [it, fresh] = trial_index.emplace(id, static_cast<int>(run.trials.size()));
-          if (fresh) {
-            Trial t;
-            t.trial_key = task.trial_key;
-            t.technique = technique;
-            t.gpus = g;
-            t.example_task = task.name;
-            DeviceFor(workload.cluster, g, type, &t);
-            run.trials.push_back(std::move(t));
-            trial_task.emplace(task.trial_key, task.spec);
+          if (estimate_types && types.size() > 1 && type != reference && g <= reference_max) {
+            wanted.push_back({k, technique, g, type});
+          } else {
+            trials.Add(k, technique, g, type);
           }
-          mine.push_back(it->second);
         }
       }
     }
-    run.task_trials.push_back(std::move(mine));
   }
-  return trial_task;
+  return wanted;
 }
 
 // A gpu_range above every node is profiled up to the largest node (a task
@@ -239,15 +313,16 @@ void NoteRangesAboveTheCluster(const Workload& workload) {
                above[0]->name.c_str(), others.c_str(), above[0]->gpu_max, max_gpus, max_gpus);
 }
 
-// The trials the cache does not hold.
-std::vector<int> TrialsToRun(ProfileRun& run, TrialCache& cache) {
+// The trials from `from` on to measure that the cache does not hold.
+std::vector<int> TrialsToRun(ProfileRun& run, TrialCache& cache, size_t from) {
   std::vector<int> todo;
-  for (int i = 0; i < static_cast<int>(run.trials.size()); ++i) {
+  for (size_t i = from; i < run.trials.size(); ++i) {
+    if (!run.trials[i].estimated_from.empty()) continue;
     if (cache.Fill(run.trials[i])) {
       ++run.cache_hits;
       continue;
     }
-    todo.push_back(i);
+    todo.push_back(static_cast<int>(i));
   }
   return todo;
 }
@@ -260,8 +335,9 @@ std::string Describe(const Trial& t) {
 // Runs the trials in `todo`, options.parallel at a time, each with a timeout.
 void RunTrials(std::vector<int> todo, const std::map<std::string, json>& trial_task,
                const ProfilerOptions& options, TrialRunner& runner, TrialCache& cache,
-               ProfileRun& run) {
-  Progress progress("profiling", static_cast<long>(todo.size()));
+               ProfileRun& run, const char* label) {
+  if (todo.empty()) return;
+  Progress progress(label, static_cast<long>(todo.size()));
   if (!options.progress) Progress::SetQuiet(true);
   std::vector<TrialRunner::Running> active;
   std::set<int> retried;
@@ -327,6 +403,154 @@ void RunTrials(std::vector<int> todo, const std::map<std::string, json>& trial_t
   if (!options.progress) Progress::SetQuiet(false);
 }
 
+double PeakBytes(const Trial& t) {
+  double peak = 0;
+  for (double b : t.result.peak_memory_bytes)
+    peak = std::max(peak, b);
+  return peak;
+}
+
+// Whether devices of `a` hold more than those of `b` (0 GiB: unlimited).
+bool MoreMemory(const Trial& a, const Trial& b) {
+  if (b.memory_gib <= 0) return false;
+  return a.memory_gib <= 0 || a.memory_gib > b.memory_gib;
+}
+
+// Whether what `measured` used fits the devices of `on`.
+bool Fits(const Trial& measured, const Trial& on) {
+  return on.memory_gib <= 0 || PeakBytes(measured) <= on.memory_gib * (1 << 30);
+}
+
+// `reference`'s configuration on the devices of `on`, its step times scaled
+// by what `anchor` measured on both types.
+Trial Scaled(const Trial& reference, const Trial& on, const Trial& anchor_reference,
+             const Trial& anchor_other) {
+  Trial t = reference;
+  t.gpu_type = on.gpu_type;
+  t.node = on.node;
+  t.device_kind = on.device_kind;
+  t.memory_gib = on.memory_gib;
+  t.threads = on.threads;
+  t.cached = false;
+  t.wall_s = 0;
+  const double ratio = anchor_other.result.step_s / anchor_reference.result.step_s;
+  t.result.step_s *= ratio;
+  for (double& s : t.result.step_samples_s)
+    s *= ratio;
+  for (double& s : t.result.warmup_step_s)
+    s *= ratio;
+  t.result.eval_s *= ratio;
+  t.step_se_s *= ratio;
+  t.estimate_ratio = ratio;
+  t.estimated_from = "x" + FormatFixed(ratio, 3) + " of " + GpuTypeLabel(reference.gpu_type) + " (" +
+                     anchor_other.technique + " x" + std::to_string(anchor_other.gpus) +
+                     " measured on both)";
+  return t;
+}
+
+// `reference`'s verdict of infeasible, carried to devices `on` that hold no
+// more memory.
+Trial InfeasibleToo(const Trial& reference, const Trial& on) {
+  Trial t = reference;
+  t.gpu_type = on.gpu_type;
+  t.node = on.node;
+  t.device_kind = on.device_kind;
+  t.memory_gib = on.memory_gib;
+  t.threads = on.threads;
+  t.cached = false;
+  t.estimated_from = "infeasible on " + GpuTypeLabel(reference.gpu_type);
+  t.result.reason = "as on " + GpuTypeLabel(reference.gpu_type) + ", whose devices hold as much: " +
+                    reference.result.reason;
+  return t;
+}
+
+// --types estimate, after the reference type's trials ran: per trial key and
+// other type, one configuration measured there (the anchor: the reference's
+// feasible one with the fewest GPUs, then the fastest, whose memory fits),
+// then every other configuration scaled by the anchor's ratio of step
+// times, or measured where the scale cannot say. `measure(from)` runs the
+// trials added from index `from` on.
+template <typename Measure>
+void EstimateOtherTypes(const Workload& workload, const std::vector<Wanted>& wanted,
+                        TrialSet& trials, ProfileRun& run, Measure measure) {
+  if (wanted.empty()) return;
+  const std::string reference = ReferenceType(workload.cluster);
+  // (trial key, type) -> the configurations its tasks want there.
+  std::map<std::pair<std::string, std::string>, std::vector<const Wanted*>> groups;
+  for (const Wanted& w : wanted)
+    groups[{workload.tasks[w.task].trial_key, w.type}].push_back(&w);
+  auto on_type = [&](const Wanted& w) {
+    Trial t;
+    DeviceFor(workload.cluster, w.gpus, w.type, &t);
+    return t;
+  };
+  struct Anchor {
+    int reference = -1;  // trial on the reference type
+    int other = -1;      // the same configuration measured on the group's type
+  };
+  std::map<std::pair<std::string, std::string>, Anchor> anchors;
+  const size_t anchors_from = run.trials.size();
+  for (const auto& [group, configs] : groups) {
+    const Wanted* best = nullptr;
+    int best_reference = -1;
+    for (const Wanted* w : configs) {
+      int r = trials.Find(group.first, w->technique, w->gpus, reference);
+      if (r < 0 || !run.trials[r].result.feasible || !Fits(run.trials[r], on_type(*w))) continue;
+      if (!best || w->gpus < best->gpus ||
+          (w->gpus == best->gpus && run.trials[r].result.step_s < run.trials[best_reference].result.step_s)) {
+        best = w;
+        best_reference = r;
+      }
+    }
+    if (!best) continue;
+    Anchor& a = anchors[group];
+    a.reference = best_reference;
+    for (const Wanted* w : configs) {
+      if (w->technique == best->technique && w->gpus == best->gpus)
+        a.other = trials.Add(w->task, w->technique, w->gpus, w->type);
+    }
+  }
+  measure(anchors_from);
+
+  const size_t rest_from = run.trials.size();
+  for (const auto& [group, configs] : groups) {
+    auto found = anchors.find(group);
+    const Anchor* a = found == anchors.end() ? nullptr : &found->second;
+    bool scalable = a && run.trials[a->other].result.feasible;
+    for (const Wanted* w : configs) {
+      if (a && run.trials[a->reference].technique == w->technique &&
+          run.trials[a->reference].gpus == w->gpus) {
+        continue;  // the anchor: measured
+      }
+      const Trial on = on_type(*w);
+      int r = trials.Find(group.first, w->technique, w->gpus, reference);
+      const Trial* ref = r < 0 ? nullptr : &run.trials[r];
+      if (ref && ref->result.feasible && scalable && Fits(*ref, on)) {
+        trials.AddEstimated(w->task, w->technique, w->gpus, w->type, [&] {
+          return Scaled(*ref, on, run.trials[a->reference], run.trials[a->other]);
+        });
+      } else if (ref && !ref->result.feasible && !ref->transient && !MoreMemory(on, *ref)) {
+        trials.AddEstimated(w->task, w->technique, w->gpus, w->type,
+                            [&] { return InfeasibleToo(*ref, on); });
+      } else {
+        trials.Add(w->task, w->technique, w->gpus, w->type);
+      }
+    }
+  }
+  measure(rest_from);
+}
+
+// Step times to extrapolate from, and their noise (the cache keeps the
+// worker's samples), for the trials from `from` on.
+void Settle(ProfileRun& run, size_t from) {
+  for (size_t i = from; i < run.trials.size(); ++i) {
+    Trial& t = run.trials[i];
+    if (!t.result.feasible || !t.estimated_from.empty()) continue;
+    t.result.step_s = StepEstimate(t.result.step_samples_s, t.result.step_s);
+    t.step_se_s = StepStandardError(t.result.step_samples_s);
+  }
+}
+
 }  // namespace
 
 double StepEstimate(const std::vector<double>& samples, double fallback) {
@@ -388,20 +612,21 @@ ProfileRun RunProfiler(const Workload& workload, const ProfilerOptions& options)
 
   const TechniqueCatalogue techniques(engine_tasks ? AvailableTechniques(workload, worker)
                                                    : std::vector<WorkerTechnique>{});
-  const std::map<std::string, json> trial_task = EnumerateTrials(workload, techniques, run);
+  TrialSet trials(workload, run);
+  const std::vector<Wanted> wanted =
+      EnumerateTrials(workload, techniques, options.estimate_types, trials);
   if (options.progress) NoteRangesAboveTheCluster(workload);
   TrialCache cache(options, worker.empty() ? "" : WorkerBuild(worker), techniques);
-  const std::vector<int> todo = TrialsToRun(run, cache);
   TrialRunner runner(options, clock, *backend, worker, dir, workload.plugins);
-  RunTrials(todo, trial_task, options, runner, cache, run);
+  auto measure = [&](size_t from, const char* label) {
+    RunTrials(TrialsToRun(run, cache, from), trials.TrialTasks(), options, runner, cache, run,
+              label);
+    Settle(run, from);
+  };
+  measure(0, "profiling");
+  EstimateOtherTypes(workload, wanted, trials, run,
+                     [&](size_t from) { measure(from, "profiling other types"); });
 
-  // Step times to extrapolate from, and their noise (the cache keeps the
-  // worker's samples).
-  for (Trial& t : run.trials) {
-    if (!t.result.feasible) continue;
-    t.result.step_s = StepEstimate(t.result.step_samples_s, t.result.step_s);
-    t.step_se_s = StepStandardError(t.result.step_samples_s);
-  }
   BuildTable(
       workload, options,
       [&](const WorkloadTask& task, const std::string& name) {

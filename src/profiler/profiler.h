@@ -75,6 +75,14 @@ struct ProfilerOptions {
   // The executor's checkpoint interval (steps; 0: its default, a tenth of the
   // task): runtimes include the checkpoints a run writes.
   long checkpoint_every = 0;
+  // Mixed clusters (`--types estimate`): measure every configuration on one
+  // type only (the reference: the type with the largest node, first named on
+  // a tie) and one configuration per task on each other type, and scale the
+  // rest by that measured ratio of step times. A configuration is measured
+  // instead where the scale cannot say: one whose measured peak memory does
+  // not fit the other type's devices, or more GPUs than the reference's
+  // nodes have. Estimated rows say so in the profile (`estimated_from`).
+  bool estimate_types = false;
 };
 
 // The step time a task's runtime is extrapolated from: the mean of the
@@ -119,6 +127,11 @@ struct Trial {
   // Outcome.
   WorkerSearchResult result;
   double step_se_s = 0.0;  // StepStandardError of the measured steps
+  // Not measured but scaled (ProfilerOptions::estimate_types): the
+  // configuration it was scaled from on the other type ("single x1 on
+  // slow") and the ratio of step times; "" and 0 when measured.
+  std::string estimated_from;
+  double estimate_ratio = 0.0;
   bool cached = false;
   bool transient = false;  // crash or timeout: not cached, tried again next time
   double wall_s = 0.0;
@@ -160,6 +173,7 @@ struct ProfileRun {
   std::vector<std::vector<int>> task_trials;
   int cache_hits = 0;
   int trials_run = 0;
+  int estimated = 0;  // trials scaled from another type, not run
   double wall_s = 0.0;
   long checkpoint_every = 0;              // the options' (runtimes count its checkpoints)
   std::vector<WithinNoise> within_noise;  // configurations left out of the table

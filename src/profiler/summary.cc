@@ -66,7 +66,9 @@ void TaskLines(const WorkloadTask& task, size_t k, const ProfileRun& run, std::o
     out << "    " << Gpus(at.second, at.first) << (pad ? " " : "") << ": fastest "
         << f.trial->technique << " " << FormatDuration(f.runtime_s) << " ("
         << FormatFixed(PlannedResult(task, *f.trial).step_s, 4) << " s/step"
-        << (EvalEvery(task) > 0 ? ", evaluation included" : "") << ")\n";
+        << (EvalEvery(task) > 0 ? ", evaluation included" : "")
+        << (f.trial->estimated_from.empty() ? "" : ", estimated " + f.trial->estimated_from)
+        << ")\n";
   }
   for (const WithinNoise* w : noise)
     out << "    " << WithinNoiseLine(task, run, *w) << "\n";
@@ -84,7 +86,9 @@ std::string ProfileSummary(const Workload& workload, const ProfileRun& run) {
   std::ostringstream out;
   out << "profile: " << Plural(static_cast<long>(workload.tasks.size()), "task") << ", "
       << Plural(static_cast<long>(run.trials.size()), "distinct trial") << " (" << run.trials_run
-      << " run, " << run.cache_hits << " from the cache) in " << FormatDuration(run.wall_s) << "\n";
+      << " run, " << run.cache_hits << " from the cache"
+      << (run.estimated ? ", " + std::to_string(run.estimated) + " estimated from another type" : "")
+      << ") in " << FormatDuration(run.wall_s) << "\n";
   for (size_t k = 0; k < workload.tasks.size(); ++k)
     TaskLines(workload.tasks[k], k, run, out);
   return out.str();

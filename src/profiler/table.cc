@@ -16,7 +16,8 @@ std::string KnobsText(const nlohmann::json& knobs) {
   return knobs.empty() ? "" : knobs.dump();
 }
 
-ProfileRow RowFor(const WorkloadTask& task, const Trial& t, long checkpoint_every) {
+ProfileRow RowFor(const WorkloadTask& task, const Trial& t, long checkpoint_every,
+                  bool estimates) {
   double peak = 0;
   for (double b : t.result.peak_memory_bytes)
     peak = std::max(peak, b);
@@ -35,6 +36,7 @@ ProfileRow RowFor(const WorkloadTask& task, const Trial& t, long checkpoint_ever
                FormatFixed(peak / (1 << 30), 3),
                KnobsText(t.result.knobs),
                FormatNumber(t.result.eval_s)};
+  if (estimates) row.extra.push_back(t.estimated_from);
   return row;
 }
 
@@ -98,6 +100,9 @@ void BuildTable(const Workload& workload, const ProfilerOptions& options, const 
   run.checkpoint_every = options.checkpoint_every;
   run.table.extra_columns = {"step_s",       "steps",           "start_cost_s", "launch_s",
                              "checkpoint_s", "peak_memory_gib", "knobs",        "eval_s"};
+  // --types estimate: which rows were scaled from another type, not measured.
+  const bool estimates = run.estimated > 0;
+  if (estimates) run.table.extra_columns.push_back("estimated_from");
   for (size_t k = 0; k < workload.tasks.size(); ++k) {
     const WorkloadTask& task = workload.tasks[k];
     std::string reasons;
@@ -128,7 +133,7 @@ void BuildTable(const Workload& workload, const ProfilerOptions& options, const 
     }
     for (const Measured& m : feasible) {
       if (!left_out.count(m.trial))
-        run.table.rows.push_back(RowFor(task, run.trials[m.trial], options.checkpoint_every));
+        run.table.rows.push_back(RowFor(task, run.trials[m.trial], options.checkpoint_every, estimates));
     }
     if (feasible.empty()) {
       throw InputError(

@@ -472,5 +472,61 @@ TEST_F(Profiler, EachGpuTypeIsMeasuredOnItsOwnDevices) {
   EXPECT_EQ(again.table.Find("gpt", "single", 1, "fast")->runtime_s, fast->runtime_s);
 }
 
+
+// --types estimate: every configuration on the reference type (the largest
+// node's), one per task on each other type, the rest scaled by that ratio;
+// measured instead where the reference's memory does not fit the type.
+class EstimatedTypes : public Profiler {
+ protected:
+  Workload ThreeTypes() {
+    std::string text =
+        "cluster: {nodes: [{name: big0, gpus: 4, gpu_type: big},"
+        " {name: fast0, gpus: 2, threads_per_gpu: 2, gpu_type: fast},"
+        " {name: tight0, gpus: 2, gpu_memory_gib: 0.5, gpu_type: tight}]}\ntasks:\n" +
+        std::string(kGptGrid) + "    techniques: [single, ddp]\n";
+    return ParseWorkload(text, dir_ + "/workload.yaml", dir_);
+  }
+};
+
+TEST_F(EstimatedTypes, OneConfigurationPerOtherTypeIsMeasuredAndTheRestScaled) {
+  Workload w = ThreeTypes();
+  ProfileRun measured = RunProfiler(w, options_);
+  EXPECT_EQ(measured.trials_run, 8);  // single x1 and ddp x2..4 on big; single, ddp x2 on each other
+  EXPECT_EQ(measured.estimated, 0);
+
+  options_.estimate_types = true;
+  options_.use_cache = false;
+  ProfileRun run = RunProfiler(w, options_);
+  // big: 4 measured; fast: single x1 measured, ddp x2 scaled by its ratio;
+  // tight: the fake worker's 1 GiB peak does not fit 0.5 GiB, so both measured.
+  EXPECT_EQ(run.trials_run, 7);
+  EXPECT_EQ(run.estimated, 1);
+  ASSERT_EQ(run.table.rows.size(), measured.table.rows.size());
+  const ProfileRow* scaled = run.table.Find("gpt-lr1.0e-4", "ddp", 2, "fast");
+  ASSERT_NE(scaled, nullptr);
+  EXPECT_THAT(run.table.Extra(*scaled, "estimated_from"), HasSubstr("of big (single x1"));
+  // The fake worker's steps scale exactly with threads: the estimate is the measurement.
+  EXPECT_NEAR(scaled->runtime_s, measured.table.Find("gpt-lr1.0e-4", "ddp", 2, "fast")->runtime_s,
+              1e-6 * scaled->runtime_s);
+  EXPECT_EQ(run.table.Extra(*run.table.Find("gpt-lr1.0e-4", "single", 1, "fast"), "estimated_from"), "");
+  EXPECT_EQ(run.table.Extra(*run.table.Find("gpt-lr1.0e-4", "ddp", 2, "tight"), "estimated_from"), "");
+  EXPECT_THAT(ProfileToCsv(run.table), HasSubstr("estimated_from"));
+  EXPECT_THAT(ProfileToCsv(measured.table), Not(HasSubstr("estimated_from")));
+  EXPECT_THAT(ProfileSummary(w, run), HasSubstr("1 estimated from another type"));
+  EXPECT_THAT(ProfileSummary(w, run), HasSubstr("estimated x0.500 of big"));
+}
+
+TEST_F(EstimatedTypes, InfeasibleOnTheReferenceIsInfeasibleWhereDevicesHoldNoMore) {
+  Rules("ddp 2 infeasible out of memory\n");
+  options_.estimate_types = true;
+  Workload w = ThreeTypes();
+  ProfileRun run = RunProfiler(w, options_);
+  EXPECT_EQ(run.trials_run, 6);  // big: 4; fast: single x1; tight: single x1
+  EXPECT_EQ(run.estimated, 2);   // ddp x2 on fast and tight: infeasible as on big
+  EXPECT_EQ(run.table.Find("gpt-lr1.0e-4", "ddp", 2, "fast"), nullptr);
+  EXPECT_THAT(ProfileSummary(w, run),
+              HasSubstr("as on big, whose devices hold as much: out of memory"));
+}
+
 }  // namespace
 }  // namespace saturn

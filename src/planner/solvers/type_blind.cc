@@ -122,6 +122,35 @@ class TypeBlindSolver final : public Solver {
     return name.empty() ? "(unnamed)" : name;
   }
 
+  // Task `task` on the node and option where it ends first, on the GPUs of
+  // that node that free first (updating `free`).
+  static Placement Elsewhere(const Problem& problem, const Task& task,
+                             std::vector<std::vector<double>>& free) {
+    Placement best;
+    double best_end = 0.0;
+    for (int n = 0; n < problem.NumNodes(); ++n) {
+      std::vector<double> times = free[static_cast<size_t>(n)];
+      std::sort(times.begin(), times.end());
+      for (int o = 0; o < static_cast<int>(task.options.size()); ++o) {
+        const Option& c = task.options[static_cast<size_t>(o)];
+        if (c.starts_now || !problem.Fits(c, n)) continue;
+        double start = times[static_cast<size_t>(c.gpus - 1)];
+        if (best.node < 0 || start + c.runtime_s < best_end) {
+          best = {o, n, start};
+          best_end = start + c.runtime_s;
+        }
+      }
+    }
+    if (best.node < 0) throw std::logic_error("type-blind: " + task.name + " fits no node");
+    std::vector<double>& times = free[static_cast<size_t>(best.node)];
+    std::vector<size_t> order(times.size());
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return times[a] < times[b]; });
+    for (int g = 0; g < task.options[static_cast<size_t>(best.option)].gpus; ++g)
+      times[order[static_cast<size_t>(g)]] = best_end;
+    return best;
+  }
+
   // The blind plan run on the real types (see the top).
   static Schedule RunOnRealTypes(const Problem& problem, const Problem& blind,
                                  const std::vector<std::vector<int>>& back, const Schedule& plan) {
@@ -145,7 +174,12 @@ class TypeBlindSolver final : public Solver {
         int type = problem.nodes[p.node].type;
         option = FastestOn(problem, task, chosen.gpus, type, p.node, chosen.technique);
         if (option < 0) option = FastestOn(problem, task, chosen.gpus, type, p.node);
-        if (option < 0) throw std::logic_error("type-blind: " + task.name + " cannot run there");
+      }
+      if (option < 0) {
+        // Its type cannot run it at all (no row: out of memory there): it
+        // goes where it can finish first, on the GPUs freed first.
+        real[j] = Elsewhere(problem, task, free);
+        continue;
       }
       double start = 0.0;
       for (int g : ids[j])
