@@ -45,10 +45,12 @@ at::Tensor SumInOrder(const std::vector<at::Tensor>& grads) {
   return total;
 }
 
-BlockSet::BlockSet(const TrainContext& ctx, int begin, int end, Placement placement)
+BlockSet::BlockSet(const TrainContext& ctx, int begin, int end, Placement placement,
+                   const Prepare& prepare)
     : ctx_(ctx), begin_(begin), end_(end) {
   for (int i = begin; i < end; ++i) {
     std::unique_ptr<Block> block = ctx.model.BuildBlock(i, /*materialize=*/true);
+    if (prepare) prepare(i, *block);
     BlockState state;
     if (placement == Placement::kDevice) {
       BlockToDevice(*block, ctx.device);

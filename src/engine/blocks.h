@@ -12,6 +12,7 @@
 
 #include <ATen/ATen.h>
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -28,7 +29,12 @@ using BlockState = std::vector<std::vector<at::Tensor>>;
 
 class BlockSet {
  public:
-  BlockSet(const TrainContext& ctx, int begin, int end, Placement placement);
+  // `prepare`, when given, sees each block as built, in host memory, before
+  // it is placed and its optimizer state made (tensor parallelism splits it
+  // there).
+  using Prepare = std::function<void(int index, Block& block)>;
+  BlockSet(const TrainContext& ctx, int begin, int end, Placement placement,
+           const Prepare& prepare = {});
 
   int Begin() const { return begin_; }
   int End() const { return end_; }

@@ -11,6 +11,10 @@
 
 namespace saturn::engine {
 
+std::map<std::string, ParamShard> Block::SplitTensorParallel(const TensorGroup&) {
+  return {};
+}
+
 int64_t Block::ParamCount() const {
   int64_t count = 0;
   for (const ParamSlot& slot : params_)

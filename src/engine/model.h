@@ -41,6 +41,7 @@
 #include <ATen/ATen.h>
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -51,6 +52,7 @@
 #include "engine/task.h"
 
 namespace saturn::engine {
+class Communicator;
 class PretrainedWeights;
 struct WeightIndex;
 }  // namespace saturn::engine
@@ -67,10 +69,34 @@ struct ParamSlot {
   bool adapter = false;   // a LoRA adapter (trainable; never in pretrained weights)
 };
 
+// Tensor parallelism (techniques/tp.cc): the ranks that split a block's
+// work, and how one parameter is split among them. A split parameter is
+// `groups` equal pieces along `dim` (3 for attention's fused q, k, v; else
+// 1), each cut into `size` contiguous slices; rank r keeps slice r of every
+// piece.
+struct TensorGroup {
+  Communicator* comm = nullptr;
+  int rank = 0;
+  int size = 1;
+};
+struct ParamShard {
+  int64_t dim = 0;
+  int64_t groups = 1;
+};
+
 class Block {
  public:
   virtual ~Block() = default;
   virtual at::Tensor Forward(const at::Tensor& input) = 0;
+  // Tensor parallelism. The number of equal parts (attention heads) the
+  // block's work splits into, so it splits across any group size dividing
+  // it; 0: it does not split (it then runs whole on every rank).
+  virtual int64_t TensorParallelParts() const { return 0; }
+  // Splits the block across `group` in place: its parameters become this
+  // rank's slices and Forward computes its share, joining the others' with
+  // the group's collectives. Returns the split parameters by name; the rest
+  // stay whole (identical on every rank).
+  virtual std::map<std::string, ParamShard> SplitTensorParallel(const TensorGroup& group);
   const std::vector<ParamSlot>& Params() const { return params_; }
   int64_t ParamCount() const;
   // Parameters that take gradients.

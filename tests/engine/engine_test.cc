@@ -386,7 +386,7 @@ TEST(Phases, SearchReportsAPartitionOfTheStep) {
 
 TEST(Techniques, RegistryListsTheBuiltins) {
   EXPECT_EQ(BuiltinTechniques().Names(),
-            (std::vector<std::string>{"single", "ddp", "fsdp", "pipeline", "spill"}));
+            (std::vector<std::string>{"single", "ddp", "fsdp", "pipeline", "spill", "tp"}));
   try {
     BuiltinTechniques().Get("zero");
     FAIL();

@@ -1,7 +1,8 @@
 // Every technique trains like `single`: for each model family, the same task
 // (global batch, seed) gives the same loss at every step (fp32, relative
 // difference <= 1e-4) under ddp, fsdp, pipeline and spill, on 2, 3 and 4
-// devices. Real worker processes, ranks joined over loopback.
+// devices, and tp on the transformers (gpt, vit: 2 heads, so 2 devices).
+// Real worker processes, ranks joined over loopback.
 //
 // The default test covers each technique on 2 devices and, per family, one
 // 3- or 4-device run; engine_equivalence_slow_test runs the full matrix.
@@ -35,6 +36,7 @@ std::vector<Config> RunsFor(const std::string& family) {
     runs.push_back({"fsdp", gpus, fsdp_knobs});
     runs.push_back({"pipeline", gpus, pipeline_knobs});
   }
+  if (family == "gpt" || family == "vit") runs.push_back({"tp", 2});
 #else
   runs.push_back({"ddp", 2});
   runs.push_back({"fsdp", 2, fsdp_knobs});
@@ -43,6 +45,7 @@ std::vector<Config> RunsFor(const std::string& family) {
   if (family == "vit") runs.push_back({"pipeline", 3, pipeline_knobs});
   if (family == "resnet") runs.push_back({"ddp", 4});
   if (family == "mlp") runs.push_back({"fsdp", 3, fsdp_knobs});
+  if (family == "gpt" || family == "vit") runs.push_back({"tp", 2});
 #endif
   return runs;
 }
@@ -118,6 +121,16 @@ TEST(Bf16, EveryTechniqueTrainsLikeSingle) {
           << run.technique << " step " << step;
     }
   }
+  // tp splits transformers only: a GPT, bf16 single against bf16 tp.
+  TestDir gpt_dir("equivalence_bf16_gpt");
+  nlohmann::json gpt = TaskFor("gpt");
+  gpt["precision"] = "bf16";
+  std::string gpt_path = gpt_dir.Write("gpt-bf16.json", gpt.dump());
+  std::vector<double> gpt_single = Losses(gpt_dir, gpt_path, {"single", 1});
+  std::vector<double> gpt_tp = Losses(gpt_dir, gpt_path, {"tp", 2});
+  ASSERT_EQ(gpt_tp.size(), gpt_single.size());
+  for (size_t step = 0; step < gpt_tp.size(); ++step)
+    EXPECT_NEAR(gpt_tp[step], gpt_single[step], 0.02 * std::fabs(gpt_single[step])) << "tp step " << step;
 }
 #endif
 

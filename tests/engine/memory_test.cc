@@ -120,6 +120,40 @@ TEST(Memory, SpillTrainsAModelFourTimesTheDeviceThatSingleCannot) {
   EXPECT_THAT(single_run.err, HasSubstr("out of memory"));
 }
 
+// A GPT layer whose parameters and gradients exceed a device, even one layer
+// at a time as fsdp gathers it (or a pipeline stage or spill holds it), trains
+// under tp on two devices, each holding half of it.
+TEST(Memory, TpTrainsALayerThatNoOtherTechniqueFitsOnTwoDevices) {
+  TestDir dir("memory_tp");
+  nlohmann::json json = TinyTask("gpt");
+  json["model"] = {{"type", "gpt"}, {"layers", 1}, {"d_model", 384}, {"heads", 4}, {"seq_len", 16}};
+  json["optimizer"] = {{"type", "sgd"}, {"lr", 1e-2}};  // no optimizer state
+  std::string task = dir.Write("task.json", json.dump());
+  std::vector<int64_t> blocks = BlockParams(json);
+  const int64_t layer = 2 * 4 * blocks.at(1);  // parameters and gradients, fp32
+  const int64_t capacity = 12 * kMiB;
+  ASSERT_GT(layer, capacity);
+  ASSERT_LT(layer / 2 + 2 * 4 * (blocks.at(0) + blocks.at(2)), capacity - 2 * kMiB);
+  std::vector<std::string> search{"search", "--task",  task,      "--gpus",       "2",
+                                  "--warmup", "1",     "--measure", "1", "--memory-gib", Gib(capacity)};
+  for (const std::string technique : {"tp", "fsdp", "pipeline", "ddp"}) {
+    std::vector<std::string> args = search;
+    args.insert(args.end(),
+                {"--technique", technique, "--out", dir.Path(technique + "-search.json")});
+    WorkerRun run = RunWorker(args, dir.Path(technique));
+    ASSERT_EQ(run.status, 0) << technique << ": " << run.err;
+    nlohmann::json found = ReadJson(dir.Path(technique + "-search.json"));
+    EXPECT_EQ(found["feasible"].get<bool>(), technique == "tp")
+        << technique << ": " << found.dump();
+    if (technique == "tp") {
+      for (int64_t peak : found["peak_memory_bytes"]) EXPECT_LT(peak, capacity);
+    }
+  }
+  WorkerRun tp = Execute(dir, task, "tp", 2, "tp", {"--memory-gib", Gib(capacity)});
+  ASSERT_EQ(tp.status, 0) << tp.err;
+  EXPECT_EQ(ReadJson(dir.Path("tp.json"))["completed_steps"], 3);
+}
+
 // A feasible search result of `technique` on two devices for `task`.
 nlohmann::json SearchOnTwo(const TestDir& dir, const nlohmann::json& task,
                            const std::string& technique) {

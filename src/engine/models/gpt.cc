@@ -14,16 +14,6 @@ struct GptConfig {
   LoraSpec lora;  // frozen but for the adapters of the layers
 };
 
-class Layer final : public Block {
- public:
-  Layer(ParamFactory& f, const GptConfig& c)
-      : layer_(*this, f, c.width, c.heads, TransformerOptions(/*causal=*/true, c.lora)) {}
-  at::Tensor Forward(const at::Tensor& x) override { return layer_(x); }
-
- private:
-  TransformerLayer layer_;
-};
-
 class Head final : public Block {
  public:
   Head(ParamFactory& f, const GptConfig& c)
@@ -48,7 +38,8 @@ class Gpt final : public Model {
                                               TokenEmbedding::Names{"tokens", "positions"});
     }
     if (index == NumBlocks() - 1) return std::make_unique<Head>(factory, config_);
-    return std::make_unique<Layer>(factory, config_);
+    return std::make_unique<TransformerBlock>(factory, config_.width, config_.heads,
+                                              TransformerOptions(/*causal=*/true, config_.lora));
   }
   InputShape Input() const override {
     InputShape input;

@@ -35,19 +35,6 @@ struct Gpt2Config {
   LoraSpec lora;
 };
 
-class Layer final : public Block {
- public:
-  Layer(ParamFactory& f, const Gpt2Config& c)
-      : layer_(
-            *this, f, c.width, c.heads,
-            TransformerOptions(/*causal=*/true, c.lora, /*gelu_tanh=*/true, WeightLayout::kInOut)) {
-  }
-  at::Tensor Forward(const at::Tensor& x) override { return layer_(x); }
-
- private:
-  TransformerLayer layer_;
-};
-
 class Head final : public Block {
  public:
   // `embedding` makes block 0's token embedding again (same generator, same
@@ -138,7 +125,10 @@ class Gpt2 final : public Model {
       ParamFactory embedding(seed_, 0, factory.mode());
       return std::make_unique<Head>(factory, embedding, config_);
     }
-    return std::make_unique<Layer>(factory, config_);
+    return std::make_unique<TransformerBlock>(
+        factory, config_.width, config_.heads,
+        TransformerOptions(/*causal=*/true, config_.lora, /*gelu_tanh=*/true,
+                           WeightLayout::kInOut));
   }
   uint64_t Seed() const override { return seed_; }
 

@@ -4,6 +4,7 @@
 #include <limits>
 #include <vector>
 
+#include "engine/tensor_parallel.h"
 #include "engine/torch_version.h"
 
 namespace saturn::engine {
@@ -47,8 +48,9 @@ Linear::Linear(Block& block, ParamFactory& factory, const std::string& name, int
 }
 
 at::Tensor Linear::operator()(const at::Tensor& x) const {
+  const at::Tensor& bias = bias_after_sum_ ? at::Tensor() : bias_;
   if (layout_ == WeightLayout::kOutIn) {
-    at::Tensor y = at::linear(x, weight_, bias_);
+    at::Tensor y = at::linear(x, weight_, bias);
     if (!lora_a_.defined()) return y;
     return y + at::linear(at::linear(x, lora_a_), lora_b_) * lora_scale_;
   }
@@ -56,9 +58,33 @@ at::Tensor Linear::operator()(const at::Tensor& x) const {
   std::vector<int64_t> shape = x.sizes().vec();
   shape.back() = weight_.size(1);
   at::Tensor flat = x.reshape({-1, x.size(-1)});
-  at::Tensor y = bias_.defined() ? at::addmm(bias_, flat, weight_) : at::mm(flat, weight_);
+  at::Tensor y = bias.defined() ? at::addmm(bias, flat, weight_) : at::mm(flat, weight_);
   if (lora_a_.defined()) y = y + at::mm(at::mm(flat, lora_a_), lora_b_) * lora_scale_;
   return y.view(shape);
+}
+
+void Linear::SplitOutputs(const TensorGroup& group, int64_t groups, const std::string& name,
+                          std::map<std::string, ParamShard>& shards) {
+  const ParamShard weight{layout_ == WeightLayout::kOutIn ? 0 : 1, groups};
+  weight_ = ShardOf(weight_, weight, group.rank, group.size);
+  shards[name + ".weight"] = weight;
+  if (bias_.defined()) {
+    const ParamShard bias{0, groups};
+    bias_ = ShardOf(bias_, bias, group.rank, group.size);
+    shards[name + ".bias"] = bias;
+  }
+}
+
+void Linear::SplitInputs(const TensorGroup& group, const std::string& name,
+                         std::map<std::string, ParamShard>& shards) {
+  const ParamShard weight{layout_ == WeightLayout::kOutIn ? 1 : 0, 1};
+  weight_ = ShardOf(weight_, weight, group.rank, group.size);
+  shards[name + ".weight"] = weight;
+  bias_after_sum_ = true;
+}
+
+at::Tensor Linear::AddBias(const at::Tensor& y) const {
+  return bias_after_sum_ && bias_.defined() ? y + bias_ : y;
 }
 
 LayerNorm::LayerNorm(Block& block, ParamFactory& factory, const std::string& name, int64_t width,
@@ -111,21 +137,23 @@ TransformerLayer::TransformerLayer(Block& block, ParamFactory& factory, int64_t 
 // GEMM (baddbmm: mask + scale * q k^T), softmax, and a second GEMM. The mask
 // is built once per sequence length, not per step. LibTorch 2.x has a fused
 // kernel for the whole of it (flash or memory-efficient on CUDA).
+// Split by tensor parallelism, the same on this rank's heads (H / ranks).
 at::Tensor TransformerLayer::Attention(const at::Tensor& x) const {
+  const int64_t heads = heads_ / group_.size, width = width_ / group_.size;
   int64_t batch = x.size(0), tokens = x.size(1), head_width = width_ / heads_;
   // [B, T, 3, H, hd] -> [3, B, H, T, hd]
-  at::Tensor qkv = qkv_(x).view({batch, tokens, 3, heads_, head_width}).permute({2, 0, 3, 1, 4});
+  at::Tensor qkv = qkv_(x).view({batch, tokens, 3, heads, head_width}).permute({2, 0, 3, 1, 4});
 #if SATURN_TORCH_AT_LEAST(2, 0)
   at::Tensor mixed = at::scaled_dot_product_attention(qkv[0], qkv[1], qkv[2], {}, 0.0, causal_);
 #else
-  qkv = qkv.contiguous().view({3, batch * heads_, tokens, head_width});
+  qkv = qkv.contiguous().view({3, batch * heads, tokens, head_width});
   at::Tensor q = qkv[0], k = qkv[1], v = qkv[2];
   double scale = 1.0 / std::sqrt(static_cast<double>(head_width));
   at::Tensor scores = causal_ ? at::baddbmm(CausalMask(tokens, x), q, k.transpose(1, 2), 1.0, scale)
                               : at::bmm(q * scale, k.transpose(1, 2));
-  at::Tensor mixed = at::bmm(at::softmax(scores, -1), v).view({batch, heads_, tokens, head_width});
+  at::Tensor mixed = at::bmm(at::softmax(scores, -1), v).view({batch, heads, tokens, head_width});
 #endif
-  return proj_(mixed.transpose(1, 2).reshape({batch, tokens, width_}));
+  return proj_(mixed.transpose(1, 2).reshape({batch, tokens, width}));
 }
 
 const at::Tensor& TransformerLayer::CausalMask(int64_t tokens, const at::Tensor& like) const {
@@ -138,8 +166,24 @@ const at::Tensor& TransformerLayer::CausalMask(int64_t tokens, const at::Tensor&
 }
 
 at::Tensor TransformerLayer::operator()(const at::Tensor& x) const {
-  at::Tensor h = x + Attention(ln1_(x));
-  return h + fc2_(at::gelu(fc1_(ln2_(h)), gelu_tanh_ ? "tanh" : "none"));
+  const char* gelu = gelu_tanh_ ? "tanh" : "none";
+  if (group_.size == 1) {
+    at::Tensor h = x + Attention(ln1_(x));
+    return h + fc2_(at::gelu(fc1_(ln2_(h)), gelu));
+  }
+  at::Tensor h = x + proj_.AddBias(LeaveGroup(Attention(EnterGroup(ln1_(x), group_)), group_));
+  at::Tensor m = fc2_(at::gelu(fc1_(EnterGroup(ln2_(h), group_)), gelu));
+  return h + fc2_.AddBias(LeaveGroup(m, group_));
+}
+
+std::map<std::string, ParamShard> TransformerLayer::Split(const TensorGroup& group) {
+  std::map<std::string, ParamShard> shards;
+  group_ = group;
+  qkv_.SplitOutputs(group, 3, "attn.qkv", shards);
+  proj_.SplitInputs(group, "attn.proj", shards);
+  fc1_.SplitOutputs(group, 1, "mlp.fc1", shards);
+  fc2_.SplitInputs(group, "mlp.fc2", shards);
+  return shards;
 }
 
 double TransformerLayer::Flops(int64_t width, int64_t tokens) {

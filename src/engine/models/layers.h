@@ -11,6 +11,7 @@
 
 #include <ATen/ATen.h>
 
+#include <map>
 #include <string>
 
 #include "engine/model.h"
@@ -50,12 +51,25 @@ class Linear {
          WeightLayout layout = WeightLayout::kOutIn);
   at::Tensor operator()(const at::Tensor& x) const;
 
+  // Tensor parallelism (engine/tensor_parallel.h): keep this rank's slice
+  // of the outputs (column-parallel; `groups` equal pieces each sliced, as
+  // attention's fused q, k, v) or of the inputs (row-parallel: its output
+  // is then a partial sum, and the bias, whole on every rank, is left to
+  // AddBias after the sum). Adds the split parameters under `name` to
+  // `shards`. Not with LoRA adapters.
+  void SplitOutputs(const TensorGroup& group, int64_t groups, const std::string& name,
+                    std::map<std::string, ParamShard>& shards);
+  void SplitInputs(const TensorGroup& group, const std::string& name,
+                   std::map<std::string, ParamShard>& shards);
+  at::Tensor AddBias(const at::Tensor& y) const;
+
  private:
   WeightLayout layout_;
   at::Tensor weight_;
   at::Tensor bias_;
   at::Tensor lora_a_, lora_b_;
   double lora_scale_ = 0.0;
+  bool bias_after_sum_ = false;  // row-parallel: AddBias adds it
 };
 
 class LayerNorm {
@@ -108,6 +122,13 @@ class TransformerLayer {
   // Forward FLOPs of one sequence of `tokens`.
   static double Flops(int64_t width, int64_t tokens);
 
+  int64_t Heads() const { return heads_; }
+  // Tensor parallelism: this rank keeps heads / group.size of the heads
+  // (their q, k, v columns and output-projection rows) and as large a slice
+  // of the MLP's hidden units; layer norms and the output biases stay whole.
+  // Returns the split parameters by name.
+  std::map<std::string, ParamShard> Split(const TensorGroup& group);
+
  private:
   at::Tensor Attention(const at::Tensor& x) const;
   // The additive causal mask (0 on and below the diagonal, -inf above) for
@@ -124,7 +145,25 @@ class TransformerLayer {
   LayerNorm ln2_;
   Linear fc1_;
   Linear fc2_;
+  TensorGroup group_;  // size 1 unless split
   mutable at::Tensor mask_;
+};
+
+// A block that is one transformer layer (the gpt, gpt2 and vit families'
+// middle blocks), splittable by tensor parallelism.
+class TransformerBlock final : public Block {
+ public:
+  TransformerBlock(ParamFactory& factory, int64_t width, int64_t heads,
+                   const TransformerOptions& options)
+      : layer_(*this, factory, width, heads, options) {}
+  at::Tensor Forward(const at::Tensor& x) override { return layer_(x); }
+  int64_t TensorParallelParts() const override { return layer_.Heads(); }
+  std::map<std::string, ParamShard> SplitTensorParallel(const TensorGroup& group) override {
+    return layer_.Split(group);
+  }
+
+ private:
+  TransformerLayer layer_;
 };
 
 }  // namespace saturn::engine

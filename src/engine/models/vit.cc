@@ -43,16 +43,6 @@ class PatchEmbedding final : public Block {
   at::Tensor cls_, positions_;
 };
 
-class Layer final : public Block {
- public:
-  Layer(ParamFactory& f, const VitConfig& c)
-      : layer_(*this, f, c.width, c.heads, TransformerOptions(/*causal=*/false, c.lora)) {}
-  at::Tensor Forward(const at::Tensor& x) override { return layer_(x); }
-
- private:
-  TransformerLayer layer_;
-};
-
 class Head final : public Block {
  public:
   Head(ParamFactory& f, const VitConfig& c)
@@ -72,7 +62,8 @@ class Vit final : public Model {
   std::unique_ptr<Block> MakeBlock(int index, ParamFactory& factory) const override {
     if (index == 0) return std::make_unique<PatchEmbedding>(factory, config_);
     if (index == NumBlocks() - 1) return std::make_unique<Head>(factory, config_);
-    return std::make_unique<Layer>(factory, config_);
+    return std::make_unique<TransformerBlock>(factory, config_.width, config_.heads,
+                                              TransformerOptions(/*causal=*/false, config_.lora));
   }
   InputShape Input() const override {
     InputShape input;

@@ -10,6 +10,7 @@ std::unique_ptr<Technique> MakeDdpTechnique();
 std::unique_ptr<Technique> MakeFsdpTechnique();
 std::unique_ptr<Technique> MakePipelineTechnique();
 std::unique_ptr<Technique> MakeSpillTechnique();
+std::unique_ptr<Technique> MakeTpTechnique();
 
 void RegisterBuiltinTechniques(TechniqueRegistry& registry) {
   registry.Register(MakeSingleTechnique());
@@ -17,6 +18,7 @@ void RegisterBuiltinTechniques(TechniqueRegistry& registry) {
   registry.Register(MakeFsdpTechnique());
   registry.Register(MakePipelineTechnique());
   registry.Register(MakeSpillTechnique());
+  registry.Register(MakeTpTechnique());
 }
 
 }  // namespace saturn::engine
