@@ -13,12 +13,14 @@
 //  3. Packing: trials two at a time (--parallel 2) against one at a time: on
 //     CPU devices both trials share the machine's cores.
 //  4. With --types (only this): the same tasks on three GPU types (nodes of
-//     1-thread, 2-thread and 1-thread-with-twice-the-memory devices),
-//     profiled with every type measured and with `--types estimate`; the
-//     cost of each against profiling one type, and the estimated rows'
-//     error against the measured ones.
+//     1-thread, 2-thread and 1-thread-with-twice-the-memory devices; with
+//     --same-memory the third has the others' memory, so the types differ
+//     in speed only), profiled with every type measured and with `--types
+//     estimate`; the cost of each against profiling one type, and the
+//     estimated rows' error against the measured ones.
 //
-//   profiler_bench [--workload bench/profiler/workload.yaml] [--worker PATH] [--types]
+//   profiler_bench [--workload bench/profiler/workload.yaml] [--worker PATH]
+//                  [--types [--same-memory]]
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -102,7 +104,7 @@ Measured TrainFully(const WorkloadTask& task, const ProfileRow& row, const Profi
 }
 
 // Section 4: three types, measured in full and estimated.
-int TypesSection(const saturn::Workload& one_type, const std::string& worker) {
+int TypesSection(const saturn::Workload& one_type, const std::string& worker, bool same_memory) {
   const ClusterNode base = one_type.cluster.nodes.at(0);
   saturn::Workload mixed = one_type;
   mixed.cluster.nodes.clear();
@@ -116,7 +118,7 @@ int TypesSection(const saturn::Workload& one_type, const std::string& worker) {
   };
   add("slow", 1, 1.0);
   add("fast", 2, 1.0);
-  add("roomy", 1, 2.0);
+  add(same_memory ? "slow2" : "roomy", 1, same_memory ? 1.0 : 2.0);
   saturn::Workload single = mixed;
   single.cluster.nodes.resize(1);
 
@@ -181,15 +183,16 @@ int TypesSection(const saturn::Workload& one_type, const std::string& worker) {
 int Main(int argc, char** argv) {
   std::string workload_path = SourceDir() + "/bench/profiler/workload.yaml";
   std::string worker;
-  bool types = false;
+  bool types = false, same_memory = false;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--types")) types = true;
+    if (!std::strcmp(argv[i], "--same-memory")) same_memory = true;
     if (i + 1 < argc && !std::strcmp(argv[i], "--workload")) workload_path = argv[i + 1];
     if (i + 1 < argc && !std::strcmp(argv[i], "--worker")) worker = argv[i + 1];
   }
   if (worker.empty()) worker = FindWorkerBinary();
   saturn::Workload w = LoadWorkloadFile(workload_path);
-  if (types) return TypesSection(w, worker);
+  if (types) return TypesSection(w, worker, same_memory);
   std::string dir = fs::temp_directory_path() / "saturn-profiler-bench";
   fs::remove_all(dir);
   MakeDirectories(dir);

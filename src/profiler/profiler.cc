@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <optional>
 #include <set>
@@ -23,6 +24,7 @@
 #include "common/progress.h"
 #include "profiler/cache.h"
 #include "profiler/table.h"
+#include "profiler/trial_set.h"
 #include "profiler/trial_runner.h"
 
 namespace saturn {
@@ -37,25 +39,6 @@ std::string WorkerBuild(const std::string& worker) {
   auto size = fs::file_size(worker, ec);
   auto time = fs::last_write_time(worker, ec).time_since_epoch().count();
   return std::to_string(size) + "@" + std::to_string(time);
-}
-
-// Device settings of a trial on `gpus` devices of `gpu_type`: the tightest
-// node of that type that has that many (smallest memory), so a configuration
-// is only called feasible if it fits wherever the planner may put it.
-void DeviceFor(const Cluster& cluster, int gpus, const std::string& gpu_type, Trial* t) {
-  bool found = false;
-  t->gpu_type = gpu_type;
-  for (const ClusterNode& n : cluster.nodes) {
-    if (n.gpus < gpus || n.gpu_type != gpu_type) continue;
-    double memory = n.gpu_memory_gib.value_or(0.0);
-    if (!found || (memory > 0 && (t->memory_gib == 0 || memory < t->memory_gib))) {
-      t->memory_gib = memory;
-      t->device_kind = n.device;
-      t->threads = n.threads_per_gpu;
-      t->node = n.name;
-    }
-    found = true;
-  }
 }
 
 std::string CacheKey(const Trial& t, const ProfilerOptions& o, const std::string& build) {
@@ -184,89 +167,6 @@ std::string TrialDir(const ProfilerOptions& options) {
   dir = fs::absolute(dir).lexically_normal().string();
   MakeDirectories(dir);
   return dir;
-}
-
-// The run's distinct trials (trial key x technique x GPU count x type) and
-// each task's, built up configuration by configuration.
-class TrialSet {
- public:
-  TrialSet(const Workload& workload, ProfileRun& run) : workload_(workload), run_(run) {
-    run_.task_trials.assign(workload.tasks.size(), {});
-  }
-
-  // Task k's configuration, measured: the trial it shares with tasks of the
-  // same trial key.
-  int Add(size_t k, const std::string& technique, int gpus, const std::string& type) {
-    const WorkloadTask& task = workload_.tasks[k];
-    std::string id = task.trial_key + "|" + technique + "|" + std::to_string(gpus) + "|" + type;
-    auto [it, fresh] = index_.emplace(id, static_cast<int>(run_.trials.size()));
-    if (fresh) {
-      Trial t;
-      t.trial_key = task.trial_key;
-      t.technique = technique;
-      t.gpus = gpus;
-      t.example_task = task.name;
-      DeviceFor(workload_.cluster, gpus, type, &t);
-      run_.trials.push_back(std::move(t));
-      trial_task_.emplace(task.trial_key, task.spec);
-    }
-    run_.task_trials[k].push_back(it->second);
-    return it->second;
-  }
-
-  // Task k's configuration, scaled from another type's (`made` builds it
-  // the first time a trial key asks).
-  template <typename Make>
-  void AddEstimated(size_t k, const std::string& technique, int gpus, const std::string& type,
-                    Make made) {
-    std::string id = workload_.tasks[k].trial_key + "|" + technique + "|" +
-                     std::to_string(gpus) + "|" + type + "|estimated";
-    auto [it, fresh] = index_.emplace(id, static_cast<int>(run_.trials.size()));
-    if (fresh) {
-      run_.trials.push_back(made());
-      ++run_.estimated;
-    }
-    run_.task_trials[k].push_back(it->second);
-  }
-
-  // The measured trial of a configuration, or -1.
-  int Find(const std::string& trial_key, const std::string& technique, int gpus,
-           const std::string& type) const {
-    auto it = index_.find(trial_key + "|" + technique + "|" + std::to_string(gpus) + "|" + type);
-    return it == index_.end() ? -1 : it->second;
-  }
-
-  // Trial key -> a task spec to run that trial with.
-  const std::map<std::string, json>& TrialTasks() const { return trial_task_; }
-
- private:
-  const Workload& workload_;
-  ProfileRun& run_;
-  std::map<std::string, int> index_;
-  std::map<std::string, json> trial_task_;
-};
-
-// A configuration a task wants on a type other than the reference, left to
-// estimation (ProfilerOptions::estimate_types).
-struct Wanted {
-  size_t task = 0;
-  std::string technique;
-  int gpus = 1;
-  std::string type;
-};
-
-// The type every configuration is measured on when the others are
-// estimated: the one with the largest node (first named on a tie).
-std::string ReferenceType(const Cluster& cluster) {
-  std::string best;
-  int most = -1;
-  for (const std::string& type : cluster.GpuTypes()) {
-    if (cluster.MaxGpusPerNode(type) > most) {
-      most = cluster.MaxGpusPerNode(type);
-      best = type;
-    }
-  }
-  return best;
 }
 
 // Every task's configurations: added to `trials` to be measured, or (when
@@ -402,144 +302,6 @@ void RunTrials(std::vector<int> todo, const std::map<std::string, json>& trial_t
                   std::to_string(run.cache_hits) + " from the cache");
   if (!options.progress) Progress::SetQuiet(false);
 }
-
-double PeakBytes(const Trial& t) {
-  double peak = 0;
-  for (double b : t.result.peak_memory_bytes)
-    peak = std::max(peak, b);
-  return peak;
-}
-
-// Whether devices of `a` hold more than those of `b` (0 GiB: unlimited).
-bool MoreMemory(const Trial& a, const Trial& b) {
-  if (b.memory_gib <= 0) return false;
-  return a.memory_gib <= 0 || a.memory_gib > b.memory_gib;
-}
-
-// Whether what `measured` used fits the devices of `on`.
-bool Fits(const Trial& measured, const Trial& on) {
-  return on.memory_gib <= 0 || PeakBytes(measured) <= on.memory_gib * (1 << 30);
-}
-
-// `reference`'s configuration on the devices of `on`, its step times scaled
-// by what `anchor` measured on both types.
-Trial Scaled(const Trial& reference, const Trial& on, const Trial& anchor_reference,
-             const Trial& anchor_other) {
-  Trial t = reference;
-  t.gpu_type = on.gpu_type;
-  t.node = on.node;
-  t.device_kind = on.device_kind;
-  t.memory_gib = on.memory_gib;
-  t.threads = on.threads;
-  t.cached = false;
-  t.wall_s = 0;
-  const double ratio = anchor_other.result.step_s / anchor_reference.result.step_s;
-  t.result.step_s *= ratio;
-  for (double& s : t.result.step_samples_s)
-    s *= ratio;
-  for (double& s : t.result.warmup_step_s)
-    s *= ratio;
-  t.result.eval_s *= ratio;
-  t.step_se_s *= ratio;
-  t.estimate_ratio = ratio;
-  t.estimated_from = "x" + FormatFixed(ratio, 3) + " of " + GpuTypeLabel(reference.gpu_type) + " (" +
-                     anchor_other.technique + " x" + std::to_string(anchor_other.gpus) +
-                     " measured on both)";
-  return t;
-}
-
-// `reference`'s verdict of infeasible, carried to devices `on` that hold no
-// more memory.
-Trial InfeasibleToo(const Trial& reference, const Trial& on) {
-  Trial t = reference;
-  t.gpu_type = on.gpu_type;
-  t.node = on.node;
-  t.device_kind = on.device_kind;
-  t.memory_gib = on.memory_gib;
-  t.threads = on.threads;
-  t.cached = false;
-  t.estimated_from = "infeasible on " + GpuTypeLabel(reference.gpu_type);
-  t.result.reason = "as on " + GpuTypeLabel(reference.gpu_type) + ", whose devices hold as much: " +
-                    reference.result.reason;
-  return t;
-}
-
-// --types estimate, after the reference type's trials ran: per trial key and
-// other type, one configuration measured there (the anchor: the reference's
-// feasible one with the fewest GPUs, then the fastest, whose memory fits),
-// then every other configuration scaled by the anchor's ratio of step
-// times, or measured where the scale cannot say. `measure(from)` runs the
-// trials added from index `from` on.
-template <typename Measure>
-void EstimateOtherTypes(const Workload& workload, const std::vector<Wanted>& wanted,
-                        TrialSet& trials, ProfileRun& run, Measure measure) {
-  if (wanted.empty()) return;
-  const std::string reference = ReferenceType(workload.cluster);
-  // (trial key, type) -> the configurations its tasks want there.
-  std::map<std::pair<std::string, std::string>, std::vector<const Wanted*>> groups;
-  for (const Wanted& w : wanted)
-    groups[{workload.tasks[w.task].trial_key, w.type}].push_back(&w);
-  auto on_type = [&](const Wanted& w) {
-    Trial t;
-    DeviceFor(workload.cluster, w.gpus, w.type, &t);
-    return t;
-  };
-  struct Anchor {
-    int reference = -1;  // trial on the reference type
-    int other = -1;      // the same configuration measured on the group's type
-  };
-  std::map<std::pair<std::string, std::string>, Anchor> anchors;
-  const size_t anchors_from = run.trials.size();
-  for (const auto& [group, configs] : groups) {
-    const Wanted* best = nullptr;
-    int best_reference = -1;
-    for (const Wanted* w : configs) {
-      int r = trials.Find(group.first, w->technique, w->gpus, reference);
-      if (r < 0 || !run.trials[r].result.feasible || !Fits(run.trials[r], on_type(*w))) continue;
-      if (!best || w->gpus < best->gpus ||
-          (w->gpus == best->gpus && run.trials[r].result.step_s < run.trials[best_reference].result.step_s)) {
-        best = w;
-        best_reference = r;
-      }
-    }
-    if (!best) continue;
-    Anchor& a = anchors[group];
-    a.reference = best_reference;
-    for (const Wanted* w : configs) {
-      if (w->technique == best->technique && w->gpus == best->gpus)
-        a.other = trials.Add(w->task, w->technique, w->gpus, w->type);
-    }
-  }
-  measure(anchors_from);
-
-  const size_t rest_from = run.trials.size();
-  for (const auto& [group, configs] : groups) {
-    auto found = anchors.find(group);
-    const Anchor* a = found == anchors.end() ? nullptr : &found->second;
-    bool scalable = a && run.trials[a->other].result.feasible;
-    for (const Wanted* w : configs) {
-      if (a && run.trials[a->reference].technique == w->technique &&
-          run.trials[a->reference].gpus == w->gpus) {
-        continue;  // the anchor: measured
-      }
-      const Trial on = on_type(*w);
-      int r = trials.Find(group.first, w->technique, w->gpus, reference);
-      const Trial* ref = r < 0 ? nullptr : &run.trials[r];
-      if (ref && ref->result.feasible && scalable && Fits(*ref, on)) {
-        trials.AddEstimated(w->task, w->technique, w->gpus, w->type, [&] {
-          return Scaled(*ref, on, run.trials[a->reference], run.trials[a->other]);
-        });
-      } else if (ref && !ref->result.feasible && !ref->transient && !MoreMemory(on, *ref)) {
-        trials.AddEstimated(w->task, w->technique, w->gpus, w->type,
-                            [&] { return InfeasibleToo(*ref, on); });
-      } else {
-        trials.Add(w->task, w->technique, w->gpus, w->type);
-      }
-    }
-  }
-  measure(rest_from);
-}
-
 // Step times to extrapolate from, and their noise (the cache keeps the
 // worker's samples), for the trials from `from` on.
 void Settle(ProfileRun& run, size_t from) {

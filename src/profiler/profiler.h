@@ -76,8 +76,9 @@ struct ProfilerOptions {
   // task): runtimes include the checkpoints a run writes.
   long checkpoint_every = 0;
   // Mixed clusters (`--types estimate`): measure every configuration on one
-  // type only (the reference: the type with the largest node, first named on
-  // a tie) and one configuration per task on each other type, and scale the
+  // type only (the reference: the type with the largest node, then the most
+  // device memory, then the first named) and one configuration per task on
+  // each other type, and scale the
   // rest by that measured ratio of step times. A configuration is measured
   // instead where the scale cannot say: one whose measured peak memory does
   // not fit the other type's devices, or more GPUs than the reference's
