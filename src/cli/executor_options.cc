@@ -52,9 +52,9 @@ void AddExecutorOptions(CLI::App* cmd, RunOptions* o, bool* no_introspection) {
 void AddTypesOption(CLI::App* cmd, bool* estimate_types) {
   cmd->add_option_function<std::string>(
          "--types", [estimate_types](const std::string& v) { *estimate_types = v == "estimate"; },
-         "On a cluster of several GPU types: measure every configuration on each (measure), or "
-         "on one type and one configuration per task on each other, scaling the rest "
-         "(estimate; docs/types.md)")
+         "Several GPU types: measure = every configuration on every type; estimate = every "
+         "configuration on one reference type (the largest node's), one per task on each other "
+         "type, the rest scaled by that speed ratio (docs/types.md). No effect on one type")
       ->check(CLI::IsMember({"measure", "estimate"}))
       ->default_str("measure");
 }

@@ -204,7 +204,7 @@ class Gpt2Engine(unittest.TestCase):
             expected = reference_losses(self.w, self.batches, optimizer)
             runs = [("safetensors", "single", 1), ("bin", "single", 1), ("legacy", "single", 1),
                     ("safetensors", "ddp", 2), ("bin", "fsdp", 2), ("safetensors", "pipeline", 2),
-                    ("legacy", "spill", 1)]
+                    ("legacy", "spill", 1), ("bin", "tp", 2)]
             for layout, technique, gpus in runs:
                 with self.subTest(optimizer=optimizer["type"], layout=layout, technique=technique):
                     name = "%s-%s-%s" % (optimizer["type"], layout, technique)
