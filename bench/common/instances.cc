@@ -35,6 +35,10 @@ struct Model {
   double loader_cap;       // samples/s one node can feed (data loading), inf if none
   double half_efficiency;  // per-device samples at which a device reaches half its
                            // large-batch throughput (small GEMMs, launch overheads)
+  // Transformers (tensor parallelism splits their layers): tokens per
+  // sample, width and attention heads; 0 for other models.
+  double seq = 0, width = 0;
+  int heads = 0;
 };
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
@@ -42,19 +46,31 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 Model Gpt2() {
   // GPT-2 XL: 1.56B parameters, 48 layers, d=1600, sequences of 1024 tokens.
   double s = 1024, d = 1600, L = 48;
-  return {"gpt2",   1.56e9, 48,   6 * 1.56e9 * s, 34 * s * d * L, 2 * s * d * L + 34 * s * d,
+  Model m{"gpt2",   1.56e9, 48,   6 * 1.56e9 * s, 34 * s * d * L, 2 * s * d * L + 34 * s * d,
           20e6 / s, 10,     kInf, 2048 / s};
+  m.seq = s;
+  m.width = d;
+  m.heads = 25;
+  return m;
 }
 Model GptJ() {
   double s = 1024, d = 4096, L = 28;
-  return {"gptj",   6.05e9, 28,   6 * 6.05e9 * s, 34 * s * d * L, 2 * s * d * L + 34 * s * d,
+  Model m{"gptj",   6.05e9, 28,   6 * 6.05e9 * s, 34 * s * d * L, 2 * s * d * L + 34 * s * d,
           20e6 / s, 10,     kInf, 2048 / s};
+  m.seq = s;
+  m.width = d;
+  m.heads = 16;
+  return m;
 }
 Model VitG() {
   // ViT-G/14: 1.8B parameters, 48 layers, d=1664, 257 tokens per image.
   double s = 257, d = 1664, L = 48;
-  return {"vitg", 1.8e9, 48,   6 * 1.8e9 * s, 34 * s * d * L, 2 * s * d * L + 34 * s * d,
+  Model m{"vitg", 1.8e9, 48,   6 * 1.8e9 * s, 34 * s * d * L, 2 * s * d * L + 34 * s * d,
           128e3,  10,    2500, 4096 / s};
+  m.seq = s;
+  m.width = d;
+  m.heads = 16;
+  return m;
 }
 Model ResNet() {
   // A 200M-parameter wide ResNet: ~33 GFLOPs forward per 224px image.
@@ -113,6 +129,19 @@ std::optional<StepEstimate> EstimateStep(const Model& m, int batch, const std::s
         double peak = states / g + act * batch / g;
         options.push_back({step, peak, knob + ",microbatches=" + std::to_string(micro)});
       }
+    } else if (technique == "tp" && g >= 2 && m.heads > 0 && m.heads % g == 0) {
+      // Megatron: every device runs the whole batch through 1/g of each
+      // layer (GEMMs as narrow as a 1/g batch's); per layer two all-reduces
+      // of the activations forward and two backward (three each with
+      // recomputation), bf16, over NVLink within the node; parameters,
+      // gradients and optimizer state split g ways, activations partly.
+      double activation = batch * m.seq * m.width * 2;
+      double allreduces = (ckpt ? 6.0 : 4.0) * m.layers;
+      double comm = allreduces * 2.0 * (g - 1) / g * activation / hw.nvlink;
+      double step =
+          std::max(compute_of(batch, 1.0 * batch / g) * recompute / g + comm, loader_floor);
+      double peak = states / g + act * batch * (0.3 + 0.7 / g);
+      options.push_back({step, peak, knob});
     } else if (technique == "spill" && g == 1) {
       double paging = 2 * weights16 / hw.pcie * 0.5;  // weights in for fwd and bwd, half hidden
       double optimizer = states / hw.host_optimizer;  // Adam on the host
@@ -142,7 +171,8 @@ std::string SourceDir() {
 #endif
 }
 
-Instance SaturnLikeInstance(Workload workload, const std::vector<int>& node_gpus, uint64_t seed) {
+Instance SaturnLikeInstance(Workload workload, const std::vector<int>& node_gpus, uint64_t seed,
+                            bool tensor_parallel) {
   Instance inst;
   std::string sizes;
   for (size_t n = 0; n < node_gpus.size(); ++n) {
@@ -150,7 +180,7 @@ Instance SaturnLikeInstance(Workload workload, const std::vector<int>& node_gpus
     sizes += (n ? "+" : "") + std::to_string(node_gpus[n]);
   }
   inst.name = std::string(workload == Workload::kText ? "txt" : "img") + "-" + sizes + "-s" +
-              std::to_string(seed);
+              std::to_string(seed) + (tensor_parallel ? "-tp" : "");
   std::vector<Model> models = workload == Workload::kText ? std::vector<Model>{Gpt2(), GptJ()}
                                                           : std::vector<Model>{VitG(), ResNet()};
   std::vector<int> batches =
@@ -163,7 +193,9 @@ Instance SaturnLikeInstance(Workload workload, const std::vector<int>& node_gpus
       for (double lr : {1e-5, 1e-4, 3e-3}) {
         std::string task = m.name + "-bs" + std::to_string(b) + "-lr" + LrName(lr);
         double steps = std::ceil(m.samples / b) * m.epochs;
-        for (const char* technique : {"ddp", "fsdp", "pipeline", "spill"}) {
+        std::vector<const char*> techniques = {"ddp", "fsdp", "pipeline", "spill"};
+        if (tensor_parallel) techniques.push_back("tp");
+        for (const char* technique : techniques) {
           for (int g = 1; g <= max_gpus; ++g) {
             std::optional<StepEstimate> e = EstimateStep(m, b, technique, g, hw);
             if (!e) continue;

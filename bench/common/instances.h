@@ -1,7 +1,7 @@
 // Seeded generators of planning instances for benchmarks and tests.
 //
 // Saturn-like: the paper's TXT and IMG workloads (12 tasks: 2 models x 2
-// batch sizes x 3 learning rates, techniques ddp/fsdp/pipeline/spill on 1..8
+// batch sizes x 3 learning rates, techniques ddp/fsdp/pipeline/spill (and tp) on 1..8
 // GPUs), with runtimes from the analytic model documented in bench/README.md
 // (A100-40GB-class devices: compute at a fixed model-FLOPs utilisation,
 // NVLink collectives, PCIe paging and host-side optimizer for spilling,
@@ -38,7 +38,11 @@ enum class Workload { kText, kImage };
 // `node_gpus`: GPUs of each node, e.g. {8}, {8, 8}, {8, 4}, {2, 2, 4, 8}.
 // `seed` perturbs nothing in the model (profiles are deterministic, as in the
 // paper, where learning-rate variants share profiles) but names the instance.
-Instance SaturnLikeInstance(Workload workload, const std::vector<int>& node_gpus, uint64_t seed);
+// `tensor_parallel`: also `tp` rows for the transformers at GPU counts that
+// divide their heads (GPT-2 XL's 25: 5; GPT-J's and ViT-G's 16: 2, 4, 8);
+// the tasks and every other row are the same as without.
+Instance SaturnLikeInstance(Workload workload, const std::vector<int>& node_gpus, uint64_t seed,
+                            bool tensor_parallel = false);
 
 struct GavelJob {
   std::string type;

@@ -35,9 +35,12 @@ Prepared Lab::Prepare(std::string label, Instance instance) const {
 }
 
 const std::vector<double>& Lab::Factors(const Prepared& b, uint64_t seed) {
-  std::string key = b.label + "|" + std::to_string(seed);
+  std::string key = (b.truth_of.empty() ? b.label : b.truth_of) + "|" + std::to_string(seed);
   auto it = factors_.find(key);
   if (it != factors_.end()) return it->second;
+  if (!b.truth_of.empty()) {
+    throw std::runtime_error(b.label + ": the truths of " + b.truth_of + " are not drawn yet");
+  }
   std::vector<std::vector<double>> truth = TruthWithNoise(b.problem, config_.noise, 0.0, seed);
   std::vector<double> factors;
   for (int j = 0; j < b.problem.NumTasks(); ++j)

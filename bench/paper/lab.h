@@ -63,6 +63,10 @@ struct Prepared {
   Problem problem;  // every option
   double lower_bound = 0;
   std::vector<double> arrival;  // per task; empty for a batch
+  // Whose noisy truths it shares: another instance's label, when it holds
+  // the same tasks with more configurations (the ladder's tensor-parallel
+  // rung), so both are run against the same per-task factors; "": its own.
+  std::string truth_of;
 };
 
 struct RunSpec {

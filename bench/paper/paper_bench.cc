@@ -31,7 +31,8 @@
 namespace saturn::bench {
 namespace {
 
-const char* const kSections[] = {"fig5", "noise", "ladder", "sensitivity", "online", "types", "scale"};
+const char* const kSections[] = {"fig5",   "noise", "ladder", "sensitivity",
+                                 "online", "types", "scale"};
 
 void Usage() {
   std::fprintf(stderr,
@@ -248,12 +249,9 @@ int Main(int argc, char** argv) {
     const char* name;
     void (*run)(Lab&, Report&);
   };
-  const Step steps[] = {{"fig5", Fig5Section},
-                        {"noise", NoiseSection},
-                        {"ladder", LadderSection},
-                        {"sensitivity", SensitivitySection},
-                        {"online", OnlineSection},
-                        {"types", TypesSection}};
+  const Step steps[] = {{"fig5", Fig5Section},     {"noise", NoiseSection},
+                        {"ladder", LadderSection}, {"sensitivity", SensitivitySection},
+                        {"online", OnlineSection}, {"types", TypesSection}};
   std::string timings;
   for (const Step& step : steps) {
     if (!cfg.Wants(step.name)) continue;

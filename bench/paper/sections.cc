@@ -400,8 +400,10 @@ void LadderSection(Lab& lab, Report& report) {
   Heading(report, "Table 5: ablation ladder",
           Fmt("Each rung adds one of Saturn's choices; all simulated against the same noisy "
               "truths (+-%.0f%%, %d seeds); rungs 1-4 without introspection, rung 5 with it "
-              "(every %g s, threshold %g s). Speed-up: rung 1's makespan / the rung's (mean of "
-              "per-seed ratios). The paper's column is its 1-node TXT ladder.",
+              "(every %g s, threshold %g s); rung 6 adds Megatron-style tensor parallelism (tp) "
+              "to the choices (our runtime model, bench/README.md; the paper has no such rung). "
+              "Speed-up: rung 1's makespan / the rung's (mean of per-seed ratios). The paper's "
+              "column is its 1-node TXT ladder.",
               100 * cfg.noise, cfg.seeds, cfg.interval_s, cfg.threshold_s));
   struct Rung {
     std::string name;
@@ -409,16 +411,28 @@ void LadderSection(Lab& lab, Report& report) {
     Choices choices;
     bool introspection;
     double paper;
+    bool tensor_parallel = false;  // on the instance with tp rows (same tasks, same truths)
   };
   const std::vector<Rung> rungs = {
       {"1 fixed allocation + FIFO", "current-practice", Choices::kFsdpWholeNode, false, 1.0},
       {"2 + optimised ordering", "auto", Choices::kFsdpWholeNode, false, 1.1},
       {"3 + allocation", "auto", Choices::kFsdp, false, 1.33},
       {"4 + parallelism selection", "auto", Choices::kAll, false, 1.95},
-      {"5 + introspection", "auto", Choices::kAll, true, 2.27}};
+      {"5 + introspection", "auto", Choices::kAll, true, 2.27},
+      {"6 + tensor parallelism (tp)", "auto", Choices::kAll, true, kNaN, true}};
   std::vector<Prepared> instances;
   for (Prepared& b : SaturnInstances(lab)) {
     if (b.label == "txt-1x8" || b.label == "img-1x8") instances.push_back(std::move(b));
+  }
+  // Rung 6's instances: the same tasks with tp rows too, run against the
+  // same per-task truths (bench/common's runtime model).
+  std::vector<Prepared> with_tp;
+  for (const Prepared& b : instances) {
+    with_tp.push_back(lab.Prepare(
+        b.label + "+tp",
+        SaturnLikeInstance(b.label.rfind("txt", 0) == 0 ? Workload::kText : Workload::kImage, {8},
+                           1, /*tensor_parallel=*/true)));
+    with_tp.back().truth_of = b.label;
   }
   std::vector<std::string> header = {"rung"};
   BarChart chart{.title = "Ablation ladder: cumulative speed-up over rung 1",
@@ -444,7 +458,7 @@ void LadderSection(Lab& lab, Report& report) {
                      .interval_s = cfg.interval_s,
                      .threshold_s = cfg.threshold_s,
                      .seed = seed};
-        double m = lab.Run(instances[i], spec).makespan_s;
+        double m = lab.Run(rung.tensor_parallel ? with_tp[i] : instances[i], spec).makespan_s;
         spec = {.solver = rungs[0].solver,
                 .choices = rungs[0].choices,
                 .introspection = false,
@@ -667,8 +681,9 @@ void TypesSection(Lab& lab, Report& report) {
   Table t({"instance", "auto+intro h", "gavel h", "type-blind h", "current-practice h",
            "gavel / auto", "type-blind / auto", "current practice / auto"});
   BarChart chart{.title = "Mixed GPU types: each baseline's makespan over auto's",
-                 .subtitle = "simulated under +-30% noise, mean over seeds; above 1: auto "
-                             "finishes first; dashed: 1",
+                 .subtitle =
+                     "simulated under +-30% noise, mean over seeds; above 1: auto "
+                     "finishes first; dashed: 1",
                  .y_label = "makespan / auto+introspection",
                  .groups = {},
                  .series = {{"gavel", {}}, {"type-blind", {}}, {"current-practice", {}}},
@@ -677,10 +692,10 @@ void TypesSection(Lab& lab, Report& report) {
   for (const TypedShape& s : shapes) {
     Prepared b = lab.Prepare(
         "gavel-types-" + s.label,
-        GavelTypedInstance(jobs, s.tasks,
-                           {{"k80", s.nodes_per_type}, {"p100", s.nodes_per_type},
-                            {"v100", s.nodes_per_type}},
-                           4, 1));
+        GavelTypedInstance(
+            jobs, s.tasks,
+            {{"k80", s.nodes_per_type}, {"p100", s.nodes_per_type}, {"v100", s.nodes_per_type}}, 4,
+            1));
     std::vector<double> mine, gavel, blind, cp, r_gavel, r_blind, r_cp;
     for (uint64_t seed : Seeds(cfg.seeds)) {
       RunSpec spec{.solver = "auto",

@@ -137,12 +137,12 @@ int TypesSection(const saturn::Workload& one_type, const std::string& worker, bo
   ProfileRun one_run = profile(single, false, &one);
   ProfileRun full_run = profile(mixed, false, &full);
   ProfileRun est_run = profile(mixed, true, &estimated);
-  std::printf("profiling %s (%zu tasks): one type %d trials %.1f s; three types measured %d "
-              "trials %.1f s (%.2fx); three types estimated %d trials run + %d scaled %.1f s "
-              "(%.2fx, target <= 1.5x)\n",
-              one_type.source.c_str(), one_type.tasks.size(), one_run.trials_run, one,
-              full_run.trials_run, full, full / one, est_run.trials_run, est_run.estimated,
-              estimated, estimated / one);
+  std::printf(
+      "profiling %s (%zu tasks): one type %d trials %.1f s; three types measured %d "
+      "trials %.1f s (%.2fx); three types estimated %d trials run + %d scaled %.1f s "
+      "(%.2fx, target <= 1.5x)\n",
+      one_type.source.c_str(), one_type.tasks.size(), one_run.trials_run, one, full_run.trials_run,
+      full, full / one, est_run.trials_run, est_run.estimated, estimated, estimated / one);
 
   std::printf("\n%-10s %-9s %4s %-6s %10s %10s %8s\n", "task", "technique", "gpus", "type",
               "estimated", "measured", "error");
@@ -158,8 +158,8 @@ int TypesSection(const saturn::Workload& one_type, const std::string& worker, bo
     double e = (row.runtime_s - m->runtime_s) / m->runtime_s;
     errors.push_back(std::abs(e));
     std::printf("%-10s %-9s %4d %-6s %9.2fs %9.2fs %+7.1f%%\n", row.task.c_str(),
-                row.technique.c_str(), row.gpus, row.gpu_type.c_str(), row.runtime_s,
-                m->runtime_s, 100 * e);
+                row.technique.c_str(), row.gpus, row.gpu_type.c_str(), row.runtime_s, m->runtime_s,
+                100 * e);
   }
   for (const ProfileRow& row : full_run.table.rows) {
     if (!est_run.table.Find(row.task, row.technique, row.gpus, row.gpu_type)) ++only_measured;
@@ -170,13 +170,15 @@ int TypesSection(const saturn::Workload& one_type, const std::string& worker, bo
     for (double e : errors)
       mean += e;
     mean /= static_cast<double>(errors.size());
-    std::printf("\nestimated rows' runtime error against measured: mean %.1f%%, median %.1f%%, "
-                "worst %.1f%% (%zu rows)\n",
-                100 * mean, 100 * errors[errors.size() / 2], 100 * errors.back(), errors.size());
+    std::printf(
+        "\nestimated rows' runtime error against measured: mean %.1f%%, median %.1f%%, "
+        "worst %.1f%% (%zu rows)\n",
+        100 * mean, 100 * errors[errors.size() / 2], 100 * errors.back(), errors.size());
   }
-  std::printf("rows only in the estimated profile: %d; only in the measured one: %d (within-noise "
-              "and feasibility decisions that differ)\n",
-              only_estimated, only_measured);
+  std::printf(
+      "rows only in the estimated profile: %d; only in the measured one: %d (within-noise "
+      "and feasibility decisions that differ)\n",
+      only_estimated, only_measured);
   return 0;
 }
 

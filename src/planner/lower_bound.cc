@@ -114,8 +114,8 @@ double TypeBound(const std::vector<std::vector<double>>& areas, const std::vecto
     flat.insert(flat.end(), a.begin(), a.end());
   // The finest grid with at most ~2,000 points and ~500,000 (point, task,
   // type) terms, so that large problems stay cheap (it runs per candidate T).
-  const double budget =
-      std::max(3.0, std::min(2000.0, 5e5 / std::max<double>(1.0, static_cast<double>(flat.size()))));
+  const double budget = std::max(
+      3.0, std::min(2000.0, 5e5 / std::max<double>(1.0, static_cast<double>(flat.size()))));
   auto points = [&](int r) {
     double c = 1;
     for (int i = 1; i < k; ++i)

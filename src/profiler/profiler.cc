@@ -24,8 +24,8 @@
 #include "common/progress.h"
 #include "profiler/cache.h"
 #include "profiler/table.h"
-#include "profiler/trial_set.h"
 #include "profiler/trial_runner.h"
+#include "profiler/trial_set.h"
 
 namespace saturn {
 namespace {

@@ -87,7 +87,8 @@ std::string ProfileSummary(const Workload& workload, const ProfileRun& run) {
   out << "profile: " << Plural(static_cast<long>(workload.tasks.size()), "task") << ", "
       << Plural(static_cast<long>(run.trials.size()), "distinct trial") << " (" << run.trials_run
       << " run, " << run.cache_hits << " from the cache"
-      << (run.estimated ? ", " + std::to_string(run.estimated) + " estimated from another type" : "")
+      << (run.estimated ? ", " + std::to_string(run.estimated) + " estimated from another type"
+                        : "")
       << ") in " << FormatDuration(run.wall_s) << "\n";
   for (size_t k = 0; k < workload.tasks.size(); ++k)
     TaskLines(workload.tasks[k], k, run, out);

@@ -16,8 +16,7 @@ std::string KnobsText(const nlohmann::json& knobs) {
   return knobs.empty() ? "" : knobs.dump();
 }
 
-ProfileRow RowFor(const WorkloadTask& task, const Trial& t, long checkpoint_every,
-                  bool estimates) {
+ProfileRow RowFor(const WorkloadTask& task, const Trial& t, long checkpoint_every, bool estimates) {
   double peak = 0;
   for (double b : t.result.peak_memory_bytes)
     peak = std::max(peak, b);
@@ -133,7 +132,8 @@ void BuildTable(const Workload& workload, const ProfilerOptions& options, const 
     }
     for (const Measured& m : feasible) {
       if (!left_out.count(m.trial))
-        run.table.rows.push_back(RowFor(task, run.trials[m.trial], options.checkpoint_every, estimates));
+        run.table.rows.push_back(
+            RowFor(task, run.trials[m.trial], options.checkpoint_every, estimates));
     }
     if (feasible.empty()) {
       throw InputError(

@@ -46,7 +46,6 @@ std::string ReferenceType(const Cluster& cluster) {
   return best;
 }
 
-
 namespace {
 
 double PeakBytes(const Trial& t) {
@@ -88,8 +87,8 @@ Trial Scaled(const Trial& reference, const Trial& on, const Trial& anchor_refere
   t.result.eval_s *= ratio;
   t.step_se_s *= ratio;
   t.estimate_ratio = ratio;
-  t.estimated_from = "x" + FormatFixed(ratio, 3) + " of " + GpuTypeLabel(reference.gpu_type) + " (" +
-                     anchor_other.technique + " x" + std::to_string(anchor_other.gpus) +
+  t.estimated_from = "x" + FormatFixed(ratio, 3) + " of " + GpuTypeLabel(reference.gpu_type) +
+                     " (" + anchor_other.technique + " x" + std::to_string(anchor_other.gpus) +
                      " measured on both)";
   return t;
 }
@@ -105,9 +104,18 @@ Trial InfeasibleToo(const Trial& reference, const Trial& on) {
   t.threads = on.threads;
   t.cached = false;
   t.estimated_from = "infeasible on " + GpuTypeLabel(reference.gpu_type);
-  t.result.reason = "as on " + GpuTypeLabel(reference.gpu_type) + ", whose devices hold as much: " +
-                    reference.result.reason;
+  t.result.reason = "as on " + GpuTypeLabel(reference.gpu_type) +
+                    ", whose devices hold as much: " + reference.result.reason;
   return t;
+}
+
+// Which of two configurations to measure on another type: the one whose
+// trial took less time on the reference (a cached trial's is unknown, 0),
+// then the fewer GPUs, then the faster steps.
+bool Cheaper(const Trial& a, const Wanted& wa, const Trial& b, const Wanted& wb) {
+  if (a.wall_s != b.wall_s) return a.wall_s < b.wall_s;
+  if (wa.gpus != wb.gpus) return wa.gpus < wb.gpus;
+  return a.result.step_s < b.result.step_s;
 }
 
 }  // namespace
@@ -138,8 +146,7 @@ void EstimateOtherTypes(const Workload& workload, const std::vector<Wanted>& wan
     for (const Wanted* w : configs) {
       int r = trials.Find(group.first, w->technique, w->gpus, reference);
       if (r < 0 || !run.trials[r].result.feasible || !Fits(run.trials[r], on_type(*w))) continue;
-      if (!best || w->gpus < best->gpus ||
-          (w->gpus == best->gpus && run.trials[r].result.step_s < run.trials[best_reference].result.step_s)) {
+      if (!best || Cheaper(run.trials[r], *w, run.trials[best_reference], *best)) {
         best = w;
         best_reference = r;
       }
@@ -181,6 +188,5 @@ void EstimateOtherTypes(const Workload& workload, const std::vector<Wanted>& wan
   }
   measure(rest_from);
 }
-
 
 }  // namespace saturn

@@ -51,8 +51,8 @@ class TrialSet {
   template <typename Make>
   void AddEstimated(size_t k, const std::string& technique, int gpus, const std::string& type,
                     Make made) {
-    std::string id = workload_.tasks[k].trial_key + "|" + technique + "|" +
-                     std::to_string(gpus) + "|" + type + "|estimated";
+    std::string id = workload_.tasks[k].trial_key + "|" + technique + "|" + std::to_string(gpus) +
+                     "|" + type + "|estimated";
     auto [it, fresh] = index_.emplace(id, static_cast<int>(run_.trials.size()));
     if (fresh) {
       run_.trials.push_back(made());
@@ -95,8 +95,9 @@ struct Wanted {
 std::string ReferenceType(const Cluster& cluster);
 
 // --types estimate, after the reference type's trials ran: per trial key and
-// other type, one configuration measured there (the anchor: the reference's
-// feasible one with the fewest GPUs, then the fastest, whose memory fits),
+// other type, one configuration measured there (the anchor: of the
+// reference's feasible ones whose memory fits, the one whose trial took the
+// least time there, then the fewest GPUs, then the fastest steps),
 // then every other configuration scaled by the anchor's ratio of step
 // times, or measured where the scale cannot say. `measure(from)` runs the
 // trials added from index `from` on.

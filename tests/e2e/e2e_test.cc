@@ -227,7 +227,6 @@ TEST_F(EndToEnd, ASweepWithEvalNamesTheBestModelAndItLoadsInPython) {
   EXPECT_EQ(std::system(command.c_str()), 0) << ReadFile(dir_ + "/py.log");
 }
 
-
 // Two GPU types made real on CPU devices: one node of 1-thread devices, one
 // of 2-thread devices. Every task is profiled on both, runs on a node of
 // its planned type, and takes about its type's profiled time there
@@ -235,7 +234,8 @@ TEST_F(EndToEnd, ASweepWithEvalNamesTheBestModelAndItLoadsInPython) {
 TEST_F(EndToEnd, OnTwoRealGpuTypesEachTaskRunsOnItsPlannedTypeNearItsProfile) {
   const std::string gpt =
       "    model: {type: gpt, layers: 2, d_model: 256, heads: 4, seq_len: 64}\n"
-      "    data: {type: text, path: " SATURN_SOURCE_DIR "/examples/data/corpus.txt}\n"
+      "    data: {type: text, path: " SATURN_SOURCE_DIR
+      "/examples/data/corpus.txt}\n"
       "    batch_size: 16\n    optimizer: {type: adamw, lr: 1.0e-3}\n"
       "    techniques: [single]\n";
   WriteFileAtomic(dir_ + "/w.yaml",

@@ -130,7 +130,8 @@ TEST(Bf16, EveryTechniqueTrainsLikeSingle) {
   std::vector<double> gpt_tp = Losses(gpt_dir, gpt_path, {"tp", 2});
   ASSERT_EQ(gpt_tp.size(), gpt_single.size());
   for (size_t step = 0; step < gpt_tp.size(); ++step)
-    EXPECT_NEAR(gpt_tp[step], gpt_single[step], 0.02 * std::fabs(gpt_single[step])) << "tp step " << step;
+    EXPECT_NEAR(gpt_tp[step], gpt_single[step], 0.02 * std::fabs(gpt_single[step]))
+        << "tp step " << step;
 }
 #endif
 

@@ -134,8 +134,9 @@ TEST(Memory, TpTrainsALayerThatNoOtherTechniqueFitsOnTwoDevices) {
   const int64_t capacity = 12 * kMiB;
   ASSERT_GT(layer, capacity);
   ASSERT_LT(layer / 2 + 2 * 4 * (blocks.at(0) + blocks.at(2)), capacity - 2 * kMiB);
-  std::vector<std::string> search{"search", "--task",  task,      "--gpus",       "2",
-                                  "--warmup", "1",     "--measure", "1", "--memory-gib", Gib(capacity)};
+  std::vector<std::string> search{"search", "--task",       task,         "--gpus",
+                                  "2",      "--warmup",     "1",          "--measure",
+                                  "1",      "--memory-gib", Gib(capacity)};
   for (const std::string technique : {"tp", "fsdp", "pipeline", "ddp"}) {
     std::vector<std::string> args = search;
     args.insert(args.end(),
@@ -146,7 +147,8 @@ TEST(Memory, TpTrainsALayerThatNoOtherTechniqueFitsOnTwoDevices) {
     EXPECT_EQ(found["feasible"].get<bool>(), technique == "tp")
         << technique << ": " << found.dump();
     if (technique == "tp") {
-      for (int64_t peak : found["peak_memory_bytes"]) EXPECT_LT(peak, capacity);
+      for (int64_t peak : found["peak_memory_bytes"])
+        EXPECT_LT(peak, capacity);
     }
   }
   WorkerRun tp = Execute(dir, task, "tp", 2, "tp", {"--memory-gib", Gib(capacity)});

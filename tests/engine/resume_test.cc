@@ -69,9 +69,9 @@ TEST(Resume, FsdpOnFourThenTpThenPipelineOnTwoThenSingleEqualsOneRun) {
   TestDir dir("resume_fsdp_tp_pipeline_single");
   std::string task = dir.Write("task.json", TinyTask("gpt").dump());
   std::vector<double> whole = RunLegs(dir, task, "whole", {{"single", 1, 0, 12}});
-  std::vector<double> moved = RunLegs(
-      dir, task, "moved",
-      {{"fsdp", 4, 0, 3}, {"tp", 2, 3, 6}, {"pipeline", 2, 6, 9}, {"single", 1, 9, 12}});
+  std::vector<double> moved =
+      RunLegs(dir, task, "moved",
+              {{"fsdp", 4, 0, 3}, {"tp", 2, 3, 6}, {"pipeline", 2, 6, 9}, {"single", 1, 9, 12}});
   ASSERT_EQ(whole.size(), 12u);
   ASSERT_EQ(moved.size(), 12u);
   for (size_t step = 0; step < whole.size(); ++step) {

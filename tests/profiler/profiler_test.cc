@@ -472,7 +472,6 @@ TEST_F(Profiler, EachGpuTypeIsMeasuredOnItsOwnDevices) {
   EXPECT_EQ(again.table.Find("gpt", "single", 1, "fast")->runtime_s, fast->runtime_s);
 }
 
-
 // --types estimate: every configuration on the reference type (the largest
 // node's), one per task on each other type, the rest scaled by that ratio;
 // measured instead where the reference's memory does not fit the type.
@@ -491,7 +490,8 @@ class EstimatedTypes : public Profiler {
 TEST_F(EstimatedTypes, OneConfigurationPerOtherTypeIsMeasuredAndTheRestScaled) {
   Workload w = ThreeTypes();
   ProfileRun measured = RunProfiler(w, options_);
-  EXPECT_EQ(measured.trials_run, 8);  // single x1 and ddp x2..4 on big; single, ddp x2 on each other
+  EXPECT_EQ(measured.trials_run,
+            8);  // single x1 and ddp x2..4 on big; single, ddp x2 on each other
   EXPECT_EQ(measured.estimated, 0);
 
   options_.estimate_types = true;
@@ -502,14 +502,24 @@ TEST_F(EstimatedTypes, OneConfigurationPerOtherTypeIsMeasuredAndTheRestScaled) {
   EXPECT_EQ(run.trials_run, 7);
   EXPECT_EQ(run.estimated, 1);
   ASSERT_EQ(run.table.rows.size(), measured.table.rows.size());
-  const ProfileRow* scaled = run.table.Find("gpt-lr1.0e-4", "ddp", 2, "fast");
-  ASSERT_NE(scaled, nullptr);
-  EXPECT_THAT(run.table.Extra(*scaled, "estimated_from"), HasSubstr("of big (single x1"));
+  // On fast one of single x1 and ddp x2 is measured (the quicker trial on
+  // big), the other scaled by its ratio.
+  const ProfileRow* single = run.table.Find("gpt-lr1.0e-4", "single", 1, "fast");
+  const ProfileRow* ddp = run.table.Find("gpt-lr1.0e-4", "ddp", 2, "fast");
+  ASSERT_NE(single, nullptr);
+  ASSERT_NE(ddp, nullptr);
+  const bool ddp_scaled = !run.table.Extra(*ddp, "estimated_from").empty();
+  const ProfileRow* scaled = ddp_scaled ? ddp : single;
+  EXPECT_EQ(run.table.Extra(*single, "estimated_from").empty(), ddp_scaled);
+  EXPECT_THAT(run.table.Extra(*scaled, "estimated_from"),
+              HasSubstr(ddp_scaled ? "of big (single x1" : "of big (ddp x2"));
   // The fake worker's steps scale exactly with threads: the estimate is the measurement.
-  EXPECT_NEAR(scaled->runtime_s, measured.table.Find("gpt-lr1.0e-4", "ddp", 2, "fast")->runtime_s,
-              1e-6 * scaled->runtime_s);
-  EXPECT_EQ(run.table.Extra(*run.table.Find("gpt-lr1.0e-4", "single", 1, "fast"), "estimated_from"), "");
-  EXPECT_EQ(run.table.Extra(*run.table.Find("gpt-lr1.0e-4", "ddp", 2, "tight"), "estimated_from"), "");
+  EXPECT_NEAR(
+      scaled->runtime_s,
+      measured.table.Find("gpt-lr1.0e-4", scaled->technique, scaled->gpus, "fast")->runtime_s,
+      1e-6 * scaled->runtime_s);
+  EXPECT_EQ(run.table.Extra(*run.table.Find("gpt-lr1.0e-4", "ddp", 2, "tight"), "estimated_from"),
+            "");
   EXPECT_THAT(ProfileToCsv(run.table), HasSubstr("estimated_from"));
   EXPECT_THAT(ProfileToCsv(measured.table), Not(HasSubstr("estimated_from")));
   EXPECT_THAT(ProfileSummary(w, run), HasSubstr("1 estimated from another type"));

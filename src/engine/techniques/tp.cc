@@ -109,7 +109,6 @@ at::Tensor Unshard(const std::vector<at::Tensor>& slices, const ParamShard& shar
   return joined.reshape(out);
 }
 
-
 namespace {
 
 class TpTrainer final : public Trainer {
@@ -118,10 +117,9 @@ class TpTrainer final : public Trainer {
       : ctx_(ctx),
         group_{&ctx.comm, ctx.comm.Rank(), ctx.comm.Size()},
         shards_(static_cast<size_t>(ctx.model.NumBlocks())),
-        blocks_(ctx, 0, ctx.model.NumBlocks(), Placement::kDevice,
-                [this](int index, Block& block) {
-                  shards_[index] = block.SplitTensorParallel(group_);
-                }) {}
+        blocks_(ctx, 0, ctx.model.NumBlocks(), Placement::kDevice, [this](int index, Block& block) {
+          shards_[index] = block.SplitTensorParallel(group_);
+        }) {}
 
   double Step(int64_t step) override {
     Batch batch = ctx_.StepSamples(step, 0, ctx_.BatchSize());

@@ -145,7 +145,8 @@ class TypeBlindSolver final : public Solver {
     std::vector<double>& times = free[static_cast<size_t>(best.node)];
     std::vector<size_t> order(times.size());
     std::iota(order.begin(), order.end(), 0);
-    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return times[a] < times[b]; });
+    std::stable_sort(order.begin(), order.end(),
+                     [&](size_t a, size_t b) { return times[a] < times[b]; });
     for (int g = 0; g < task.options[static_cast<size_t>(best.option)].gpus; ++g)
       times[order[static_cast<size_t>(g)]] = best_end;
     return best;
