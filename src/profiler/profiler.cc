@@ -386,8 +386,12 @@ ProfileRun RunProfiler(const Workload& workload, const ProfilerOptions& options)
     Settle(run, from);
   };
   measure(0, "profiling");
-  EstimateOtherTypes(workload, wanted, trials, run,
-                     [&](size_t from) { measure(from, "profiling other types"); });
+  EstimateOtherTypes(
+      workload, wanted, trials, run, [&](size_t from) { measure(from, "profiling other types"); },
+      [&](const Trial& trial) {
+        Trial probe = trial;
+        return cache.Fill(probe);
+      });
 
   BuildTable(
       workload, options,

@@ -110,10 +110,10 @@ Trial InfeasibleToo(const Trial& reference, const Trial& on) {
 }
 
 // Which of two configurations to measure on another type: the one whose
-// trial took less time on the reference (a cached trial's is unknown, 0),
-// then the fewer GPUs, then the faster steps.
+// trial took less time on the reference (when both were run now; a cached
+// trial's time is unknown), then the fewer GPUs, then the faster steps.
 bool Cheaper(const Trial& a, const Wanted& wa, const Trial& b, const Wanted& wb) {
-  if (a.wall_s != b.wall_s) return a.wall_s < b.wall_s;
+  if (a.wall_s > 0 && b.wall_s > 0 && a.wall_s != b.wall_s) return a.wall_s < b.wall_s;
   if (wa.gpus != wb.gpus) return wa.gpus < wb.gpus;
   return a.result.step_s < b.result.step_s;
 }
@@ -122,7 +122,8 @@ bool Cheaper(const Trial& a, const Wanted& wa, const Trial& b, const Wanted& wb)
 
 void EstimateOtherTypes(const Workload& workload, const std::vector<Wanted>& wanted,
                         TrialSet& trials, ProfileRun& run,
-                        const std::function<void(size_t from)>& measure) {
+                        const std::function<void(size_t from)>& measure,
+                        const std::function<bool(const Trial& trial)>& cached) {
   if (wanted.empty()) return;
   const std::string reference = ReferenceType(workload.cluster);
   // (trial key, type) -> the configurations its tasks want there.
@@ -171,14 +172,20 @@ void EstimateOtherTypes(const Workload& workload, const std::vector<Wanted>& wan
           run.trials[a->reference].gpus == w->gpus) {
         continue;  // the anchor: measured
       }
-      const Trial on = on_type(*w);
+      Trial on = on_type(*w);
+      on.trial_key = group.first;
+      on.technique = w->technique;
+      on.gpus = w->gpus;
       int r = trials.Find(group.first, w->technique, w->gpus, reference);
       const Trial* ref = r < 0 ? nullptr : &run.trials[r];
-      if (ref && ref->result.feasible && scalable && Fits(*ref, on)) {
+      if (cached(on)) {
+        trials.Add(w->task, w->technique, w->gpus, w->type);  // measured before: read back
+      } else if (ref && ref->result.feasible && scalable && Fits(*ref, on)) {
         trials.AddEstimated(w->task, w->technique, w->gpus, w->type, [&] {
           return Scaled(*ref, on, run.trials[a->reference], run.trials[a->other]);
         });
-      } else if (ref && !ref->result.feasible && !ref->transient && !MoreMemory(on, *ref)) {
+      } else if (ref && !ref->result.feasible && !ref->transient &&
+                 ref->device_kind == on.device_kind && !MoreMemory(on, *ref)) {
         trials.AddEstimated(w->task, w->technique, w->gpus, w->type,
                             [&] { return InfeasibleToo(*ref, on); });
       } else {

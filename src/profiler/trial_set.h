@@ -101,8 +101,12 @@ std::string ReferenceType(const Cluster& cluster);
 // then every other configuration scaled by the anchor's ratio of step
 // times, or measured where the scale cannot say. `measure(from)` runs the
 // trials added from index `from` on.
+// A configuration the profile cache holds a measurement of is measured
+// (read from the cache), never estimated: `cached(trial)` says whether it
+// does.
 void EstimateOtherTypes(const Workload& workload, const std::vector<Wanted>& wanted,
                         TrialSet& trials, ProfileRun& run,
-                        const std::function<void(size_t from)>& measure);
+                        const std::function<void(size_t from)>& measure,
+                        const std::function<bool(const Trial& trial)>& cached);
 
 }  // namespace saturn

@@ -400,6 +400,13 @@ TEST(Techniques, RegistryListsTheBuiltins) {
   EXPECT_THAT(BuiltinTechniques().Get("pipeline").Unsupported(run.task, *run.model, 4),
               HasSubstr("at least one block per device"));
   EXPECT_EQ(BuiltinTechniques().Get("fsdp").Unsupported(run.task, *run.model, 3), "");
+  // tp splits transformer layers only, by whole heads, over 2 or more devices.
+  const Technique& tp = BuiltinTechniques().Get("tp");
+  EXPECT_THAT(tp.Unsupported(run.task, *run.model, 2), HasSubstr("no transformer layers"));
+  InProcess vit(Task(kVit));
+  EXPECT_EQ(tp.Unsupported(vit.task, *vit.model, 2), "");
+  EXPECT_THAT(tp.Unsupported(vit.task, *vit.model, 1), HasSubstr("at least 2"));
+  EXPECT_THAT(tp.Unsupported(vit.task, *vit.model, 3), HasSubstr("do not split evenly"));
 }
 
 TEST(Checkpoints, ResumeInProcessEqualsAnUninterruptedRun) {

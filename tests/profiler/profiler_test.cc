@@ -524,6 +524,13 @@ TEST_F(EstimatedTypes, OneConfigurationPerOtherTypeIsMeasuredAndTheRestScaled) {
   EXPECT_THAT(ProfileToCsv(measured.table), Not(HasSubstr("estimated_from")));
   EXPECT_THAT(ProfileSummary(w, run), HasSubstr("1 estimated from another type"));
   EXPECT_THAT(ProfileSummary(w, run), HasSubstr("estimated x0.500 of big"));
+
+  // What the cache holds measured (the first run's) is read back, not estimated.
+  options_.use_cache = true;
+  ProfileRun again = RunProfiler(w, options_);
+  EXPECT_EQ(again.estimated, 0);
+  EXPECT_EQ(again.trials_run, 0);
+  EXPECT_EQ(again.cache_hits, 8);
 }
 
 TEST_F(EstimatedTypes, InfeasibleOnTheReferenceIsInfeasibleWhereDevicesHoldNoMore) {

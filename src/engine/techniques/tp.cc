@@ -59,8 +59,7 @@ struct Enter : torch::autograd::Function<Enter> {
 };
 
 struct Leave : torch::autograd::Function<Leave> {
-  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, int64_t comm) {
-    ctx->saved_data["comm"] = comm;
+  static at::Tensor forward(AutogradContext*, const at::Tensor& x, int64_t comm) {
     return SumOverGroup(x, *reinterpret_cast<Communicator*>(comm));
   }
   static variable_list backward(AutogradContext*, variable_list grads) {
@@ -140,7 +139,14 @@ class TpTrainer final : public Trainer {
     for (int i = 0; i < ctx_.model.NumBlocks(); ++i) {
       NamedTensors tensors = BlockTensors(blocks_.At(i), blocks_.StateOf(i), slots);
       for (auto& [name, tensor] : tensors) {
-        if (const ParamShard* shard = ShardOf(i, name)) tensor = Gathered(tensor, *shard);
+        const ParamShard* shard = ShardOf(i, name);
+        if (!shard) continue;
+        // Whole tensors go to host memory one at a time: a block's gathered
+        // parameters and optimizer state together would not fit the device
+        // that only tp can train on.
+        at::Tensor whole = Gathered(tensor, *shard);
+        HostMemoryScope host;
+        tensor = whole.to(at::kCPU, /*non_blocking=*/false, /*copy=*/true);
       }
       if (ctx_.comm.Rank() == 0) out.WriteBlock(i, tensors);
     }
@@ -195,6 +201,7 @@ class Tp final : public Technique {
   int MinGpus() const override { return 2; }
 
   std::string Unsupported(const TaskSpec& task, const Model& model, int gpus) const override {
+    if (gpus < 2) return "tp splits layers across devices: it needs at least 2";
     if (task.lora.Enabled()) {
       return "tp does not split LoRA adapters: fine-tune with LoRA under ddp, fsdp or pipeline";
     }
