@@ -11,14 +11,16 @@
 //     plans promised, and their ratio (issue 31's targets: >= 1.2x real,
 //     >= 1.25x planned, real / planned >= 0.95).
 // Then a wrong profile, on bench/executor/misled.yaml (a workload where the
-// error misleads the plan; --misled PATH for another): the task that runs
-// longest is believed twice as fast as it is (its profiled runtimes halved),
+// error misleads the plan; --misled PATH for another): one task (misled's
+// `x`; with --misled, the longest, or --wrong-task NAME) is believed twice
+// as fast as it is (its profiled runtimes halved),
 // then run with introspection and without; against a run with the correct
 // profile (target: introspection's makespan <= 1.1x the correct profile's).
 // Then the cost of one switch: a worker is pre-empted (SIGTERM) mid-run and
 // resumed: seconds to checkpoint and stop, and from relaunch to its first step.
 //
-//   executor_bench [--saturn PATH] [--worker PATH] [--misled PATH] [WORKLOAD...]
+//   executor_bench [--saturn PATH] [--worker PATH] [--misled PATH [--wrong-task NAME]]
+//                  [--misled-only | WORKLOAD...]
 #include <signal.h>
 
 #include <algorithm>
@@ -148,17 +150,23 @@ void SwitchCost(const std::string& worker, const saturn::Workload& w, const std:
 // profile whose longest task is believed twice as fast, with and without
 // introspection, against the correct profile.
 void WrongProfile(const std::string& saturn, const std::string& workload, const std::string& dir,
-                  const std::string& name, const RunResult& measured) {
+                  const std::string& name, const RunResult& measured,
+                  const std::string& wrong_task) {
+  std::string longest;
   Cluster cluster = saturn::LoadWorkloadFile(workload).cluster;
   std::string right = dir + "/" + name + "-profile.csv";
   fs::copy_file(measured.report["run_dir"].get<std::string>() + "/profile.csv", right,
                 fs::copy_options::overwrite_existing);
   ProfileTable profile = LoadProfileFile(right, cluster);
-  std::string longest;
+  // The task believed twice as fast: the one named, else the longest.
   double longest_s = 0;
   for (const ProfileRow& r : profile.rows) {
-    if (r.feasible && r.runtime_s > longest_s) longest = r.task, longest_s = r.runtime_s;
+    if (wrong_task.empty() && r.feasible && r.runtime_s > longest_s) {
+      longest_s = r.runtime_s;
+      longest = r.task;
+    }
   }
+  if (!wrong_task.empty()) longest = wrong_task;
   for (ProfileRow& r : profile.rows) {
     if (r.task == longest) r.runtime_s /= 2;
   }
@@ -190,6 +198,8 @@ int Main(int argc, char** argv) {
   std::string saturn = SourceDir() + "/build/src/cli/saturn";
   std::string worker;
   std::string misled = SourceDir() + "/bench/executor/misled.yaml";
+  std::string wrong_task = "x";  // misled.yaml's; another workload: its longest task
+  bool misled_only = false;
   std::vector<std::string> workloads;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--saturn") && i + 1 < argc) {
@@ -198,11 +208,16 @@ int Main(int argc, char** argv) {
       worker = argv[++i];
     } else if (!std::strcmp(argv[i], "--misled") && i + 1 < argc) {
       misled = argv[++i];
+      wrong_task.clear();
+    } else if (!std::strcmp(argv[i], "--wrong-task") && i + 1 < argc) {
+      wrong_task = argv[++i];
+    } else if (!std::strcmp(argv[i], "--misled-only")) {
+      misled_only = true;
     } else {
       workloads.push_back(argv[i]);
     }
   }
-  if (workloads.empty()) {
+  if (workloads.empty() && !misled_only) {
     workloads = {SourceDir() + "/examples/quickstart/workload.yaml",
                  SourceDir() + "/bench/executor/long.yaml"};
   }
@@ -261,12 +276,12 @@ int Main(int argc, char** argv) {
     RunResult profiled = SaturnRun(saturn, misled, dir + "/" + name + "-saturn", cache, {});
     std::printf("\n%s (wrong-profile experiment)\n", misled.c_str());
     if (profiled.ok) {
-      WrongProfile(saturn, misled, dir, name, profiled);
+      WrongProfile(saturn, misled, dir, name, profiled, wrong_task);
     } else {
       std::printf("  a run failed; see %s/%s-saturn.log\n", dir.c_str(), name.c_str());
     }
   }
-  SwitchCost(worker, saturn::LoadWorkloadFile(workloads.front()), dir);
+  if (!workloads.empty()) SwitchCost(worker, saturn::LoadWorkloadFile(workloads.front()), dir);
   return 0;
 }
 
