@@ -57,6 +57,16 @@ std::vector<std::pair<double, double>> InHours(std::vector<std::pair<double, dou
   return points;
 }
 
+// auto with introspection at the harness's interval and threshold,
+// against seed's truth.
+RunSpec AutoWithIntrospection(const Config& cfg, uint64_t seed) {
+  return {.solver = "auto",
+          .introspection = true,
+          .interval_s = cfg.interval_s,
+          .threshold_s = cfg.threshold_s,
+          .seed = seed};
+}
+
 void Log(const std::string& line) {
   std::fprintf(stderr, "  .. %s\n", line.c_str());
 }
@@ -312,11 +322,7 @@ void NoiseSection(Lab& lab, Report& report) {
   for (const Prepared& b : SaturnInstances(lab)) {
     std::vector<double> clair, intro, fixed, cp, r_intro, r_fixed, speed;
     for (uint64_t seed : Seeds(cfg.seeds)) {
-      RunSpec spec{.solver = "auto",
-                   .introspection = true,
-                   .interval_s = cfg.interval_s,
-                   .threshold_s = cfg.threshold_s,
-                   .seed = seed};
+      RunSpec spec = AutoWithIntrospection(cfg, seed);
       double c = lab.Clairvoyant(b, seed);
       const RunStats& a = lab.Run(b, spec);
       spec.introspection = false;
@@ -362,11 +368,7 @@ void NoiseSection(Lab& lab, Report& report) {
 
   // Utilisation over time of seed 1's runs, one chart per instance.
   for (const Prepared& b : SaturnInstances(lab)) {
-    RunSpec spec{.solver = "auto",
-                 .introspection = true,
-                 .interval_s = cfg.interval_s,
-                 .threshold_s = cfg.threshold_s,
-                 .seed = 1};
+    RunSpec spec = AutoWithIntrospection(cfg, 1);
     LineChart u{.title = "GPU utilisation over time, " + b.label + " (seed 1, +-30% noise)",
                 .subtitle = "GPUs running a task / all GPUs, averaged over 1/200 of each run",
                 .x_label = "simulated time (h)",
@@ -698,11 +700,7 @@ void TypesSection(Lab& lab, Report& report) {
             1));
     std::vector<double> mine, gavel, blind, cp, r_gavel, r_blind, r_cp;
     for (uint64_t seed : Seeds(cfg.seeds)) {
-      RunSpec spec{.solver = "auto",
-                   .introspection = true,
-                   .interval_s = cfg.interval_s,
-                   .threshold_s = cfg.threshold_s,
-                   .seed = seed};
+      RunSpec spec = AutoWithIntrospection(cfg, seed);
       const double a = lab.Run(b, spec).makespan_s;
       spec.introspection = false;
       spec.solver = "gavel";

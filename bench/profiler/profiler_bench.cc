@@ -48,13 +48,14 @@ double Seconds(std::chrono::steady_clock::time_point a) {
 }
 
 ProfileRun Profile(const saturn::Workload& w, const std::string& worker, const std::string& cache,
-                   int parallel, bool use_cache, double* wall) {
+                   int parallel, bool use_cache, double* wall, bool estimate_types = false) {
   ProfilerOptions o;
   o.worker = worker;
   o.cache_path = cache;
   o.use_cache = use_cache;
   o.parallel = parallel;
   o.progress = false;
+  o.estimate_types = estimate_types;
   auto t0 = std::chrono::steady_clock::now();
   ProfileRun run = RunProfiler(w, o);
   *wall = Seconds(t0);
@@ -122,21 +123,10 @@ int TypesSection(const saturn::Workload& one_type, const std::string& worker, bo
   saturn::Workload single = mixed;
   single.cluster.nodes.resize(1);
 
-  auto profile = [&](const saturn::Workload& w, bool estimate, double* wall) {
-    ProfilerOptions o;
-    o.worker = worker;
-    o.use_cache = false;
-    o.progress = false;
-    o.estimate_types = estimate;
-    auto t0 = std::chrono::steady_clock::now();
-    ProfileRun run = RunProfiler(w, o);
-    *wall = Seconds(t0);
-    return run;
-  };
   double one = 0, full = 0, estimated = 0;
-  ProfileRun one_run = profile(single, false, &one);
-  ProfileRun full_run = profile(mixed, false, &full);
-  ProfileRun est_run = profile(mixed, true, &estimated);
+  ProfileRun one_run = Profile(single, worker, "", 1, false, &one);
+  ProfileRun full_run = Profile(mixed, worker, "", 1, false, &full);
+  ProfileRun est_run = Profile(mixed, worker, "", 1, false, &estimated, /*estimate_types=*/true);
   std::printf(
       "profiling %s (%zu tasks): one type %d trials %.1f s; three types measured %d "
       "trials %.1f s (%.2fx); three types estimated %d trials run + %d scaled %.1f s "

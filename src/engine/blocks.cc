@@ -174,6 +174,19 @@ at::Tensor RunBlock(Block& block, const at::Tensor& x, const TrainContext& ctx) 
   return y;
 }
 
+double WholeBatchStep(const TrainContext& ctx, BlockSet& blocks, int64_t step) {
+  Batch batch = ctx.StepSamples(step, 0, ctx.BatchSize());
+  at::Tensor loss = ctx.model.LossSum(blocks.Forward(batch.inputs), batch.targets) /
+                    static_cast<double>(ctx.LossItems());
+  {
+    PhaseScope phase(Phase::kBackward);
+    loss.backward();
+  }
+  blocks.SumTiedGrads();
+  blocks.Update(step + 1);
+  return loss.item<double>();
+}
+
 at::Tensor BlockSet::Forward(at::Tensor x) {
   for (auto& block : blocks_)
     x = RunBlock(*block, x, ctx_);

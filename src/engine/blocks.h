@@ -70,6 +70,11 @@ class BlockSet {
   std::vector<std::pair<int, size_t>> shared_;  // (block, parameter) of later copies
 };
 
+// One training step on the whole batch, every rank the same (single's; tp's,
+// whose blocks split their work inside): forward, loss, backward, tied
+// copies' gradients summed, optimizer. Returns the step's mean loss.
+double WholeBatchStep(const TrainContext& ctx, BlockSet& blocks, int64_t step);
+
 // One block's forward pass at the task's precision: for bf16, under autocast
 // (matrix multiplies and convolutions in bf16, reductions in fp32) with the
 // output returned in fp32, so that block boundaries (pipeline sends, sharded

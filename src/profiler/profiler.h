@@ -128,11 +128,10 @@ struct Trial {
   // Outcome.
   WorkerSearchResult result;
   double step_se_s = 0.0;  // StepStandardError of the measured steps
-  // Not measured but scaled (ProfilerOptions::estimate_types): the
-  // configuration it was scaled from on the other type ("single x1 on
-  // slow") and the ratio of step times; "" and 0 when measured.
+  // Not measured but estimated (ProfilerOptions::estimate_types): from
+  // what, as the profile's `estimated_from` column says it ("x0.500 of slow
+  // (single x1 measured on both)"); "" when measured.
   std::string estimated_from;
-  double estimate_ratio = 0.0;
   bool cached = false;
   bool transient = false;  // crash or timeout: not cached, tried again next time
   double wall_s = 0.0;

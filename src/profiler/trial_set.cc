@@ -66,10 +66,8 @@ bool Fits(const Trial& measured, const Trial& on) {
   return on.memory_gib <= 0 || PeakBytes(measured) <= on.memory_gib * (1 << 30);
 }
 
-// `reference`'s configuration on the devices of `on`, its step times scaled
-// by what `anchor` measured on both types.
-Trial Scaled(const Trial& reference, const Trial& on, const Trial& anchor_reference,
-             const Trial& anchor_other) {
+// `reference`'s trial as if it were on the devices of `on` (not run there).
+Trial OnDevicesOf(const Trial& reference, const Trial& on) {
   Trial t = reference;
   t.gpu_type = on.gpu_type;
   t.node = on.node;
@@ -78,6 +76,14 @@ Trial Scaled(const Trial& reference, const Trial& on, const Trial& anchor_refere
   t.threads = on.threads;
   t.cached = false;
   t.wall_s = 0;
+  return t;
+}
+
+// `reference`'s configuration on the devices of `on`, its step times scaled
+// by what `anchor` measured on both types.
+Trial Scaled(const Trial& reference, const Trial& on, const Trial& anchor_reference,
+             const Trial& anchor_other) {
+  Trial t = OnDevicesOf(reference, on);
   const double ratio = anchor_other.result.step_s / anchor_reference.result.step_s;
   t.result.step_s *= ratio;
   for (double& s : t.result.step_samples_s)
@@ -86,7 +92,6 @@ Trial Scaled(const Trial& reference, const Trial& on, const Trial& anchor_refere
     s *= ratio;
   t.result.eval_s *= ratio;
   t.step_se_s *= ratio;
-  t.estimate_ratio = ratio;
   t.estimated_from = "x" + FormatFixed(ratio, 3) + " of " + GpuTypeLabel(reference.gpu_type) +
                      " (" + anchor_other.technique + " x" + std::to_string(anchor_other.gpus) +
                      " measured on both)";
@@ -96,13 +101,7 @@ Trial Scaled(const Trial& reference, const Trial& on, const Trial& anchor_refere
 // `reference`'s verdict of infeasible, carried to devices `on` that hold no
 // more memory.
 Trial InfeasibleToo(const Trial& reference, const Trial& on) {
-  Trial t = reference;
-  t.gpu_type = on.gpu_type;
-  t.node = on.node;
-  t.device_kind = on.device_kind;
-  t.memory_gib = on.memory_gib;
-  t.threads = on.threads;
-  t.cached = false;
+  Trial t = OnDevicesOf(reference, on);
   t.estimated_from = "infeasible on " + GpuTypeLabel(reference.gpu_type);
   t.result.reason = "as on " + GpuTypeLabel(reference.gpu_type) +
                     ", whose devices hold as much: " + reference.result.reason;

@@ -1,7 +1,6 @@
 // single: the whole model on one device, one process. The baseline every
 // other technique must match step for step.
 #include "engine/blocks.h"
-#include "engine/phases.h"
 
 namespace saturn::engine {
 namespace {
@@ -11,18 +10,7 @@ class SingleTrainer final : public Trainer {
   explicit SingleTrainer(TrainContext& ctx)
       : ctx_(ctx), blocks_(ctx, 0, ctx.model.NumBlocks(), Placement::kDevice) {}
 
-  double Step(int64_t step) override {
-    Batch batch = ctx_.StepSamples(step, 0, ctx_.BatchSize());
-    at::Tensor loss = ctx_.model.LossSum(blocks_.Forward(batch.inputs), batch.targets) /
-                      static_cast<double>(ctx_.LossItems());
-    {
-      PhaseScope phase(Phase::kBackward);
-      loss.backward();
-    }
-    blocks_.SumTiedGrads();
-    blocks_.Update(step + 1);
-    return loss.item<double>();
-  }
+  double Step(int64_t step) override { return WholeBatchStep(ctx_, blocks_, step); }
   void Save(CheckpointWriter& out) override { blocks_.Save(out); }
   void Load(const CheckpointReader& in) override { blocks_.Load(in); }
 

@@ -120,18 +120,7 @@ class TpTrainer final : public Trainer {
           shards_[index] = block.SplitTensorParallel(group_);
         }) {}
 
-  double Step(int64_t step) override {
-    Batch batch = ctx_.StepSamples(step, 0, ctx_.BatchSize());
-    at::Tensor loss = ctx_.model.LossSum(blocks_.Forward(batch.inputs), batch.targets) /
-                      static_cast<double>(ctx_.LossItems());
-    {
-      PhaseScope phase(Phase::kBackward);
-      loss.backward();
-    }
-    blocks_.SumTiedGrads();
-    blocks_.Update(step + 1);
-    return loss.item<double>();
-  }
+  double Step(int64_t step) override { return WholeBatchStep(ctx_, blocks_, step); }
 
   // Whole blocks: every rank's slices gathered (collective), rank 0 writes.
   void Save(CheckpointWriter& out) override {
