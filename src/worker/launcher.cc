@@ -65,8 +65,12 @@ pid_t StartRank(const std::vector<std::string>& args, int rank, int world_size,
 }
 
 // Lower is more likely the root cause. A rank killed by a signal (not
-// ours) comes before peer failures: those are the others noticing it.
+// ours) comes before peer failures: those are the others noticing it. A
+// rank killed by SIGPIPE wrote to a connection a peer had closed: it too
+// noticed another's failure (Gloo on LibTorch 2.6 raced a killed rank that
+// way).
 int Severity(int status) {
+  if (status == -SIGPIPE) return 4;
   switch (status) {
     case 2:
       return 0;
