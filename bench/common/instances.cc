@@ -142,6 +142,40 @@ std::optional<StepEstimate> EstimateStep(const Model& m, int batch, const std::s
           std::max(compute_of(batch, 1.0 * batch / g) * recompute / g + comm, loader_floor);
       double peak = states / g + act * batch * (0.3 + 0.7 / g);
       options.push_back({step, peak, knob});
+    } else if (technique == "tp-ddp" || technique == "pipeline-tp") {
+      // The hybrids: t-way tp inside groups of consecutive GPUs (one node's
+      // NVLink), g/t groups. tp-ddp: each group a replica on batch/(g/t)
+      // samples, plus ddp's all-reduce of the group's 1/t of the weights.
+      // pipeline-tp: g/t GPipe stages of layers/(g/t) layers, each tp's
+      // all-reduces on the stage's layers only.
+      for (int t = 2; t * 2 <= g; ++t) {
+        if (g % t != 0 || m.heads <= 0 || m.heads % t != 0) continue;
+        const int groups = g / t;
+        const double split = 0.3 + 0.7 / t;  // activations tp splits
+        const std::string tk = knob + ",tp=" + std::to_string(t);
+        auto tp_comm = [&](double samples, double layers) {
+          double activation = samples * m.seq * m.width * 2;
+          return (ckpt ? 6.0 : 4.0) * layers * 2.0 * (t - 1) / t * activation / hw.nvlink;
+        };
+        if (technique == "tp-ddp") {
+          double replica = 1.0 * batch / groups;
+          double comm = tp_comm(replica, m.layers) +
+                        2.0 * (groups - 1) / groups * weights16 / t / hw.nvlink * 0.4;
+          double step =
+              std::max(compute_of(batch, 1.0 * batch / g) * recompute / g + comm, loader_floor);
+          options.push_back({step, states / t + act * replica * split, tk});
+        } else if (groups <= m.layers) {
+          for (int micro : {groups, 2 * groups, 4 * groups}) {
+            if (micro > batch) continue;
+            double bubble = static_cast<double>(micro + groups - 1) / micro;
+            double compute =
+                compute_of(batch, 1.0 * batch / micro / t) * recompute / g * bubble * 1.02;
+            double step = std::max(compute + tp_comm(batch, 1.0 * m.layers / groups), loader_floor);
+            double peak = states / g + act * batch / groups * split;
+            options.push_back({step, peak, tk + ",microbatches=" + std::to_string(micro)});
+          }
+        }
+      }
     } else if (technique == "spill" && g == 1) {
       double paging = 2 * weights16 / hw.pcie * 0.5;  // weights in for fwd and bwd, half hidden
       double optimizer = states / hw.host_optimizer;  // Adam on the host
@@ -194,7 +228,7 @@ Instance SaturnLikeInstance(Workload workload, const std::vector<int>& node_gpus
         std::string task = m.name + "-bs" + std::to_string(b) + "-lr" + LrName(lr);
         double steps = std::ceil(m.samples / b) * m.epochs;
         std::vector<const char*> techniques = {"ddp", "fsdp", "pipeline", "spill"};
-        if (tensor_parallel) techniques.push_back("tp");
+        if (tensor_parallel) techniques.insert(techniques.end(), {"tp", "tp-ddp", "pipeline-tp"});
         for (const char* technique : techniques) {
           for (int g = 1; g <= max_gpus; ++g) {
             std::optional<StepEstimate> e = EstimateStep(m, b, technique, g, hw);

@@ -39,8 +39,10 @@ enum class Workload { kText, kImage };
 // `seed` perturbs nothing in the model (profiles are deterministic, as in the
 // paper, where learning-rate variants share profiles) but names the instance.
 // `tensor_parallel`: also `tp` rows for the transformers at GPU counts that
-// divide their heads (GPT-2 XL's 25: 5; GPT-J's and ViT-G's 16: 2, 4, 8);
-// the tasks and every other row are the same as without.
+// divide their heads (GPT-2 XL's 25: 5; GPT-J's and ViT-G's 16: 2, 4, 8),
+// and rows of its hybrids tp-ddp and pipeline-tp (degrees dividing both the
+// GPU count, into 2 or more groups, and the heads; knob tp=<degree>); the
+// tasks and every other row are the same as without.
 Instance SaturnLikeInstance(Workload workload, const std::vector<int>& node_gpus, uint64_t seed,
                             bool tensor_parallel = false);
 

@@ -7,6 +7,7 @@
 
 #include "common/error.h"
 #include "engine/phases.h"
+#include "engine/tensor_parallel.h"
 #include "engine/torch_version.h"
 
 namespace saturn::engine {
@@ -46,11 +47,12 @@ at::Tensor SumInOrder(const std::vector<at::Tensor>& grads) {
 }
 
 BlockSet::BlockSet(const TrainContext& ctx, int begin, int end, Placement placement,
-                   const Prepare& prepare)
-    : ctx_(ctx), begin_(begin), end_(end) {
+                   const TensorGroup& tensor_parallel)
+    : ctx_(ctx), begin_(begin), end_(end), group_(tensor_parallel) {
   for (int i = begin; i < end; ++i) {
     std::unique_ptr<Block> block = ctx.model.BuildBlock(i, /*materialize=*/true);
-    if (prepare) prepare(i, *block);
+    shards_.push_back(group_.size > 1 ? block->SplitTensorParallel(group_)
+                                      : std::map<std::string, ParamShard>{});
     BlockState state;
     if (placement == Placement::kDevice) {
       BlockToDevice(*block, ctx.device);
@@ -236,16 +238,48 @@ void BlockSet::Update(int64_t optimizer_step, Grads grads) {
 void BlockSet::Save(CheckpointWriter& out) const {
   std::vector<std::string> slots = ctx_.optimizer.Slots();
   for (int i = begin_; i < end_; ++i) {
-    out.WriteBlock(i, BlockTensors(*blocks_[i - begin_], state_[i - begin_], slots));
+    NamedTensors tensors = BlockTensors(*blocks_[i - begin_], state_[i - begin_], slots);
+    for (auto& [name, tensor] : tensors) {
+      const ParamShard* shard = ShardOf(i, name);
+      if (!shard) continue;
+      // Whole tensors go to host memory one at a time: a block's gathered
+      // parameters and optimizer state together would not fit a device
+      // that only tensor parallelism can train on.
+      at::Tensor whole = Gathered(tensor, *shard);
+      HostMemoryScope host;
+      tensor = whole.to(at::kCPU, /*non_blocking=*/false, /*copy=*/true);
+    }
+    if (group_.rank == 0) out.WriteBlock(i, tensors);
   }
 }
 
 void BlockSet::Load(const CheckpointReader& in) {
   std::vector<std::string> slots = ctx_.optimizer.Slots();
   for (int i = begin_; i < end_; ++i) {
-    AssignBlockTensors(*blocks_[i - begin_], state_[i - begin_], slots, in.ReadBlock(i),
+    NamedTensors tensors = in.ReadBlock(i);
+    for (auto& [name, tensor] : tensors) {
+      if (const ParamShard* shard = ShardOf(i, name))
+        tensor = engine::ShardOf(tensor, *shard, group_.rank, group_.size);
+    }
+    AssignBlockTensors(*blocks_[i - begin_], state_[i - begin_], slots, tensors,
                        "block " + std::to_string(i));
   }
+}
+
+const ParamShard* BlockSet::ShardOf(int index, const std::string& name) const {
+  const std::map<std::string, ParamShard>& shards = shards_[index - begin_];
+  auto it = shards.find(name.substr(name.find('/') + 1));
+  return it == shards.end() ? nullptr : &it->second;
+}
+
+at::Tensor BlockSet::Gathered(const at::Tensor& slice, const ParamShard& shard) const {
+  at::Tensor mine = slice.contiguous();
+  at::Tensor all = at::empty({group_.size * mine.numel()}, mine.options());
+  group_.comm->AllGather(mine.view({-1}), all).Wait();
+  std::vector<at::Tensor> slices;
+  for (at::Tensor part : all.chunk(group_.size))
+    slices.push_back(part.view(mine.sizes()));
+  return Unshard(slices, shard);
 }
 
 NamedTensors BlockTensors(const Block& block, const BlockState& state,

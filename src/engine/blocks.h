@@ -13,6 +13,7 @@
 #include <ATen/ATen.h>
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <utility>
@@ -29,12 +30,14 @@ using BlockState = std::vector<std::vector<at::Tensor>>;
 
 class BlockSet {
  public:
-  // `prepare`, when given, sees each block as built, in host memory, before
-  // it is placed and its optimizer state made (tensor parallelism splits it
-  // there).
-  using Prepare = std::function<void(int index, Block& block)>;
+  // With a `tensor_parallel` group of 2 or more ranks, every block that
+  // splits (Block::TensorParallelParts) is split across it as built, before
+  // it is placed and its optimizer state made: this rank holds its slice of
+  // those blocks (techniques/tp.cc). Save gathers the slices (collective
+  // over the group; the group's rank 0 writes) and Load slices whole
+  // tensors, so checkpoints stay whole blocks.
   BlockSet(const TrainContext& ctx, int begin, int end, Placement placement,
-           const Prepare& prepare = {});
+           const TensorGroup& tensor_parallel = {});
 
   int Begin() const { return begin_; }
   int End() const { return end_; }
@@ -62,9 +65,15 @@ class BlockSet {
 
  private:
   void ShareTiedCopies();
+  // How checkpoint tensor `name` ("param/<p>" or "<slot>/<p>") of block
+  // `index` is split; nullptr when whole.
+  const ParamShard* ShardOf(int index, const std::string& name) const;
+  at::Tensor Gathered(const at::Tensor& slice, const ParamShard& shard) const;
 
   const TrainContext& ctx_;
   int begin_, end_;
+  TensorGroup group_;
+  std::vector<std::map<std::string, ParamShard>> shards_;  // per block, by parameter
   std::vector<std::unique_ptr<Block>> blocks_;
   std::vector<BlockState> state_;
   std::vector<std::pair<int, size_t>> shared_;  // (block, parameter) of later copies

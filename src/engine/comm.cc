@@ -1,8 +1,10 @@
 #include "engine/comm.h"
 
 #include <torch/csrc/distributed/c10d/FileStore.hpp>
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/Work.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <functional>
 #include <utility>
@@ -87,6 +89,22 @@ double Communicator::MaxOf(double value) {
   return t.item<double>();
 }
 
+namespace {
+
+void CheckSubgroup(const std::vector<int>& ranks, int rank, int size) {
+  std::vector<int> sorted = ranks;
+  std::sort(sorted.begin(), sorted.end());
+  bool ok = !ranks.empty() && std::adjacent_find(sorted.begin(), sorted.end()) == sorted.end() &&
+            sorted.front() >= 0 && sorted.back() < size &&
+            std::find(ranks.begin(), ranks.end(), rank) != ranks.end();
+  if (!ok) {
+    throw std::invalid_argument("Subgroup: expected distinct ranks below " + std::to_string(size) +
+                                " including this rank " + std::to_string(rank));
+  }
+}
+
+}  // namespace
+
 std::vector<int64_t> Communicator::Gather(int64_t value) {
   at::Tensor mine = at::full({1}, value, ScalarOptions().dtype(at::kLong));
   at::Tensor all = at::empty({Size()}, ScalarOptions().dtype(at::kLong));
@@ -117,19 +135,36 @@ class SoloCommunicator final : public Communicator {
   }
   void Recv(at::Tensor&, int, int) override { throw std::logic_error("recv in a group of one"); }
   void Barrier() override {}
+  std::unique_ptr<Communicator> Subgroup(const std::vector<int>& ranks) override {
+    CheckSubgroup(ranks, 0, 1);
+    return std::make_unique<SoloCommunicator>();
+  }
 };
+
+// What a group's ranks meet over and run on; subgroups share the store
+// under a prefix of their own.
+struct GroupSpec {
+  c10::intrusive_ptr<c10d::Store> store;
+  double timeout_s = 0;
+  bool cuda = false;
+  at::Device device = at::Device(at::kCPU);
+};
+
+// Joins `size` ranks over spec.store (the rendezvous); throws PeerFailure.
+std::unique_ptr<Communicator> MakeGroup(const GroupSpec& spec, int rank, int size);
 
 // Gloo or NCCL; both expose the same collective calls.
 template <typename Group>
 class C10dCommunicator final : public Communicator {
  public:
-  C10dCommunicator(c10::intrusive_ptr<Group> group, int rank, int size, double timeout_s,
-                   at::Device device, bool native_reduce_scatter)
+  C10dCommunicator(c10::intrusive_ptr<Group> group, int rank, int size, GroupSpec spec,
+                   bool native_reduce_scatter)
       : group_(std::move(group)),
         rank_(rank),
         size_(size),
-        timeout_s_(timeout_s),
-        device_(device),
+        timeout_s_(spec.timeout_s),
+        device_(spec.device),
+        spec_(std::move(spec)),
         native_reduce_scatter_(native_reduce_scatter) {}
 
   at::TensorOptions ScalarOptions() const override { return at::TensorOptions().device(device_); }
@@ -198,6 +233,20 @@ class C10dCommunicator final : public Communicator {
     Guard("barrier", [&] { return group_->barrier(); }, {}).Wait();
   }
 
+  std::unique_ptr<Communicator> Subgroup(const std::vector<int>& ranks) override {
+    CheckSubgroup(ranks, rank_, size_);
+    // Numbered in call order (the same on every rank) and named by members,
+    // so each group's rendezvous keys are its own.
+    std::string name = "subgroup" + std::to_string(subgroups_++);
+    for (int r : ranks)
+      name += ":" + std::to_string(r);
+    if (ranks.size() == 1) return Solo();
+    GroupSpec spec = spec_;
+    spec.store = c10::make_intrusive<c10d::PrefixStore>(name, spec_.store);
+    int rank = static_cast<int>(std::find(ranks.begin(), ranks.end(), rank_) - ranks.begin());
+    return MakeGroup(spec, rank, static_cast<int>(ranks.size()));
+  }
+
  private:
   Work Guard(const std::string& what, const std::function<c10::intrusive_ptr<c10d::Work>()>& start,
              std::vector<at::Tensor> keep_alive) {
@@ -212,8 +261,45 @@ class C10dCommunicator final : public Communicator {
   int rank_, size_;
   double timeout_s_;
   at::Device device_;
+  GroupSpec spec_;
   bool native_reduce_scatter_;
+  int subgroups_ = 0;
 };
+
+std::unique_ptr<Communicator> MakeGroup(const GroupSpec& spec, int rank, int size) {
+  try {
+#if SATURN_HAVE_NCCL
+    if (spec.cuda) {
+      auto nccl_options = c10d::ProcessGroupNCCL::Options::create();
+      nccl_options->timeout = Millis(spec.timeout_s);
+      auto group =
+          c10::make_intrusive<c10d::ProcessGroupNCCL>(spec.store, rank, size, nccl_options);
+      return std::make_unique<C10dCommunicator<c10d::ProcessGroupNCCL>>(
+          group, rank, size, spec, /*native_reduce_scatter=*/true);
+    }
+#endif
+#if SATURN_HAVE_GLOO
+    if (!spec.cuda) {
+      auto gloo_options = c10d::ProcessGroupGloo::Options::create(Millis(spec.timeout_s));
+      gloo_options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
+      auto group =
+          c10::make_intrusive<c10d::ProcessGroupGloo>(spec.store, rank, size, gloo_options);
+      return std::make_unique<C10dCommunicator<c10d::ProcessGroupGloo>>(
+          group, rank, size, spec, /*native_reduce_scatter=*/false);
+    }
+#endif
+    throw std::logic_error(std::string("no collective backend for ") +
+                           (spec.cuda ? "cuda" : "cpu") + " devices");
+  } catch (const PeerFailure&) {
+    throw;
+  } catch (const std::logic_error&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw PeerFailure("rendezvous of " + std::to_string(size) + " ranks failed (a rank did not " +
+                      "arrive within " + std::to_string(static_cast<int64_t>(spec.timeout_s)) +
+                      " s): " + ErrorText(e));
+  }
+}
 
 }  // namespace
 
@@ -241,40 +327,23 @@ std::unique_ptr<Communicator> Communicator::Create(const CommOptions& options,
   if (std::string missing = MissingBackend(device.Spec().kind); !missing.empty()) {
     throw InputError("", 0, "--device-kind", missing);
   }
+  GroupSpec spec;
+  spec.timeout_s = options.timeout_s;
+  spec.cuda = device.IsCuda();
+  spec.device = device.IsCuda() ? device.TorchDevice() : at::Device(at::kCPU);
   try {
     auto store =
         c10::make_intrusive<c10d::FileStore>(options.rendezvous_dir + "/store", options.size);
     store->setTimeout(Millis(options.timeout_s));
-#if SATURN_HAVE_NCCL
-    if (device.IsCuda()) {
-      auto nccl_options = c10d::ProcessGroupNCCL::Options::create();
-      nccl_options->timeout = Millis(options.timeout_s);
-      auto group = c10::make_intrusive<c10d::ProcessGroupNCCL>(store, options.rank, options.size,
-                                                               nccl_options);
-      return std::make_unique<C10dCommunicator<c10d::ProcessGroupNCCL>>(
-          group, options.rank, options.size, options.timeout_s, device.TorchDevice(),
-          /*native_reduce_scatter=*/true);
-    }
-#endif
-#if SATURN_HAVE_GLOO
-    if (!device.IsCuda()) {
-      auto gloo_options = c10d::ProcessGroupGloo::Options::create(Millis(options.timeout_s));
-      gloo_options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
-      auto group = c10::make_intrusive<c10d::ProcessGroupGloo>(store, options.rank, options.size,
-                                                               gloo_options);
-      return std::make_unique<C10dCommunicator<c10d::ProcessGroupGloo>>(
-          group, options.rank, options.size, options.timeout_s, at::Device(at::kCPU),
-          /*native_reduce_scatter=*/false);
-    }
-#endif
-    throw std::logic_error("no collective backend for " + device.Describe());
-  } catch (const PeerFailure&) {
-    throw;
+    spec.store = store;
   } catch (const std::exception& e) {
-    throw PeerFailure("rendezvous of " + std::to_string(options.size) + " ranks in " +
-                      options.rendezvous_dir + " failed (a rank did not arrive within " +
-                      std::to_string(static_cast<int64_t>(options.timeout_s)) +
-                      " s): " + ErrorText(e));
+    throw PeerFailure("rendezvous in " + options.rendezvous_dir + " failed: " + ErrorText(e));
+  }
+  try {
+    return MakeGroup(spec, options.rank, options.size);
+  } catch (const PeerFailure& e) {
+    throw PeerFailure(std::string(e.what()) + " (rendezvous directory " + options.rendezvous_dir +
+                      ")");
   }
 }
 

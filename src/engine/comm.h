@@ -13,6 +13,7 @@
 //   std::unique_ptr<Communicator> comm = Communicator::Create(o, device);
 //   comm->AllReduceSum(grads);
 //   Work w = comm->AllGather(shard, full);  // ... compute ...  w.Wait();
+//   std::unique_ptr<Communicator> pair = comm->Subgroup({0, 1});  // ranks 0 and 1
 #pragma once
 
 #include <ATen/ATen.h>
@@ -90,6 +91,15 @@ class Communicator {
   virtual Work Send(const at::Tensor& tensor, int to, int tag) = 0;
   virtual void Recv(at::Tensor& tensor, int from, int tag) = 0;
   virtual void Barrier() = 0;
+
+  // A group of some of this group's ranks (`ranks`: ranks of this group, in
+  // the new group's rank order, this one among them), for techniques that
+  // combine two kinds of parallelism (tp inside groups, data or pipeline
+  // parallelism across them). Collective over the members; every rank of
+  // this group calls Subgroup the same number of times in the same order
+  // (each for the groups it belongs to), so that groups are told apart.
+  // Throws std::invalid_argument for ranks that are not such a list.
+  virtual std::unique_ptr<Communicator> Subgroup(const std::vector<int>& ranks) = 0;
 
   // Conveniences on small host values.
   double SumOf(double value);

@@ -143,7 +143,7 @@ struct Trial {
 // before it — but by no more than the noise: twice the standard error of
 // the difference of their runtimes (steps x StepStandardError of each,
 // combined), about a 95% test. A technique is simpler than another when the
-// worker lists it first (single, ddp, fsdp, pipeline, spill, tp, then
+// worker lists it first (single, ddp, fsdp, pipeline, spill, tp, tp-ddp, pipeline-tp, then
 // plug-ins); a command task's templates, in the order written. A planner
 // fed the table never picks the complex configuration for noise.
 struct WithinNoise {

@@ -20,7 +20,7 @@ void AddPlugins(CLI::App& app, WorkerOptions& o) {
 void AddCommon(CLI::App& app, WorkerOptions& o) {
   app.add_option("--task", o.task_path, "task JSON (Contract 5 fields)")->required();
   app.add_option("--technique", o.technique,
-                 "single, ddp, fsdp, pipeline, spill, tp or a plug-in's")
+                 "single, ddp, fsdp, pipeline, spill, tp, tp-ddp, pipeline-tp or a plug-in's")
       ->required();
   app.add_option("--gpus", o.gpus, "devices")->required();
   app.add_option("--out", o.out, "result JSON, written atomically by rank 0")->required();

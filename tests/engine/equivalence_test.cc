@@ -1,7 +1,8 @@
 // Every technique trains like `single`: for each model family, the same task
 // (global batch, seed) gives the same loss at every step (fp32, relative
 // difference <= 1e-4) under ddp, fsdp, pipeline and spill, on 2, 3 and 4
-// devices, and tp on the transformers (gpt, vit: 2 heads, so 2 devices).
+// devices, and tp on the transformers (gpt, vit: 2 heads, so 2 devices),
+// with its hybrids tp-ddp and pipeline-tp on 4 (2-way tp x 2).
 // Real worker processes, ranks joined over loopback.
 //
 // The default test covers each technique on 2 devices and, per family, one
@@ -36,7 +37,11 @@ std::vector<Config> RunsFor(const std::string& family) {
     runs.push_back({"fsdp", gpus, fsdp_knobs});
     runs.push_back({"pipeline", gpus, pipeline_knobs});
   }
-  if (family == "gpt" || family == "vit") runs.push_back({"tp", 2});
+  if (family == "gpt" || family == "vit") {
+    runs.push_back({"tp", 2});
+    runs.push_back({"tp-ddp", 4, {{"tp", 2}}});
+    runs.push_back({"pipeline-tp", 4, {{"tp", 2}, {"micro_batches", 3}}});
+  }
 #else
   runs.push_back({"ddp", 2});
   runs.push_back({"fsdp", 2, fsdp_knobs});
@@ -46,6 +51,9 @@ std::vector<Config> RunsFor(const std::string& family) {
   if (family == "resnet") runs.push_back({"ddp", 4});
   if (family == "mlp") runs.push_back({"fsdp", 3, fsdp_knobs});
   if (family == "gpt" || family == "vit") runs.push_back({"tp", 2});
+  // The hybrids, one per transformer: 2-way tp in 2 replicas or 2 stages.
+  if (family == "gpt") runs.push_back({"tp-ddp", 4, {{"tp", 2}}});
+  if (family == "vit") runs.push_back({"pipeline-tp", 4, {{"tp", 2}, {"micro_batches", 3}}});
 #endif
   return runs;
 }
@@ -121,17 +129,21 @@ TEST(Bf16, EveryTechniqueTrainsLikeSingle) {
           << run.technique << " step " << step;
     }
   }
-  // tp splits transformers only: a GPT, bf16 single against bf16 tp.
+  // tp and its hybrids split transformers only: a GPT, bf16 single against
+  // bf16 tp, tp-ddp and pipeline-tp.
   TestDir gpt_dir("equivalence_bf16_gpt");
   nlohmann::json gpt = TaskFor("gpt");
   gpt["precision"] = "bf16";
   std::string gpt_path = gpt_dir.Write("gpt-bf16.json", gpt.dump());
   std::vector<double> gpt_single = Losses(gpt_dir, gpt_path, {"single", 1});
-  std::vector<double> gpt_tp = Losses(gpt_dir, gpt_path, {"tp", 2});
-  ASSERT_EQ(gpt_tp.size(), gpt_single.size());
-  for (size_t step = 0; step < gpt_tp.size(); ++step)
-    EXPECT_NEAR(gpt_tp[step], gpt_single[step], 0.02 * std::fabs(gpt_single[step]))
-        << "tp step " << step;
+  for (const Config& run : std::vector<Config>{
+           {"tp", 2}, {"tp-ddp", 4, {{"tp", 2}}}, {"pipeline-tp", 4, {{"tp", 2}}}}) {
+    std::vector<double> losses = Losses(gpt_dir, gpt_path, run);
+    ASSERT_EQ(losses.size(), gpt_single.size()) << run.technique;
+    for (size_t step = 0; step < losses.size(); ++step)
+      EXPECT_NEAR(losses[step], gpt_single[step], 0.02 * std::fabs(gpt_single[step]))
+          << run.technique << " step " << step;
+  }
 }
 #endif
 

@@ -65,19 +65,24 @@ void ExpectSameCheckpoint(const std::string& expected_path, const std::string& g
   }
 }
 
-TEST(Resume, FsdpOnFourThenTpThenPipelineOnTwoThenSingleEqualsOneRun) {
-  TestDir dir("resume_fsdp_tp_pipeline_single");
+// Through tp and both hybrids: their checkpoints are whole blocks too.
+TEST(Resume, FsdpThenTpThenHybridsThenPipelineThenSingleEqualsOneRun) {
+  TestDir dir("resume_fsdp_tp_hybrids_pipeline_single");
   std::string task = dir.Write("task.json", TinyTask("gpt").dump());
-  std::vector<double> whole = RunLegs(dir, task, "whole", {{"single", 1, 0, 12}});
-  std::vector<double> moved =
-      RunLegs(dir, task, "moved",
-              {{"fsdp", 4, 0, 3}, {"tp", 2, 3, 6}, {"pipeline", 2, 6, 9}, {"single", 1, 9, 12}});
-  ASSERT_EQ(whole.size(), 12u);
-  ASSERT_EQ(moved.size(), 12u);
+  std::vector<double> whole = RunLegs(dir, task, "whole", {{"single", 1, 0, 15}});
+  std::vector<double> moved = RunLegs(dir, task, "moved",
+                                      {{"fsdp", 4, 0, 3},
+                                       {"tp", 2, 3, 6},
+                                       {"tp-ddp", 4, 6, 9},
+                                       {"pipeline-tp", 4, 9, 12},
+                                       {"pipeline", 2, 12, 14},
+                                       {"single", 1, 14, 15}});
+  ASSERT_EQ(whole.size(), 15u);
+  ASSERT_EQ(moved.size(), 15u);
   for (size_t step = 0; step < whole.size(); ++step) {
     EXPECT_NEAR(moved[step], whole[step], 1e-4 * whole[step]) << "step " << step;
   }
-  ExpectSameCheckpoint(dir.Path("whole/checkpoint-12"), dir.Path("moved/checkpoint-12"));
+  ExpectSameCheckpoint(dir.Path("whole/checkpoint-15"), dir.Path("moved/checkpoint-15"));
 }
 
 TEST(Resume, SpillThenDdpOnThreeThenFsdpOnTwoEqualsOneRun) {

@@ -11,6 +11,8 @@ std::unique_ptr<Technique> MakeFsdpTechnique();
 std::unique_ptr<Technique> MakePipelineTechnique();
 std::unique_ptr<Technique> MakeSpillTechnique();
 std::unique_ptr<Technique> MakeTpTechnique();
+std::unique_ptr<Technique> MakeTpDdpTechnique();
+std::unique_ptr<Technique> MakePipelineTpTechnique();
 
 void RegisterBuiltinTechniques(TechniqueRegistry& registry) {
   registry.Register(MakeSingleTechnique());
@@ -19,6 +21,8 @@ void RegisterBuiltinTechniques(TechniqueRegistry& registry) {
   registry.Register(MakePipelineTechnique());
   registry.Register(MakeSpillTechnique());
   registry.Register(MakeTpTechnique());
+  registry.Register(MakeTpDdpTechnique());
+  registry.Register(MakePipelineTpTechnique());
 }
 
 }  // namespace saturn::engine

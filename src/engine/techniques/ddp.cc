@@ -3,13 +3,17 @@
 // buckets. A bucket is launched as soon as autograd has accumulated all of
 // its gradients (a post-hook on each parameter's gradient accumulator), in
 // bucket order on every rank, so communication overlaps the rest of the
-// backward pass. Knob: bucket_mb (default 25, PyTorch's).
+// backward pass. Knob: bucket_mb (default 25, PyTorch's). With its blocks
+// split by tensor parallelism it is tp-ddp's outer trainer (trainers.h):
+// each replica is then a group of ranks, and a rank reduces its slices'
+// gradients with the ranks holding the same slices in the other replicas.
 #include <torch/csrc/autograd/function.h>
 #include <torch/csrc/autograd/utils/lambda_post_hook.h>
 #include <torch/csrc/autograd/variable.h>
 
 #include "engine/blocks.h"
 #include "engine/phases.h"
+#include "engine/trainers.h"
 
 namespace saturn::engine {
 namespace {
@@ -18,8 +22,8 @@ constexpr double kDefaultBucketMb = 25.0;
 
 class DdpTrainer final : public Trainer {
  public:
-  DdpTrainer(TrainContext& ctx, double bucket_mb)
-      : ctx_(ctx), blocks_(ctx, 0, ctx.model.NumBlocks(), Placement::kDevice) {
+  DdpTrainer(TrainContext& ctx, double bucket_mb, const TensorGroup& tensor_parallel)
+      : ctx_(ctx), blocks_(ctx, 0, ctx.model.NumBlocks(), Placement::kDevice, tensor_parallel) {
     BuildBuckets(static_cast<int64_t>(bucket_mb * 1024 * 1024));
   }
 
@@ -135,11 +139,17 @@ class Ddp final : public Technique {
     return ModelStateBytes(ctx);
   }
   std::unique_ptr<Trainer> MakeTrainer(TrainContext& ctx, const Knobs& knobs) const override {
-    return std::make_unique<DdpTrainer>(ctx, KnobNumber(knobs, "bucket_mb", kDefaultBucketMb));
+    return MakeDdpTrainer(ctx, knobs);
   }
 };
 
 }  // namespace
+
+std::unique_ptr<Trainer> MakeDdpTrainer(TrainContext& ctx, const Knobs& knobs,
+                                        const TensorGroup& tensor_parallel) {
+  return std::make_unique<DdpTrainer>(ctx, KnobNumber(knobs, "bucket_mb", kDefaultBucketMb),
+                                      tensor_parallel);
+}
 
 std::unique_ptr<Technique> MakeDdpTechnique() {
   return std::make_unique<Ddp>();

@@ -5,7 +5,10 @@
 // forward and their gradients backward by point-to-point send/recv.
 //
 // Knobs: micro_batches (tuned by search), partition (the stage boundaries
-// [0, b1, ..., blocks], measured once per search).
+// [0, b1, ..., blocks], measured once per search). With its blocks split by
+// tensor parallelism it is pipeline-tp's outer trainer (trainers.h): each
+// stage is then a group of ranks, and a rank sends to and receives from
+// the rank of the same position in the neighbouring stages.
 #include <ATen/core/grad_mode.h>
 #include <torch/csrc/autograd/autograd.h>
 
@@ -16,11 +19,14 @@
 #include "common/error.h"
 #include "engine/blocks.h"
 #include "engine/phases.h"
+#include "engine/trainers.h"
 
 namespace saturn::engine {
 namespace {
 
 constexpr int64_t kMaxDims = 8;
+
+}  // namespace
 
 // Contiguous split of per-block times into `parts` non-empty stages that
 // minimises the slowest stage (dynamic programming over prefix sums).
@@ -88,6 +94,8 @@ std::vector<double> MeasureBlockTimes(TrainContext& ctx, int64_t micro_batch) {
   return std::vector<double>(times.data_ptr<double>(), times.data_ptr<double>() + n);
 }
 
+namespace {
+
 std::vector<int64_t> PartitionKnob(const Knobs& knobs, int blocks, int stages) {
   std::vector<int64_t> bounds;
   if (knobs.contains("partition")) {
@@ -107,16 +115,25 @@ std::vector<int64_t> PartitionKnob(const Knobs& knobs, int blocks, int stages) {
   return bounds;
 }
 
+int64_t MicroBatchSize(const TrainContext& ctx, int64_t micro_batches) {
+  return std::max<int64_t>(1, ctx.BatchSize() / micro_batches);
+}
+
+std::vector<int64_t> MeasuredPartition(TrainContext& ctx, int64_t micro_batch) {
+  return BalancedPartition(MeasureBlockTimes(ctx, micro_batch), ctx.comm.Size());
+}
+
 class PipelineTrainer final : public Trainer {
  public:
-  PipelineTrainer(TrainContext& ctx, int64_t micro_batches, const std::vector<int64_t>& bounds)
+  PipelineTrainer(TrainContext& ctx, int64_t micro_batches, const std::vector<int64_t>& bounds,
+                  const TensorGroup& tensor_parallel)
       : ctx_(ctx),
         stage_(ctx.comm.Rank()),
         stages_(ctx.comm.Size()),
         micro_batches_(micro_batches),
         bounds_(bounds),
         blocks_(ctx, static_cast<int>(bounds[stage_]), static_cast<int>(bounds[stage_ + 1]),
-                Placement::kDevice) {}
+                Placement::kDevice, tensor_parallel) {}
 
   double Step(int64_t step) override {
     bool first = stage_ == 0, last = stage_ == stages_ - 1;
@@ -321,28 +338,23 @@ class Pipeline final : public Technique {
   }
 
   std::unique_ptr<Trainer> MakeTrainer(TrainContext& ctx, const Knobs& knobs) const override {
-    int64_t micro_batches =
-        KnobInt(knobs, "micro_batches", std::min<int64_t>(4, ctx.BatchSize()), 1);
-    if (micro_batches > ctx.BatchSize()) {
-      throw InputError(
-          "", 0, "--knobs",
-          "micro_batches: at most batch_size (" + std::to_string(ctx.BatchSize()) + ")");
-    }
-    std::vector<int64_t> bounds = PartitionKnob(knobs, ctx.model.NumBlocks(), ctx.comm.Size());
-    if (bounds.empty()) bounds = MeasuredPartition(ctx, MicroBatchSize(ctx, micro_batches));
-    return std::make_unique<PipelineTrainer>(ctx, micro_batches, bounds);
-  }
-
- private:
-  static int64_t MicroBatchSize(const TrainContext& ctx, int64_t micro_batches) {
-    return std::max<int64_t>(1, ctx.BatchSize() / micro_batches);
-  }
-  static std::vector<int64_t> MeasuredPartition(TrainContext& ctx, int64_t micro_batch) {
-    return BalancedPartition(MeasureBlockTimes(ctx, micro_batch), ctx.comm.Size());
+    return MakePipelineTrainer(ctx, knobs);
   }
 };
 
 }  // namespace
+
+std::unique_ptr<Trainer> MakePipelineTrainer(TrainContext& ctx, const Knobs& knobs,
+                                             const TensorGroup& tensor_parallel) {
+  int64_t micro_batches = KnobInt(knobs, "micro_batches", std::min<int64_t>(4, ctx.BatchSize()), 1);
+  if (micro_batches > ctx.BatchSize()) {
+    throw InputError("", 0, "--knobs",
+                     "micro_batches: at most batch_size (" + std::to_string(ctx.BatchSize()) + ")");
+  }
+  std::vector<int64_t> bounds = PartitionKnob(knobs, ctx.model.NumBlocks(), ctx.comm.Size());
+  if (bounds.empty()) bounds = MeasuredPartition(ctx, MicroBatchSize(ctx, micro_batches));
+  return std::make_unique<PipelineTrainer>(ctx, micro_batches, bounds, tensor_parallel);
+}
 
 std::unique_ptr<Technique> MakePipelineTechnique() {
   return std::make_unique<Pipeline>();

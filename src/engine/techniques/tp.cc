@@ -12,17 +12,22 @@
 // Checkpoints hold whole blocks (gathered on save, sliced on load), so a
 // task moves between tp and any other technique at a checkpoint.
 //
-// Also here: engine/tensor_parallel.h's functions (the layers call them).
+// Also here: engine/tensor_parallel.h's functions (the layers call them) and
+// the grid that hybrid techniques run tp in (engine/trainers.h).
 #include <torch/csrc/autograd/custom_function.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "common/error.h"
 #include "engine/blocks.h"
 #include "engine/phases.h"
 #include "engine/tensor_parallel.h"
+#include "engine/trainers.h"
 
 namespace saturn::engine {
 
@@ -114,70 +119,112 @@ class TpTrainer final : public Trainer {
  public:
   explicit TpTrainer(TrainContext& ctx)
       : ctx_(ctx),
-        group_{&ctx.comm, ctx.comm.Rank(), ctx.comm.Size()},
-        shards_(static_cast<size_t>(ctx.model.NumBlocks())),
-        blocks_(ctx, 0, ctx.model.NumBlocks(), Placement::kDevice, [this](int index, Block& block) {
-          shards_[index] = block.SplitTensorParallel(group_);
-        }) {}
+        blocks_(ctx, 0, ctx.model.NumBlocks(), Placement::kDevice,
+                TensorGroup{&ctx.comm, ctx.comm.Rank(), ctx.comm.Size()}) {}
 
   double Step(int64_t step) override { return WholeBatchStep(ctx_, blocks_, step); }
-
   // Whole blocks: every rank's slices gathered (collective), rank 0 writes.
-  void Save(CheckpointWriter& out) override {
-    const std::vector<std::string> slots = ctx_.optimizer.Slots();
-    for (int i = 0; i < ctx_.model.NumBlocks(); ++i) {
-      NamedTensors tensors = BlockTensors(blocks_.At(i), blocks_.StateOf(i), slots);
-      for (auto& [name, tensor] : tensors) {
-        const ParamShard* shard = ShardOf(i, name);
-        if (!shard) continue;
-        // Whole tensors go to host memory one at a time: a block's gathered
-        // parameters and optimizer state together would not fit the device
-        // that only tp can train on.
-        at::Tensor whole = Gathered(tensor, *shard);
-        HostMemoryScope host;
-        tensor = whole.to(at::kCPU, /*non_blocking=*/false, /*copy=*/true);
-      }
-      if (ctx_.comm.Rank() == 0) out.WriteBlock(i, tensors);
-    }
-  }
+  void Save(CheckpointWriter& out) override { blocks_.Save(out); }
+  void Load(const CheckpointReader& in) override { blocks_.Load(in); }
 
-  void Load(const CheckpointReader& in) override {
-    const std::vector<std::string> slots = ctx_.optimizer.Slots();
-    for (int i = 0; i < ctx_.model.NumBlocks(); ++i) {
-      NamedTensors tensors = in.ReadBlock(i);
-      for (auto& [name, tensor] : tensors) {
-        if (const ParamShard* shard = ShardOf(i, name))
-          tensor = engine::ShardOf(tensor, *shard, group_.rank, group_.size);
-      }
-      AssignBlockTensors(blocks_.At(i), blocks_.StateOf(i), slots, tensors,
-                         "block " + std::to_string(i));
-    }
+ private:
+  TrainContext& ctx_;
+  BlockSet blocks_;
+};
+
+// A grid's ranks: this rank's tensor-parallel group and its outer group,
+// the context the outer trainer runs in, and that trainer.
+class GridTrainer final : public Trainer {
+ public:
+  GridTrainer(TrainContext& ctx, int tp, const OuterTrainer& outer)
+      : tp_(ctx.comm.Subgroup(Consecutive(ctx.comm.Rank() / tp * tp, tp))),
+        across_(ctx.comm.Subgroup(Strided(ctx.comm.Rank() % tp, tp, ctx.comm.Size()))),
+        context_{ctx.task, ctx.model,           ctx.data, ctx.optimizer, ctx.device,
+                 *across_, ctx.comm.Size() / tp},
+        inner_(outer(context_, TensorGroup{tp_.get(), tp_->Rank(), tp_->Size()})) {}
+
+  double Step(int64_t step) override { return inner_->Step(step); }
+  void Save(CheckpointWriter& out) override { inner_->Save(out); }
+  void Load(const CheckpointReader& in) override { inner_->Load(in); }
+  nlohmann::json Stats() const override {
+    nlohmann::json stats = inner_->Stats();
+    stats["tp"] = tp_->Size();
+    stats["groups"] = across_->Size();
+    return stats;
   }
 
  private:
-  // How checkpoint tensor `name` ("param/<p>" or "<slot>/<p>") of block
-  // `index` is split; nullptr when whole.
-  const ParamShard* ShardOf(int index, const std::string& name) const {
-    const std::map<std::string, ParamShard>& shards = shards_[index];
-    auto it = shards.find(name.substr(name.find('/') + 1));
-    return it == shards.end() ? nullptr : &it->second;
+  static std::vector<int> Consecutive(int first, int count) {
+    std::vector<int> ranks;
+    for (int r = first; r < first + count; ++r)
+      ranks.push_back(r);
+    return ranks;
+  }
+  static std::vector<int> Strided(int first, int stride, int size) {
+    std::vector<int> ranks;
+    for (int r = first; r < size; r += stride)
+      ranks.push_back(r);
+    return ranks;
   }
 
-  at::Tensor Gathered(const at::Tensor& slice, const ParamShard& shard) {
-    at::Tensor mine = slice.contiguous();
-    at::Tensor all = at::empty({group_.size * mine.numel()}, mine.options());
-    ctx_.comm.AllGather(mine.view({-1}), all).Wait();
-    std::vector<at::Tensor> slices;
-    for (at::Tensor part : all.chunk(group_.size))
-      slices.push_back(part.view(mine.sizes()));
-    return Unshard(slices, shard);
-  }
-
-  TrainContext& ctx_;
-  TensorGroup group_;
-  std::vector<std::map<std::string, ParamShard>> shards_;  // per block, by parameter
-  BlockSet blocks_;
+  std::unique_ptr<Communicator> tp_, across_;
+  TrainContext context_;
+  std::unique_ptr<Trainer> inner_;
 };
+
+}  // namespace
+
+std::unique_ptr<Trainer> MakeGridTrainer(TrainContext& ctx, int tp, const OuterTrainer& outer) {
+  if (tp < 1 || ctx.comm.Size() % tp != 0) {
+    throw std::invalid_argument("MakeGridTrainer: tp " + std::to_string(tp) + " does not divide " +
+                                std::to_string(ctx.comm.Size()) + " ranks");
+  }
+  return std::make_unique<GridTrainer>(ctx, tp, outer);
+}
+
+std::string TensorParallelUnsupported(const TaskSpec& task, const Model& model, int degree) {
+  if (task.lora.Enabled()) {
+    return "tensor parallelism does not split LoRA adapters: fine-tune with LoRA under ddp, fsdp "
+           "or pipeline";
+  }
+  bool splits = false;
+  for (int i = 0; i < model.NumBlocks(); ++i) {
+    const int64_t parts = model.BuildBlock(i, /*materialize=*/false)->TensorParallelParts();
+    if (parts == 0) continue;
+    splits = true;
+    if (parts % degree != 0) {
+      return "the model's " + std::to_string(parts) + " attention heads do not split evenly " +
+             "across " + std::to_string(degree) + " devices";
+    }
+  }
+  if (!splits) return "the model has no transformer layers to split across devices";
+  return "";
+}
+
+std::vector<int> GridDegrees(const TaskSpec& task, const Model& model, int gpus, int min_groups) {
+  std::vector<int> degrees;
+  for (int tp = 2; tp * min_groups <= gpus; ++tp) {
+    if (gpus % tp == 0 && TensorParallelUnsupported(task, model, tp).empty()) degrees.push_back(tp);
+  }
+  return degrees;
+}
+
+int GridDegreeKnob(const TrainContext& ctx, const Knobs& knobs, int min_groups) {
+  std::vector<int> degrees = GridDegrees(ctx.task, ctx.model, ctx.comm.Size(), min_groups);
+  int64_t tp = KnobInt(knobs, "tp", degrees.empty() ? 0 : degrees.back(), 1);
+  if (std::find(degrees.begin(), degrees.end(), tp) == degrees.end()) {
+    std::string list;
+    for (int d : degrees)
+      list += (list.empty() ? "" : ", ") + std::to_string(d);
+    throw InputError("", 0, "--knobs",
+                     "tp: expected one of [" + list + "] (degrees >= 2 that divide " +
+                         std::to_string(ctx.comm.Size()) + " devices into at least " +
+                         std::to_string(min_groups) + " groups and split the model's heads)");
+  }
+  return static_cast<int>(tp);
+}
+
+namespace {
 
 class Tp final : public Technique {
  public:
@@ -191,21 +238,7 @@ class Tp final : public Technique {
 
   std::string Unsupported(const TaskSpec& task, const Model& model, int gpus) const override {
     if (gpus < 2) return "tp splits layers across devices: it needs at least 2";
-    if (task.lora.Enabled()) {
-      return "tp does not split LoRA adapters: fine-tune with LoRA under ddp, fsdp or pipeline";
-    }
-    bool splits = false;
-    for (int i = 0; i < model.NumBlocks(); ++i) {
-      const int64_t parts = model.BuildBlock(i, /*materialize=*/false)->TensorParallelParts();
-      if (parts == 0) continue;
-      splits = true;
-      if (parts % gpus != 0) {
-        return "the model's " + std::to_string(parts) + " attention heads do not split evenly " +
-               "across " + std::to_string(gpus) + " devices";
-      }
-    }
-    if (!splits) return "the model has no transformer layers to split across devices";
-    return "";
+    return TensorParallelUnsupported(task, model, gpus);
   }
 
   std::unique_ptr<Trainer> MakeTrainer(TrainContext& ctx, const Knobs&) const override {

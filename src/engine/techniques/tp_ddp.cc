@@ -1,0 +1,57 @@
+// tp-ddp: tensor parallelism inside groups × data parallelism across them
+// (Megatron-LM's 2D layout). Ranks r = g * tp + t: the `tp` consecutive
+// ranks of group g split every transformer layer between them as tp does,
+// and each group is one data-parallel replica training on its slice of the
+// batch; a rank all-reduces its slices' gradients with rank t of every
+// other group (ddp's buckets, overlapping backward). On a node of GPUs the
+// consecutive ranks share the fast links that tp's per-layer all-reduces
+// need, and the replicas' once-per-step gradient all-reduce is the one that
+// crosses them. Knobs: tp (the degree: >= 2, dividing the devices into >=
+// 2 groups and the model's heads; searched), bucket_mb (ddp's).
+#include "engine/trainers.h"
+
+namespace saturn::engine {
+namespace {
+
+constexpr int kMinGroups = 2;
+
+class TpDdp final : public Technique {
+ public:
+  std::string_view Name() const override { return "tp-ddp"; }
+  std::string_view Description() const override {
+    return "tensor parallel inside groups of devices, data parallel across the groups (2D)";
+  }
+  Layout ProcessLayout() const override { return Layout::kRankPerDevice; }
+  int MinGpus() const override { return 4; }
+  bool SplitsBatch() const override { return true; }
+
+  std::string Unsupported(const TaskSpec& task, const Model& model, int gpus) const override {
+    if (gpus < 4) return "tp-ddp needs at least 4 devices (2-way tensor parallel x 2 replicas)";
+    if (!GridDegrees(task, model, gpus, kMinGroups).empty()) return "";
+    if (std::string why = TensorParallelUnsupported(task, model, 2); !why.empty()) return why;
+    return "no tensor-parallel degree >= 2 splits the model's heads and divides " +
+           std::to_string(gpus) + " devices into 2 or more groups";
+  }
+
+  std::vector<Knobs> SearchSpace(TrainContext& ctx) const override {
+    std::vector<Knobs> space;
+    for (int tp : GridDegrees(ctx.task, ctx.model, ctx.comm.Size(), kMinGroups))
+      space.push_back({{"tp", tp}});
+    return space;
+  }
+
+  std::unique_ptr<Trainer> MakeTrainer(TrainContext& ctx, const Knobs& knobs) const override {
+    int tp = GridDegreeKnob(ctx, knobs, kMinGroups);
+    return MakeGridTrainer(ctx, tp, [&knobs](TrainContext& across, const TensorGroup& group) {
+      return MakeDdpTrainer(across, knobs, group);
+    });
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Technique> MakeTpDdpTechnique() {
+  return std::make_unique<TpDdp>();
+}
+
+}  // namespace saturn::engine
