@@ -40,7 +40,7 @@ struct Options {
   std::vector<int> threads{1, 2};
   std::vector<std::string> families{"gpt", "vit", "resnet", "mlp"};
   std::vector<std::string> sizes{"S", "M", "L"};
-  bool single = true, techniques = true, lora = false;
+  bool single = true, techniques = true, lora = false, tp = true;
   std::string device = "cpu";      // or cuda (a CUDA LibTorch; scripts/gpu-check.sh)
   std::string precision = "fp32";  // or bf16
   bool gpt2 = false;               // only GPT-2 small (type gpt2: 12 x 768, seq 1024, batch 8)
@@ -372,6 +372,64 @@ void BenchTechniques(const Options& o, const std::string& dir, std::map<int, dou
   }
 }
 
+// 4. tp against single on a wide GPT (d_model 1024, 16 heads), 1 thread per
+// device, and against Megatron's model of tp's step on R = 2 devices:
+// single's step / R (each rank runs 1/R of every layer) plus the step's
+// all-reduces, 4 per layer (one forward and one backward per sub-layer) of
+// the batch x seq x d_model fp32 activations, each timed as
+// torch.distributed's Gloo all-reduce of that many bytes between two
+// processes (idiomatic.py --allreduce-bytes). tp uses twice single's cores:
+// the model, which assumes perfect scaling, is the yardstick of its overhead.
+void BenchTp(const Options& o, const std::string& dir, std::map<int, double>& matmul) {
+  Case c{"gpt",
+         "W",
+         {{"type", "gpt"}, {"layers", 2}, {"d_model", 1024}, {"heads", 16}, {"seq_len", 128}},
+         8,
+         "adamw",
+         1};
+  if (o.quick) {
+    c.model["layers"] = 1;
+    c.model["seq_len"] = 64;
+    c.batch = 4;
+  }
+  const int ranks = 2;
+  std::printf("4. tp on gpt %s, batch %d, AdamW, 1 thread per device\n", c.model.dump().c_str(),
+              c.batch);
+  std::vector<double> single_s, tp_s, allreduce_s;
+  json single, tp;
+  const int64_t activation_bytes = int64_t{c.batch} * c.model["seq_len"].get<int64_t>() * 1024 * 4;
+  for (int round = 0; round < o.rounds; ++round) {
+    single = RunSearch(o, dir, c, "single", 1);
+    single_s.push_back(StepS(single));
+    tp = RunSearch(o, dir, c, "tp", ranks);
+    tp_s.push_back(StepS(tp));
+    std::ostringstream command;
+    command << "OPENBLAS_NUM_THREADS=1 " << Python() << " " << SATURN_BENCH_DIR
+            << "/idiomatic.py --allreduce-bytes " << activation_bytes << " --ranks " << ranks
+            << " --threads 1 --warmup " << o.warmup << " --measure " << 3 * o.measure;
+    allreduce_s.push_back(RunCommand(command.str(), "Gloo all-reduce").value("allreduce_s", 0.0));
+  }
+  const double s = Median(single_s), t = Median(tp_s), a = Median(allreduce_s);
+  const int allreduces = 4 * c.model["layers"].get<int>();
+  const double model = s / ranks + allreduces * a;
+  const double rate = matmul.count(1) ? matmul.at(1) : MatmulFlops(o, 1);
+  const double flops = single.value("model_flops_per_step", 0.0);
+  std::printf("%-10s %-8s %-10s %-6s %s\n", "technique", "devices", "step_s", "MFU", "phases ms");
+  std::printf("%-10s %-8d %-10.4f %-5.1f%% %s\n", "single", 1, s,
+              s > 0 ? 100 * flops / s / rate : 0, PhaseText(single).c_str());
+  std::printf("%-10s %-8d %-10.4f %-5.1f%% %s\n", "tp", ranks, t,
+              t > 0 ? 100 * flops / t / (rate * ranks) : 0, PhaseText(tp).c_str());
+  std::printf(
+      "%-10s %-8d %-10.4f        single / %d + %d all-reduces of %.1f MiB x %.4f s "
+      "(Gloo, measured)\n",
+      "Megatron", ranks, model, ranks, allreduces, activation_bytes / 1048576.0, a);
+  std::printf("ratios, measured in this run\n");
+  std::printf("  tp / single                    %s   (perfect scaling: 0.50)\n",
+              Ratio(t, s).c_str());
+  std::printf("  tp / Megatron's model          %s   (1.00: no overhead beyond the model)\n\n",
+              Ratio(t, model).c_str());
+}
+
 // 3. LoRA against full fine-tuning on the same model, single, unlimited
 // memory: peak and resident (between steps: parameters, gradients kept,
 // optimizer state) bytes, step time. The yardstick is full fine-tuning in
@@ -467,11 +525,12 @@ int main(int argc, char** argv) {
       o.single = part == "single";
       o.techniques = part == "techniques";
       o.lora = part == "lora";
+      o.tp = part == "tp";
     } else {
       std::fprintf(
           stderr,
           "usage: engine_bench [--quick] [--rounds R] [--threads 1,2] "
-          "[--families gpt,vit,resnet,mlp] [--sizes S,M,L] [--only single|techniques|lora] "
+          "[--families gpt,vit,resnet,mlp] [--sizes S,M,L] [--only single|techniques|lora|tp] "
           "[--device cpu|cuda] "
           "[--precision fp32|bf16] [--gpt2]\n");
       return 2;
@@ -490,6 +549,7 @@ int main(int argc, char** argv) {
   int status = o.single ? BenchSingle(o, dir, matmul) : 0;
   if (o.techniques) BenchTechniques(o, dir, matmul);
   if (o.lora) BenchLora(o, dir);
+  if (o.tp) BenchTp(o, dir, matmul);
   std::filesystem::remove_all(dir);
   return status;
 }

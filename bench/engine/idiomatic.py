@@ -25,6 +25,11 @@ batches made before timing (a user's DataLoader prefetches).
 prints one JSON line {"step_s": median seconds, "steps_s": [...], ...}.
 --ranks 2 runs DistributedDataParallel over Gloo, one process per rank, and
 reports rank 0's median.
+
+    python3 idiomatic.py --allreduce-bytes 4194304 --ranks 2 --threads 1
+measures torch.distributed's Gloo all-reduce of a float32 tensor of that
+many bytes between the ranks instead (the bandwidth in bench/engine's tp
+communication model): {"allreduce_s": median seconds, ...}.
 """
 import argparse
 import json
@@ -229,11 +234,23 @@ def measure(args, rank, world):
     return samples
 
 
+def measure_allreduce(args):
+    tensor = torch.ones(args.allreduce_bytes // 4)
+    samples = []
+    for step in range(args.warmup + args.measure):
+        dist.barrier()
+        start = time.perf_counter()
+        dist.all_reduce(tensor)
+        if step >= args.warmup:
+            samples.append(time.perf_counter() - start)
+    return samples
+
+
 def rank_main(rank, args, store_path, results):
     torch.set_num_threads(args.threads)
     dist.init_process_group("gloo", init_method="file://" + store_path, rank=rank,
                             world_size=args.ranks)
-    samples = measure(args, rank, args.ranks)
+    samples = measure_allreduce(args) if args.allreduce_bytes else measure(args, rank, args.ranks)
     if rank == 0:
         results.put(samples)
     dist.barrier()
@@ -249,9 +266,11 @@ def main():
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--precision", default="fp32", choices=["fp32", "bf16"])
     for name, default in [("batch", 16), ("threads", 1), ("warmup", 2), ("measure", 8),
-                          ("ranks", 1)]:
+                          ("ranks", 1), ("allreduce-bytes", 0)]:
         parser.add_argument("--" + name, type=int, default=default)
     args = parser.parse_args()
+    if args.allreduce_bytes and args.ranks < 2:
+        raise SystemExit("idiomatic.py: --allreduce-bytes needs --ranks 2 or more")
     if args.ranks == 1:
         torch.set_num_threads(args.threads)
         samples = measure(args, 0, 1)
@@ -262,6 +281,12 @@ def main():
             mp.spawn(rank_main, args=(args, os.path.join(folder, "store"), results),
                      nprocs=args.ranks, join=True)
             samples = results.get()
+    if args.allreduce_bytes:
+        json.dump({"allreduce_bytes": args.allreduce_bytes, "ranks": args.ranks,
+                   "allreduce_s": statistics.median(samples), "samples_s": samples,
+                   "torch": torch.__version__}, sys.stdout)
+        print()
+        return
     json.dump({"family": args.family, "ranks": args.ranks, "threads": args.threads,
                "device": args.device, "precision": args.precision,
                "optimizer": args.optimizer, "step_s": statistics.median(samples),
