@@ -3,6 +3,9 @@
 #include <ATen/autocast_mode.h>
 
 #include <ATen/core/grad_mode.h>
+#include <torch/csrc/autograd/autograd.h>
+#include <torch/csrc/autograd/custom_function.h>
+
 #include <algorithm>
 
 #include "common/error.h"
@@ -176,22 +179,99 @@ at::Tensor RunBlock(Block& block, const at::Tensor& x, const TrainContext& ctx) 
   return y;
 }
 
-double WholeBatchStep(const TrainContext& ctx, BlockSet& blocks, int64_t step) {
-  Batch batch = ctx.StepSamples(step, 0, ctx.BatchSize());
-  at::Tensor loss = ctx.model.LossSum(blocks.Forward(batch.inputs), batch.targets) /
-                    static_cast<double>(ctx.LossItems());
-  {
-    PhaseScope phase(Phase::kBackward);
-    loss.backward();
+namespace {
+
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+// Forward without a graph; backward runs the block again with one and
+// back-propagates through it, which also gives the parameters (leaves)
+// their gradients. `anchor` (requires grad) makes the output require
+// gradients when the input does not (token ids into the first block).
+struct Recompute : torch::autograd::Function<Recompute> {
+  static at::Tensor forward(AutogradContext* actx, const at::Tensor& x, const at::Tensor& anchor,
+                            int64_t block, int64_t ctx) {
+    actx->saved_data["block"] = block;
+    actx->saved_data["ctx"] = ctx;
+    actx->save_for_backward({x});
+    (void)anchor;
+    return RunBlock(*reinterpret_cast<Block*>(block), x,
+                    *reinterpret_cast<const TrainContext*>(ctx));
+  }
+  static variable_list backward(AutogradContext* actx, variable_list grads) {
+    at::Tensor x = actx->get_saved_variables()[0];
+    bool needs = x.is_floating_point() && actx->needs_input_grad(0);
+    at::Tensor input = x.detach().requires_grad_(needs);
+    at::Tensor y;
+    {
+      at::AutoGradMode grad(true);
+      y = RunBlock(*reinterpret_cast<Block*>(actx->saved_data["block"].toInt()), input,
+                   *reinterpret_cast<const TrainContext*>(actx->saved_data["ctx"].toInt()));
+    }
+    if (y.requires_grad()) torch::autograd::backward({y}, {grads[0]});
+    return {needs ? input.grad() : at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
+  }
+};
+
+}  // namespace
+
+at::Tensor RunRecomputed(Block& block, const at::Tensor& x, const TrainContext& ctx) {
+  static const at::Tensor anchor = at::zeros({}, at::kFloat).requires_grad_(true);
+  return Recompute::apply(x, anchor, reinterpret_cast<int64_t>(&block),
+                          reinterpret_cast<int64_t>(&ctx));
+}
+
+double WholeBatchStep(const TrainContext& ctx, BlockSet& blocks, int64_t step,
+                      int64_t accumulation) {
+  double loss_sum = 0.0;
+  for (int64_t k = 0; k < accumulation; ++k) {
+    auto [begin, end] =
+        SliceOf(ctx.BatchSize(), static_cast<int>(k), static_cast<int>(accumulation));
+    Batch batch = ctx.StepSamples(step, begin, end - begin);
+    at::Tensor loss = ctx.model.LossSum(blocks.Forward(batch.inputs), batch.targets) /
+                      static_cast<double>(ctx.LossItems());
+    {
+      PhaseScope phase(Phase::kBackward);
+      loss.backward();
+    }
+    loss_sum += loss.item<double>();
   }
   blocks.SumTiedGrads();
   blocks.Update(step + 1);
-  return loss.item<double>();
+  return loss_sum;
+}
+
+MemorySavers MemorySavers::FromKnobs(const Knobs& knobs, int64_t samples) {
+  MemorySavers savers;
+  savers.checkpointing = KnobBool(knobs, "checkpointing", false);
+  savers.accumulation = KnobInt(knobs, "accumulation", 1, 1);
+  if (savers.accumulation > samples) {
+    throw InputError("", 0, "--knobs",
+                     "accumulation: at most the samples each device trains per step (" +
+                         std::to_string(samples) + ")");
+  }
+  return savers;
+}
+
+std::vector<Knobs> WithMemorySavers(const std::vector<Knobs>& base, int64_t samples,
+                                    bool accumulation) {
+  std::vector<Knobs> space;
+  for (int64_t chunks = 1; chunks == 1 || (accumulation && chunks <= samples); chunks *= 2) {
+    for (bool checkpointing : {false, true}) {
+      if (chunks == 1 && !checkpointing) continue;
+      for (Knobs knobs : base) {
+        knobs["checkpointing"] = checkpointing;
+        if (chunks > 1) knobs["accumulation"] = chunks;
+        space.push_back(std::move(knobs));
+      }
+    }
+  }
+  return space;
 }
 
 at::Tensor BlockSet::Forward(at::Tensor x) {
   for (auto& block : blocks_)
-    x = RunBlock(*block, x, ctx_);
+    x = checkpointing_ ? RunRecomputed(*block, x, ctx_) : RunBlock(*block, x, ctx_);
   return x;
 }
 

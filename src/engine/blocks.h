@@ -45,6 +45,9 @@ class BlockSet {
   BlockState& StateOf(int index) { return state_[index - begin_]; }
 
   at::Tensor Forward(at::Tensor x);
+  // Activation checkpointing: from now on Forward keeps only each block's
+  // input and recomputes the block's forward pass in backward (RunRecomputed).
+  void SetCheckpointing(bool on) { checkpointing_ = on; }
   // Tied copies (Model::TiedParams) that this set holds more than once are
   // one tensor: the later copies' slots point at the first's parameter and
   // optimizer state, so autograd sums their gradients by itself and the
@@ -72,6 +75,7 @@ class BlockSet {
 
   const TrainContext& ctx_;
   int begin_, end_;
+  bool checkpointing_ = false;
   TensorGroup group_;
   std::vector<std::map<std::string, ParamShard>> shards_;  // per block, by parameter
   std::vector<std::unique_ptr<Block>> blocks_;
@@ -79,16 +83,44 @@ class BlockSet {
   std::vector<std::pair<int, size_t>> shared_;  // (block, parameter) of later copies
 };
 
+// Knobs that trade speed for memory, for techniques that have no such knob
+// of their own (Technique::MemorySavingSpace):
+//   checkpointing  each block keeps only its input through the forward pass
+//                  and runs forward again in backward (about a third more
+//                  compute; activations of one block at a time);
+//   accumulation   a rank's share of the batch runs as that many chunks, one
+//                  after another, whose gradients add up before one update
+//                  (activations of one chunk at a time).
+struct MemorySavers {
+  bool checkpointing = false;
+  int64_t accumulation = 1;
+  // Reads the knobs; `samples`: the fewest samples a rank trains per step
+  // (accumulation may not exceed it: InputError).
+  static MemorySavers FromKnobs(const Knobs& knobs, int64_t samples);
+};
+// `base`'s settings with checkpointing, then with accumulation 2, 4, ... (up
+// to `samples`, the fewest samples a rank trains per step; none when
+// `accumulation` is false), each with and without checkpointing: in order
+// of how much memory they save.
+std::vector<Knobs> WithMemorySavers(const std::vector<Knobs>& base, int64_t samples,
+                                    bool accumulation);
+
 // One training step on the whole batch, every rank the same (single's; tp's,
-// whose blocks split their work inside): forward, loss, backward, tied
-// copies' gradients summed, optimizer. Returns the step's mean loss.
-double WholeBatchStep(const TrainContext& ctx, BlockSet& blocks, int64_t step);
+// whose blocks split their work inside): forward, loss, backward (in
+// `accumulation` chunks), tied copies' gradients summed, optimizer. Returns
+// the step's mean loss.
+double WholeBatchStep(const TrainContext& ctx, BlockSet& blocks, int64_t step,
+                      int64_t accumulation = 1);
 
 // One block's forward pass at the task's precision: for bf16, under autocast
 // (matrix multiplies and convolutions in bf16, reductions in fp32) with the
 // output returned in fp32, so that block boundaries (pipeline sends, sharded
 // and spilled backward passes, checkpointed recomputation) always see fp32.
 at::Tensor RunBlock(Block& block, const at::Tensor& x, const TrainContext& ctx);
+// RunBlock without keeping the block's activations: backward runs it again
+// (with gradients) and back-propagates through that (activation
+// checkpointing). The block's parameters get their gradients all the same.
+at::Tensor RunRecomputed(Block& block, const at::Tensor& x, const TrainContext& ctx);
 
 // Frees a tensor's memory while keeping its storage object, which autograd's
 // saved tensors still point at; RefillStorage gives it fresh memory of

@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "common/error.h"
+#include "engine/blocks.h"
 #include "engine/errors.h"
 #include "engine/eval.h"
 #include "engine/phases.h"
@@ -165,6 +166,27 @@ double Resume(TrainContext& ctx, const ExecuteOptions& options, Trainer& trainer
 
 }  // namespace
 
+std::vector<Knobs> Technique::MemorySavingSpace(TrainContext&) const {
+  return {};
+}
+
+namespace {
+
+// Whether setting `a` is `b` with at least as much checkpointing and
+// accumulation (MemorySavers), every other knob the same.
+bool SavesAtLeast(const Knobs& a, const Knobs& b) {
+  auto others = [](Knobs knobs) {
+    knobs.erase("checkpointing");
+    knobs.erase("accumulation");
+    return knobs;
+  };
+  if (others(a) != others(b)) return false;
+  return KnobBool(a, "checkpointing", false) >= KnobBool(b, "checkpointing", false) &&
+         KnobInt(a, "accumulation", 1, 1) >= KnobInt(b, "accumulation", 1, 1);
+}
+
+}  // namespace
+
 SearchResult Technique::Search(TrainContext& ctx, const SearchOptions& options) const {
   SearchResult result;
   result.reason = Unsupported(ctx.task, ctx.model, ctx.gpus);
@@ -173,14 +195,15 @@ SearchResult Technique::Search(TrainContext& ctx, const SearchOptions& options) 
   std::string closest_reason;
   int64_t closest_peak = INT64_MAX;
   bool timed_checkpoint = false;
-  for (const Knobs& knobs : SearchSpace(ctx)) {
+  // Measures one setting into `result`; whether it fits.
+  auto measure = [&](const Knobs& knobs) {
     std::optional<int64_t> needed = StaticBytesPerDevice(ctx, knobs);
     if (capacity > 0 && needed && *needed > capacity) {
       std::string reason = "out of memory: parameters, gradients and optimizer state need " +
                            FormatBytes(*needed) + " per device of " + FormatBytes(capacity);
       result.candidates.push_back({{"knobs", knobs}, {"reason", reason}});
       if (*needed < closest_peak) closest_peak = *needed, closest_reason = reason;
-      continue;
+      return false;
     }
     ctx.device.ResetPeak();
     std::unique_ptr<Trainer> trainer;
@@ -229,7 +252,7 @@ SearchResult Technique::Search(TrainContext& ctx, const SearchOptions& options) 
       result.candidates.push_back({{"knobs", knobs}, {"reason", reason}});
       int64_t peak = *std::max_element(peaks.begin(), peaks.end());
       if (peak < closest_peak) closest_peak = peak, closest_reason = reason;
-      continue;
+      return false;
     }
     double step_s = Median(samples);
     if (!options.checkpoint_probe_dir.empty() && !timed_checkpoint) {
@@ -249,6 +272,19 @@ SearchResult Technique::Search(TrainContext& ctx, const SearchOptions& options) 
       result.resident_bytes = resident;
       result.setup_s = setup_s;
       result.stats = stats;
+    }
+    return true;
+  };
+  for (const Knobs& knobs : SearchSpace(ctx))
+    measure(knobs);
+  // Memory savers only where memory calls for them, and none that saves
+  // more of both kinds than one that fits (it would only be slower).
+  if (!result.feasible) {
+    std::vector<Knobs> fitting;
+    for (const Knobs& knobs : MemorySavingSpace(ctx)) {
+      bool dominated = std::any_of(fitting.begin(), fitting.end(),
+                                   [&](const Knobs& fits) { return SavesAtLeast(knobs, fits); });
+      if (!dominated && measure(knobs)) fitting.push_back(knobs);
     }
   }
   if (!result.feasible) result.reason = closest_reason;

@@ -192,6 +192,11 @@ class Technique {
   virtual std::string Unsupported(const TaskSpec& task, const Model& model, int gpus) const;
   // The knob settings Search measures; the fastest that fits wins.
   virtual std::vector<Knobs> SearchSpace(TrainContext& ctx) const;
+  // Settings that trade speed for memory (activation checkpointing,
+  // gradient accumulation: blocks.h's MemorySavers), which Search measures
+  // only when no setting of SearchSpace fits, skipping any that saves more
+  // of both than one that fits. Default: none.
+  virtual std::vector<Knobs> MemorySavingSpace(TrainContext& ctx) const;
   // Bytes each device needs whatever happens (parameters, gradients,
   // optimizer state), when cheap to know: Search skips settings that cannot
   // fit without building anything.

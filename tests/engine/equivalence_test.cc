@@ -31,6 +31,14 @@ std::vector<Config> RunsFor(const std::string& family) {
                                   : nlohmann::json::object();
   nlohmann::json pipeline_knobs = {{"micro_batches", family == "mlp" ? 4 : 3}};
   std::vector<Config> runs{{"spill", 1, {{"blocks_per_shard", 2}}}};
+  // The memory savers (checkpointing, gradient accumulation) of the
+  // techniques without their own: one family each.
+  if (family == "gpt")
+    runs.push_back({"single", 1, {{"checkpointing", true}, {"accumulation", 3}}});
+  if (family == "resnet")
+    runs.push_back({"ddp", 2, {{"checkpointing", true}, {"accumulation", 2}}});
+  if (family == "vit") runs.push_back({"tp", 2, {{"checkpointing", true}, {"accumulation", 2}}});
+  if (family == "mlp") pipeline_knobs["checkpointing"] = true;
 #ifdef SATURN_FULL_MATRIX
   for (int gpus : {2, 3, 4}) {
     runs.push_back({"ddp", gpus});
@@ -39,8 +47,8 @@ std::vector<Config> RunsFor(const std::string& family) {
   }
   if (family == "gpt" || family == "vit") {
     runs.push_back({"tp", 2});
-    runs.push_back({"tp-ddp", 4, {{"tp", 2}}});
-    runs.push_back({"pipeline-tp", 4, {{"tp", 2}, {"micro_batches", 3}}});
+    runs.push_back({"tp-ddp", 4, {{"tp", 2}, {"accumulation", 2}}});
+    runs.push_back({"pipeline-tp", 4, {{"tp", 2}, {"micro_batches", 3}, {"checkpointing", true}}});
   }
 #else
   runs.push_back({"ddp", 2});
@@ -52,8 +60,10 @@ std::vector<Config> RunsFor(const std::string& family) {
   if (family == "mlp") runs.push_back({"fsdp", 3, fsdp_knobs});
   if (family == "gpt" || family == "vit") runs.push_back({"tp", 2});
   // The hybrids, one per transformer: 2-way tp in 2 replicas or 2 stages.
-  if (family == "gpt") runs.push_back({"tp-ddp", 4, {{"tp", 2}}});
-  if (family == "vit") runs.push_back({"pipeline-tp", 4, {{"tp", 2}, {"micro_batches", 3}}});
+  if (family == "gpt") runs.push_back({"tp-ddp", 4, {{"tp", 2}, {"accumulation", 2}}});
+  if (family == "vit") {
+    runs.push_back({"pipeline-tp", 4, {{"tp", 2}, {"micro_batches", 3}, {"checkpointing", true}}});
+  }
 #endif
   return runs;
 }

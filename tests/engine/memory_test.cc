@@ -1,6 +1,8 @@
 // Memory: fsdp really shards, spill trains a model several times larger than
-// the device, and a model too big for `single` is reported infeasible by
-// search (and is an out-of-memory exit for execute), never a crash.
+// the device, tp a layer no other technique fits, single falls back to
+// checkpointing or gradient accumulation when its step does not fit, and a
+// model too big for `single` is reported infeasible by search (and is an
+// out-of-memory exit for execute), never a crash.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -154,6 +156,60 @@ TEST(Memory, TpTrainsALayerThatNoOtherTechniqueFitsOnTwoDevices) {
   WorkerRun tp = Execute(dir, task, "tp", 2, "tp", {"--memory-gib", Gib(capacity)});
   ASSERT_EQ(tp.status, 0) << tp.err;
   EXPECT_EQ(ReadJson(dir.Path("tp.json"))["completed_steps"], 3);
+}
+
+// A GPT whose activations outgrow the device: search finds single's plain
+// step over capacity and then tries the memory savers (checkpointing,
+// gradient accumulation), keeps the fastest that fits, and measures none
+// that saves more of both than one that fits.
+TEST(Memory, SingleSearchFallsBackToCheckpointingOrAccumulationWhenTheStepDoesNotFit) {
+  TestDir dir("memory_savers");
+  nlohmann::json json = TinyTask("gpt");
+  json["model"] = {{"type", "gpt"}, {"layers", 2}, {"d_model", 64}, {"heads", 4}, {"seq_len", 128}};
+  json["batch_size"] = 16;
+  std::string task = dir.Write("task.json", json.dump());
+  const int64_t capacity = 16 * kMiB;
+  WorkerRun run = RunWorker(
+      {"search", "--task", task, "--technique", "single", "--gpus", "1", "--out",
+       dir.Path("search.json"), "--warmup", "1", "--measure", "1", "--memory-gib", Gib(capacity)},
+      dir.Path("search"));
+  ASSERT_EQ(run.status, 0) << run.err;
+  nlohmann::json found = ReadJson(dir.Path("search.json"));
+  ASSERT_TRUE(found["feasible"].get<bool>()) << found.dump();
+  EXPECT_LT(found["peak_memory_bytes"][0].get<int64_t>(), capacity);
+  const nlohmann::json& knobs = found["knobs"];
+  EXPECT_TRUE(knobs.value("checkpointing", false) || knobs.value("accumulation", 1) > 1)
+      << knobs.dump();
+  struct Saving {
+    bool checkpointing;
+    int64_t accumulation;
+  };
+  std::vector<Saving> fits, tried;
+  bool plain_tried = false;
+  for (const nlohmann::json& candidate : found["candidates"]) {
+    const nlohmann::json& k = candidate["knobs"];
+    Saving saving{k.value("checkpointing", false), k.value("accumulation", int64_t{1})};
+    if (!saving.checkpointing && saving.accumulation == 1) {
+      plain_tried = true;
+      EXPECT_THAT(candidate.value("reason", ""), HasSubstr("out of memory")) << candidate.dump();
+    }
+    tried.push_back(saving);
+    if (candidate.contains("step_s")) fits.push_back(saving);
+  }
+  EXPECT_TRUE(plain_tried) << found["candidates"].dump();
+  for (const Saving& fit : fits) {
+    for (const Saving& other : tried) {
+      bool more =
+          other.checkpointing >= fit.checkpointing && other.accumulation >= fit.accumulation &&
+          (other.checkpointing != fit.checkpointing || other.accumulation != fit.accumulation);
+      EXPECT_FALSE(more) << "measured a setting that saves more than one that fits: "
+                         << found["candidates"].dump();
+    }
+  }
+  WorkerRun execute = Execute(dir, task, "single", 1, "execute",
+                              {"--memory-gib", Gib(capacity), "--knobs", knobs.dump()});
+  ASSERT_EQ(execute.status, 0) << execute.err;
+  EXPECT_EQ(ReadJson(dir.Path("execute.json"))["completed_steps"], 3);
 }
 
 // A feasible search result of `technique` on two devices for `task`.

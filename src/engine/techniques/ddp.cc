@@ -3,7 +3,9 @@
 // buckets. A bucket is launched as soon as autograd has accumulated all of
 // its gradients (a post-hook on each parameter's gradient accumulator), in
 // bucket order on every rank, so communication overlaps the rest of the
-// backward pass. Knob: bucket_mb (default 25, PyTorch's). With its blocks
+// backward pass. Knobs: bucket_mb (default 25, PyTorch's); checkpointing and
+// accumulation (blocks.h's MemorySavers), tried only when the plain step
+// does not fit. With its blocks
 // split by tensor parallelism it is tp-ddp's outer trainer (trainers.h):
 // each replica is then a group of ranks, and a rank reduces its slices'
 // gradients with the ranks holding the same slices in the other replicas.
@@ -22,22 +24,35 @@ constexpr double kDefaultBucketMb = 25.0;
 
 class DdpTrainer final : public Trainer {
  public:
-  DdpTrainer(TrainContext& ctx, double bucket_mb, const TensorGroup& tensor_parallel)
-      : ctx_(ctx), blocks_(ctx, 0, ctx.model.NumBlocks(), Placement::kDevice, tensor_parallel) {
+  DdpTrainer(TrainContext& ctx, double bucket_mb, const MemorySavers& savers,
+             const TensorGroup& tensor_parallel)
+      : ctx_(ctx),
+        savers_(savers),
+        blocks_(ctx, 0, ctx.model.NumBlocks(), Placement::kDevice, tensor_parallel) {
+    blocks_.SetCheckpointing(savers.checkpointing);
     BuildBuckets(static_cast<int64_t>(bucket_mb * 1024 * 1024));
   }
 
+  // With accumulation, the rank's share runs in chunks; gradients add up in
+  // the buckets and are reduced during the last chunk's backward only.
   double Step(int64_t step) override {
-    auto [begin, end] = SliceOf(ctx_.BatchSize(), ctx_.comm.Rank(), ctx_.comm.Size());
-    Batch batch = ctx_.StepSamples(step, begin, end - begin);
-    for (Bucket& bucket : buckets_)
-      bucket.pending = static_cast<int>(bucket.params.size());
-    next_launch_ = 0;
-    at::Tensor loss = ctx_.model.LossSum(blocks_.Forward(batch.inputs), batch.targets) /
-                      static_cast<double>(ctx_.LossItems());
-    {
-      PhaseScope phase(Phase::kBackward);
-      loss.backward();
+    auto [first, last] = SliceOf(ctx_.BatchSize(), ctx_.comm.Rank(), ctx_.comm.Size());
+    double loss_sum = 0.0;
+    for (int64_t k = 0; k < savers_.accumulation; ++k) {
+      auto [begin, end] =
+          SliceOf(last - first, static_cast<int>(k), static_cast<int>(savers_.accumulation));
+      Batch batch = ctx_.StepSamples(step, first + begin, end - begin);
+      reducing_ = k == savers_.accumulation - 1;
+      for (Bucket& bucket : buckets_)
+        bucket.pending = static_cast<int>(bucket.params.size());
+      next_launch_ = 0;
+      at::Tensor loss = ctx_.model.LossSum(blocks_.Forward(batch.inputs), batch.targets) /
+                        static_cast<double>(ctx_.LossItems());
+      {
+        PhaseScope phase(Phase::kBackward);
+        loss.backward();
+      }
+      loss_sum += loss.item<double>();
     }
     LaunchReady(/*all=*/true);
     for (Work& work : in_flight_)
@@ -45,7 +60,7 @@ class DdpTrainer final : public Trainer {
     in_flight_.clear();
     blocks_.SumTiedGrads();
     blocks_.Update(step + 1, BlockSet::Grads::kZero);
-    return ctx_.comm.SumOf(loss.item<double>());
+    return ctx_.comm.SumOf(loss_sum);
   }
 
   void Save(CheckpointWriter& out) override {
@@ -100,7 +115,7 @@ class DdpTrainer final : public Trainer {
         accumulator->add_post_hook(std::make_unique<torch::autograd::utils::LambdaPostHook>(
             [this, b](const torch::autograd::variable_list& outputs,
                       const torch::autograd::variable_list&) {
-              if (--buckets_[b].pending == 0) LaunchReady(/*all=*/false);
+              if (reducing_ && --buckets_[b].pending == 0) LaunchReady(/*all=*/false);
               return outputs;
             }));
         accumulators_.push_back(std::move(accumulator));
@@ -118,6 +133,8 @@ class DdpTrainer final : public Trainer {
   }
 
   TrainContext& ctx_;
+  MemorySavers savers_;
+  bool reducing_ = true;  // this backward's gradients are the step's last
   BlockSet blocks_;
   std::vector<Bucket> buckets_;
   std::vector<std::shared_ptr<torch::autograd::Node>> accumulators_;
@@ -138,6 +155,10 @@ class Ddp final : public Technique {
                                               const Knobs&) const override {
     return ModelStateBytes(ctx);
   }
+  std::vector<Knobs> MemorySavingSpace(TrainContext& ctx) const override {
+    return WithMemorySavers({Knobs::object()}, ctx.BatchSize() / ctx.comm.Size(),
+                            /*accumulation=*/true);
+  }
   std::unique_ptr<Trainer> MakeTrainer(TrainContext& ctx, const Knobs& knobs) const override {
     return MakeDdpTrainer(ctx, knobs);
   }
@@ -147,8 +168,9 @@ class Ddp final : public Technique {
 
 std::unique_ptr<Trainer> MakeDdpTrainer(TrainContext& ctx, const Knobs& knobs,
                                         const TensorGroup& tensor_parallel) {
-  return std::make_unique<DdpTrainer>(ctx, KnobNumber(knobs, "bucket_mb", kDefaultBucketMb),
-                                      tensor_parallel);
+  return std::make_unique<DdpTrainer>(
+      ctx, KnobNumber(knobs, "bucket_mb", kDefaultBucketMb),
+      MemorySavers::FromKnobs(knobs, ctx.BatchSize() / ctx.comm.Size()), tensor_parallel);
 }
 
 std::unique_ptr<Technique> MakeDdpTechnique() {

@@ -5,7 +5,8 @@
 // forward and their gradients backward by point-to-point send/recv.
 //
 // Knobs: micro_batches (tuned by search), partition (the stage boundaries
-// [0, b1, ..., blocks], measured once per search). With its blocks split by
+// [0, b1, ..., blocks], measured once per search), checkpointing (blocks.h's
+// MemorySavers; tried only when no setting fits without). With its blocks split by
 // tensor parallelism it is pipeline-tp's outer trainer (trainers.h): each
 // stage is then a group of ranks, and a rank sends to and receives from
 // the rank of the same position in the neighbouring stages.
@@ -126,14 +127,16 @@ std::vector<int64_t> MeasuredPartition(TrainContext& ctx, int64_t micro_batch) {
 class PipelineTrainer final : public Trainer {
  public:
   PipelineTrainer(TrainContext& ctx, int64_t micro_batches, const std::vector<int64_t>& bounds,
-                  const TensorGroup& tensor_parallel)
+                  bool checkpointing, const TensorGroup& tensor_parallel)
       : ctx_(ctx),
         stage_(ctx.comm.Rank()),
         stages_(ctx.comm.Size()),
         micro_batches_(micro_batches),
         bounds_(bounds),
         blocks_(ctx, static_cast<int>(bounds[stage_]), static_cast<int>(bounds[stage_ + 1]),
-                Placement::kDevice, tensor_parallel) {}
+                Placement::kDevice, tensor_parallel) {
+    blocks_.SetCheckpointing(checkpointing);
+  }
 
   double Step(int64_t step) override {
     bool first = stage_ == 0, last = stage_ == stages_ - 1;
@@ -337,6 +340,11 @@ class Pipeline final : public Technique {
            (2 + static_cast<int64_t>(ctx.optimizer.Slots().size()));
   }
 
+  // Micro-batches already bound activations: checkpointing only.
+  std::vector<Knobs> MemorySavingSpace(TrainContext& ctx) const override {
+    return WithMemorySavers(SearchSpace(ctx), 1, /*accumulation=*/false);
+  }
+
   std::unique_ptr<Trainer> MakeTrainer(TrainContext& ctx, const Knobs& knobs) const override {
     return MakePipelineTrainer(ctx, knobs);
   }
@@ -353,7 +361,8 @@ std::unique_ptr<Trainer> MakePipelineTrainer(TrainContext& ctx, const Knobs& kno
   }
   std::vector<int64_t> bounds = PartitionKnob(knobs, ctx.model.NumBlocks(), ctx.comm.Size());
   if (bounds.empty()) bounds = MeasuredPartition(ctx, MicroBatchSize(ctx, micro_batches));
-  return std::make_unique<PipelineTrainer>(ctx, micro_batches, bounds, tensor_parallel);
+  return std::make_unique<PipelineTrainer>(
+      ctx, micro_batches, bounds, KnobBool(knobs, "checkpointing", false), tensor_parallel);
 }
 
 std::unique_ptr<Technique> MakePipelineTechnique() {

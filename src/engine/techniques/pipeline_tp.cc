@@ -8,10 +8,11 @@
 // Knobs: tp (the degree: >= 2, dividing the devices into >= 2 stages and
 // the model's heads; searched), micro_batches (searched), partition (the
 // stage boundaries; by default balanced by each block's measured time,
-// unsplit).
+// unsplit), checkpointing (pipeline's).
 #include <algorithm>
 
 #include "common/error.h"
+#include "engine/blocks.h"
 #include "engine/errors.h"
 #include "engine/trainers.h"
 
@@ -58,6 +59,10 @@ class PipelineTp final : public Technique {
         space.push_back({{"tp", tp}, {"micro_batches", m}, {"partition", bounds}});
     }
     return space;
+  }
+
+  std::vector<Knobs> MemorySavingSpace(TrainContext& ctx) const override {
+    return WithMemorySavers(SearchSpace(ctx), 1, /*accumulation=*/false);
   }
 
   std::unique_ptr<Trainer> MakeTrainer(TrainContext& ctx, const Knobs& knobs) const override {

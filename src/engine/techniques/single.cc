@@ -1,5 +1,7 @@
 // single: the whole model on one device, one process. The baseline every
-// other technique must match step for step.
+// other technique must match step for step. Knobs: checkpointing and
+// accumulation (blocks.h's MemorySavers), tried only when the plain step
+// does not fit.
 #include "engine/blocks.h"
 
 namespace saturn::engine {
@@ -7,15 +9,20 @@ namespace {
 
 class SingleTrainer final : public Trainer {
  public:
-  explicit SingleTrainer(TrainContext& ctx)
-      : ctx_(ctx), blocks_(ctx, 0, ctx.model.NumBlocks(), Placement::kDevice) {}
+  SingleTrainer(TrainContext& ctx, const MemorySavers& savers)
+      : ctx_(ctx), savers_(savers), blocks_(ctx, 0, ctx.model.NumBlocks(), Placement::kDevice) {
+    blocks_.SetCheckpointing(savers.checkpointing);
+  }
 
-  double Step(int64_t step) override { return WholeBatchStep(ctx_, blocks_, step); }
+  double Step(int64_t step) override {
+    return WholeBatchStep(ctx_, blocks_, step, savers_.accumulation);
+  }
   void Save(CheckpointWriter& out) override { blocks_.Save(out); }
   void Load(const CheckpointReader& in) override { blocks_.Load(in); }
 
  private:
   TrainContext& ctx_;
+  MemorySavers savers_;
   BlockSet blocks_;
 };
 
@@ -28,8 +35,11 @@ class Single final : public Technique {
                                               const Knobs&) const override {
     return ModelStateBytes(ctx);
   }
-  std::unique_ptr<Trainer> MakeTrainer(TrainContext& ctx, const Knobs&) const override {
-    return std::make_unique<SingleTrainer>(ctx);
+  std::vector<Knobs> MemorySavingSpace(TrainContext& ctx) const override {
+    return WithMemorySavers({Knobs::object()}, ctx.BatchSize(), /*accumulation=*/true);
+  }
+  std::unique_ptr<Trainer> MakeTrainer(TrainContext& ctx, const Knobs& knobs) const override {
+    return std::make_unique<SingleTrainer>(ctx, MemorySavers::FromKnobs(knobs, ctx.BatchSize()));
   }
 };
 

@@ -10,7 +10,9 @@
 // state take 1/ranks of a device each, so a layer too large for one device
 // (even one at a time, as fsdp gathers them) trains on several.
 // Checkpoints hold whole blocks (gathered on save, sliced on load), so a
-// task moves between tp and any other technique at a checkpoint.
+// task moves between tp and any other technique at a checkpoint. Knobs:
+// checkpointing and accumulation (blocks.h's MemorySavers), tried only when
+// the plain step does not fit.
 //
 // Also here: engine/tensor_parallel.h's functions (the layers call them) and
 // the grid that hybrid techniques run tp in (engine/trainers.h).
@@ -117,18 +119,24 @@ namespace {
 
 class TpTrainer final : public Trainer {
  public:
-  explicit TpTrainer(TrainContext& ctx)
+  TpTrainer(TrainContext& ctx, const MemorySavers& savers)
       : ctx_(ctx),
+        savers_(savers),
         blocks_(ctx, 0, ctx.model.NumBlocks(), Placement::kDevice,
-                TensorGroup{&ctx.comm, ctx.comm.Rank(), ctx.comm.Size()}) {}
+                TensorGroup{&ctx.comm, ctx.comm.Rank(), ctx.comm.Size()}) {
+    blocks_.SetCheckpointing(savers.checkpointing);
+  }
 
-  double Step(int64_t step) override { return WholeBatchStep(ctx_, blocks_, step); }
+  double Step(int64_t step) override {
+    return WholeBatchStep(ctx_, blocks_, step, savers_.accumulation);
+  }
   // Whole blocks: every rank's slices gathered (collective), rank 0 writes.
   void Save(CheckpointWriter& out) override { blocks_.Save(out); }
   void Load(const CheckpointReader& in) override { blocks_.Load(in); }
 
  private:
   TrainContext& ctx_;
+  MemorySavers savers_;
   BlockSet blocks_;
 };
 
@@ -241,8 +249,12 @@ class Tp final : public Technique {
     return TensorParallelUnsupported(task, model, gpus);
   }
 
-  std::unique_ptr<Trainer> MakeTrainer(TrainContext& ctx, const Knobs&) const override {
-    return std::make_unique<TpTrainer>(ctx);
+  std::vector<Knobs> MemorySavingSpace(TrainContext& ctx) const override {
+    return WithMemorySavers({Knobs::object()}, ctx.BatchSize(), /*accumulation=*/true);
+  }
+
+  std::unique_ptr<Trainer> MakeTrainer(TrainContext& ctx, const Knobs& knobs) const override {
+    return std::make_unique<TpTrainer>(ctx, MemorySavers::FromKnobs(knobs, ctx.BatchSize()));
   }
 };
 

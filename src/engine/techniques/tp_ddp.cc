@@ -7,7 +7,9 @@
 // consecutive ranks share the fast links that tp's per-layer all-reduces
 // need, and the replicas' once-per-step gradient all-reduce is the one that
 // crosses them. Knobs: tp (the degree: >= 2, dividing the devices into >=
-// 2 groups and the model's heads; searched), bucket_mb (ddp's).
+// 2 groups and the model's heads; searched), bucket_mb, checkpointing and
+// accumulation (ddp's).
+#include "engine/blocks.h"
 #include "engine/trainers.h"
 
 namespace saturn::engine {
@@ -37,6 +39,17 @@ class TpDdp final : public Technique {
     std::vector<Knobs> space;
     for (int tp : GridDegrees(ctx.task, ctx.model, ctx.comm.Size(), kMinGroups))
       space.push_back({{"tp", tp}});
+    return space;
+  }
+
+  // Per degree: a replica trains batch / (devices / tp) samples.
+  std::vector<Knobs> MemorySavingSpace(TrainContext& ctx) const override {
+    std::vector<Knobs> space;
+    for (int tp : GridDegrees(ctx.task, ctx.model, ctx.comm.Size(), kMinGroups)) {
+      for (Knobs& knobs : WithMemorySavers({{{"tp", tp}}}, ctx.BatchSize() / (ctx.comm.Size() / tp),
+                                           /*accumulation=*/true))
+        space.push_back(std::move(knobs));
+    }
     return space;
   }
 
