@@ -402,8 +402,8 @@ void LadderSection(Lab& lab, Report& report) {
   Heading(report, "Table 5: ablation ladder",
           Fmt("Each rung adds one of Saturn's choices; all simulated against the same noisy "
               "truths (+-%.0f%%, %d seeds); rungs 1-4 without introspection, rung 5 with it "
-              "(every %g s, threshold %g s); rung 6 adds Megatron-style tensor parallelism (tp) "
-              "to the choices (our runtime model, bench/README.md; the paper has no such rung). "
+              "(every %g s, threshold %g s); rung 6 adds Megatron-style tensor parallelism (tp) and "
+              "its hybrids (tp-ddp, pipeline-tp) to the choices (our runtime model, bench/README.md; the paper has no such rung). "
               "Speed-up: rung 1's makespan / the rung's (mean of per-seed ratios). The paper's "
               "column is its 1-node TXT ladder.",
               100 * cfg.noise, cfg.seeds, cfg.interval_s, cfg.threshold_s));
@@ -421,7 +421,7 @@ void LadderSection(Lab& lab, Report& report) {
       {"3 + allocation", "auto", Choices::kFsdp, false, 1.33},
       {"4 + parallelism selection", "auto", Choices::kAll, false, 1.95},
       {"5 + introspection", "auto", Choices::kAll, true, 2.27},
-      {"6 + tensor parallelism (tp)", "auto", Choices::kAll, true, kNaN, true}};
+      {"6 + tensor and hybrid parallelism", "auto", Choices::kAll, true, kNaN, true}};
   std::vector<Prepared> instances;
   for (Prepared& b : SaturnInstances(lab)) {
     if (b.label == "txt-1x8" || b.label == "img-1x8") instances.push_back(std::move(b));

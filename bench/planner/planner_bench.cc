@@ -48,6 +48,8 @@ std::vector<Instance> Instances(bool quick) {
          {std::vector<int>{8}, std::vector<int>{8, 8}, std::vector<int>{8, 4}}) {
       out.push_back(SaturnLikeInstance(w, nodes, 1));
     }
+    // With tp and its hybrids among the choices (bench/README.md).
+    out.push_back(SaturnLikeInstance(w, {8}, 1, /*tensor_parallel=*/true));
   }
   auto jobs = LoadGavelThroughputs(SourceDir() + "/bench/data/gavel_v100.csv");
   out.push_back(GavelInstance(jobs, 12, 1, 8, 1));

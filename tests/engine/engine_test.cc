@@ -384,9 +384,33 @@ TEST(Phases, SearchReportsAPartitionOfTheStep) {
   EXPECT_NEAR(sum, mean, 0.05 * mean + 1e-3);
 }
 
+TEST(Techniques, MemorySaversComeInOrderOfWhatTheySave) {
+  std::vector<Knobs> space = WithMemorySavers({Knobs{{"tp", 2}}}, 5, /*accumulation=*/true);
+  std::vector<std::pair<bool, int64_t>> got;
+  for (const Knobs& knobs : space) {
+    EXPECT_EQ(knobs["tp"], 2) << knobs.dump();
+    got.push_back({knobs["checkpointing"].get<bool>(), knobs.value("accumulation", int64_t{1})});
+  }
+  EXPECT_EQ(got, (std::vector<std::pair<bool, int64_t>>{
+                     {true, 1}, {false, 2}, {true, 2}, {false, 4}, {true, 4}}));
+  EXPECT_EQ(WithMemorySavers({Knobs::object()}, 8, /*accumulation=*/false).size(), 1u);
+  EXPECT_THROW(MemorySavers::FromKnobs({{"accumulation", 6}}, 5), InputError);
+  EXPECT_EQ(MemorySavers::FromKnobs({{"accumulation", 5}}, 5).accumulation, 5);
+}
+
+TEST(Communicator, ASubgroupOfOneIsSoloAndMustHoldThisRank) {
+  std::unique_ptr<Communicator> solo = Communicator::Solo();
+  std::unique_ptr<Communicator> sub = solo->Subgroup({0});
+  EXPECT_EQ(sub->Size(), 1);
+  EXPECT_EQ(sub->Rank(), 0);
+  EXPECT_THROW(solo->Subgroup({1}), std::invalid_argument);
+  EXPECT_THROW(solo->Subgroup({}), std::invalid_argument);
+}
+
 TEST(Techniques, RegistryListsTheBuiltins) {
   EXPECT_EQ(BuiltinTechniques().Names(),
-            (std::vector<std::string>{"single", "ddp", "fsdp", "pipeline", "spill", "tp"}));
+            (std::vector<std::string>{"single", "ddp", "fsdp", "pipeline", "spill", "tp", "tp-ddp",
+                                      "pipeline-tp"}));
   try {
     BuiltinTechniques().Get("zero");
     FAIL();
