@@ -48,7 +48,18 @@ void Replanner::Apply(const ReplanDecision& d) {
   // Tasks arrived while it was solved: its task numbers are stale.
   if (solving_for_ != run_.tasks.version()) return;
   run_.SetEstimatedEnd(d.switch_plan ? d.new_end_s : d.current_end_s);
-  if (!d.switch_plan) return;
+  if (!d.switch_plan) {
+    // Keep: follow the re-timed plan, the one whose end was estimated (and
+    // the one the simulator follows): running tasks stay as they are, and
+    // each task not started goes wherever on its node it starts earliest
+    // in the plan's order. Not when a task started meanwhile where this
+    // plan does not put it: the next check re-times from there.
+    if (d.preempted.empty() && StartedElsewhere(run_, d.plan).empty()) {
+      run_.FollowRetimed(d.plan);
+      run_.Requeue();
+    }
+    return;
+  }
   std::vector<std::string> moved = SwitchTo(run_, dispatcher_, d);
   run_.Emit(events::PlanSwitched(run_.Now(), events::SwitchWhy::kIntrospection, d.current_end_s,
                                  d.new_end_s, moved));
@@ -76,6 +87,26 @@ void AdoptReplan(RunContext& run, Plan plan) {
   run.AdoptPlan(plan);
 }
 
+std::vector<std::string> StartedElsewhere(const RunContext& run, const Plan& plan) {
+  std::map<std::string, int> index;
+  for (int j = 0; j < run.NumTasks(); ++j)
+    index[run.tasks.problem().tasks[j].name] = j;
+  std::vector<std::string> elsewhere;
+  for (const PlanTask& t : plan.tasks) {
+    auto it = index.find(t.task);
+    if (it == index.end()) continue;
+    int j = it->second;
+    std::optional<Assignment> on = run.tasks.placements().On(j);
+    if (!run.Running(j) || !on) continue;
+    const Option& o = run.tasks.problem().tasks[j].options[on->option];
+    if (o.technique != t.technique || o.gpus != t.gpus ||
+        run.tasks.problem().nodes[on->node].name != t.node || on->gpu_ids != t.gpu_ids) {
+      elsewhere.push_back(t.task);
+    }
+  }
+  return elsewhere;
+}
+
 std::vector<std::string> SwitchTo(RunContext& run, Dispatcher& dispatcher,
                                   const ReplanDecision& d) {
   AdoptReplan(run, d.plan);
@@ -85,15 +116,8 @@ std::vector<std::string> SwitchTo(RunContext& run, Dispatcher& dispatcher,
   for (int j = 0; j < run.NumTasks(); ++j)
     index[run.tasks.problem().tasks[j].name] = j;
   std::vector<std::string> moved = d.preempted;
-  for (const PlanTask& t : run.plan().tasks) {
-    int j = index.at(t.task);
-    std::optional<Assignment> on = run.tasks.placements().On(j);
-    if (!run.Running(j) || !on) continue;
-    const Option& o = run.tasks.problem().tasks[j].options[on->option];
-    if (o.technique != t.technique || o.gpus != t.gpus ||
-        run.tasks.problem().nodes[on->node].name != t.node || on->gpu_ids != t.gpu_ids) {
-      if (std::find(moved.begin(), moved.end(), t.task) == moved.end()) moved.push_back(t.task);
-    }
+  for (const std::string& name : StartedElsewhere(run, run.plan())) {
+    if (std::find(moved.begin(), moved.end(), name) == moved.end()) moved.push_back(name);
   }
   for (const std::string& name : moved)
     dispatcher.Preempt(index.at(name));

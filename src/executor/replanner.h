@@ -1,7 +1,9 @@
 // The re-planning thread (part of `saturn run`, executor.h): every interval
 // the remaining work is solved afresh in the background while training goes
 // on (replan/replan.h); when the new plan finishes sooner by more than the
-// threshold, the run switches to it and pre-empts only the tasks it moves.
+// threshold, the run switches to it and pre-empts only the tasks it moves;
+// otherwise it follows the current plan re-timed (tasks not started move to
+// whichever devices of their node free first), as the simulator does.
 //
 //   Replanner replanner(run, dispatcher);   // first check one interval from now
 //   replanner.Poll();   // each loop turn: applies a finished re-plan or starts a due one
@@ -66,6 +68,10 @@ class Replanner {
   BackgroundReplanner background_;
   int solving_for_ = -1;  // the task set version the re-plan in flight was solved for
 };
+
+// The running tasks `plan` puts somewhere other than where they run (they
+// started while it was solved).
+std::vector<std::string> StartedElsewhere(const RunContext& run, const Plan& plan);
 
 // Follows the decision's plan from now on and pre-empts the running tasks it
 // moves (those it pre-empts, and any that started while it was solved

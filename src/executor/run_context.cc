@@ -112,6 +112,14 @@ void RunContext::AdoptPlan(const Plan& next) {
   }
 }
 
+void RunContext::FollowRetimed(Plan retimed) {
+  for (const auto& [key, value] : plan_.extra.items()) {
+    if (!retimed.extra.contains(key)) retimed.extra[key] = value;
+  }
+  plan_ = std::move(retimed);
+  site.state->Set(meta::kPlan, PlanToJson(plan_).dump(2) + "\n");
+}
+
 void RunContext::DropFromPlan(const std::set<std::string>& names) {
   std::erase_if(plan_.tasks, [&](const PlanTask& t) { return names.count(t.task) > 0; });
 }

@@ -106,6 +106,10 @@ class RunContext {
   // Follows `next` from now on (saved as plan-<switches>.json); the first
   // plan of a run that had none (the service's first arrivals).
   void AdoptPlan(const Plan& next);
+  // Follows the current plan re-timed (a kept re-plan's: the same tasks in
+  // the same order, on other devices of their nodes): not a switch, the
+  // plan's baselines kept; saved into the state for a resume.
+  void FollowRetimed(Plan retimed);
   // The plan followed without these tasks (they left the run).
   void DropFromPlan(const std::set<std::string>& names);
   void SetEstimatedEnd(double end_s) { estimated_end_s_ = end_s; }
