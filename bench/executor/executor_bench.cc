@@ -20,7 +20,7 @@
 // resumed: seconds to checkpoint and stop, and from relaunch to its first step.
 //
 //   executor_bench [--saturn PATH] [--worker PATH] [--misled PATH [--wrong-task NAME]]
-//                  [--misled-only | WORKLOAD...]
+//                  [--misled-only | --no-misled] [WORKLOAD...]
 #include <signal.h>
 
 #include <algorithm>
@@ -213,6 +213,8 @@ int Main(int argc, char** argv) {
       wrong_task = argv[++i];
     } else if (!std::strcmp(argv[i], "--misled-only")) {
       misled_only = true;
+    } else if (!std::strcmp(argv[i], "--no-misled")) {
+      misled.clear();
     } else {
       workloads.push_back(argv[i]);
     }

@@ -16,8 +16,7 @@ void AddExecutorOptions(CLI::App* cmd, RunOptions* o, bool* no_introspection) {
       ->check(CLI::PositiveNumber);
   cmd->add_option("--threshold", o->threshold_s,
                   "Switch only if the plan ends this much sooner (s) (default: auto, 2% of the "
-                  "planned makespan and at least two switch costs; 2% alone for a plan that "
-                  "pre-empts no running task)")
+                  "planned makespan and at least two switch costs)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--switch-cost", o->switch_cost_s, "Estimated checkpoint + restart seconds")
       ->check(CLI::NonNegativeNumber)

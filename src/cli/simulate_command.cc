@@ -29,7 +29,6 @@ struct SimulateOptions {
   std::string solver = "auto";
   double interval_s = defaults::kPaperIntervalS;
   double threshold_s = defaults::kPaperThresholdS;
-  double free_threshold_s = -1.0;  // < 0: threshold_s
   double switch_cost_s = defaults::kSwitchCostS;
   bool no_introspection = false;
   double time_limit_s = defaults::kSolverTimeLimitS;
@@ -131,7 +130,6 @@ int RunSimulate(const SimulateOptions& o) {
   options.policy.time_limit_s = o.time_limit_s;
   options.policy.seed = o.seed;
   options.policy.threshold_s = o.threshold_s;
-  options.policy.free_threshold_s = o.free_threshold_s;
   options.policy.switch_cost_s = o.switch_cost_s;
   options.introspection = !o.no_introspection;
   options.interval_s = o.interval_s;
@@ -208,10 +206,6 @@ void AddSimulateCommand(CLI::App& app, int* status) {
                   "Switch plans only if they finish this much sooner (s)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
-  cmd->add_option("--free-threshold", o->free_threshold_s,
-                  "The threshold for a plan that pre-empts no running task (s; default: "
-                  "--threshold's)")
-      ->check(CLI::NonNegativeNumber);
   cmd->add_option("--switch-cost", o->switch_cost_s, "Seconds to checkpoint and restart a task")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();

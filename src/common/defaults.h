@@ -60,9 +60,7 @@ inline constexpr int kKeepCheckpoints = 2;
 
 // `saturn run`'s "auto" introspection: re-plan every tenth of the planned
 // makespan, kept within [10 s, 1000 s]; switch plans only for a gain above
-// 2% of it and above two switch costs (a switch must pay for its restarts),
-// or, for a plan that pre-empts no running task (free to switch to), above
-// 2% of it only.
+// 2% of it and above two switch costs (a switch must pay for its restarts).
 inline constexpr double kAutoIntervalShare = 0.1;
 inline constexpr double kAutoIntervalMinS = 10.0;
 inline constexpr double kAutoIntervalMaxS = 1000.0;

@@ -216,8 +216,9 @@ struct Recompute : torch::autograd::Function<Recompute> {
 }  // namespace
 
 at::Tensor RunRecomputed(Block& block, const at::Tensor& x, const TrainContext& ctx) {
-  static const at::Tensor anchor = at::zeros({}, at::kFloat).requires_grad_(true);
-  return Recompute::apply(x, anchor, reinterpret_cast<int64_t>(&block),
+  // Never destroyed: a static tensor could outlive LibTorch's allocator.
+  static const at::Tensor* anchor = new at::Tensor(at::zeros({}, at::kFloat).requires_grad_(true));
+  return Recompute::apply(x, *anchor, reinterpret_cast<int64_t>(&block),
                           reinterpret_cast<int64_t>(&ctx));
 }
 

@@ -68,7 +68,6 @@ ReplanPolicy RunContext::NextReplanPolicy(double time_limit_s) {
   policy.time_limit_s = time_limit_s;
   policy.seed = options_.solve.seed + static_cast<uint64_t>(++replans_);
   policy.threshold_s = threshold_s_;
-  policy.free_threshold_s = free_threshold_s_;
   policy.switch_cost_s = options_.switch_cost_s;
   return policy;
 }

@@ -76,12 +76,9 @@ class RunContext {
   // --- Introspection (re-planning while training) ---
   double interval_s() const { return interval_s_; }
   double threshold_s() const { return threshold_s_; }
-  // `free_threshold_s`: for a plan that pre-empts nothing (ReplanPolicy's);
-  // < 0: threshold_s.
-  void SetIntrospection(double interval_s, double threshold_s, double free_threshold_s = -1.0) {
+  void SetIntrospection(double interval_s, double threshold_s) {
     interval_s_ = interval_s;
     threshold_s_ = threshold_s;
-    free_threshold_s_ = free_threshold_s;
   }
   // Re-planning settings with `time_limit_s`; each call gets its own seed.
   ReplanPolicy NextReplanPolicy(double time_limit_s);
@@ -163,7 +160,6 @@ class RunContext {
   RunOptions options_;
   double interval_s_ = 0.0;
   double threshold_s_ = 0.0;
-  double free_threshold_s_ = -1.0;
   Plan plan_;
   PlanQueues queues_;
   double planned_makespan_s_ = 0.0;

@@ -392,8 +392,7 @@ void SetUpRun(RunContext& run) {
                                     defaults::kAutoIntervalMinS, defaults::kAutoIntervalMaxS),
       o.threshold_s >= 0 ? o.threshold_s
                          : std::max(defaults::kAutoThresholdShare * span,
-                                    defaults::kThresholdSwitchCosts * o.switch_cost_s),
-      o.threshold_s >= 0 ? -1.0 : defaults::kAutoThresholdShare * span);
+                                    defaults::kThresholdSwitchCosts * o.switch_cost_s));
   run.Requeue();
 }
 

@@ -117,12 +117,6 @@ Plan Checked(const Problem& problem, Plan plan, const char* what) {
 
 }  // namespace
 
-// The least gain any plan must promise to be adopted.
-double LowestThreshold(const ReplanPolicy& policy) {
-  return policy.free_threshold_s >= 0 ? std::min(policy.free_threshold_s, policy.threshold_s)
-                                      : policy.threshold_s;
-}
-
 bool SearchesIncrementally(const Problem& problem, const ReplanPolicy& policy) {
   return policy.incremental_nodes > 0 && problem.NumNodes() >= policy.incremental_nodes &&
          policy.solver == "auto";
@@ -155,7 +149,7 @@ ReplanDecision Replan(const Problem& base, const std::vector<TaskProgress>& prog
   const char* why = nullptr;
   if (!arrivals && policy.unchanged_tolerance > 0 && changes.nodes.empty()) {
     why = "progress as planned within noise";
-  } else if (!arrivals && current_span - LowestThreshold(policy) <= bound) {
+  } else if (!arrivals && current_span - policy.threshold_s <= bound) {
     why = "within the threshold of the lower bound";
   }
   if (why) {
@@ -196,9 +190,8 @@ ReplanDecision Replan(const Problem& base, const std::vector<TaskProgress>& prog
   // New tasks are not in the current plan: the re-timed plan only appends
   // them, so the fresh plan (which searched with them) is adopted whenever
   // it is no worse; otherwise switch only for a gain above the threshold.
-  const bool free = policy.free_threshold_s >= 0 && Preempted(remaining, fresh).empty();
-  const double threshold = free ? policy.free_threshold_s : policy.threshold_s;
-  d.switch_plan = arrivals ? fresh_span <= current_span : fresh_span < current_span - threshold;
+  d.switch_plan =
+      arrivals ? fresh_span <= current_span : fresh_span < current_span - policy.threshold_s;
   const Schedule& chosen = d.switch_plan ? fresh : retimed;
   d.plan = Absolute(Checked(problem,
                             ScheduleToPlan(problem, chosen, d.switch_plan ? solver : current.solver,

@@ -4,9 +4,7 @@
 // (replayed runs). At each check the caller reports every task's progress;
 // Replan builds the remaining problem, re-times the current plan under the
 // newest estimates and decides whether to switch: only when a new plan
-// finishes sooner by more than the threshold (a lower one, when set, for a
-// plan that pre-empts nothing: switching to it is free). Unlike the
-// prototype, it
+// finishes sooner by more than the threshold. Unlike the prototype, it
 //  - charges a switch: every option of a running task except "keep running
 //    as is" pays `switch_cost_s` (checkpoint + restart), and a task resumed
 //    from a checkpoint pays it when it starts again;
@@ -67,12 +65,8 @@ struct ReplanPolicy : SolveOptions {
   explicit ReplanPolicy(const SolveOptions& options) : SolveOptions(options) {}
 
   double threshold_s = defaults::kPaperThresholdS;  // switch only if the plan improves by more
-  // The threshold for a plan that pre-empts no running task: it only
-  // changes tasks that have not started, so switching to it costs nothing
-  // and only noise needs guarding against. < 0: threshold_s.
-  double free_threshold_s = -1.0;
-  double switch_cost_s = defaults::kSwitchCostS;  // checkpoint + restart of one task
-  bool allow_preemption = true;                   // false: running tasks always keep running
+  double switch_cost_s = defaults::kSwitchCostS;    // checkpoint + restart of one task
+  bool allow_preemption = true;                     // false: running tasks always keep running
   // Keep the plan without searching when no task arrived and every node's
   // re-timed end is within this fraction of its time left of its planned
   // end, +-1 s (progress matched the plan within noise). 0: always search

@@ -101,42 +101,6 @@ TEST(Replan, SwitchesWhenATaskTurnsOutSlowAndPreemptsOnlyWhatChanges) {
   }
 }
 
-// x turns out 2.5x as slow; starting b (not started) before c on the device
-// a frees saves 100 s and pre-empts nothing: free to switch to, so a free
-// threshold below 100 s switches where the 150 s threshold alone keeps.
-TEST(Replan, AFreeSwitchNeedsOnlyTheFreeThreshold) {
-  Problem base = testing::MakeProblem({2}, {{"x", {{"single", 1, 500}}},
-                                            {"a", {{"single", 1, 400}}},
-                                            {"b", {{"single", 1, 900}}},
-                                            {"c", {{"single", 1, 400}}}});
-  Plan plan;
-  plan.solver = "test";
-  plan.status = "feasible";
-  plan.makespan_s = 1400;
-  plan.tasks = {{"x", "single", 1, "node0", {0}, 0, 500, ""},
-                {"a", "single", 1, "node0", {1}, 0, 400, ""},
-                {"c", "single", 1, "node0", {1}, 400, 800, ""},
-                {"b", "single", 1, "node0", {0}, 500, 1400, ""}};
-  std::vector<TaskProgress> progress(4);
-  progress[0].done = 0.2;
-  progress[0].running = RunningOn{0, 0, {0}};
-  progress[0].slowdown = 2.5;
-  progress[1].done = 0.5;
-  progress[1].running = RunningOn{0, 0, {1}};
-  ReplanPolicy policy;
-  policy.threshold_s = 150;
-  policy.switch_cost_s = 1000;  // pre-empting never pays
-  policy.work_scale = 0.1;
-  ReplanDecision kept = Replan(base, progress, plan, 200.0, policy);
-  EXPECT_FALSE(kept.switch_plan) << kept.summary;
-  EXPECT_NEAR(kept.current_end_s, 1700, 1e-6);  // c 400-800, then b 800-1700
-  policy.free_threshold_s = 20;
-  ReplanDecision d = Replan(base, progress, plan, 200.0, policy);
-  ASSERT_TRUE(d.switch_plan) << d.summary;
-  EXPECT_TRUE(d.preempted.empty());
-  EXPECT_NEAR(d.new_end_s, 1600, 1e-6);  // b 400-1300, c after x 1200-1600
-}
-
 TEST(Replan, AppendsNewTasksToTheCurrentPlan) {
   Problem base = ThreeTasks();
   Problem first = testing::MakeProblem({4}, {{"a", {{"ddp", 2, 1000}, {"ddp", 4, 600}}}});
