@@ -184,6 +184,10 @@ namespace {
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
+at::Generator GeneratorOf(const TrainContext& ctx) {
+  return at::globalContext().defaultGenerator(ctx.device.TorchDevice());
+}
+
 // Forward without a graph; backward runs the block again with one and
 // back-propagates through it, which also gives the parameters (leaves)
 // their gradients. `anchor` (requires grad) makes the output require
@@ -191,23 +195,31 @@ using torch::autograd::variable_list;
 struct Recompute : torch::autograd::Function<Recompute> {
   static at::Tensor forward(AutogradContext* actx, const at::Tensor& x, const at::Tensor& anchor,
                             int64_t block, int64_t ctx) {
+    const TrainContext& train = *reinterpret_cast<const TrainContext*>(ctx);
     actx->saved_data["block"] = block;
     actx->saved_data["ctx"] = ctx;
+    // The random state the block sees, so that its second run draws the
+    // same numbers (dropout in a TorchScript model).
+    actx->saved_data["rng"] = GeneratorOf(train).get_state();
     actx->save_for_backward({x});
     (void)anchor;
-    return RunBlock(*reinterpret_cast<Block*>(block), x,
-                    *reinterpret_cast<const TrainContext*>(ctx));
+    return RunBlock(*reinterpret_cast<Block*>(block), x, train);
   }
   static variable_list backward(AutogradContext* actx, variable_list grads) {
     at::Tensor x = actx->get_saved_variables()[0];
     bool needs = x.is_floating_point() && actx->needs_input_grad(0);
     at::Tensor input = x.detach().requires_grad_(needs);
+    const TrainContext& train =
+        *reinterpret_cast<const TrainContext*>(actx->saved_data["ctx"].toInt());
+    at::Generator generator = GeneratorOf(train);
+    at::Tensor now = generator.get_state();
+    generator.set_state(actx->saved_data["rng"].toTensor());
     at::Tensor y;
     {
       at::AutoGradMode grad(true);
-      y = RunBlock(*reinterpret_cast<Block*>(actx->saved_data["block"].toInt()), input,
-                   *reinterpret_cast<const TrainContext*>(actx->saved_data["ctx"].toInt()));
+      y = RunBlock(*reinterpret_cast<Block*>(actx->saved_data["block"].toInt()), input, train);
     }
+    generator.set_state(now);
     if (y.requires_grad()) torch::autograd::backward({y}, {grads[0]});
     return {needs ? input.grad() : at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
   }

@@ -119,7 +119,10 @@ double WholeBatchStep(const TrainContext& ctx, BlockSet& blocks, int64_t step,
 at::Tensor RunBlock(Block& block, const at::Tensor& x, const TrainContext& ctx);
 // RunBlock without keeping the block's activations: backward runs it again
 // (with gradients) and back-propagates through that (activation
-// checkpointing). The block's parameters get their gradients all the same.
+// checkpointing). The block's parameters get their gradients all the same,
+// and the second run replays the device's random state of the first (the
+// same dropout masks); running statistics (BatchNorm) update twice, as
+// under PyTorch's checkpointing.
 at::Tensor RunRecomputed(Block& block, const at::Tensor& x, const TrainContext& ctx);
 
 // Frees a tensor's memory while keeping its storage object, which autograd's

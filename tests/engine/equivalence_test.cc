@@ -157,6 +157,24 @@ TEST(Bf16, EveryTechniqueTrainsLikeSingle) {
 }
 #endif
 
+// GPT-2's head is tied to its token embedding: under checkpointing each
+// block back-propagates on its own, so the shared parameter's gradient
+// arrives twice and ddp's bucket must wait for both.
+TEST(Checkpointing, TiedWeightsUnderDdpFollowSingle) {
+  TestDir dir("equivalence_tied_checkpointing");
+  nlohmann::json task = TaskFor("gpt");
+  task["model"] = {{"type", "gpt2"}, {"layers", 2},     {"d_model", 32}, {"heads", 2},
+                   {"vocab", 64},    {"positions", 16}, {"seq_len", 16}};
+  std::string path = dir.Write("task.json", task.dump());
+  std::vector<double> expected = Losses(dir, path, {"single", 1});
+  std::vector<double> losses = Losses(dir, path, {"ddp", 2, {{"checkpointing", true}}});
+  ASSERT_EQ(losses.size(), expected.size());
+  for (size_t step = 0; step < losses.size(); ++step) {
+    EXPECT_LE(std::fabs(losses[step] - expected[step]), 1e-4 * std::fabs(expected[step]))
+        << "step " << step << ": " << losses[step] << " vs " << expected[step];
+  }
+}
+
 #ifdef SATURN_FULL_MATRIX
 INSTANTIATE_TEST_SUITE_P(FullMatrix, Equivalence, ::testing::Values("gpt", "vit", "resnet", "mlp"));
 #else

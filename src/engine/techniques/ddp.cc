@@ -13,6 +13,8 @@
 #include <torch/csrc/autograd/utils/lambda_post_hook.h>
 #include <torch/csrc/autograd/variable.h>
 
+#include <map>
+
 #include "engine/blocks.h"
 #include "engine/phases.h"
 #include "engine/trainers.h"
@@ -44,7 +46,7 @@ class DdpTrainer final : public Trainer {
       Batch batch = ctx_.StepSamples(step, first + begin, end - begin);
       reducing_ = k == savers_.accumulation - 1;
       for (Bucket& bucket : buckets_)
-        bucket.pending = static_cast<int>(bucket.params.size());
+        bucket.pending = bucket.hooks;
       next_launch_ = 0;
       at::Tensor loss = ctx_.model.LossSum(blocks_.Forward(batch.inputs), batch.targets) /
                         static_cast<double>(ctx_.LossItems());
@@ -72,6 +74,7 @@ class DdpTrainer final : public Trainer {
   struct Bucket {
     at::Tensor flat;
     std::vector<at::Tensor*> params;
+    int hooks = 0;  // gradient-accumulator calls per backward pass
     int pending = 0;
   };
 
@@ -87,6 +90,13 @@ class DdpTrainer final : public Trainer {
         if (params[p].trainable && !blocks_.IsSharedCopy(b, p)) order.push_back(params[p].tensor);
     }
     if (order.empty()) return;
+    // With checkpointing each block back-propagates on its own, so a tied
+    // parameter's accumulator runs once per block that uses it (else once).
+    std::map<const void*, int> uses;
+    for (int b = 0; b < ctx_.model.NumBlocks(); ++b) {
+      for (const ParamSlot& slot : blocks_.At(b).Params())
+        if (slot.trainable) ++uses[slot.tensor->unsafeGetTensorImpl()];
+    }
     std::vector<std::vector<at::Tensor*>> groups(1);
     int64_t bytes = 0;
     for (at::Tensor* param : order) {
@@ -103,8 +113,10 @@ class DdpTrainer final : public Trainer {
       Bucket& bucket = buckets_[b];
       bucket.params = groups[b];
       int64_t numel = 0;
-      for (at::Tensor* param : bucket.params)
+      for (at::Tensor* param : bucket.params) {
         numel += param->numel();
+        bucket.hooks += savers_.checkpointing ? uses[param->unsafeGetTensorImpl()] : 1;
+      }
       bucket.flat = at::zeros({numel}, ctx_.device.Options());
       int64_t offset = 0;
       for (at::Tensor* param : bucket.params) {

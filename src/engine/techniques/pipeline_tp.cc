@@ -40,18 +40,11 @@ class PipelineTp final : public Technique {
            std::to_string(gpus) + " devices into 2 or more stages of at least one block each";
   }
 
-  // The block times are measured once, on whole blocks; each degree's
-  // stages are balanced on them (tp divides a transformer layer's time
-  // about evenly, so the balance holds). A block too large to measure on
-  // one device (what tp is for) leaves the balance by parameters.
+  // The block times are measured once, on whole blocks, over all ranks;
+  // each degree's stages are balanced on them (tp divides a transformer
+  // layer's time about evenly, so the balance holds).
   std::vector<Knobs> SearchSpace(TrainContext& ctx) const override {
-    std::vector<double> times;
-    try {
-      times = MeasureBlockTimes(ctx, ctx.BatchSize());
-    } catch (const OutOfMemoryError&) {
-      for (int64_t count : ctx.model.BlockParamCounts())
-        times.push_back(static_cast<double>(count));
-    }
+    std::vector<double> times = BlockTimes(ctx, ctx.BatchSize());
     std::vector<Knobs> space;
     for (int tp : Degrees(ctx.task, ctx.model, ctx.comm.Size())) {
       std::vector<int64_t> bounds = BalancedPartition(times, ctx.comm.Size() / tp);
@@ -73,12 +66,37 @@ class PipelineTp final : public Technique {
                            std::to_string(ctx.model.NumBlocks()) +
                            " blocks (a stage needs one at least)");
     }
-    return MakeGridTrainer(ctx, tp, [&knobs](TrainContext& across, const TensorGroup& group) {
-      return MakePipelineTrainer(across, knobs, group);
+    // Stages measured here, over every rank: measured inside the grid, each
+    // position's ranks would average their own times and could cut the
+    // stages differently from their tensor-parallel peers.
+    Knobs chosen = knobs;
+    if (!chosen.contains("partition")) {
+      int64_t micro_batches =
+          KnobInt(knobs, "micro_batches", std::min<int64_t>(4, ctx.BatchSize()), 1);
+      chosen["partition"] =
+          BalancedPartition(BlockTimes(ctx, std::max<int64_t>(1, ctx.BatchSize() / micro_batches)),
+                            ctx.comm.Size() / tp);
+    }
+    return MakeGridTrainer(ctx, tp, [chosen](TrainContext& across, const TensorGroup& group) {
+      return MakePipelineTrainer(across, chosen, group);
     });
   }
 
  private:
+  // MeasureBlockTimes, or where a block is too large to measure on one
+  // device (what tp is for), parameter counts (on every rank alike: the
+  // devices are the same).
+  static std::vector<double> BlockTimes(TrainContext& ctx, int64_t micro_batch) {
+    try {
+      return MeasureBlockTimes(ctx, micro_batch);
+    } catch (const OutOfMemoryError&) {
+      std::vector<double> counts;
+      for (int64_t count : ctx.model.BlockParamCounts())
+        counts.push_back(static_cast<double>(count));
+      return counts;
+    }
+  }
+
   static std::vector<int> Degrees(const TaskSpec& task, const Model& model, int gpus) {
     std::vector<int> degrees = GridDegrees(task, model, gpus, kMinStages);
     degrees.erase(std::remove_if(degrees.begin(), degrees.end(),

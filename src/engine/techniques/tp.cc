@@ -219,7 +219,7 @@ std::vector<int> GridDegrees(const TaskSpec& task, const Model& model, int gpus,
 
 int GridDegreeKnob(const TrainContext& ctx, const Knobs& knobs, int min_groups) {
   std::vector<int> degrees = GridDegrees(ctx.task, ctx.model, ctx.comm.Size(), min_groups);
-  int64_t tp = KnobInt(knobs, "tp", degrees.empty() ? 0 : degrees.back(), 1);
+  int64_t tp = KnobInt(knobs, "tp", degrees.empty() ? 0 : degrees.back(), 2);
   if (std::find(degrees.begin(), degrees.end(), tp) == degrees.end()) {
     std::string list;
     for (int d : degrees)
