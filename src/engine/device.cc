@@ -146,6 +146,12 @@ HostMemoryScope::~HostMemoryScope() {
 }
 
 Device::Device(const DeviceSpec& spec) : spec_(spec), capacity_bytes_(spec.capacity_bytes) {
+  // Denormal floats flushed to zero on the CPU, before any thread pool
+  // starts (threads inherit it). An operation on a denormal costs ~100x on
+  // x86; late in training, AdamW's moments of a high learning rate
+  // underflow into them and a task's steps slowed 2x past what its
+  // profile's first steps measured (the quickstart's gpt-large-lr3.0e-3).
+  at::globalContext().setFlushDenormal(true);
   at::set_num_threads(spec.threads);
   SetBlasThreads(spec.threads);
   if (!IsCuda()) {
