@@ -399,14 +399,16 @@ void NoiseSection(Lab& lab, Report& report) {
 
 void LadderSection(Lab& lab, Report& report) {
   const Config& cfg = lab.config();
-  Heading(report, "Table 5: ablation ladder",
-          Fmt("Each rung adds one of Saturn's choices; all simulated against the same noisy "
-              "truths (+-%.0f%%, %d seeds); rungs 1-4 without introspection, rung 5 with it "
-              "(every %g s, threshold %g s); rung 6 adds Megatron-style tensor parallelism (tp) and "
-              "its hybrids (tp-ddp, pipeline-tp) to the choices (our runtime model, bench/README.md; the paper has no such rung). "
-              "Speed-up: rung 1's makespan / the rung's (mean of per-seed ratios). The paper's "
-              "column is its 1-node TXT ladder.",
-              100 * cfg.noise, cfg.seeds, cfg.interval_s, cfg.threshold_s));
+  Heading(
+      report, "Table 5: ablation ladder",
+      Fmt("Each rung adds one of Saturn's choices; all simulated against the same noisy "
+          "truths (+-%.0f%%, %d seeds); rungs 1-4 without introspection, rung 5 with it "
+          "(every %g s, threshold %g s); rung 6 adds Megatron-style tensor parallelism (tp) and "
+          "its hybrids (tp-ddp, pipeline-tp) to the choices (our runtime model, bench/README.md; "
+          "the paper has no such rung). "
+          "Speed-up: rung 1's makespan / the rung's (mean of per-seed ratios). The paper's "
+          "column is its 1-node TXT ladder.",
+          100 * cfg.noise, cfg.seeds, cfg.interval_s, cfg.threshold_s));
   struct Rung {
     std::string name;
     std::string solver;
