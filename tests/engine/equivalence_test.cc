@@ -157,6 +157,7 @@ TEST(Bf16, EveryTechniqueTrainsLikeSingle) {
 }
 #endif
 
+#ifndef SATURN_FULL_MATRIX
 // GPT-2's head is tied to its token embedding: under checkpointing each
 // block back-propagates on its own, so the shared parameter's gradient
 // arrives twice and ddp's bucket must wait for both.
@@ -174,6 +175,7 @@ TEST(Checkpointing, TiedWeightsUnderDdpFollowSingle) {
         << "step " << step << ": " << losses[step] << " vs " << expected[step];
   }
 }
+#endif
 
 #ifdef SATURN_FULL_MATRIX
 INSTANTIATE_TEST_SUITE_P(FullMatrix, Equivalence, ::testing::Values("gpt", "vit", "resnet", "mlp"));
