@@ -16,10 +16,16 @@
 #include <string>
 #include <vector>
 
+#include "engine/blocks.h"
 #include "engine/technique.h"
 
 namespace saturn::engine {
 
+// single's trainer (techniques/single.cc): every rank trains the whole
+// batch through its blocks (WholeBatchStep), split across `tensor_parallel`
+// when it has 2 or more ranks (tp's trainer).
+std::unique_ptr<Trainer> MakeWholeBatchTrainer(TrainContext& ctx, const MemorySavers& savers,
+                                               const TensorGroup& tensor_parallel = {});
 // ddp's trainer (techniques/ddp.cc) on ctx.comm's ranks; blocks split across
 // `tensor_parallel` when it has 2 or more ranks. Knob: bucket_mb.
 std::unique_ptr<Trainer> MakeDdpTrainer(TrainContext& ctx, const Knobs& knobs,

@@ -99,9 +99,7 @@ class PipelineTp final : public Technique {
 
   static std::vector<int> Degrees(const TaskSpec& task, const Model& model, int gpus) {
     std::vector<int> degrees = GridDegrees(task, model, gpus, kMinStages);
-    degrees.erase(std::remove_if(degrees.begin(), degrees.end(),
-                                 [&](int tp) { return gpus / tp > model.NumBlocks(); }),
-                  degrees.end());
+    std::erase_if(degrees, [&](int tp) { return gpus / tp > model.NumBlocks(); });
     return degrees;
   }
 };

@@ -3,20 +3,27 @@
 // accumulation (blocks.h's MemorySavers), tried only when the plain step
 // does not fit.
 #include "engine/blocks.h"
+#include "engine/trainers.h"
 
 namespace saturn::engine {
 namespace {
 
-class SingleTrainer final : public Trainer {
+// Also tp's trainer: its blocks split their work inside.
+class WholeBatchTrainer final : public Trainer {
  public:
-  SingleTrainer(TrainContext& ctx, const MemorySavers& savers)
-      : ctx_(ctx), savers_(savers), blocks_(ctx, 0, ctx.model.NumBlocks(), Placement::kDevice) {
+  WholeBatchTrainer(TrainContext& ctx, const MemorySavers& savers,
+                    const TensorGroup& tensor_parallel)
+      : ctx_(ctx),
+        savers_(savers),
+        blocks_(ctx, 0, ctx.model.NumBlocks(), Placement::kDevice, tensor_parallel) {
     blocks_.SetCheckpointing(savers.checkpointing);
   }
 
   double Step(int64_t step) override {
     return WholeBatchStep(ctx_, blocks_, step, savers_.accumulation);
   }
+  // With tensor parallelism, every rank's slices gathered (collective) and
+  // the group's rank 0 writes.
   void Save(CheckpointWriter& out) override { blocks_.Save(out); }
   void Load(const CheckpointReader& in) override { blocks_.Load(in); }
 
@@ -39,11 +46,16 @@ class Single final : public Technique {
     return WithMemorySavers({Knobs::object()}, ctx.BatchSize(), /*accumulation=*/true);
   }
   std::unique_ptr<Trainer> MakeTrainer(TrainContext& ctx, const Knobs& knobs) const override {
-    return std::make_unique<SingleTrainer>(ctx, MemorySavers::FromKnobs(knobs, ctx.BatchSize()));
+    return MakeWholeBatchTrainer(ctx, MemorySavers::FromKnobs(knobs, ctx.BatchSize()));
   }
 };
 
 }  // namespace
+
+std::unique_ptr<Trainer> MakeWholeBatchTrainer(TrainContext& ctx, const MemorySavers& savers,
+                                               const TensorGroup& tensor_parallel) {
+  return std::make_unique<WholeBatchTrainer>(ctx, savers, tensor_parallel);
+}
 
 std::unique_ptr<Technique> MakeSingleTechnique() {
   return std::make_unique<Single>();

@@ -117,29 +117,6 @@ at::Tensor Unshard(const std::vector<at::Tensor>& slices, const ParamShard& shar
 
 namespace {
 
-class TpTrainer final : public Trainer {
- public:
-  TpTrainer(TrainContext& ctx, const MemorySavers& savers)
-      : ctx_(ctx),
-        savers_(savers),
-        blocks_(ctx, 0, ctx.model.NumBlocks(), Placement::kDevice,
-                TensorGroup{&ctx.comm, ctx.comm.Rank(), ctx.comm.Size()}) {
-    blocks_.SetCheckpointing(savers.checkpointing);
-  }
-
-  double Step(int64_t step) override {
-    return WholeBatchStep(ctx_, blocks_, step, savers_.accumulation);
-  }
-  // Whole blocks: every rank's slices gathered (collective), rank 0 writes.
-  void Save(CheckpointWriter& out) override { blocks_.Save(out); }
-  void Load(const CheckpointReader& in) override { blocks_.Load(in); }
-
- private:
-  TrainContext& ctx_;
-  MemorySavers savers_;
-  BlockSet blocks_;
-};
-
 // A grid's ranks: this rank's tensor-parallel group and its outer group,
 // the context the outer trainer runs in, and that trainer.
 class GridTrainer final : public Trainer {
@@ -254,7 +231,8 @@ class Tp final : public Technique {
   }
 
   std::unique_ptr<Trainer> MakeTrainer(TrainContext& ctx, const Knobs& knobs) const override {
-    return std::make_unique<TpTrainer>(ctx, MemorySavers::FromKnobs(knobs, ctx.BatchSize()));
+    return MakeWholeBatchTrainer(ctx, MemorySavers::FromKnobs(knobs, ctx.BatchSize()),
+                                 TensorGroup{&ctx.comm, ctx.comm.Rank(), ctx.comm.Size()});
   }
 };
 
