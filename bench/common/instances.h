@@ -22,8 +22,8 @@
 #include <string>
 #include <vector>
 
-#include "spec/cluster.h"
-#include "spec/profile.h"
+#include "contracts/cluster.h"
+#include "contracts/profile.h"
 
 namespace saturn::bench {
 

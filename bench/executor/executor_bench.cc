@@ -35,10 +35,10 @@
 #include "common/fs.h"
 #include "common/process.h"
 #include "launch/worker.h"
-#include "spec/cluster.h"
-#include "spec/events.h"
-#include "spec/profile.h"
-#include "spec/workload.h"
+#include "contracts/cluster.h"
+#include "contracts/events.h"
+#include "contracts/profile.h"
+#include "contracts/workload.h"
 
 namespace saturn::bench {
 namespace {

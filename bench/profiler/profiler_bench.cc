@@ -36,7 +36,7 @@
 #include "launch/worker.h"
 #include "planner/planner.h"
 #include "profiler/profiler.h"
-#include "spec/workload.h"
+#include "contracts/workload.h"
 
 namespace saturn::bench {
 namespace {

@@ -10,9 +10,9 @@
 #include "planner/baselines.h"
 #include "planner/planner.h"
 #include "report/gantt.h"
-#include "spec/cluster.h"
-#include "spec/plan_status.h"
-#include "spec/profile.h"
+#include "contracts/cluster.h"
+#include "contracts/plan_status.h"
+#include "contracts/profile.h"
 
 namespace saturn {
 namespace {

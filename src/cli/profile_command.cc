@@ -12,7 +12,7 @@
 #include "launch/backend.h"
 #include "profiler/cache.h"
 #include "profiler/profiler.h"
-#include "spec/workload.h"
+#include "contracts/workload.h"
 
 namespace saturn {
 namespace {

@@ -16,8 +16,8 @@
 #include "planner/registry.h"
 #include "report/gantt.h"
 #include "sim/simulator.h"
-#include "spec/cluster.h"
-#include "spec/profile.h"
+#include "contracts/cluster.h"
+#include "contracts/profile.h"
 
 namespace saturn {
 namespace {

@@ -7,9 +7,9 @@
 #include "cli/commands.h"
 #include "common/format.h"
 #include "planner/validate.h"
-#include "spec/cluster.h"
-#include "spec/plan.h"
-#include "spec/profile.h"
+#include "contracts/cluster.h"
+#include "contracts/plan.h"
+#include "contracts/profile.h"
 
 namespace saturn {
 namespace {

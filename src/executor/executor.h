@@ -22,7 +22,7 @@
 // loop, shared with saturn serve), dispatcher.h (dispatch and jobs),
 // placements.h (where tasks run, who holds each device), replanner.h (the
 // re-planning thread), progress.h (progress, summary and report input),
-// sharing run_context.h; spec/event_kinds.h builds the event log's events.
+// sharing run_context.h; contracts/event_kinds.h builds the event log's events.
 //
 //   RunOptions o; o.workload_path = "examples/quickstart/workload.yaml";
 //   RunSummary s = RunWorkload(o);   // InputError on bad input

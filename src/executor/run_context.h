@@ -26,8 +26,8 @@
 #include "launch/backend.h"
 #include "replan/dispatch.h"
 #include "replan/replan.h"
-#include "spec/event_kinds.h"
-#include "spec/plan.h"
+#include "contracts/event_kinds.h"
+#include "contracts/plan.h"
 
 namespace saturn {
 

@@ -20,7 +20,7 @@
 #include "planner/lower_bound.h"
 #include "planner/planner.h"
 #include "profiler/profiler.h"
-#include "spec/plan_status.h"
+#include "contracts/plan_status.h"
 
 namespace saturn {
 namespace {

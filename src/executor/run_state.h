@@ -12,7 +12,7 @@
 //   state.SaveTask(row);
 //   state.Set(meta::kClockS, 12.5);
 //   double clock = state.Get(meta::kClockS).value_or(0.0);
-//   state.Append(events::TaskStarted(...));   // spec/event_kinds.h
+//   state.Append(events::TaskStarted(...));   // contracts/event_kinds.h
 #pragma once
 
 #include <optional>
@@ -21,7 +21,7 @@
 #include <utility>
 #include <vector>
 
-#include "spec/events.h"
+#include "contracts/events.h"
 
 struct sqlite3;
 

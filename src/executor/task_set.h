@@ -27,8 +27,8 @@
 #include "executor/placements.h"
 #include "executor/run_state.h"
 #include "planner/problem.h"
-#include "spec/profile.h"
-#include "spec/workload.h"
+#include "contracts/profile.h"
+#include "contracts/workload.h"
 
 namespace saturn {
 

@@ -23,7 +23,7 @@
 
 #include "common/process.h"
 #include "common/registry.h"
-#include "spec/cluster.h"
+#include "contracts/cluster.h"
 
 namespace saturn {
 

@@ -2,7 +2,7 @@
 #include "common/error.h"
 #include "launch/backend.h"
 #include "launch/slurm_backend.h"
-#include "spec/workload.h"
+#include "contracts/workload.h"
 
 namespace saturn {
 

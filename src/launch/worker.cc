@@ -13,7 +13,7 @@
 #include "common/format.h"
 #include "common/fs.h"
 #include "common/process.h"
-#include "spec/workload.h"
+#include "contracts/workload.h"
 
 namespace saturn {
 

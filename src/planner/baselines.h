@@ -15,7 +15,7 @@
 
 #include "planner/problem.h"
 #include "planner/registry.h"
-#include "spec/plan.h"
+#include "contracts/plan.h"
 
 namespace saturn {
 

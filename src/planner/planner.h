@@ -13,7 +13,7 @@
 #include "common/defaults.h"
 #include "planner/registry.h"
 #include "planner/solver.h"
-#include "spec/plan.h"
+#include "contracts/plan.h"
 
 namespace saturn {
 

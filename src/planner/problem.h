@@ -17,8 +17,8 @@
 #include <string>
 #include <vector>
 
-#include "spec/cluster.h"
-#include "spec/profile.h"
+#include "contracts/cluster.h"
+#include "contracts/profile.h"
 
 namespace saturn {
 

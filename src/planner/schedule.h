@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "planner/problem.h"
-#include "spec/plan.h"
+#include "contracts/plan.h"
 
 namespace saturn {
 

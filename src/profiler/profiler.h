@@ -30,8 +30,8 @@
 #include "common/defaults.h"
 #include "launch/backend.h"
 #include "launch/worker.h"
-#include "spec/profile.h"
-#include "spec/workload.h"
+#include "contracts/profile.h"
+#include "contracts/workload.h"
 
 namespace saturn {
 

@@ -38,7 +38,7 @@
 #include "planner/problem.h"
 #include "planner/schedule.h"
 #include "planner/solver.h"
-#include "spec/plan.h"
+#include "contracts/plan.h"
 
 namespace saturn {
 

@@ -5,7 +5,7 @@
 
 #include "common/format.h"
 #include "report/svg.h"
-#include "spec/plan_status.h"
+#include "contracts/plan_status.h"
 
 namespace saturn {
 namespace {

@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "report/svg.h"
-#include "spec/cluster.h"
-#include "spec/plan.h"
+#include "contracts/cluster.h"
+#include "contracts/plan.h"
 
 namespace saturn {
 

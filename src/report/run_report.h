@@ -22,9 +22,9 @@
 #include <utility>
 #include <vector>
 
-#include "spec/cluster.h"
-#include "spec/events.h"
-#include "spec/plan.h"
+#include "contracts/cluster.h"
+#include "contracts/events.h"
+#include "contracts/plan.h"
 
 namespace saturn {
 

@@ -19,7 +19,7 @@
 #include "executor/run_loop.h"
 #include "executor/run_setup.h"
 #include "launch/worker.h"
-#include "spec/cluster.h"
+#include "contracts/cluster.h"
 
 namespace saturn {
 

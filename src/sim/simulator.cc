@@ -14,7 +14,7 @@
 #include "common/error.h"
 #include "planner/planner.h"
 #include "replan/dispatch.h"
-#include "spec/event_kinds.h"
+#include "contracts/event_kinds.h"
 
 namespace saturn {
 namespace {

@@ -22,9 +22,9 @@
 #include "common/defaults.h"
 #include "planner/problem.h"
 #include "replan/replan.h"
-#include "spec/events.h"
-#include "spec/plan.h"
-#include "spec/profile.h"
+#include "contracts/events.h"
+#include "contracts/plan.h"
+#include "contracts/profile.h"
 
 namespace saturn {
 

@@ -15,9 +15,9 @@
 #include "common/fs.h"
 #include "common/process.h"
 #include "engine/checkpoint.h"
-#include "spec/cluster.h"
-#include "spec/events.h"
-#include "spec/profile.h"
+#include "contracts/cluster.h"
+#include "contracts/events.h"
+#include "contracts/profile.h"
 #include "tests/e2e/saturn_test_base.h"
 
 namespace saturn {

@@ -9,9 +9,9 @@
 #include <string>
 
 #include "common/fs.h"
-#include "spec/cluster.h"
-#include "spec/plan.h"
-#include "spec/profile.h"
+#include "contracts/cluster.h"
+#include "contracts/plan.h"
+#include "contracts/profile.h"
 #include "tests/e2e/saturn_test_base.h"
 
 namespace saturn {

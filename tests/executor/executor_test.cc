@@ -18,10 +18,10 @@
 #include "common/fs.h"
 #include "common/process.h"
 #include "protocol/checkpoint_files.h"
-#include "spec/cluster.h"
-#include "spec/events.h"
-#include "spec/plan.h"
-#include "spec/profile.h"
+#include "contracts/cluster.h"
+#include "contracts/events.h"
+#include "contracts/plan.h"
+#include "contracts/profile.h"
 #include "tests/testing/wait.h"
 
 namespace saturn {
@@ -412,7 +412,7 @@ TEST_F(Run, IntrospectionRecoversFromAWrongProfile) {
 
   // The simulator, given the same belief and truth (in minutes: it observes
   // a task's speed after a minute), writes the same kinds with the same
-  // fields (spec/event_kinds.h; only a run's step numbers, losses and
+  // fields (contracts/event_kinds.h; only a run's step numbers, losses and
   // timings are the run's alone).
   WriteFileAtomic(dir_ + "/belief.csv",
                   "task,technique,gpus,runtime_s\n"

@@ -18,7 +18,7 @@
 #include "executor/replanner.h"
 #include "executor/run_context.h"
 #include "executor/run_state.h"
-#include "spec/event_kinds.h"
+#include "contracts/event_kinds.h"
 
 namespace saturn {
 namespace {

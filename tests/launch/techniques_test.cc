@@ -11,7 +11,7 @@
 #include "common/error.h"
 #include "common/fs.h"
 #include "launch/worker.h"
-#include "spec/workload.h"
+#include "contracts/workload.h"
 
 namespace saturn {
 namespace {

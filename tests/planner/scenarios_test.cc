@@ -19,7 +19,7 @@
 #include "planner/lower_bound.h"
 #include "planner/planner.h"
 #include "planner/validate.h"
-#include "spec/yaml_fields.h"
+#include "contracts/yaml_fields.h"
 
 namespace saturn {
 namespace {

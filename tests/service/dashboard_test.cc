@@ -7,7 +7,7 @@
 #include <string>
 
 #include "embedded_files.h"
-#include "spec/plan_status.h"
+#include "contracts/plan_status.h"
 
 namespace saturn {
 namespace {

@@ -19,7 +19,7 @@
 #include "common/process.h"
 #include "service/client.h"
 #include "service/server.h"
-#include "spec/events.h"
+#include "contracts/events.h"
 #include "tests/testing/wait.h"
 
 namespace saturn {

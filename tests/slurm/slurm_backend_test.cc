@@ -17,7 +17,7 @@
 
 #include "common/error.h"
 #include "common/fs.h"
-#include "spec/cluster.h"
+#include "contracts/cluster.h"
 
 namespace saturn {
 namespace {

@@ -8,12 +8,12 @@
 #include "common/fs.h"
 #include "common/limits.h"
 #include "fuzz/targets.h"
-#include "spec/cluster.h"
-#include "spec/events.h"
-#include "spec/plan.h"
-#include "spec/profile.h"
-#include "spec/workload.h"
-#include "spec/yaml_fields.h"
+#include "contracts/cluster.h"
+#include "contracts/events.h"
+#include "contracts/plan.h"
+#include "contracts/profile.h"
+#include "contracts/workload.h"
+#include "contracts/yaml_fields.h"
 
 namespace saturn::fuzz {
 namespace {

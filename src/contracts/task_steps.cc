@@ -1,10 +1,10 @@
-#include "spec/task_steps.h"
+#include "contracts/task_steps.h"
 
 #include <algorithm>
 #include <filesystem>
 
 #include "common/limits.h"
-#include "spec/yaml_fields.h"
+#include "contracts/yaml_fields.h"
 
 namespace saturn {
 namespace {

@@ -1,4 +1,4 @@
-#include "spec/cluster.h"
+#include "contracts/cluster.h"
 
 #include <algorithm>
 #include <cctype>
@@ -7,7 +7,7 @@
 #include "common/error.h"
 #include "common/fs.h"
 #include "common/limits.h"
-#include "spec/yaml_fields.h"
+#include "contracts/yaml_fields.h"
 
 namespace saturn {
 

@@ -10,7 +10,7 @@
 
 #include <string>
 
-#include "spec/workload.h"
+#include "contracts/workload.h"
 
 namespace saturn {
 

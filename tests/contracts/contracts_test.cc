@@ -2,10 +2,10 @@
 #include <gtest/gtest.h>
 
 #include "common/error.h"
-#include "spec/cluster.h"
-#include "spec/plan.h"
-#include "spec/profile.h"
-#include "spec/yaml_fields.h"
+#include "contracts/cluster.h"
+#include "contracts/plan.h"
+#include "contracts/profile.h"
+#include "contracts/yaml_fields.h"
 #include "tests/testing/error_of.h"
 
 namespace saturn {

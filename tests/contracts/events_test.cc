@@ -5,9 +5,9 @@
 #include <vector>
 
 #include "common/error.h"
-#include "spec/event_kinds.h"
-#include "spec/events.h"
-#include "spec/profile.h"
+#include "contracts/event_kinds.h"
+#include "contracts/events.h"
+#include "contracts/profile.h"
 
 namespace saturn {
 namespace {

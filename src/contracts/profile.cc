@@ -1,4 +1,4 @@
-#include "spec/profile.h"
+#include "contracts/profile.h"
 
 #include <algorithm>
 #include <cmath>

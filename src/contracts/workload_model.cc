@@ -1,5 +1,5 @@
 // The `model:` and `finetune:` fields of a train task (spec/workload_model.h).
-#include "spec/workload_model.h"
+#include "contracts/workload_model.h"
 
 #include <filesystem>
 #include <map>

@@ -30,7 +30,7 @@
 #include <string>
 #include <vector>
 
-#include "spec/cluster.h"
+#include "contracts/cluster.h"
 
 namespace saturn {
 

@@ -14,8 +14,8 @@
 
 #include <string>
 
-#include "spec/workload.h"
-#include "spec/yaml_fields.h"
+#include "contracts/workload.h"
+#include "contracts/yaml_fields.h"
 
 namespace saturn {
 

@@ -1,4 +1,4 @@
-#include "spec/sweep.h"
+#include "contracts/sweep.h"
 
 #include <cctype>
 #include <limits>

@@ -1,4 +1,4 @@
-#include "spec/event_kinds.h"
+#include "contracts/event_kinds.h"
 
 #include <algorithm>
 #include <stdexcept>

@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-#include "spec/yaml_fields.h"
+#include "contracts/yaml_fields.h"
 
 namespace saturn {
 

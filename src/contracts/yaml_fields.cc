@@ -1,4 +1,4 @@
-#include "spec/yaml_fields.h"
+#include "contracts/yaml_fields.h"
 
 #include <cmath>
 #include <cstdlib>

@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "spec/events.h"
-#include "spec/plan.h"
+#include "contracts/events.h"
+#include "contracts/plan.h"
 
 namespace saturn::events {
 

@@ -1,4 +1,4 @@
-#include "spec/events.h"
+#include "contracts/events.h"
 
 #include <map>
 #include <stdexcept>

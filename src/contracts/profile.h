@@ -31,7 +31,7 @@
 #include <string_view>
 #include <vector>
 
-#include "spec/cluster.h"
+#include "contracts/cluster.h"
 
 namespace saturn {
 

@@ -1,4 +1,4 @@
-#include "spec/workload.h"
+#include "contracts/workload.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

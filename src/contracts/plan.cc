@@ -1,4 +1,4 @@
-#include "spec/plan.h"
+#include "contracts/plan.h"
 
 #include <cmath>
 

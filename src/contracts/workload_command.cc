@@ -1,4 +1,4 @@
-#include "spec/workload_command.h"
+#include "contracts/workload_command.h"
 
 #include <algorithm>
 #include <optional>
@@ -8,7 +8,7 @@
 #include "common/error.h"
 #include "common/format.h"
 #include "common/limits.h"
-#include "spec/workload_model.h"
+#include "contracts/workload_model.h"
 
 namespace saturn {
 namespace {

@@ -1,4 +1,4 @@
-#include "spec/workload.h"
+#include "contracts/workload.h"
 
 #include <algorithm>
 #include <cctype>
@@ -14,11 +14,11 @@
 #include "common/json_text.h"
 #include "common/limits.h"
 #include "common/model_presets.h"
-#include "spec/sweep.h"
-#include "spec/task_steps.h"
-#include "spec/workload_command.h"
-#include "spec/workload_model.h"
-#include "spec/yaml_fields.h"
+#include "contracts/sweep.h"
+#include "contracts/task_steps.h"
+#include "contracts/workload_command.h"
+#include "contracts/workload_model.h"
+#include "contracts/yaml_fields.h"
 
 namespace saturn {
 namespace {

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "spec/yaml_fields.h"
+#include "contracts/yaml_fields.h"
 
 namespace saturn {
 
