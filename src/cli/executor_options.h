@@ -7,7 +7,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "executor/executor.h"
+#include "executor/run_options.h"
 
 namespace saturn {
 

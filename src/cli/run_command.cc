@@ -1,12 +1,12 @@
 // saturn run: profile, plan, train and re-plan a workload end to end
-// (executor/executor.h).
+// (executor/run.h).
 #include <cstdio>
 #include <memory>
 
 #include "cli/commands.h"
 #include "cli/executor_options.h"
 #include "common/format.h"
-#include "executor/executor.h"
+#include "executor/run.h"
 #include "planner/registry.h"
 
 namespace saturn {

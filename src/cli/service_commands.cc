@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <optional>
 #include <thread>
 
 #include "cli/commands.h"
@@ -17,6 +18,7 @@
 #include "common/format.h"
 #include "common/fs.h"
 #include "service/client.h"
+#include "contracts/task_view.h"
 #include "service/server.h"
 
 namespace saturn {
@@ -82,6 +84,13 @@ std::string Text(const json& v, int decimals = 3) {
   return v.dump();
 }
 
+// The status of a task in a reply (Contract 6); nullopt for a word this
+// client does not know.
+std::optional<TaskStatus> StatusOf(const json& task) {
+  if (!task.contains("status") || !task["status"].is_string()) return std::nullopt;
+  return TaskStatusFromString(task["status"].get<std::string>());
+}
+
 int Status(const ClientFlags& f) {
   ServiceClient::Reply r = Client(f).Get("/v1/tasks");
   if (r.status != 200) return Refused(r);
@@ -96,7 +105,7 @@ int Status(const ClientFlags& f) {
     // Before planning (profiling, queued) a task has no step count yet.
     std::string steps = t["steps"].is_null() ? "-" : Text(t["steps_done"]) + "/" + Text(t["steps"]);
     const json& loss = t["final_loss"].is_null() ? t["loss"] : t["final_loss"];
-    std::string eta = t["eta_s"].is_number() && t["status"] != "finished"
+    std::string eta = t["eta_s"].is_number() && StatusOf(t) != TaskStatus::kFinished
                           ? FormatDuration(std::max(0.0, t["eta_s"].get<double>() - now))
                           : "-";
     std::printf("%-24s %-10s %-10s %5s %-8s %13s %10s %9s\n", Text(t["id"]).c_str(),
@@ -112,7 +121,7 @@ int Cancel(const ClientFlags& f, const std::string& task) {
   ServiceClient::Reply r = Client(f).Delete("/v1/tasks/" + UrlPathEscape(task));
   if (r.status != 200) return Refused(r);
   std::string status = Text(r.body["status"]);
-  if (status == "running") {
+  if (StatusOf(r.body) == TaskStatus::kRunning) {
     // It ends cancelled once its worker has checkpointed and exited.
     std::printf(
         "cancelling: %s is stopping (it checkpoints first, as on a plan switch), then ends "
@@ -124,10 +133,6 @@ int Cancel(const ClientFlags& f, const std::string& task) {
   return 0;
 }
 
-bool Ended(const std::string& status) {
-  return status == "finished" || status == "failed" || status == "cancelled";
-}
-
 // Until every task named (or every task) has ended: 0 if all finished, 1
 // if any failed or was cancelled.
 int Wait(const ClientFlags& f, const std::vector<std::string>& tasks, double timeout_s) {
@@ -136,9 +141,9 @@ int Wait(const ClientFlags& f, const std::vector<std::string>& tasks, double tim
   while (true) {
     ServiceClient::Reply r = client.Get("/v1/tasks");
     if (r.status != 200) return Refused(r);
-    std::map<std::string, std::string> status;
+    std::map<std::string, std::optional<TaskStatus>> status;
     for (const json& t : r.body["tasks"])
-      status[t["id"].get<std::string>()] = t["status"].get<std::string>();
+      status[t["id"].get<std::string>()] = StatusOf(t);
     for (const std::string& t : tasks) {
       if (!status.count(t))
         throw InputError("", 0, "task " + Quote(t), "the service has no such task");
@@ -146,14 +151,18 @@ int Wait(const ClientFlags& f, const std::vector<std::string>& tasks, double tim
     bool all_ended = true, all_finished = true;
     for (const auto& [id, s] : status) {
       if (!tasks.empty() && std::find(tasks.begin(), tasks.end(), id) == tasks.end()) continue;
-      all_ended = all_ended && Ended(s);
-      all_finished = all_finished && s == "finished";
+      // A word this client does not know is a status of a newer service:
+      // not ended, so it waits.
+      all_ended = all_ended && s && IsEnded(*s);
+      all_finished = all_finished && s == TaskStatus::kFinished;
     }
     if (all_ended) {
       if (!all_finished) {
         for (const auto& [id, s] : status) {
           bool named = tasks.empty() || std::find(tasks.begin(), tasks.end(), id) != tasks.end();
-          if (named && s != "finished") std::fprintf(stderr, "%s: %s\n", id.c_str(), s.c_str());
+          if (named && s != TaskStatus::kFinished) {
+            std::fprintf(stderr, "%s: %s\n", id.c_str(), std::string(ToString(*s)).c_str());
+          }
         }
       }
       return all_finished ? 0 : 1;
@@ -174,11 +183,12 @@ void AddServiceCommands(CLI::App& app, int* status) {
   auto no_introspection = std::make_shared<bool>(false);
   CLI::App* serve = app.add_subcommand(
       "serve", "Run Saturn as a service: workloads submitted at any time, a live dashboard");
-  serve->add_option("--cluster", o->cluster_path, "Cluster file (YAML, Contract 1)")->required();
+  serve->add_option("--cluster", o->source.cluster_path,
+                    "Cluster file (YAML, Contract 1), or one that says `from: slurm` (the nodes of the Slurm allocation the service runs in, with --backend slurm)")->required();
   serve->add_option("--listen", o->listen, "Address to listen on, HOST:PORT (port 0: any free)")
       ->capture_default_str();
   serve
-      ->add_option("--state-dir", o->state_dir,
+      ->add_option("--state-dir", o->source.state_dir,
                    "Folder of the service's state (submissions, tasks, checkpoints, events); "
                    "a restart on the same folder continues every unfinished task")
       ->capture_default_str();

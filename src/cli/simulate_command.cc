@@ -50,13 +50,14 @@ std::vector<double> Arrivals(const ProfileTable& profile, const Problem& problem
 nlohmann::json ResultJson(const SimResult& r) {
   nlohmann::json tasks = nlohmann::json::array();
   for (const SimTaskResult& t : r.tasks) {
-    tasks.push_back({{"task", t.task},
+    tasks.push_back({{"task", t.name},
+                     {"status", std::string(ToString(t.status))},
                      {"arrival_s", t.arrival_s},
-                     {"start_s", t.first_start_s},
+                     {"start_s", t.start_s},
                      {"end_s", t.end_s},
                      {"busy_s", t.busy_s},
                      {"restart_s", t.dead_s},
-                     {"starts", t.starts},
+                     {"attempts", t.attempts},
                      {"technique", t.technique},
                      {"gpus", t.gpus}});
   }

@@ -3,12 +3,14 @@
 //
 //   SteadyClock wall;                 // real elapsed seconds
 //   ManualClock fake; fake.Advance(5);
+//   wall.Sleep(0.1);                  // fake.Sleep(0.1) advances fake instead
 //   Deadline d(wall, 2.0);            // 2 s from now
 //   while (!d.Expired()) work();
 #pragma once
 
 #include <chrono>
 #include <limits>
+#include <thread>
 
 namespace saturn {
 
@@ -17,6 +19,10 @@ class Clock {
   virtual ~Clock() = default;
   // Seconds since an arbitrary fixed origin.
   virtual double Now() const = 0;
+  // Waits `seconds` on this clock (a ManualClock moves on instead).
+  virtual void Sleep(double seconds) const {
+    std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+  }
 };
 
 // Seconds on the steady clock (for timing inside one process, where no
@@ -45,11 +51,14 @@ class UnixClock final : public Clock {
 class ManualClock final : public Clock {
  public:
   double Now() const override { return now_; }
+  // Time moves on by `seconds` at once: a loop that waits on this clock
+  // runs its turns in simulated time.
+  void Sleep(double seconds) const override { now_ += seconds; }
   void Advance(double seconds) { now_ += seconds; }
   void Set(double seconds) { now_ = seconds; }
 
  private:
-  double now_ = 0.0;
+  mutable double now_ = 0.0;
 };
 
 // A point in time on a clock; an infinite budget never expires.

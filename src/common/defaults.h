@@ -6,7 +6,7 @@
 //   cmd->add_option("--time-limit", o->time_limit_s, "...")->capture_default_str();
 //
 // `saturn run` adapts introspection to the plan: its interval and threshold
-// are "auto" by default (see executor.h). `saturn simulate` and the re-planning
+// are "auto" by default (see executor/run_options.h). `saturn simulate` and the re-planning
 // policy (replan.h) default to the paper's fixed interval and threshold.
 #pragma once
 

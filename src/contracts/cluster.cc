@@ -156,6 +156,17 @@ Cluster LoadClusterFile(const std::string& path) {
   return ParseCluster(ParseYamlText(ReadFile(path), path), path);
 }
 
+ClusterSource LoadClusterSourceFile(const std::string& path) {
+  YAML::Node root = ParseYamlText(ReadFile(path), path);
+  ClusterSource source;
+  if (root.IsMap() && root["from"]) {
+    source.from_allocation = ParseAllocationTemplate(root, path, "");
+  } else {
+    source.cluster = ParseCluster(root, path);
+  }
+  return source;
+}
+
 std::string ClusterToYaml(const Cluster& cluster) {
   YAML::Emitter out;
   out << YAML::BeginMap << YAML::Key << "nodes" << YAML::Value << YAML::BeginSeq;

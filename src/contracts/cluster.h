@@ -72,6 +72,15 @@ Cluster ClusterFromAllocation(const AllocationTemplate& templ,
                               const std::vector<std::pair<std::string, int>>& nodes,
                               std::string_view source, const std::string& path);
 
+// A cluster file as `saturn serve --cluster` takes it: its nodes, or
+// `from: slurm` with the fields of AllocationTemplate (the nodes come from
+// the allocation the service runs in; `cluster` stays empty until then).
+struct ClusterSource {
+  Cluster cluster;
+  std::optional<AllocationTemplate> from_allocation;
+};
+ClusterSource LoadClusterSourceFile(const std::string& path);
+
 // A cluster as YAML text (round-trips through LoadClusterFile).
 std::string ClusterToYaml(const Cluster& cluster);
 

@@ -178,7 +178,7 @@ bool Arrivals::Remove(const std::string& task) {
   return false;
 }
 
-std::vector<std::string> Arrivals::Queued() const {
+std::vector<std::string> Arrivals::Submitted() const {
   std::vector<std::string> names;
   for (const auto& batch : queue_)
     for (const WorkloadTask& t : batch)

@@ -1,4 +1,4 @@
-// Tasks that join a run while it trains (part of the executor, executor.h):
+// Tasks that join a run while it trains (part of the executor, run.h):
 // tasks submitted to `saturn serve`, and tasks a resumed workload adds. Each
 // batch is profiled (the cache first) on devices no task holds — lent one
 // trial at a time through the run's Placements, so a trial waits for a free device
@@ -68,8 +68,8 @@ class Arrivals {
   // Takes a task out of the queue before its profiling starts; false if it
   // is not queued (being profiled, or unknown).
   bool Remove(const std::string& task);
-  // Names waiting to be profiled, and being profiled.
-  std::vector<std::string> Queued() const;
+  // Names submitted and waiting to be profiled, and being profiled.
+  std::vector<std::string> Submitted() const;
   std::vector<std::string> Profiling() const;
   bool Busy() const { return !queue_.empty() || pending_.valid(); }
   void Wait();

@@ -81,8 +81,8 @@ void Dispatcher::MarkStarted(int j) {
   l.reported.recent_step_s.clear();
   l.record.status = TaskStatus::kRunning;
   l.record.worker_pgid = l.process->pid();
-  ++l.record.launches;
-  if (l.record.first_start_s < 0) l.record.first_start_s = run_.Now();
+  ++l.record.attempts;
+  if (l.record.start_s < 0) l.record.start_s = run_.Now();
   run_.SaveTask(j);
   run_.Emit(
       events::TaskStarted(run_.Now(), run_.Where(j), run_.ProgressAt(j, l.record.checkpoint_step)));
@@ -188,7 +188,7 @@ long Dispatcher::LatestCheckpointOf(int j) {
 
 void Dispatcher::MarkPreempted(int j, const std::optional<WorkerExecuteResult>& result) {
   TaskRecord& r = run_.tasks[j].record;
-  r.status = TaskStatus::kWaiting;
+  r.status = TaskStatus::kQueued;
   r.checkpoint_step = result ? result->completed_steps : LatestCheckpointOf(j);
   run_.SaveTask(j);
   run_.Emit(
@@ -197,7 +197,7 @@ void Dispatcher::MarkPreempted(int j, const std::optional<WorkerExecuteResult>& 
 
 void Dispatcher::MarkAttemptFailed(int j, int status, const std::string& protocol_error) {
   TaskRecord& r = run_.tasks[j].record;
-  r.status = TaskStatus::kWaiting;
+  r.status = TaskStatus::kQueued;
   ++r.failures;
   std::string tail = LastLines(run_.TaskDirOf(j) + "/worker.log", 8);
   std::string how = protocol_error.empty() ? DescribeExit(status)
@@ -216,7 +216,7 @@ void Dispatcher::MarkAttemptFailed(int j, int status, const std::string& protoco
                                r.checkpoint_step));
   if (run_.options().progress) {
     std::fprintf(stderr, "task %s failed (%s, attempt %d; %s): %s\n", r.name.c_str(),
-                 Plural(r.failures, "failure").c_str(), r.launches,
+                 Plural(r.failures, "failure").c_str(), r.attempts,
                  give_up ? "giving up" : "will retry", how.c_str());
   }
 }
@@ -260,7 +260,7 @@ void Dispatcher::Dispatch() {
   auto gpu_free = [&](int n, int g) { return run_.tasks.placements().DeviceFree(n, g); };
   auto done = [&](int j) { return run_.Done(j); };
   for (int j : run_.queues().Order()) {
-    if (run_.tasks[j].record.status != TaskStatus::kWaiting) continue;
+    if (run_.tasks[j].record.status != TaskStatus::kQueued) continue;
     if (run_.queues().CanStart(j, gpu_free, done)) Start(j, *run_.queues().Get(j));
   }
 }

@@ -1,4 +1,4 @@
-// Dispatch and jobs (part of `saturn run`, executor.h): starts each task's
+// Dispatch and jobs (part of `saturn run`, run.h): starts each task's
 // worker (or the user's program) on its planned devices as soon as it is
 // next on all of them and they are free, reads its step lines, and settles
 // its exit: finished, pre-empted with a checkpoint, or failed (retried from

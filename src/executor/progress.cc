@@ -104,12 +104,14 @@ nlohmann::json WriteReport(RunContext& run, const RunSummary& summary) {
     bool finished = r.status == TaskStatus::kFinished;
     // On resume, where it ran before is in the record only: no reason then.
     std::optional<Assignment> ran = run.tasks.placements().Last(j);
-    report.tasks.push_back({r.name, std::string(ToString(r.status)), r.technique, r.gpus, r.node,
-                            r.first_start_s, r.end_s, run.Steps(j),
-                            finished ? run.Steps(j) : r.checkpoint_step, r.final_loss, r.launches,
-                            r.failures, r.error, run.site.state->Losses(r.name),
-                            run.WorkloadTaskOf(j).sweep,
-                            ran ? WhyThisOption(run.tasks.problem(), j, ran->option) : ""});
+    RunReportTask t;
+    static_cast<TaskState&>(t) = r;
+    t.steps = run.Steps(j);
+    t.steps_done = finished ? run.Steps(j) : r.checkpoint_step;
+    t.losses = run.site.state->Losses(r.name);
+    t.sweep = run.WorkloadTaskOf(j).sweep;
+    t.why = ran ? WhyThisOption(run.tasks.problem(), j, ran->option) : "";
+    report.tasks.push_back(std::move(t));
   }
   report.events = run.site.state->Events();
   return WriteRunReport(report);

@@ -1,4 +1,4 @@
-// Progress and report input (part of `saturn run`, executor.h): what the run
+// Progress and report input (part of `saturn run`, run.h): what the run
 // knows about its tasks, read for a re-plan (measured progress and
 // slowdowns), for the progress lines on stderr, and for the run's summary
 // and report.json / report.html at the end.
@@ -11,6 +11,7 @@
 
 #include <vector>
 
+#include "executor/run.h"
 #include "executor/run_context.h"
 #include "replan/replan.h"
 

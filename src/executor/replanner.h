@@ -1,4 +1,4 @@
-// The re-planning thread (part of `saturn run`, executor.h): every interval
+// The re-planning thread (part of `saturn run`, run.h): every interval
 // the remaining work is solved afresh in the background while training goes
 // on (replan/replan.h); when the new plan finishes sooner by more than the
 // threshold, the run switches to it and pre-empts only the tasks it moves;

@@ -1,4 +1,4 @@
-// What the parts of `saturn run` share (executor.h describes the whole): the
+// What the parts of a Run share (run.h describes the whole): the
 // run's options, its clock, where it lives and its durable state, its tasks
 // (task_set.h: the workload, profile and problem, each task's live state and
 // placement), and the plan it follows. Set up by run_setup.h; the dispatcher starts
@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "common/clock.h"
-#include "executor/executor.h"
+#include "executor/run_options.h"
 #include "executor/run_state.h"
 #include "executor/task_set.h"
 #include "launch/backend.h"
@@ -50,8 +50,8 @@ class RunClock final : public Clock {
   double offset_s_ = 0.0;
 };
 
-// Where the run lives and what it runs with: set once by SetUpRun or the
-// service.
+// Where the run lives and what it runs with: set once by SetUpRun or
+// SetUpService (run_setup.h).
 struct RunSite {
   std::string run_dir;
   std::string worker;  // the saturn-worker binary ("" when only users' programs run)

@@ -1,21 +1,11 @@
 #include "executor/run_loop.h"
 
-#include <chrono>
-#include <thread>
-
 #include "common/defaults.h"
 #include "executor/dispatcher.h"
 #include "executor/replanner.h"
 #include "executor/run_context.h"
 
 namespace saturn {
-namespace {
-
-void Pause() {
-  std::this_thread::sleep_for(std::chrono::duration<double>(defaults::kLoopPauseS));
-}
-
-}  // namespace
 
 void RunLoop::Run(const LoopHooks& hooks) {
   while (true) {
@@ -29,7 +19,7 @@ void RunLoop::Run(const LoopHooks& hooks) {
     dispatcher_.Dispatch();
     if (run_.Now() - last_save_ >= defaults::kClockSaveS) SaveClock();
     if (hooks.after) hooks.after();
-    Pause();
+    run_.clock.base().Sleep(defaults::kLoopPauseS);
   }
 }
 
@@ -39,7 +29,7 @@ void RunLoop::Drain() {
   while (true) {
     dispatcher_.Poll();
     if (!dispatcher_.AnyRunning()) break;
-    Pause();
+    run_.clock.base().Sleep(defaults::kLoopPauseS);
   }
   run_.Emit(events::RunInterrupted(run_.Now()));
   SaveClock();

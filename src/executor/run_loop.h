@@ -1,4 +1,4 @@
-// The loop of `saturn run` and `saturn serve` (executor.h, service/service.h):
+// The loop of `saturn run` and `saturn serve` (run.h):
 // each turn polls the workers, re-plans in the background, starts what the
 // plan lets start and saves the run clock; the service adds its requests,
 // arrivals and views through hooks.

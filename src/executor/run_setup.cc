@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <functional>
 #include <set>
 
 #include "common/defaults.h"
@@ -15,6 +16,7 @@
 #include "common/fs.h"
 #include "executor/arrivals.h"
 #include "executor/replanner.h"
+#include "executor/run.h"
 #include "launch/worker.h"
 #include "planner/baselines.h"
 #include "planner/lower_bound.h"
@@ -63,13 +65,68 @@ void MoveAside(RunContext& run) {
   }
 }
 
+// What a new run writes into its folder before it trains: removed again
+// when it is refused before training (nothing of the user's is touched).
+void RemoveRunFiles(const std::string& dir) {
+  std::error_code ec;
+  for (const char* name : {"state.sqlite", "state.sqlite-journal", "state.sqlite-wal",
+                           "state.sqlite-shm", "events.jsonl", "workload.yaml", "cluster.yaml",
+                           "profile.csv", "trials", "tasks"}) {
+    fs::remove_all(fs::path(dir) / name, ec);
+  }
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    std::string name = entry.path().filename().string();
+    if (name.rfind("plan-", 0) == 0 && entry.path().extension() == ".json") {
+      fs::remove(entry.path(), ec);
+    }
+  }
+}
+
+// The worker, the launch backend and the cluster (a Slurm allocation's
+// where the workload's cluster comes from one), checked before anything is
+// written; then `before_writing`, the run's folder, and its state. The same
+// for `saturn run` and `saturn serve`.
+void OpenSite(RunContext& run, bool create, const std::function<void()>& before_writing) {
+  const RunOptions& o = run.options();
+  Workload& w = run.tasks.workload();
+  run.site.worker = o.profiler.worker;
+  bool engine_tasks = std::any_of(w.tasks.begin(), w.tasks.end(),
+                                  [](const WorkloadTask& t) { return !t.is_command; });
+  if (run.site.worker.empty()) {
+    try {
+      run.site.worker = FindWorkerBinary();
+    } catch (const std::exception&) {
+      // No engine here: only users' own programs (command tasks) can run; an
+      // engine task is refused with FindWorkerBinary's reason.
+      if (engine_tasks) throw;
+    }
+  }
+  // Plug-ins load and every task's techniques exist.
+  if (engine_tasks) AvailableTechniques(w, run.site.worker);
+  run.site.backend = MakeBackend(o.backend);
+  UseBackendAllocation(w, *run.site.backend);
+  if (before_writing) before_writing();
+  MakeDirectories(run.site.run_dir);
+  run.site.backend->CheckSharedDir(run.site.run_dir, w.cluster);
+  run.site.state.emplace(RunState::Open(run.site.run_dir, create));
+}
+
+// Whether the run in `dir` never started training: it stopped or was
+// refused before its first plan (profiling found a task that fits nowhere,
+// a trial failed, Ctrl-C). Such a folder holds nothing to keep.
+bool NeverTrained(const std::string& dir) {
+  RunState earlier = RunState::Open(dir, /*create=*/false);
+  return !earlier.Get(meta::kPlan).has_value();
+}
+
 // Refuses a run that would clobber another or resume nothing, and the
 // workers and cluster it cannot use; opens the run's state.
 void CheckAndOpen(RunContext& run) {
   const RunOptions& o = run.options();
   std::error_code ec;
   bool exists = fs::exists(run.site.run_dir + "/state.sqlite", ec);
-  if (exists && !o.resume && !o.fresh) {
+  bool reuse = exists && !o.resume && !o.fresh && NeverTrained(run.site.run_dir);
+  if (exists && !o.resume && !o.fresh && !reuse) {
     throw InputError(run.site.run_dir, 0, "",
                      "a run already lives here; continue it with --resume, start afresh with "
                      "--fresh (the earlier run is moved aside, not deleted) or choose another "
@@ -78,20 +135,16 @@ void CheckAndOpen(RunContext& run) {
   if (!exists && o.resume) {
     throw InputError(run.site.run_dir, 0, "--resume", "no run to resume here (no state.sqlite)");
   }
-  run.site.worker = o.profiler.worker;
-  bool engine_tasks =
-      std::any_of(run.tasks.workload().tasks.begin(), run.tasks.workload().tasks.end(),
-                  [](const WorkloadTask& t) { return !t.is_command; });
-  if (run.site.worker.empty() && engine_tasks) run.site.worker = FindWorkerBinary();
-  // Plug-ins load and every task's techniques exist.
-  if (engine_tasks) AvailableTechniques(run.tasks.workload(), run.site.worker);
-  run.site.backend = MakeBackend(o.backend);
-  UseBackendAllocation(run.tasks.workload(), *run.site.backend);
   // Only once every check has passed: a refused run leaves the earlier one.
-  if (exists && o.fresh) MoveAside(run);
-  MakeDirectories(run.site.run_dir);
-  run.site.backend->CheckSharedDir(run.site.run_dir, run.tasks.workload().cluster);
-  run.site.state.emplace(RunState::Open(run.site.run_dir, !o.resume));
+  OpenSite(run, !o.resume, [&] {
+    if (exists && o.fresh) MoveAside(run);
+    if (reuse) {
+      if (o.progress) {
+        std::fprintf(stderr, "the run here never started training; starting it afresh\n");
+      }
+      RemoveRunFiles(run.site.run_dir);
+    }
+  });
 }
 
 ProfileTable Profile(RunContext& run) {
@@ -144,209 +197,7 @@ void ProfileAndPlan(RunContext& run) {
 
 }  // namespace
 
-void RestoreTasks(RunContext& run) {
-  std::map<std::string, TaskRecord> saved;
-  for (TaskRecord& r : run.site.state->Tasks())
-    saved[r.name] = std::move(r);
-  for (int j = 0; j < run.NumTasks(); ++j) {
-    LiveTask& l = run.tasks[j];
-    const std::string& name = run.tasks.problem().tasks[j].name;
-    l.record = saved.count(name) ? saved[name] : TaskRecord{};
-    l.record.name = name;
-    if (!run.Done(j)) {
-      // Running when the orchestrator died: its worker got SIGTERM (and
-      // checkpointed); make sure nothing of it is left, resume from disk.
-      if (l.record.worker_pgid > 0) ::kill(-l.record.worker_pgid, SIGKILL);
-      l.record.status = TaskStatus::kWaiting;
-      l.record.worker_pgid = 0;
-      if (!run.WorkloadTaskOf(j).is_command) {
-        l.record.checkpoint_step = run.NewestCheckpoint(j);
-      }
-    }
-    l.reported.step = l.record.checkpoint_step;
-    run.SaveTask(j);
-  }
-  if (!run.options().progress) return;
-  std::string line;
-  for (int j = 0; j < run.NumTasks(); ++j) {
-    const TaskRecord& r = run.tasks[j].record;
-    line += "\n  " + r.name + ": " +
-            (run.Done(j) ? std::string(ToString(r.status))
-                         : "from step " + std::to_string(r.checkpoint_step) + " of " +
-                               std::to_string(run.Steps(j)));
-  }
-  std::fprintf(stderr, "resuming %s at %s of training:%s\n", Plural(run.NumTasks(), "task").c_str(),
-               FormatDuration(run.Now()).c_str(), line.c_str());
-}
-
 namespace {
-
-// The profile a run saved, as CSV text and where it is from.
-std::pair<std::string, std::string> ProfileToResume(RunContext& run) {
-  auto saved = run.SavedProfile();
-  if (!saved)
-    throw InputError(run.site.run_dir + "/profile.csv", 0, "", "missing: nothing to resume with");
-  return *saved;
-}
-
-// The run's profile, its rows limited to what fits the nodes the run
-// resumes on (it was checked against `saved_cluster`, the old ones).
-ProfileTable ProfileOnNewCluster(RunContext& run, const std::string& saved_cluster) {
-  auto [text, source] = ProfileToResume(run);
-  Cluster old =
-      ParseCluster(YAML::Load(saved_cluster), run.site.run_dir + "/state.sqlite", "cluster");
-  ProfileTable table = ParseProfileCsv(text, source, old);
-  int max_gpus = run.tasks.workload().cluster.MaxGpusPerNode();
-  std::erase_if(table.rows, [&](const ProfileRow& r) { return r.gpus > max_gpus; });
-  for (const WorkloadTask& t : run.tasks.workload().tasks) {
-    bool any = std::any_of(table.rows.begin(), table.rows.end(),
-                           [&](const ProfileRow& r) { return r.task == t.name && r.feasible; });
-    if (!any) {
-      throw InputError(run.options().workload_path, t.line, "task " + Quote(t.name),
-                       "was profiled for larger nodes than this run resumes on (the largest "
-                       "has " +
-                           std::to_string(max_gpus) + " GPUs); resume it on nodes like:\n" +
-                           saved_cluster);
-    }
-  }
-  return table;
-}
-
-// What a resumed workload changes: the tasks it adds join the run (as do
-// tasks it changes that have not started: they re-enter as new); changing or
-// removing a task that has started is refused, naming those tasks.
-struct WorkloadChange {
-  std::vector<WorkloadTask> added;
-  std::set<std::string> dropped;  // saved tasks that leave the run (removed or re-entering)
-};
-
-WorkloadChange CompareWithSaved(RunContext& run, const std::string& saved_text) {
-  const std::string& path = run.options().workload_path;
-  Workload saved = ParseWorkload(saved_text, path, run.tasks.workload().base_dir,
-                                 run.options().plugins, run.options().max_tasks);
-  std::map<std::string, TaskRecord> records;
-  for (TaskRecord& r : run.site.state->Tasks())
-    records[r.name] = std::move(r);
-  auto started = [&](const std::string& name) {
-    auto it = records.find(name);
-    return it != records.end() &&
-           (it->second.first_start_s >= 0 || it->second.checkpoint_step > 0 ||
-            it->second.status != TaskStatus::kWaiting);
-  };
-  std::map<std::string, const WorkloadTask*> now;
-  for (const WorkloadTask& t : run.tasks.workload().tasks)
-    now[t.name] = &t;
-  WorkloadChange change;
-  std::string refused;
-  for (const WorkloadTask& old : saved.tasks) {
-    auto it = now.find(old.name);
-    if (it != now.end() && it->second->spec == old.spec) continue;
-    if (started(old.name)) {
-      refused += (refused.empty() ? "" : ", ") + old.name +
-                 (it == now.end() ? " (removed)" : " (changed)");
-    } else {
-      change.dropped.insert(old.name);
-    }
-  }
-  if (!refused.empty()) {
-    throw InputError(
-        path, 0, "",
-        "the workload changes tasks that have started since this run began: " + refused +
-            "; a resumed run may add tasks and change those that have not started "
-            "(or start a new run with another --run-dir)");
-  }
-  std::set<std::string> saved_names;
-  for (const WorkloadTask& t : saved.tasks)
-    saved_names.insert(t.name);
-  for (const WorkloadTask& t : run.tasks.workload().tasks) {
-    if (!saved_names.count(t.name) || change.dropped.count(t.name)) change.added.push_back(t);
-  }
-  return change;
-}
-
-// Takes in what a changed workload adds, drops what it removed or changed
-// before it started, and plans the rest afresh.
-void ApplyChange(RunContext& run, const WorkloadChange& change, const std::string& workload_text) {
-  run.DropFromPlan(change.dropped);
-  std::vector<std::string> names;
-  if (!change.added.empty()) {
-    ProfileRun profiled = ProfileArrivals(run, change.added, nullptr);
-    if (run.options().progress) {
-      Workload batch = run.tasks.workload();
-      batch.tasks = change.added;
-      std::fputs(ProfileSummary(batch, profiled).c_str(), stderr);
-    }
-    JoinRun(run, change.added, profiled.table);
-    for (const WorkloadTask& t : change.added)
-      names.push_back(t.name);
-  }
-  ExtendPlan(run, nullptr, names);
-  // Last: a crash before this resumes with the same change again.
-  run.site.state->Set(meta::kWorkload, workload_text);
-  WriteFileAtomic(run.site.run_dir + "/workload.yaml", workload_text);
-}
-
-// Whether a task that is not done is missing from the plan followed.
-bool UnplannedTasks(const RunContext& run) {
-  std::set<std::string> planned;
-  for (const PlanTask& t : run.plan().tasks)
-    planned.insert(t.task);
-  for (int j = 0; j < run.NumTasks(); ++j) {
-    if (!run.Done(j) && !planned.count(run.tasks.problem().tasks[j].name)) return true;
-  }
-  return false;
-}
-
-void StartFresh(RunContext& run, const std::string& workload_text);
-
-void Resume(RunContext& run, const std::string& workload_text) {
-  RunState& state = *run.site.state;
-  // Stopped before its first plan (while profiling): nothing has trained,
-  // so it starts over; the trials that finished are in the profile cache.
-  if (!state.Get(meta::kPlan)) {
-    StartFresh(run, workload_text);
-    return;
-  }
-  std::optional<WorkloadChange> change;
-  if (state.Get(meta::kWorkload) != workload_text) {
-    change = CompareWithSaved(run, *state.Get(meta::kWorkload));
-    // The run resumes with the tasks it keeps; the added ones join below.
-    std::erase_if(run.tasks.workload().tasks, [&](const WorkloadTask& t) {
-      return std::any_of(change->added.begin(), change->added.end(),
-                         [&](const WorkloadTask& a) { return a.name == t.name; });
-    });
-  }
-  // Resumed on other nodes (e.g. a requeued Slurm job): the plan names
-  // the old ones, so the remaining work is planned afresh for these.
-  std::optional<std::string> saved_cluster = state.Get(meta::kCluster);
-  std::string cluster_now = ClusterToYaml(run.tasks.workload().cluster);
-  bool moved = saved_cluster && *saved_cluster != cluster_now;
-  run.clock.Start(state.ResumeClock());
-  if (moved) {
-    run.tasks.profile() = ProfileOnNewCluster(run, *saved_cluster);
-  } else {
-    auto [text, source] = ProfileToResume(run);
-    run.tasks.profile() = ParseProfileCsv(text, source, run.tasks.workload().cluster);
-  }
-  // Rows of the tasks the run keeps (a crash in a resume that added tasks
-  // may have left rows of tasks that join again below).
-  std::set<std::string> kept;
-  for (const WorkloadTask& t : run.tasks.workload().tasks)
-    kept.insert(t.name);
-  std::erase_if(run.tasks.profile().rows, [&](const ProfileRow& r) {
-    return !kept.count(r.task) || (change && change->dropped.count(r.task));
-  });
-  run.tasks.Build(run.ProfileSource());
-  run.RestorePlan();
-  RestoreTasks(run);
-  run.Emit(events::Resumed(run.Now()));
-  if (change) ApplyChange(run, *change, workload_text);
-  if (moved) {
-    ReplanForOtherNodes(run, cluster_now);
-  } else if (!change && UnplannedTasks(run)) {
-    ExtendPlan(run, nullptr, {});
-  }
-}
 
 void StartFresh(RunContext& run, const std::string& workload_text) {
   run.clock.Start();
@@ -377,12 +228,29 @@ void SetUpRun(RunContext& run) {
                          .string();
   std::string workload_text = ReadFile(o.workload_path);
   run.tasks.workload() = LoadWorkloadFile(o.workload_path, o.plugins, o.max_tasks);
+  std::error_code ec;
+  bool folder_existed = fs::exists(run.site.run_dir, ec);
   CheckAndOpen(run);
   if (o.progress) std::fprintf(stderr, "run folder: %s\n", run.site.run_dir.c_str());
-  if (o.resume) {
-    Resume(run, workload_text);
+  RunState& state = *run.site.state;
+  // A resumed run stopped before its first plan (while profiling) has not
+  // trained: it starts over (the trials that finished are in the cache).
+  if (o.resume && state.Get(meta::kPlan)) {
+    ResumeWorkload(run, workload_text);
   } else {
-    StartFresh(run, workload_text);
+    try {
+      StartFresh(run, workload_text);
+    } catch (...) {
+      // Refused before anything trained (a task fits nowhere, a trial
+      // failed): the same command can use the folder again.
+      run.site.state.reset();
+      if (folder_existed) {
+        RemoveRunFiles(run.site.run_dir);
+      } else {
+        fs::remove_all(run.site.run_dir, ec);
+      }
+      throw;
+    }
   }
   WriteTaskFolders(run);
   double span = std::max(1.0, run.planned_makespan_s());
@@ -395,5 +263,37 @@ void SetUpRun(RunContext& run) {
                                     defaults::kThresholdSwitchCosts * o.switch_cost_s));
   run.Requeue();
 }
+
+std::vector<WorkloadTask> SetUpService(RunContext& run, const ServiceSource& source) {
+  const RunOptions& o = run.options();
+  run.site.run_dir = fs::absolute(source.state_dir).lexically_normal().string();
+  if (source.cluster_path.empty()) {
+    throw InputError("", 0, "--cluster", "required: the cluster file the service runs on");
+  }
+  Workload& w = run.tasks.workload();
+  ClusterSource cluster = LoadClusterSourceFile(source.cluster_path);
+  w.cluster = cluster.cluster;
+  w.from_allocation = cluster.from_allocation;
+  w.source = run.site.run_dir + "/submissions";
+  w.base_dir = run.site.run_dir;
+  std::error_code ec;
+  bool existed = fs::exists(run.site.run_dir + "/state.sqlite", ec);
+  OpenSite(run, /*create=*/true, nullptr);
+  run.SetIntrospection(
+      o.interval_s > 0 ? o.interval_s : defaults::kServiceIntervalS,
+      o.threshold_s >= 0 ? o.threshold_s : defaults::kThresholdSwitchCosts * o.switch_cost_s);
+  std::string cluster = ClusterToYaml(w.cluster);
+  if (!existed) {
+    run.tasks.Build(run.ProfileSource());
+    run.clock.Start();
+    run.site.state->Set(meta::kCluster, cluster);
+    WriteFileAtomic(run.site.run_dir + "/cluster.yaml", cluster);
+    return {};
+  }
+  // Submissions are read on the cluster the service runs on now.
+  WriteFileAtomic(run.site.run_dir + "/cluster.yaml", cluster);
+  return RestartService(run);
+}
+
 
 }  // namespace saturn

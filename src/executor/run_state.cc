@@ -91,29 +91,6 @@ void CheckIntegrity(sqlite3* db, const std::string& path) {
 
 }  // namespace
 
-std::string_view ToString(TaskStatus status) {
-  switch (status) {
-    case TaskStatus::kWaiting:
-      return "waiting";
-    case TaskStatus::kRunning:
-      return "running";
-    case TaskStatus::kFinished:
-      return "finished";
-    case TaskStatus::kFailed:
-      return "failed";
-    case TaskStatus::kCancelled:
-      return "cancelled";
-  }
-  return "waiting";
-}
-
-std::optional<TaskStatus> TaskStatusFromString(std::string_view name) {
-  for (TaskStatus s : {TaskStatus::kWaiting, TaskStatus::kRunning, TaskStatus::kFinished,
-                       TaskStatus::kFailed, TaskStatus::kCancelled}) {
-    if (ToString(s) == name) return s;
-  }
-  return std::nullopt;
-}
 
 RunState RunState::Open(const std::string& run_dir, bool create) {
   namespace fs = std::filesystem;
@@ -265,7 +242,7 @@ std::vector<TaskRecord> RunState::Tasks() {
     nlohmann::json j = nlohmann::json::parse(s.Text(0));
     TaskRecord t;
     t.name = j.value("name", "");
-    std::string status = j.value("status", "waiting");
+    std::string status = j.value("status", "queued");
     std::optional<TaskStatus> parsed = TaskStatusFromString(status);
     if (!parsed) {
       throw std::runtime_error("run state: task " + t.name + ": unknown status \"" + status + "\"");
@@ -273,12 +250,13 @@ std::vector<TaskRecord> RunState::Tasks() {
     t.status = *parsed;
     t.checkpoint_step = j.value("checkpoint_step", 0L);
     t.steps_done = j.value("steps_done", 0L);
-    t.launches = j.value("launches", 0);
-    // Runs from before "launches" stored the failures as "attempts".
+    // Stored under their first names: "launches" (runs before it stored the
+    // failures as "attempts") and "first_start_s".
+    t.attempts = j.value("launches", 0);
     t.failures = j.contains("failures") ? j.value("failures", 0) : j.value("attempts", 0);
     t.error = j.value("error", "");
     t.final_loss = j.value("final_loss", 0.0);
-    t.first_start_s = j.value("first_start_s", -1.0);
+    t.start_s = j.value("first_start_s", -1.0);
     t.end_s = j.value("end_s", -1.0);
     t.technique = j.value("technique", "");
     t.gpus = j.value("gpus", 0);
@@ -295,11 +273,11 @@ void RunState::SaveTask(const TaskRecord& t) {
                       {"status", std::string(ToString(t.status))},
                       {"checkpoint_step", t.checkpoint_step},
                       {"steps_done", t.steps_done},
-                      {"launches", t.launches},
+                      {"launches", t.attempts},
                       {"failures", t.failures},
                       {"error", t.error},
                       {"final_loss", t.final_loss},
-                      {"first_start_s", t.first_start_s},
+                      {"first_start_s", t.start_s},
                       {"end_s", t.end_s},
                       {"technique", t.technique},
                       {"gpus", t.gpus},

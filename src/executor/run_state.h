@@ -22,36 +22,19 @@
 #include <vector>
 
 #include "contracts/events.h"
+#include "contracts/task_view.h"
 
 struct sqlite3;
 
 namespace saturn {
 
-// Where a task stands. Stored as its name ("waiting", "running", "finished",
-// "failed", "cancelled") in the state and in report.json. Cancelled (by
-// `saturn cancel`) keeps the task's last checkpoint.
-enum class TaskStatus { kWaiting, kRunning, kFinished, kFailed, kCancelled };
-
-std::string_view ToString(TaskStatus status);
-// std::nullopt for a name that is not a status.
-std::optional<TaskStatus> TaskStatusFromString(std::string_view name);
-
-struct TaskRecord {
-  std::string name;
-  TaskStatus status = TaskStatus::kWaiting;
+// A task's durable record: where it stands (contracts/task_view.h; its
+// status stored as its word, "queued" written as "waiting" by runs before
+// 2026-12 and read as queued), and what a resume needs beside it.
+// Cancelled (by `saturn cancel`) keeps the task's last checkpoint.
+struct TaskRecord : TaskState {
   long checkpoint_step = 0;  // resumable from this step
-  long steps_done = 0;       // last step reported
-  int launches = 0;          // workers started for it: the first, relaunches, retries
-  int failures = 0;          // of those, the ones that failed
-  std::string error;
-  double final_loss = 0.0;
-  double first_start_s = -1.0;
-  double end_s = -1.0;
-  std::string technique;  // last configuration run
-  int gpus = 0;
-  std::string node;
-  std::vector<int> gpu_ids;
-  int worker_pgid = 0;  // process group of a running worker
+  int worker_pgid = 0;       // process group of a running worker
 };
 
 // A workload submitted to `saturn serve`, as it was sent: its text, the

@@ -1,4 +1,4 @@
-// The tasks of a run (part of `saturn run` and `saturn serve`, executor.h),
+// The tasks of a run (part of `saturn run` and `saturn serve`, run.h),
 // kept in step: the workload's tasks, their profile, the problem the planner
 // sees, each task's live state and where it runs. Problem task j is workload
 // task WorkloadIndexOf(j); live state and placements are indexed like the
@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "common/process.h"
-#include "executor/placements.h"
+#include "executor/shared_placements.h"
 #include "executor/run_state.h"
 #include "planner/problem.h"
 #include "contracts/profile.h"
@@ -64,8 +64,8 @@ class TaskSet {
   ProfileTable& profile() { return profile_; }
   const ProfileTable& profile() const { return profile_; }
   const Problem& problem() const { return problem_; }
-  Placements& placements() { return placements_; }
-  const Placements& placements() const { return placements_; }
+  SharedPlacements& placements() { return placements_; }
+  const SharedPlacements& placements() const { return placements_; }
 
   int size() const { return problem_.NumTasks(); }
   LiveTask& operator[](int j) { return live_[static_cast<size_t>(j)]; }
@@ -102,7 +102,7 @@ class TaskSet {
   Problem problem_;
   std::vector<int> workload_index_;
   std::vector<LiveTask> live_;
-  Placements placements_;
+  SharedPlacements placements_;
   int version_ = 0;
 };
 

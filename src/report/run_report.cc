@@ -41,7 +41,7 @@ std::map<std::string, std::map<long, EvalPoint>> EvalsOf(const std::vector<Event
 
 // The evaluation after the task's last step, if it has one.
 const EvalPoint* FinalEval(const RunReportTask& t, const std::map<long, EvalPoint>* evals) {
-  if (evals == nullptr || t.status != "finished") return nullptr;
+  if (evals == nullptr || t.status != TaskStatus::kFinished) return nullptr;
   auto it = evals->find(t.steps);
   return it == evals->end() ? nullptr : &it->second;
 }
@@ -104,7 +104,7 @@ json CurrentPractice(const RunReportInput& in) {
   // first plan planned: every task, all finished.
   bool same_tasks = in.tasks.size() == in.first_plan.tasks.size() &&
                     std::all_of(in.tasks.begin(), in.tasks.end(),
-                                [](const RunReportTask& t) { return t.status == "finished"; });
+                                [](const RunReportTask& t) { return t.status == TaskStatus::kFinished; });
   json out = {{"estimated_makespan_s", *cp},
               {"speedup_planned", *cp / in.first_plan.makespan_s},
               {"speedup_measured", same_tasks ? json(*cp / in.makespan_s) : json()},
@@ -239,7 +239,7 @@ std::string LossHtml(const RunReportInput& in, const Evals& evals,
     }
     s.color = colors.at(t.name);
     if (IsBest(t, best_of)) s.note = "best";
-    if (t.status != "finished") s.note = t.status;
+    if (t.status != TaskStatus::kFinished) s.note = ToString(t.status);
     series.push_back(std::move(s));
   }
   return "<h2>Loss curves</h2>\n<div class=\"curves\">\n" + LossChartsHtml(series) + "</div>\n";
@@ -263,9 +263,9 @@ std::string TableHtml(const RunReportInput& in, const Evals& evals,
     auto cell = [&](bool known, const std::string& text) {
       return "<td>" + (known ? text : none) + "</td>";
     };
-    html += std::string("<tr") + (t.status == "failed" ? " class=\"failed\"" : "") +
+    html += std::string("<tr") + (t.status == TaskStatus::kFailed ? " class=\"failed\"" : "") +
             "><td><span class=\"swatch\" style=\"background:" + colors.at(t.name).line +
-            "\"></span>" + XmlEscape(t.name) + "</td><td>" + t.status + "</td>" +
+            "\"></span>" + XmlEscape(t.name) + "</td><td>" + std::string(ToString(t.status)) + "</td>" +
             cell(ran && !t.technique.empty(), XmlEscape(t.technique)) +
             cell(ran && t.gpus > 0, std::to_string(t.gpus)) +
             cell(ran && !t.node.empty(), XmlEscape(t.node)) +
@@ -273,7 +273,7 @@ std::string TableHtml(const RunReportInput& in, const Evals& evals,
             cell(ran && t.start_s >= 0, FormatDuration(t.start_s)) +
             cell(ran && t.end_s >= 0, FormatDuration(t.end_s)) + "<td>" +
             std::to_string(t.steps_done) + "/" + std::to_string(t.steps) + "</td>" +
-            cell(t.status == "finished", FormatLoss(t.final_loss)) + "<td>" + eval_cell +
+            cell(t.status == TaskStatus::kFinished, FormatLoss(t.final_loss)) + "<td>" + eval_cell +
             "</td><td>" + std::to_string(t.attempts) +
             (t.failures > 0 ? " (" + std::to_string(t.failures) + " failed)" : "") + "</td><td>" +
             XmlEscape(t.error) + "</td></tr>\n";
@@ -342,7 +342,7 @@ json WriteRunReport(const RunReportInput& in) {
     const EvalPoint* final_eval = FinalEval(t, evals_of(t.name));
     report["tasks"].push_back({{"task", t.name},
                                {"sweep", t.sweep.empty() ? t.name : t.sweep},
-                               {"status", t.status},
+                               {"status", std::string(ToString(t.status))},
                                {"technique", t.technique},
                                {"gpus", t.gpus},
                                {"node", t.node},

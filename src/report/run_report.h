@@ -25,23 +25,14 @@
 #include "contracts/cluster.h"
 #include "contracts/events.h"
 #include "contracts/plan.h"
+#include "contracts/task_view.h"
 
 namespace saturn {
 
-struct RunReportTask {
-  std::string name;
-  std::string status;
-  std::string technique;
-  int gpus = 0;
-  std::string node;
-  double start_s = -1.0;
-  double end_s = -1.0;
+// A task as the report shows it: where it stands (contracts/task_view.h)
+// and what the report draws beside it.
+struct RunReportTask : TaskState {
   long steps = 0;
-  long steps_done = 0;
-  double final_loss = 0.0;
-  int attempts = 0;  // workers started for it (1 for a task that ran once)
-  int failures = 0;  // attempts that failed
-  std::string error;
   std::vector<std::pair<long, double>> losses;  // (step, loss)
   // The name the task was written under: the tasks of one sweep share it
   // (the report names the best of each by final evaluation loss).

@@ -211,10 +211,10 @@ int Serve(const ServeOptions& options) {
                     (at.host.find(':') != std::string::npos ? "[" + at.host + "]" : at.host) + ":" +
                     std::to_string(port);
   // Where clients (and tests) find a service started on port 0.
-  WriteFileAtomic(options.state_dir + "/server.json",
+  WriteFileAtomic(options.source.state_dir + "/server.json",
                   json{{"url", url}, {"pid", static_cast<long>(::getpid())}}.dump() + "\n");
   std::fprintf(stderr, "saturn serve: listening on %s/ (state in %s)\n", url.c_str(),
-               options.state_dir.c_str());
+               options.source.state_dir.c_str());
   std::thread watcher([&] {
     while (!StopRequested() && !stop)
       std::this_thread::sleep_for(std::chrono::milliseconds(50));

@@ -9,7 +9,7 @@
 // constant time; 401 otherwise (the dashboard page itself, which holds no
 // data, loads without it). Bodies over the cap get 413.
 //
-//   ServeOptions o; o.cluster_path = "cluster.yaml";
+//   ServeOptions o; o.source.cluster_path = "cluster.yaml";
 //   return Serve(o);   // until SIGTERM/SIGINT; InputError on bad options
 #pragma once
 

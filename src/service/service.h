@@ -1,15 +1,15 @@
-// `saturn serve`: the executor as a long-lived service. Workloads arrive at
-// any time (POST /v1/workloads, server.h); each is stored durably in the
-// state folder before it is acknowledged, profiled (the cache first) on
-// devices no task holds while the others train, and planned in with running
-// tasks pinned (executor/arrivals.h). Re-planning, retries, checkpoints,
-// pre-emption and the event log are the executor's own. A SIGKILLed service
-// restarted on the same state folder continues every unfinished task from
-// its last checkpoint and profiles what had not been profiled yet.
+// `saturn serve`: a Run (executor/run.h) driven as a long-lived service, and
+// what only a service does: take requests from HTTP threads, publish views
+// for them, and stream the events. Workloads arrive at any time (POST
+// /v1/workloads, server.h); the Run stores each durably before it is
+// acknowledged, profiles it on devices no task holds while the others train,
+// and plans it in with running tasks pinned. A SIGKILLed service restarted on
+// the same state folder continues every unfinished task from its last
+// checkpoint (the Run's restart, the same code as `saturn run --resume`).
 //
-// Threads: Run() is the one thread that owns the run (dispatch, arrivals,
-// re-planning, the state database); the HTTP threads call the thread-safe
-// methods below, which read views Run() publishes or hand requests to it.
+// Threads: Run() is the one thread that drives the run; the HTTP threads
+// call the thread-safe methods below, which read views Run() publishes or
+// hand requests to it.
 //
 //   Service service(options, clock);       // InputError on bad options
 //   std::thread loop([&] { service.Run(stop); });
@@ -19,35 +19,27 @@
 #include <atomic>
 #include <condition_variable>
 #include <deque>
-#include <future>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
-#include <optional>
 #include <set>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "common/clock.h"
-#include "executor/executor.h"
+#include "executor/run.h"
 
 namespace saturn {
 
 struct ServeOptions {
-  std::string cluster_path;  // required (a Slurm allocation's cluster is not wired yet)
+  ServiceSource source;  // state folder; cluster file (its nodes, or `from: slurm`)
   std::string listen = "127.0.0.1:8470";
-  std::string state_dir = "saturn-service";
   std::string token_file;           // "": no token, loopback only
   size_t max_body_bytes = 1 << 20;  // larger requests get 413
   RunOptions run;                   // solver, limits, retries, profiler, backend
 };
-
-struct RunContext;
-class Dispatcher;
-class Arrivals;
-struct Workload;
 
 class Service {
  public:
@@ -77,30 +69,19 @@ class Service {
 
  private:
   struct Request;
-  void SetUp();
-  void Restart();
   void HandleRequests();
-  Reply DoSubmit(Request& request);
-  Reply DoCancel(const std::string& task);
   Reply Post(std::unique_ptr<Request> request);
-  void AfterArrivals();
   void Publish(bool force);
   void PushEvent(const std::string& line);
-  void StreamProgress();
+  void StreamProgress(const std::vector<TaskView>& views);
 
   ServeOptions options_;
-  std::unique_ptr<RunContext> run_;
-  std::unique_ptr<Dispatcher> dispatcher_;
-  std::unique_ptr<Arrivals> arrivals_;
-  std::string worker_;
+  std::unique_ptr<saturn::Run> run_;
 
   // Owned by Run()'s thread.
-  std::map<std::string, std::string> rejected_;              // task -> why profiling refused it
-  std::set<std::string> cancel_on_join_;                     // cancelled while being profiled
   std::map<std::string, std::pair<long, double>> streamed_;  // task -> (step, t) last streamed
   std::map<std::string, nlohmann::json> losses_;             // task -> [[step, loss]]
   std::set<std::string> losses_final_;                       // ended tasks whose curve is read
-  std::map<std::string, double> submitted_at_;
   double last_publish_ = -1e9;
 
   // Requests for Run()'s thread.

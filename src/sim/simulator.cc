@@ -14,6 +14,7 @@
 #include "common/error.h"
 #include "planner/planner.h"
 #include "replan/dispatch.h"
+#include "replan/placements.h"
 #include "contracts/event_kinds.h"
 
 namespace saturn {
@@ -21,7 +22,7 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-struct TaskState {
+struct SimTask {
   bool arrived = false;
   bool finished = false;
   bool running = false;
@@ -50,13 +51,15 @@ class Simulation {
              const std::vector<double>& arrival, const SimOptions& options)
       : p_(believed), truth_(truth), arrival_(arrival), opt_(options), s_(believed.NumTasks()) {
     if (arrival_.empty()) arrival_.assign(p_.NumTasks(), 0.0);
-    busy_by_.resize(p_.NumNodes());
-    for (int n = 0; n < p_.NumNodes(); ++n)
-      busy_by_[n].assign(p_.nodes[n].gpus, -1);
+    std::vector<Placements::NodeDevices> nodes;
+    for (const NodeSlots& n : p_.nodes)
+      nodes.push_back({n.name, n.gpus, ""});
+    placements_.Reset(nodes, p_.NumTasks());
     result_.tasks.resize(p_.NumTasks());
     for (int j = 0; j < p_.NumTasks(); ++j) {
-      result_.tasks[j].task = p_.tasks[j].name;
+      result_.tasks[j].name = p_.tasks[j].name;
       result_.tasks[j].arrival_s = arrival_[j];
+      result_.tasks[j].status = TaskStatus::kSubmitted;
       task_index_[p_.tasks[j].name] = j;
     }
   }
@@ -94,6 +97,7 @@ class Simulation {
         while (next_arrival < by_arrival.size() && arrival_[by_arrival[next_arrival]] <= now_) {
           int j = by_arrival[next_arrival++];
           s_[j].arrived = true;
+          result_.tasks[j].status = TaskStatus::kQueued;
           ++arrived_;
           arrived_since_check_.push_back(p_.tasks[j].name);
           Emit(events::TaskArrived(now_, p_.tasks[j].name,
@@ -118,7 +122,7 @@ class Simulation {
 
  private:
   double DoneAt(int j, double t) const {
-    const TaskState& s = s_[j];
+    const SimTask& s = s_[j];
     if (!s.running) return s.done;
     double productive = std::max(0.0, t - s.dead_until);
     return std::min(1.0, s.done + productive / truth_[j][s.option]);
@@ -136,7 +140,7 @@ class Simulation {
 
   // Task j where it runs (or ran last).
   events::TaskPlace Where(int j) const {
-    const TaskState& s = s_[j];
+    const SimTask& s = s_[j];
     events::TaskPlace at{p_.tasks[j].name, "", 0, "", {}};
     if (s.option >= 0) {
       at.technique = p_.tasks[j].options[s.option].technique;
@@ -153,7 +157,7 @@ class Simulation {
   }
 
   void Start(int j, const Assignment& a) {
-    TaskState& s = s_[j];
+    SimTask& s = s_[j];
     s.running = true;
     s.option = a.option;
     s.node = a.node;
@@ -161,29 +165,31 @@ class Simulation {
     s.segment_start = now_;
     s.dead_until = now_ + (s.done > 0 ? opt_.policy.switch_cost_s : 0.0);
     ++s.version;
-    for (int g : s.gpu_ids)
-      busy_by_[s.node][g] = j;
+    if (!placements_.Place(j, a)) throw std::logic_error("simulator: a task started on held devices");
     RecordBusy(static_cast<int>(s.gpu_ids.size()));
     SimTaskResult& r = result_.tasks[j];
-    if (r.first_start_s < 0) r.first_start_s = now_;
-    ++r.starts;
+    if (r.start_s < 0) r.start_s = now_;
+    ++r.attempts;
     r.technique = p_.tasks[j].options[s.option].technique;
     r.gpus = p_.tasks[j].options[s.option].gpus;
+    r.node = p_.nodes[a.node].name;
+    r.gpu_ids = a.gpu_ids;
+    r.status = TaskStatus::kRunning;
     completions_.push({s.dead_until + (1.0 - s.done) * truth_[j][s.option], j, s.version});
     Emit(events::TaskStarted(now_, Where(j), {s.done}));
   }
 
   // Ends the current segment of a running task; returns the GPUs it held.
   std::vector<int> EndSegment(int j) {
-    TaskState& s = s_[j];
+    SimTask& s = s_[j];
     SimTaskResult& r = result_.tasks[j];
     r.busy_s += now_ - s.segment_start;
     r.dead_s += std::min(now_, s.dead_until) - s.segment_start;
     s.done = DoneAt(j, now_);
     s.running = false;
     ++s.version;
-    for (int g : s.gpu_ids)
-      busy_by_[s.node][g] = -1;
+    placements_.Free(j);
+    r.status = TaskStatus::kQueued;
     RecordBusy(-static_cast<int>(s.gpu_ids.size()));
     return s.gpu_ids;
   }
@@ -196,6 +202,7 @@ class Simulation {
     ++finished_count_;
     result_.tasks[j].end_s = now_;
     result_.tasks[j].work_done = 1.0;
+    result_.tasks[j].status = TaskStatus::kFinished;
     Emit(events::TaskFinished(now_, Where(j)));
     for (int g : freed) {
       int next = queues_.Next(node, g, finished_);
@@ -210,7 +217,7 @@ class Simulation {
   }
 
   void TryStart(int j) {
-    const TaskState& s = s_[j];
+    const SimTask& s = s_[j];
     if (!s.arrived || s.finished || s.running) return;
     if (!queues_.CanStart(j, gpu_free_, finished_)) return;
     Start(j, *queues_.Get(j));
@@ -226,7 +233,7 @@ class Simulation {
   std::vector<TaskProgress> Progress() {
     std::vector<TaskProgress> progress(p_.NumTasks());
     for (int j = 0; j < p_.NumTasks(); ++j) {
-      TaskState& s = s_[j];
+      SimTask& s = s_[j];
       TaskProgress& q = progress[j];
       q.arrived = s.arrived;
       q.finished = s.finished;
@@ -322,15 +329,15 @@ class Simulation {
   const std::vector<std::vector<double>>& truth_;
   std::vector<double> arrival_;
   SimOptions opt_;
-  std::vector<TaskState> s_;
+  std::vector<SimTask> s_;
   std::unordered_map<std::string, int> task_index_;
   int arrived_ = 0, finished_count_ = 0;
   Plan current_;
-  std::vector<std::vector<int>> busy_by_;
+  Placements placements_;
   std::vector<std::string> arrived_since_check_;  // arrivals not yet planned in
   PlanQueues queues_;
   std::function<bool(int)> finished_ = [this](int j) { return s_[j].finished; };
-  std::function<bool(int, int)> gpu_free_ = [this](int n, int g) { return busy_by_[n][g] < 0; };
+  std::function<bool(int, int)> gpu_free_ = [this](int n, int g) { return placements_.DeviceFree(n, g); };
   std::priority_queue<Completion, std::vector<Completion>, std::greater<Completion>> completions_;
   double now_ = 0.0;
   int busy_gpus_ = 0;

@@ -25,6 +25,7 @@
 #include "contracts/events.h"
 #include "contracts/plan.h"
 #include "contracts/profile.h"
+#include "contracts/task_view.h"
 
 namespace saturn {
 
@@ -51,17 +52,13 @@ struct SimOptions {
   std::function<void(const SimProgress&)> on_progress;
 };
 
-struct SimTaskResult {
-  std::string task;
+// A task's end state (contracts/task_view.h: status, start_s, end_s,
+// attempts, its last configuration) and what the simulation measured of it.
+struct SimTaskResult : TaskState {
   double arrival_s = 0.0;
-  double first_start_s = -1.0;
-  double end_s = -1.0;
   double busy_s = 0.0;     // time holding GPUs
   double dead_s = 0.0;     // of which restarting from a checkpoint
   double work_done = 0.0;  // fraction of the task completed (1 when finished)
-  int starts = 0;
-  std::string technique;  // last configuration
-  int gpus = 0;
 };
 
 struct SimResult {

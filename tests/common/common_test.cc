@@ -7,6 +7,7 @@
 
 #include <filesystem>
 
+#include "common/clock.h"
 #include "common/csv.h"
 #include "common/error.h"
 #include "common/format.h"
@@ -205,6 +206,33 @@ TEST(Format, PluralsOfCountedWords) {
   EXPECT_EQ(Plural(1, "switch"), "1 switch");
   EXPECT_EQ(Plural(3, "pass"), "3 passes");
   EXPECT_EQ(Plural(4, "GPU"), "4 GPUs");
+}
+
+}  // namespace
+}  // namespace saturn
+
+namespace saturn {
+namespace {
+
+TEST(Clock, AManualClocksSleepMovesItsTimeOn) {
+  ManualClock clock;
+  clock.Set(10.0);
+  const Clock& c = clock;
+  c.Sleep(0.25);
+  c.Sleep(0.5);
+  EXPECT_DOUBLE_EQ(clock.Now(), 10.75);
+  Deadline d(clock, 1.0);
+  c.Sleep(0.9);
+  EXPECT_FALSE(d.Expired());
+  c.Sleep(0.1);
+  EXPECT_TRUE(d.Expired());
+}
+
+TEST(Clock, ASteadyClocksSleepWaitsAtLeastThatLong) {
+  SteadyClock clock;
+  double t0 = clock.Now();
+  clock.Sleep(0.02);
+  EXPECT_GE(clock.Now() - t0, 0.02);
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -30,6 +31,7 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 class Run : public ::testing::Test {
  protected:
@@ -247,6 +249,91 @@ TEST_F(Run, AResumeOfARunKilledWhileProfilingStartsItOver) {
   json report = Report();  // kept: a loop over a temporary's member reads freed memory
   for (const json& t : report["tasks"])
     EXPECT_EQ(t["status"], "finished") << t["task"];
+}
+
+// A run refused before it trained leaves nothing that blocks its folder:
+// the same command can be given again (issue 41: it said "a run already
+// lives here" although nothing had trained, and --fresh left a .old-1).
+TEST_F(Run, ARunRefusedBeforeTrainingLeavesItsFolderReusable) {
+  Workload(1, 4, 2);
+  std::string nothing_fits;
+  for (const char* c : {"single 1", "spill 1", "ddp 2", "fsdp 2", "pipeline 2"})
+    nothing_fits += std::string(c) + " infeasible needs 9 GiB per device, has 1 GiB\n";
+  EXPECT_EQ(RunSaturn("--no-introspection", nothing_fits), 2);
+  EXPECT_THAT(ReadFile(dir_ + "/out.log"), HasSubstr("feasible"));
+  EXPECT_FALSE(fs::exists(dir_ + "/run")) << "the folder it made is gone";
+  EXPECT_EQ(RunSaturn("--no-introspection", nothing_fits), 2);
+  EXPECT_THAT(ReadFile(dir_ + "/out.log"), Not(HasSubstr("a run already lives here")));
+  // A folder the user made is kept, emptied of what the run wrote.
+  fs::create_directories(dir_ + "/run");
+  WriteFileAtomic(dir_ + "/run/notes.txt", "mine");
+  EXPECT_EQ(RunSaturn("--no-introspection", nothing_fits), 2);
+  EXPECT_EQ(ReadFile(dir_ + "/run/notes.txt"), "mine");
+  EXPECT_FALSE(fs::exists(dir_ + "/run/state.sqlite"));
+  // The devices grew (no infeasible answers now; the cache kept the old ones).
+  fs::remove(dir_ + "/cache.sqlite");
+  ASSERT_EQ(RunSaturn("--no-introspection"), 0) << ReadFile(dir_ + "/out.log");
+  EXPECT_FALSE(fs::exists(dir_ + "/run.old-1"));
+  EXPECT_EQ(Report()["tasks"][0]["status"], "finished");
+}
+
+// A run killed while profiling never trained: the same command (without
+// --resume) starts it afresh in its folder.
+TEST_F(Run, ARunKilledWhileProfilingIsStartedAfreshByTheSameCommand) {
+  Workload(2, 6);
+  Process p = Process::Spawn(Spec("--no-introspection", "ddp 2 hang\n"));
+  for (int i = 0; i < 400; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    if (fs::exists(dir_ + "/calls.log") &&
+        ReadFile(dir_ + "/calls.log").find("search ddp 2") != std::string::npos) {
+      break;
+    }
+  }
+  ::kill(p.pid(), SIGKILL);
+  p.Wait();
+  ASSERT_TRUE(fs::exists(dir_ + "/run/state.sqlite"));
+  ASSERT_EQ(RunSaturn("--no-introspection"), 0) << ReadFile(dir_ + "/out.log");
+  EXPECT_THAT(ReadFile(dir_ + "/out.log"), HasSubstr("never started training"));
+  EXPECT_FALSE(fs::exists(dir_ + "/run.old-1"));
+  json report = Report();
+  for (const json& t : report["tasks"])
+    EXPECT_EQ(t["status"], "finished") << t["task"];
+}
+
+// A run folder written by the release before one Run took over `saturn run`
+// and `saturn serve` (95885c9; fixtures/make_previous_release_run.sh): its
+// state says "waiting" where today's says "queued", and every task resumes.
+TEST_F(Run, ARunMadeByThePreviousReleaseResumes) {
+  std::string fixture = SATURN_SOURCE_DIR "/tests/executor/fixtures/previous-release-run.tar.gz";
+  ASSERT_EQ(std::system(("tar xzf '" + fixture + "' -C '" + dir_ + "'").c_str()), 0);
+  std::vector<Event> before = Events();
+  ASSERT_FALSE(before.empty());
+  ASSERT_EQ(before.back().kind, EventKind::kRunInterrupted);
+  std::set<std::string> finished_before;
+  for (const Event& e : before) {
+    if (e.kind == EventKind::kTaskFinished) finished_before.insert(e.task);
+  }
+  ASSERT_EQ(finished_before, (std::set<std::string>{"short"}));
+  ASSERT_EQ(RunSaturn("--resume --no-introspection --checkpoint-every 5"), 0)
+      << ReadFile(dir_ + "/out.log");
+  std::vector<Event> after = Events();
+  std::map<std::string, long> resumed_from;
+  for (size_t i = before.size(); i < after.size(); ++i) {
+    const Event& e = after[i];
+    EXPECT_NE(e.task, "short") << "a finished task ran again";
+    if (e.kind == EventKind::kTaskStarted && !resumed_from.count(e.task)) {
+      resumed_from[e.task] = e.extra["step"].get<long>();
+    }
+  }
+  EXPECT_EQ(resumed_from.size(), 2u);
+  for (const auto& [task, step] : resumed_from)
+    EXPECT_GT(step, 0) << task << " started over instead of resuming from its checkpoint";
+  json report = Report();
+  ASSERT_EQ(report["tasks"].size(), 3u);
+  for (const json& t : report["tasks"]) {
+    EXPECT_EQ(t["status"], "finished") << t["task"];
+    EXPECT_EQ(t["steps_done"], t["steps"]) << t["task"];
+  }
 }
 
 TEST_F(Run, AResumedWorkloadMayAddTasksButNotChangeOnesThatStarted) {

@@ -13,8 +13,8 @@
 #include "common/clock.h"
 #include "common/error.h"
 #include "common/fs.h"
-#include "executor/executor.h"
-#include "executor/placements.h"
+#include "executor/run.h"
+#include "executor/shared_placements.h"
 #include "executor/replanner.h"
 #include "executor/run_context.h"
 #include "executor/run_state.h"
@@ -88,17 +88,6 @@ TEST(RunClock, CountsFromItsStartOnTheInjectedClockPlusTheResumedOffset) {
   clock.Start(40.0);  // a resumed run had reached 40 s
   base.Advance(1.0);
   EXPECT_DOUBLE_EQ(clock.Now(), 41.0);
-}
-
-TEST(RunTaskStatus, NamesRoundTripAndUnknownNamesAreRefused) {
-  for (TaskStatus s : {TaskStatus::kWaiting, TaskStatus::kRunning, TaskStatus::kFinished,
-                       TaskStatus::kFailed, TaskStatus::kCancelled}) {
-    EXPECT_EQ(TaskStatusFromString(ToString(s)), s);
-  }
-  EXPECT_EQ(ToString(TaskStatus::kFinished), "finished");
-  EXPECT_EQ(ToString(TaskStatus::kWaiting), "waiting");
-  EXPECT_EQ(ToString(TaskStatus::kCancelled), "cancelled");
-  EXPECT_EQ(TaskStatusFromString("done"), std::nullopt);
 }
 
 std::string RawText(const std::string& db_path, const std::string& sql) {
@@ -194,8 +183,8 @@ Assignment On(int node, std::vector<int> gpu_ids) {
   return a;
 }
 
-TEST(Placements, ADeviceGoesToATaskOrATrialNeverBoth) {
-  Placements p;
+TEST(SharedPlacements, ADeviceGoesToATaskOrATrialNeverBoth) {
+  SharedPlacements p;
   p.Reset({{"n0", 2}, {"n1", 4}}, 4);
   ASSERT_TRUE(p.Place(0, On(0, {0, 1})));
   EXPECT_EQ(p.TaskOn(0, 1), 0);
@@ -232,8 +221,8 @@ TEST(Placements, ADeviceGoesToATaskOrATrialNeverBoth) {
   EXPECT_FALSE(p.Last(3).has_value()) << "never ran";
 }
 
-TEST(Placements, AWaitingTrialGetsDevicesFreedBeforeTheNextTask) {
-  Placements p;
+TEST(SharedPlacements, AWaitingTrialGetsDevicesFreedBeforeTheNextTask) {
+  SharedPlacements p;
   p.Reset({{"n0", 4}}, 3);
   ASSERT_TRUE(p.Place(0, On(0, {0, 1})));
   ASSERT_TRUE(p.Place(1, On(0, {2, 3})));
@@ -249,8 +238,8 @@ TEST(Placements, AWaitingTrialGetsDevicesFreedBeforeTheNextTask) {
 // Arrivals renumber the tasks while trials of later arrivals hold devices:
 // before Placements, the rebuild reset every device to free, so a task could
 // start on a device a trial was still using.
-TEST(Placements, RenumberingKeepsTasksDevicesAndTrialsLeases) {
-  Placements p;
+TEST(SharedPlacements, RenumberingKeepsTasksDevicesAndTrialsLeases) {
+  SharedPlacements p;
   p.Reset({{"n0", 4}}, 2);
   ASSERT_TRUE(p.Place(1, On(0, {0})));
   std::optional<TrialDevices::Lease> lease = p.Acquire(2, "");

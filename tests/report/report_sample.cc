@@ -83,7 +83,7 @@ RunReportInput Sample(const std::string& dir) {
     RunReportTask t;
     t.name = s.name;
     t.sweep = s.sweep;
-    t.status = "finished";
+    t.status = TaskStatus::kFinished;
     t.technique = s.place.technique;
     t.gpus = s.place.gpus;
     t.node = s.place.node;
@@ -113,7 +113,7 @@ RunReportInput Sample(const std::string& dir) {
     RunReportTask t;
     t.name = place.task;
     t.sweep = "bert";
-    t.status = seed == 5 ? "failed" : "finished";
+    t.status = seed == 5 ? TaskStatus::kFailed : TaskStatus::kFinished;
     t.technique = place.technique;
     t.gpus = 1;
     t.node = place.node;
@@ -134,7 +134,7 @@ RunReportInput Sample(const std::string& dir) {
   }
   RunReportTask late;  // cancelled before it started: the plan had placed it
   late.name = "late-arrival";
-  late.status = "cancelled";
+  late.status = TaskStatus::kCancelled;
   late.technique = "ddp";
   late.gpus = 2;
   late.node = "node0";

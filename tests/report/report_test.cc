@@ -236,7 +236,7 @@ RunReportTask Task(std::string name, std::string status, std::string technique, 
                    std::string node, long steps_done, long steps) {
   RunReportTask t;
   t.name = std::move(name);
-  t.status = std::move(status);
+  t.status = *TaskStatusFromString(status);
   t.technique = std::move(technique);
   t.node = std::move(node);
   t.gpus = gpus;
@@ -377,7 +377,7 @@ TEST_F(RunReport, EvaluationCurvesAndTheBestTaskOfEachSweep) {
   // A sweep of three (one unfinished) and a task alone.
   RunReportTask a = Task("mlp-lr0.1", "finished", "single", 1, "n0", 100, 100);
   RunReportTask b = Task("mlp-lr0.01", "finished", "single", 1, "n0", 100, 100);
-  RunReportTask c = Task("mlp-lr1", "waiting", "single", 1, "n1", 50, 100);
+  RunReportTask c = Task("mlp-lr1", "queued", "single", 1, "n1", 50, 100);
   a.sweep = b.sweep = c.sweep = "mlp";
   a.losses = b.losses = {{10, 2.0}, {99, 1.0}};
   RunReportTask alone = Task("gpt", "finished", "ddp", 2, "n1", 100, 100);

@@ -312,7 +312,7 @@ TEST(ServeOptions, ListeningBeyondLoopbackNeedsAToken) {
   EXPECT_TRUE(IsLoopback("::1"));
   EXPECT_FALSE(IsLoopback("0.0.0.0"));
   ServeOptions o;
-  o.cluster_path = "missing.yaml";
+  o.source.cluster_path = "missing.yaml";
   o.listen = "0.0.0.0:8470";
   try {
     Serve(o);

@@ -65,6 +65,8 @@ void ExpectConserved(const Problem& p, const std::vector<std::vector<double>>& t
     EXPECT_NEAR(work[j], 1.0, 1e-9) << p.tasks[j].name;
     EXPECT_NEAR(busy[j], r.tasks[j].busy_s, 1e-6) << p.tasks[j].name;
     EXPECT_DOUBLE_EQ(r.tasks[j].work_done, 1.0);
+    EXPECT_EQ(r.tasks[j].status, TaskStatus::kFinished) << p.tasks[j].name;
+    EXPECT_GE(r.tasks[j].attempts, 1);
   }
   for (auto& [gpu, intervals] : per_gpu) {
     std::sort(intervals.begin(), intervals.end());
@@ -83,7 +85,7 @@ TEST(Simulator, AgreesWithThePlanWhenTruthIsTheProfile) {
     for (const PlanTask& t : r.initial_plan.tasks)
       planned[t.task] = t.start_s;
     for (const SimTaskResult& t : r.tasks)
-      EXPECT_NEAR(t.first_start_s, planned[t.task], 1e-6);
+      EXPECT_NEAR(t.start_s, planned[t.name], 1e-6);
     EXPECT_EQ(r.plan_switches, 0);
   }
 }
@@ -138,7 +140,7 @@ TEST(Simulator, OnlineArrivalsStartNoEarlierThanTheyArrive) {
     SimResult r = Simulate(p, TruthEqualsBelief(p), arrival, Options(introspection));
     double jct = 0;
     for (const SimTaskResult& t : r.tasks) {
-      EXPECT_GE(t.first_start_s, t.arrival_s - 1e-9) << t.task;
+      EXPECT_GE(t.start_s, t.arrival_s - 1e-9) << t.name;
       jct += t.end_s - t.arrival_s;
     }
     EXPECT_NEAR(r.mean_jct_s, jct / p.NumTasks(), 1e-6);

@@ -11,6 +11,8 @@
 #            folder one node cannot see: exit 2 with the reason
 #   kill     a task's step cancelled twice: retried from its checkpoint, then
 #            marked failed, while the others finish
+#   serve    saturn serve --backend slurm on a `from: slurm` cluster file: the
+#            allocation's nodes, trials and tasks as steps of the allocation
 #   switch   a re-plan pre-empts a task on n2 (SIGTERM through Slurm, it
 #            checkpoints) and resumes it on n1 with more GPUs
 #
@@ -339,7 +341,49 @@ EOF
     [ "$(report_tasks "$d/run" | awk '{ print $1, $2, $3 }' | tr '\n' ' ')" = "a finished 20 b finished 20 " ]
 }
 
+# ---- serve: saturn serve on the allocation's nodes ---------------------------
+scenario_serve() {
+  local d=$work/serve
+  mkdir -p "$d"
+  # The cluster file says where the nodes come from, as a workload's
+  # `cluster: {from: slurm}` does for saturn run.
+  printf 'from: slurm\ndevice: cuda\n' > "$d/cluster.yaml"
+  printf '%s\n' 'tasks:' \
+    '  - {name: wide, model: {type: mlp, layers: 2, width: 64}, data: {type: synthetic}, batch_size: 8,' \
+    '     optimizer: {type: sgd, lr: 0.1}, steps: 12, techniques: [single, ddp], sweep: {seed: [1, 2]}}' \
+    > "$d/workload.yaml"
+  printf 'single 1 ok 0.3\nddp 2 ok 0.145\nddp 3 ok 0.095\nddp 4 ok 0.07\n' > "$d/rules.txt"
+  # Inside the allocation: a service on its nodes, one submission, until it ended.
+  local script='
+    FAKE_WORKER_RULES=$D/rules.txt FAKE_WORKER_STEP_LOG=$D/steps.log "$SATURN" serve \
+      --cluster "$D/cluster.yaml" --backend slurm --state-dir "$D/state" --listen 127.0.0.1:0 \
+      --cache "$D/cache.sqlite" --no-introspection > "$D/serve.out" 2>&1 &
+    pid=$!
+    for i in $(seq 300); do [ -e "$D/state/server.json" ] && break; sleep 0.1; done
+    url=$(jq -r .url "$D/state/server.json")
+    "$SATURN" submit "$D/workload.yaml" --server "$url" > "$D/submit.out" 2>&1
+    "$SATURN" wait --server "$url" --timeout 200 > "$D/wait.out" 2>&1
+    echo "wait=$?" > "$D/wait.status"
+    echo "$SLURM_JOB_ID" > "$D/job"
+    kill -TERM $pid
+    wait $pid
+    echo "serve=$?" >> "$D/wait.status"'
+  D=$d SATURN=$saturn in_allocation bash -c "$script"
+  echo "-- serve: $(tr '\n' ' ' < "$d/wait.status" 2>/dev/null)after $((SECONDS - started)) s"
+  check "serve: every submitted task finished and the service stopped cleanly" \
+    [ "$(tr '\n' ' ' < "$d/wait.status" 2>/dev/null)" = "wait=0 serve=0 " ]
+  [ -e "$d/state/cluster.yaml" ] || { tail -n 20 "$d/serve.out"; return; }
+  check "serve: the cluster read from the allocation is n1 x4 + n2 x2" \
+    [ "$(tr -d ' \n' < "$d/state/cluster.yaml")" = "nodes:-name:n1gpus:4device:cuda-name:n2gpus:2device:cuda" ]
+  check "serve: each task ran as a step of the allocation on its planned node with its planned GPUs" \
+    steps_match_plan "$d/state" "$d/steps.log" "$(cat "$d/job")"
+  check "serve: profiling trials ran as Slurm steps" \
+    awk -v job="$(cat "$d/job")" '$6 !~ "^" job "\\.[0-9]+$" { print; bad = 1 } END { exit bad || NR < 4 }' \
+    <(step_records "$d/steps.log" search)
+}
+
 scenario_run
+scenario_serve
 scenario_refuse
 scenario_kill
 scenario_switch

@@ -1,32 +1,27 @@
-// Where each task of a run runs, and who holds each device: the one record
-// of placement in `saturn run` and `saturn serve`. A device is free, held by
-// a task (placed by the dispatcher when it starts the task's worker, freed
-// when the worker exits), or lent to a profiling trial of a task that
-// arrived (the profiler's TrialDevices). The dispatcher runs on the run's
-// thread and arrivals are profiled on another, so every check and change is
-// one step under one lock: a device is never given to two holders.
+// Where each task runs, and who holds each device: the one placement owner
+// of `saturn run`, `saturn serve` (through the executor's SharedPlacements,
+// which adds a lock and lends devices to profiling trials) and the
+// simulator. A device is free, held by a task (placed when its worker
+// starts, freed when it exits), or held for a profiling trial.
 //
 //   Placements p; p.Reset({{"n0", 4, ""}}, /*tasks=*/3);
-//   if (p.Place(0, a)) start();      // false: a trial holds one of a's devices
+//   if (p.Place(0, a)) start();      // false: one of a's devices is held
 //   p.On(0);                         // where task 0 runs now (nullopt: nowhere)
 //   p.Free(0);                       // its worker exited; p.Last(0) stays
-//   auto lease = p.Acquire(2, "");   // a trial: two free devices of one node (of a type)
-//   p.Release(*lease);
+//   auto trial = p.HoldForTrial(2, "");   // two free devices of one node (of a type)
+//   p.ReleaseTrial(*trial);
 #pragma once
 
-#include <chrono>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include "profiler/profiler.h"
 #include "replan/dispatch.h"
 
 namespace saturn {
 
-class Placements final : public TrialDevices {
+class Placements {
  public:
   // A node: its name, devices and GPU type.
   struct NodeDevices {
@@ -34,41 +29,50 @@ class Placements final : public TrialDevices {
     int gpus = 0;
     std::string gpu_type = {};
   };
+  // Devices of one node held for a trial.
+  struct TrialHold {
+    int node = -1;
+    std::vector<int> gpu_ids;
+  };
+
   // The nodes, all free; `tasks` tasks, none placed.
   void Reset(const std::vector<NodeDevices>& nodes, int tasks);
   // The task set changed (arrivals joined, cancelled tasks left): new task
-  // j was task `old_of_new[j]` (-1: new). Devices and leases are kept.
+  // j was task `old_of_new[j]` (-1: new). Devices and trial holds are kept.
   void Renumber(const std::vector<int>& old_of_new);
 
   // Task j starts on `a`'s devices. False, and nothing changes, if one of
-  // them is not free, or a trial waits for devices this would take.
+  // them is not free.
   bool Place(int j, const Assignment& a);
-  // Task j's worker exited: its devices are free again.
+  // Task j's worker exited (or its simulated segment ended): its devices
+  // are free again.
   void Free(int j);
-  // The worker of the Place just made could not be started: as if the
-  // task had never been placed there (Last is what it was before).
+  // The Place just made did not take (its worker could not be started): as
+  // if the task had never been placed there (Last is what it was before).
   void Undo(int j);
 
   // Where task j runs now; nullopt when it is not placed.
   std::optional<Assignment> On(int j) const;
-  // Where task j runs or last ran in this process; nullopt if never.
+  // Where task j runs or last ran; nullopt if never.
   std::optional<Assignment> Last(int j) const;
   // Whether neither a task nor a trial holds the device.
   bool DeviceFree(int node, int gpu) const;
   // The task holding the device, or -1.
   int TaskOn(int node, int gpu) const;
+  // Devices of `node` that nothing holds.
+  int FreeOn(int node) const;
 
-  std::optional<Lease> Acquire(int gpus, const std::string& gpu_type) override;
-  void Release(const Lease& lease) override;
+  // `gpus` free devices of one node of `gpu_type`, now held for a trial;
+  // nullopt if no node has them.
+  std::optional<TrialHold> HoldForTrial(int gpus, const std::string& gpu_type);
+  void ReleaseTrial(const TrialHold& hold);
+  const std::string& NodeName(int node) const { return names_.at(static_cast<size_t>(node)); }
+  int NodeIndex(const std::string& name) const;
 
  private:
   static constexpr int kFree = -1;
   static constexpr int kTrial = -2;
-  bool TrialWaiting() const;  // under mu_
 
-  mutable std::mutex mu_;
-  int waiting_gpus_ = 0;  // the smallest trial request that found no devices
-  std::chrono::steady_clock::time_point waiting_since_;
   std::vector<std::string> names_;
   std::vector<std::string> types_;
   std::vector<std::vector<int>> holder_;  // [node][gpu]: a task, kFree or kTrial

@@ -1,11 +1,10 @@
-#include "executor/placements.h"
+#include "replan/placements.h"
 
 #include <stdexcept>
 
 namespace saturn {
 
 void Placements::Reset(const std::vector<NodeDevices>& nodes, int tasks) {
-  std::lock_guard<std::mutex> lock(mu_);
   names_.clear();
   types_.clear();
   holder_.clear();
@@ -19,7 +18,6 @@ void Placements::Reset(const std::vector<NodeDevices>& nodes, int tasks) {
 }
 
 void Placements::Renumber(const std::vector<int>& old_of_new) {
-  std::lock_guard<std::mutex> lock(mu_);
   std::vector<int> new_of_old(last_.size(), -1);
   std::vector<Assignment> last(old_of_new.size());
   std::vector<bool> placed(old_of_new.size(), false);
@@ -44,20 +42,9 @@ void Placements::Renumber(const std::vector<int>& old_of_new) {
   placed_ = std::move(placed);
 }
 
-bool Placements::TrialWaiting() const {
-  return waiting_gpus_ > 0 &&
-         std::chrono::steady_clock::now() - waiting_since_ < std::chrono::milliseconds(500);
-}
-
 bool Placements::Place(int j, const Assignment& a) {
-  std::lock_guard<std::mutex> lock(mu_);
   if (placed_.at(j)) throw std::logic_error("a task placed twice");
   const std::vector<int>& node = holder_.at(a.node);
-  int free = 0;
-  for (int h : node)
-    free += h == kFree;
-  // A trial that found no devices gets the next ones freed first.
-  if (TrialWaiting() && free >= waiting_gpus_) return false;
   for (int g : a.gpu_ids) {
     if (node.at(g) != kFree) return false;
   }
@@ -70,7 +57,6 @@ bool Placements::Place(int j, const Assignment& a) {
 }
 
 void Placements::Free(int j) {
-  std::lock_guard<std::mutex> lock(mu_);
   if (!placed_.at(j)) return;
   const Assignment& a = last_[j];
   for (int g : a.gpu_ids) {
@@ -81,36 +67,38 @@ void Placements::Free(int j) {
 
 void Placements::Undo(int j) {
   Free(j);
-  std::lock_guard<std::mutex> lock(mu_);
   if (before_last_place_.first == j) last_[j] = before_last_place_.second;
   before_last_place_.first = -1;
 }
 
 std::optional<Assignment> Placements::On(int j) const {
-  std::lock_guard<std::mutex> lock(mu_);
   if (!placed_.at(j)) return std::nullopt;
   return last_[j];
 }
 
 std::optional<Assignment> Placements::Last(int j) const {
-  std::lock_guard<std::mutex> lock(mu_);
   if (last_.at(j).option < 0) return std::nullopt;
   return last_[j];
 }
 
 bool Placements::DeviceFree(int node, int gpu) const {
-  std::lock_guard<std::mutex> lock(mu_);
   return holder_.at(node).at(gpu) == kFree;
 }
 
 int Placements::TaskOn(int node, int gpu) const {
-  std::lock_guard<std::mutex> lock(mu_);
   int h = holder_.at(node).at(gpu);
   return h >= 0 ? h : -1;
 }
 
-std::optional<TrialDevices::Lease> Placements::Acquire(int gpus, const std::string& gpu_type) {
-  std::lock_guard<std::mutex> lock(mu_);
+int Placements::FreeOn(int node) const {
+  int free = 0;
+  for (int h : holder_.at(node))
+    free += h == kFree;
+  return free;
+}
+
+std::optional<Placements::TrialHold> Placements::HoldForTrial(int gpus,
+                                                              const std::string& gpu_type) {
   for (size_t n = 0; n < holder_.size(); ++n) {
     if (types_[n] != gpu_type) continue;
     std::vector<int> free;
@@ -120,22 +108,22 @@ std::optional<TrialDevices::Lease> Placements::Acquire(int gpus, const std::stri
     if (static_cast<int>(free.size()) < gpus) continue;
     for (int g : free)
       holder_[n][g] = kTrial;
-    waiting_gpus_ = 0;
-    return Lease{names_[n], free};
+    return TrialHold{static_cast<int>(n), free};
   }
-  if (!TrialWaiting() || gpus < waiting_gpus_) waiting_gpus_ = gpus;
-  waiting_since_ = std::chrono::steady_clock::now();
   return std::nullopt;
 }
 
-void Placements::Release(const Lease& lease) {
-  std::lock_guard<std::mutex> lock(mu_);
-  for (size_t n = 0; n < names_.size(); ++n) {
-    if (names_[n] != lease.node) continue;
-    for (int g : lease.gpu_ids) {
-      if (holder_[n].at(g) == kTrial) holder_[n][g] = kFree;
-    }
+void Placements::ReleaseTrial(const TrialHold& hold) {
+  for (int g : hold.gpu_ids) {
+    if (holder_.at(hold.node).at(g) == kTrial) holder_[hold.node][g] = kFree;
   }
+}
+
+int Placements::NodeIndex(const std::string& name) const {
+  for (size_t n = 0; n < names_.size(); ++n) {
+    if (names_[n] == name) return static_cast<int>(n);
+  }
+  return -1;
 }
 
 }  // namespace saturn
