@@ -17,8 +17,8 @@
 #include "common/error.h"
 #include "common/format.h"
 #include "common/fs.h"
-#include "service/client.h"
 #include "contracts/task_view.h"
+#include "service/client.h"
 #include "service/server.h"
 
 namespace saturn {
@@ -183,8 +183,11 @@ void AddServiceCommands(CLI::App& app, int* status) {
   auto no_introspection = std::make_shared<bool>(false);
   CLI::App* serve = app.add_subcommand(
       "serve", "Run Saturn as a service: workloads submitted at any time, a live dashboard");
-  serve->add_option("--cluster", o->source.cluster_path,
-                    "Cluster file (YAML, Contract 1), or one that says `from: slurm` (the nodes of the Slurm allocation the service runs in, with --backend slurm)")->required();
+  serve
+      ->add_option("--cluster", o->source.cluster_path,
+                   "Cluster file (YAML, Contract 1), or one that says `from: slurm` (the nodes of "
+                   "the Slurm allocation the service runs in, with --backend slurm)")
+      ->required();
   serve->add_option("--listen", o->listen, "Address to listen on, HOST:PORT (port 0: any free)")
       ->capture_default_str();
   serve

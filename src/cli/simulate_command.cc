@@ -13,11 +13,11 @@
 #include "common/format.h"
 #include "common/fs.h"
 #include "common/progress.h"
+#include "contracts/cluster.h"
+#include "contracts/profile.h"
 #include "planner/registry.h"
 #include "report/gantt.h"
 #include "sim/simulator.h"
-#include "contracts/cluster.h"
-#include "contracts/profile.h"
 
 namespace saturn {
 namespace {

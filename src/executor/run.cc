@@ -95,7 +95,9 @@ RunSummary RunWorkload(const RunOptions& options) {
   SteadyClock clock;
   std::unique_ptr<Run> run = Run::OpenWorkload(options, clock);
   CatchStopSignals();
-  return run->Drive({.stop = [] { return StopRequested(); }});
+  RunHooks hooks;
+  hooks.stop = [] { return StopRequested().load(); };
+  return run->Drive(hooks);
 }
 
 std::string DefaultRunDir(const std::string& workload_path) {

@@ -26,10 +26,12 @@
 // CheckSubmission may be called from any thread.
 //
 //   auto run = Run::OpenWorkload(options, clock);     // InputError on bad input
-//   RunSummary s = run->Drive({.stop = StopRequested});
+//   RunHooks hooks;  hooks.stop = [] { return StopRequested().load(); };
+//   RunSummary s = run->Drive(hooks);
 //
 //   auto service = Run::OpenService(source, options, clock);
-//   service->Drive({.each_turn = handle_requests, .after_turn = publish, .stop = stopping});
+//   hooks.each_turn = handle_requests;  hooks.after_turn = publish;
+//   service->Drive(hooks);
 #pragma once
 
 #include <functional>
@@ -78,9 +80,9 @@ struct RunHooks {
 // The answer to a submission or a cancellation.
 struct RunAnswer {
   enum Kind { kDone, kBadInput, kConflict, kNotFound } kind = kDone;
-  std::string error;               // why, for anything but kDone
-  std::vector<std::string> tasks;  // Submit: the tasks' names
-  long submission = 0;             // Submit: its number, from 1
+  std::string error;                        // why, for anything but kDone
+  std::vector<std::string> tasks;           // Submit: the tasks' names
+  long submission = 0;                      // Submit: its number, from 1
   TaskStatus status = TaskStatus::kQueued;  // Cancel: where the task stands now
 };
 

@@ -20,14 +20,14 @@
 #include <vector>
 
 #include "common/clock.h"
+#include "contracts/event_kinds.h"
+#include "contracts/plan.h"
 #include "executor/run_options.h"
 #include "executor/run_state.h"
 #include "executor/task_set.h"
 #include "launch/backend.h"
 #include "replan/dispatch.h"
 #include "replan/replan.h"
-#include "contracts/event_kinds.h"
-#include "contracts/plan.h"
 
 namespace saturn {
 

@@ -4,12 +4,12 @@
 // job) plans the rest afresh for them; a resumed workload may add tasks.
 #include <signal.h>
 
+#include <yaml-cpp/yaml.h>
 #include <algorithm>
 #include <cstdio>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
-#include <yaml-cpp/yaml.h>
 
 #include "common/error.h"
 #include "common/format.h"
@@ -106,9 +106,8 @@ WorkloadChange CompareWithSaved(RunContext& run, const std::string& saved_text) 
     records[r.name] = std::move(r);
   auto started = [&](const std::string& name) {
     auto it = records.find(name);
-    return it != records.end() &&
-           (it->second.start_s >= 0 || it->second.checkpoint_step > 0 ||
-            it->second.status != TaskStatus::kQueued);
+    return it != records.end() && (it->second.start_s >= 0 || it->second.checkpoint_step > 0 ||
+                                   it->second.status != TaskStatus::kQueued);
   };
   std::map<std::string, const WorkloadTask*> now;
   for (const WorkloadTask& t : run.tasks.workload().tasks)
@@ -235,7 +234,8 @@ std::vector<WorkloadTask> RestartService(RunContext& run) {
   for (const Submission& s : state.Submissions()) {
     Workload w = ParseStoredSubmission(run, s);
     for (const std::string& p : w.plugins) {
-      if (std::find(workload.plugins.begin(), workload.plugins.end(), p) == workload.plugins.end()) {
+      if (std::find(workload.plugins.begin(), workload.plugins.end(), p) ==
+          workload.plugins.end()) {
         workload.plugins.push_back(p);
       }
     }

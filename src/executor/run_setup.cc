@@ -5,15 +5,16 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
-#include <functional>
 #include <set>
 
 #include "common/defaults.h"
 #include "common/error.h"
 #include "common/format.h"
 #include "common/fs.h"
+#include "contracts/plan_status.h"
 #include "executor/arrivals.h"
 #include "executor/replanner.h"
 #include "executor/run.h"
@@ -22,7 +23,6 @@
 #include "planner/lower_bound.h"
 #include "planner/planner.h"
 #include "profiler/profiler.h"
-#include "contracts/plan_status.h"
 
 namespace saturn {
 namespace {
@@ -69,9 +69,9 @@ void MoveAside(RunContext& run) {
 // when it is refused before training (nothing of the user's is touched).
 void RemoveRunFiles(const std::string& dir) {
   std::error_code ec;
-  for (const char* name : {"state.sqlite", "state.sqlite-journal", "state.sqlite-wal",
-                           "state.sqlite-shm", "events.jsonl", "workload.yaml", "cluster.yaml",
-                           "profile.csv", "trials", "tasks"}) {
+  for (const char* name :
+       {"state.sqlite", "state.sqlite-journal", "state.sqlite-wal", "state.sqlite-shm",
+        "events.jsonl", "workload.yaml", "cluster.yaml", "profile.csv", "trials", "tasks"}) {
     fs::remove_all(fs::path(dir) / name, ec);
   }
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
@@ -271,9 +271,9 @@ std::vector<WorkloadTask> SetUpService(RunContext& run, const ServiceSource& sou
     throw InputError("", 0, "--cluster", "required: the cluster file the service runs on");
   }
   Workload& w = run.tasks.workload();
-  ClusterSource cluster = LoadClusterSourceFile(source.cluster_path);
-  w.cluster = cluster.cluster;
-  w.from_allocation = cluster.from_allocation;
+  ClusterSource nodes = LoadClusterSourceFile(source.cluster_path);
+  w.cluster = nodes.cluster;
+  w.from_allocation = nodes.from_allocation;
   w.source = run.site.run_dir + "/submissions";
   w.base_dir = run.site.run_dir;
   std::error_code ec;
@@ -294,6 +294,5 @@ std::vector<WorkloadTask> SetUpService(RunContext& run, const ServiceSource& sou
   WriteFileAtomic(run.site.run_dir + "/cluster.yaml", cluster);
   return RestartService(run);
 }
-
 
 }  // namespace saturn

@@ -91,7 +91,6 @@ void CheckIntegrity(sqlite3* db, const std::string& path) {
 
 }  // namespace
 
-
 RunState RunState::Open(const std::string& run_dir, bool create) {
   namespace fs = std::filesystem;
   std::string path = run_dir + "/state.sqlite";

@@ -181,9 +181,9 @@ RunAnswer Run::Cancel(const std::string& task) {
     TaskStatus s = run.tasks[j].record.status;
     if (s == TaskStatus::kCancelled) return answer;
     if (run.Done(j)) {
-      return Refuse(RunAnswer::kConflict,
-                    "task " + Quote(task) + " has already " + std::string(ToString(s)) +
-                        "; there is nothing to cancel");
+      return Refuse(RunAnswer::kConflict, "task " + Quote(task) + " has already " +
+                                              std::string(ToString(s)) +
+                                              "; there is nothing to cancel");
     }
     impl.RememberCancel(task);
     impl.dispatcher->Cancel(j);

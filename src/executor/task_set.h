@@ -24,11 +24,11 @@
 #include <vector>
 
 #include "common/process.h"
-#include "executor/shared_placements.h"
-#include "executor/run_state.h"
-#include "planner/problem.h"
 #include "contracts/profile.h"
 #include "contracts/workload.h"
+#include "executor/run_state.h"
+#include "executor/shared_placements.h"
+#include "planner/problem.h"
 
 namespace saturn {
 

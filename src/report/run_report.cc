@@ -103,8 +103,9 @@ json CurrentPractice(const RunReportInput& in) {
   // Measured against the estimate only when the run trained what the
   // first plan planned: every task, all finished.
   bool same_tasks = in.tasks.size() == in.first_plan.tasks.size() &&
-                    std::all_of(in.tasks.begin(), in.tasks.end(),
-                                [](const RunReportTask& t) { return t.status == TaskStatus::kFinished; });
+                    std::all_of(in.tasks.begin(), in.tasks.end(), [](const RunReportTask& t) {
+                      return t.status == TaskStatus::kFinished;
+                    });
   json out = {{"estimated_makespan_s", *cp},
               {"speedup_planned", *cp / in.first_plan.makespan_s},
               {"speedup_measured", same_tasks ? json(*cp / in.makespan_s) : json()},
@@ -265,8 +266,8 @@ std::string TableHtml(const RunReportInput& in, const Evals& evals,
     };
     html += std::string("<tr") + (t.status == TaskStatus::kFailed ? " class=\"failed\"" : "") +
             "><td><span class=\"swatch\" style=\"background:" + colors.at(t.name).line +
-            "\"></span>" + XmlEscape(t.name) + "</td><td>" + std::string(ToString(t.status)) + "</td>" +
-            cell(ran && !t.technique.empty(), XmlEscape(t.technique)) +
+            "\"></span>" + XmlEscape(t.name) + "</td><td>" + std::string(ToString(t.status)) +
+            "</td>" + cell(ran && !t.technique.empty(), XmlEscape(t.technique)) +
             cell(ran && t.gpus > 0, std::to_string(t.gpus)) +
             cell(ran && !t.node.empty(), XmlEscape(t.node)) +
             cell(ran && !t.why.empty(), XmlEscape(t.why)) +

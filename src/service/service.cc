@@ -98,10 +98,10 @@ void Service::HandleRequests() {
     try {
       if (request->kind == Request::kSubmit) {
         RunAnswer a = run_->Submit(request->submission, std::move(request->workload));
-        replies.push_back({HttpStatus(a.kind, 201),
-                           a.kind == RunAnswer::kDone
-                               ? json{{"tasks", a.tasks}, {"submission", a.submission}}
-                               : json{{"error", a.error}}});
+        replies.push_back(
+            {HttpStatus(a.kind, 201), a.kind == RunAnswer::kDone
+                                          ? json{{"tasks", a.tasks}, {"submission", a.submission}}
+                                          : json{{"error", a.error}}});
       } else {
         RunAnswer a = run_->Cancel(request->task);
         replies.push_back(
@@ -121,9 +121,11 @@ void Service::HandleRequests() {
 }
 
 void Service::Run(const std::atomic<bool>& stop) {
-  run_->Drive({.each_turn = [&] { HandleRequests(); },
-               .after_turn = [&] { Publish(false); },
-               .stop = [&] { return stop.load(); }});
+  RunHooks hooks;
+  hooks.each_turn = [&] { HandleRequests(); };
+  hooks.after_turn = [&] { Publish(false); };
+  hooks.stop = [&] { return stop.load(); };
+  run_->Drive(hooks);
   Publish(true);
 }
 

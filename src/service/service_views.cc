@@ -6,6 +6,7 @@
 #include <map>
 
 #include "common/format.h"
+#include "contracts/event_kinds.h"
 #include "service/service.h"
 
 namespace saturn {
@@ -97,7 +98,7 @@ std::vector<std::pair<long, std::string>> Service::EventsAfter(long after, doubl
                       [&] { return !events_.empty() && events_.back().first > after; });
   std::vector<std::pair<long, std::string>> out;
   for (auto it = std::upper_bound(events_.begin(), events_.end(), after,
-                                  [](long a, const auto& e) { return a < e.first; });
+                                  [](long a, const auto&e) { return a < e.first; });
        it != events_.end(); ++it) {
     out.push_back(*it);
   }

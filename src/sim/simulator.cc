@@ -12,10 +12,10 @@
 
 #include "common/clock.h"
 #include "common/error.h"
+#include "contracts/event_kinds.h"
 #include "planner/planner.h"
 #include "replan/dispatch.h"
 #include "replan/placements.h"
-#include "contracts/event_kinds.h"
 
 namespace saturn {
 namespace {
@@ -165,7 +165,8 @@ class Simulation {
     s.segment_start = now_;
     s.dead_until = now_ + (s.done > 0 ? opt_.policy.switch_cost_s : 0.0);
     ++s.version;
-    if (!placements_.Place(j, a)) throw std::logic_error("simulator: a task started on held devices");
+    if (!placements_.Place(j, a))
+      throw std::logic_error("simulator: a task started on held devices");
     RecordBusy(static_cast<int>(s.gpu_ids.size()));
     SimTaskResult& r = result_.tasks[j];
     if (r.start_s < 0) r.start_s = now_;
@@ -337,7 +338,9 @@ class Simulation {
   std::vector<std::string> arrived_since_check_;  // arrivals not yet planned in
   PlanQueues queues_;
   std::function<bool(int)> finished_ = [this](int j) { return s_[j].finished; };
-  std::function<bool(int, int)> gpu_free_ = [this](int n, int g) { return placements_.DeviceFree(n, g); };
+  std::function<bool(int, int)> gpu_free_ = [this](int n, int g) {
+    return placements_.DeviceFree(n, g);
+  };
   std::priority_queue<Completion, std::vector<Completion>, std::greater<Completion>> completions_;
   double now_ = 0.0;
   int busy_gpus_ = 0;

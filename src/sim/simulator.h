@@ -20,12 +20,12 @@
 #include <vector>
 
 #include "common/defaults.h"
-#include "planner/problem.h"
-#include "replan/replan.h"
 #include "contracts/events.h"
 #include "contracts/plan.h"
 #include "contracts/profile.h"
 #include "contracts/task_view.h"
+#include "planner/problem.h"
+#include "replan/replan.h"
 
 namespace saturn {
 

@@ -9,9 +9,9 @@ namespace {
 
 TEST(TaskStatus, WordsRoundTripAndAreDistinct) {
   std::set<std::string> words;
-  for (TaskStatus s : {TaskStatus::kSubmitted, TaskStatus::kProfiling, TaskStatus::kQueued,
-                       TaskStatus::kRunning, TaskStatus::kFinished, TaskStatus::kFailed,
-                       TaskStatus::kCancelled}) {
+  for (TaskStatus s :
+       {TaskStatus::kSubmitted, TaskStatus::kProfiling, TaskStatus::kQueued, TaskStatus::kRunning,
+        TaskStatus::kFinished, TaskStatus::kFailed, TaskStatus::kCancelled}) {
     EXPECT_EQ(TaskStatusFromString(ToString(s)), s);
     words.insert(std::string(ToString(s)));
   }
@@ -42,9 +42,9 @@ TEST(TaskView, JsonHasContractSixsFieldsWithNullsForUnknowns) {
   v.name = "a";
   v.status = TaskStatus::kProfiling;
   nlohmann::json j = TaskViewToJson(v);
-  for (const char* key : {"id", "status", "technique", "gpus", "node", "gpu_ids", "steps_done",
-                          "steps", "eta_s", "planned_start_s", "loss", "final_loss", "attempts",
-                          "failures", "submitted_s", "error"}) {
+  for (const char* key :
+       {"id", "status", "technique", "gpus", "node", "gpu_ids", "steps_done", "steps", "eta_s",
+        "planned_start_s", "loss", "final_loss", "attempts", "failures", "submitted_s", "error"}) {
     EXPECT_TRUE(j.contains(key)) << key;
   }
   EXPECT_EQ(j.size(), 16u);

@@ -11,14 +11,15 @@
 #include <string>
 
 #include "common/clock.h"
+#include "common/defaults.h"
 #include "common/error.h"
 #include "common/fs.h"
-#include "executor/run.h"
-#include "executor/shared_placements.h"
+#include "contracts/event_kinds.h"
 #include "executor/replanner.h"
+#include "executor/run.h"
 #include "executor/run_context.h"
 #include "executor/run_state.h"
-#include "contracts/event_kinds.h"
+#include "executor/shared_placements.h"
 
 namespace saturn {
 namespace {
@@ -253,6 +254,37 @@ TEST(SharedPlacements, RenumberingKeepsTasksDevicesAndTrialsLeases) {
   EXPECT_FALSE(p.Place(0, On(0, {1}))) << "the trial still holds device 1";
   EXPECT_TRUE(p.Place(0, On(0, {3})));
   EXPECT_THROW(p.Renumber({0, 1}), std::logic_error);  // running task 2 cannot leave
+}
+
+// The run loop waits on the injected clock (it slept on the real one): a
+// service driven on a ManualClock turns in simulated time, and the clock it
+// saves is that time.
+TEST(RunDriven, ItsLoopWaitsOnTheInjectedClock) {
+  std::string dir = ::testing::TempDir() + "/saturn_run_on_a_manual_clock";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  WriteFileAtomic(dir + "/cluster.yaml", "nodes: [{name: n0, gpus: 2}]\n");
+  ManualClock clock;
+  clock.Set(100.0);
+  RunOptions options;
+  options.progress = false;
+  options.profiler.worker = "/nonexistent/saturn-worker";  // no engine task comes
+  ServiceSource source;
+  source.state_dir = dir + "/state";
+  source.cluster_path = dir + "/cluster.yaml";
+  std::unique_ptr<saturn::Run> run = saturn::Run::OpenService(source, options, clock);
+  EXPECT_TRUE(run->Tasks().empty());
+  int turns = 0;
+  RunHooks hooks;
+  hooks.each_turn = [&] { ++turns; };
+  hooks.stop = [&] { return turns >= 40; };
+  RunSummary s = run->Drive(hooks);
+  EXPECT_TRUE(s.interrupted) << "a service is stopped, never done";
+  // 40 turns, the last one left before its pause.
+  EXPECT_NEAR(run->Now(), 39 * defaults::kLoopPauseS, 1e-9);
+  run.reset();
+  RunState state = RunState::Open(dir + "/state", false);
+  EXPECT_NEAR(state.Get(meta::kClockS).value_or(-1.0), 39 * defaults::kLoopPauseS, 1e-6);
 }
 
 TEST(DefaultRunDir, TwoWorkloadFilesNeverShareOne) {

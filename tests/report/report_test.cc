@@ -317,7 +317,7 @@ TEST_F(RunReport, ComparesTheRunWithCurrentPractice) {
   EXPECT_TRUE(r["current_practice"]["speedup_measured"].is_null());
   EXPECT_DOUBLE_EQ(r["current_practice"]["speedup_planned"].get<double>(), 2.5);
   EXPECT_THAT(ReadFile(in_.run_dir + "/report.html"), HasSubstr("no measured speed-up"));
-  in_.tasks[1].status = "finished";
+  in_.tasks[1].status = TaskStatus::kFinished;
   r = WriteRunReport(in_);
   EXPECT_EQ(r["baselines"]["min"]["makespan_s"], 400.0);
   const nlohmann::json& cp = r["current_practice"];

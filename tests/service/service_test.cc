@@ -17,9 +17,9 @@
 #include "common/error.h"
 #include "common/fs.h"
 #include "common/process.h"
+#include "contracts/events.h"
 #include "service/client.h"
 #include "service/server.h"
-#include "contracts/events.h"
 #include "tests/testing/wait.h"
 
 namespace saturn {
