@@ -5,7 +5,7 @@
 
 #include <map>
 #include <memory>
-#include <set>
+#include <optional>
 #include <string>
 
 #include "executor/arrivals.h"
@@ -38,11 +38,16 @@ struct Run::Impl {
   std::unique_ptr<Dispatcher> dispatcher;
   std::unique_ptr<Arrivals> arrivals;
 
-  // Tasks that have not joined the run (arrivals' own queue aside).
-  std::map<std::string, std::string> rejected;  // failed while profiled: why
-  std::set<std::string> cancel_on_join;         // cancelled while being profiled
-  std::set<std::string> cancelled_unjoined;     // cancelled before profiling
-  std::map<std::string, double> submitted_at;
+  // What the run knows of a submitted task beside its record: when it was
+  // submitted and, before it joins the run (while the arrivals hold it), how
+  // its life ended if it ended there.
+  struct Submitted {
+    double at_s = 0.0;
+    std::optional<TaskStatus> ended;  // failed (profiling refused it) or cancelled
+    std::string error;
+    bool cancel_on_join = false;  // cancelled while being profiled
+  };
+  std::map<std::string, Submitted> submitted;
 };
 
 }  // namespace saturn

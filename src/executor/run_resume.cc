@@ -45,15 +45,18 @@ void RestoreTasks(RunContext& run) {
   }
   if (!run.options().progress) return;
   std::string line;
+  int ended = 0;
   for (int j = 0; j < run.NumTasks(); ++j) {
     const TaskRecord& r = run.tasks[j].record;
+    ended += run.Done(j);
     line += "\n  " + r.name + ": " +
             (run.Done(j) ? std::string(ToString(r.status))
                          : "from step " + std::to_string(r.checkpoint_step) + " of " +
                                std::to_string(run.Steps(j)));
   }
-  std::fprintf(stderr, "resuming %s at %s of training:%s\n", Plural(run.NumTasks(), "task").c_str(),
-               FormatDuration(run.Now()).c_str(), line.c_str());
+  std::fprintf(stderr, "resuming at %s of training: %s to continue, %d ended:%s\n",
+               FormatDuration(run.Now()).c_str(), Plural(run.NumTasks() - ended, "task").c_str(),
+               ended, line.c_str());
 }
 
 namespace {
@@ -146,6 +149,13 @@ void ApplyChange(RunContext& run, const WorkloadChange& change, const std::strin
   run.DropFromPlan(change.dropped);
   std::vector<std::string> names;
   if (!change.added.empty()) {
+    if (run.options().progress) {
+      std::string names;
+      for (const WorkloadTask& t : change.added)
+        names += (names.empty() ? "" : ", ") + t.name;
+      std::fprintf(stderr, "the workload adds %s (%s): profiling and planning them in\n",
+                   Plural(static_cast<long>(change.added.size()), "task").c_str(), names.c_str());
+    }
     ProfileRun profiled = ProfileArrivals(run, change.added, nullptr);
     if (run.options().progress) {
       Workload batch = run.tasks.workload();

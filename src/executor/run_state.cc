@@ -241,7 +241,7 @@ std::vector<TaskRecord> RunState::Tasks() {
     nlohmann::json j = nlohmann::json::parse(s.Text(0));
     TaskRecord t;
     t.name = j.value("name", "");
-    std::string status = j.value("status", "queued");
+    std::string status = j.value("status", std::string(ToString(TaskStatus::kQueued)));
     std::optional<TaskStatus> parsed = TaskStatusFromString(status);
     if (!parsed) {
       throw std::runtime_error("run state: task " + t.name + ": unknown status \"" + status + "\"");

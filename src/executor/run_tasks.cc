@@ -136,10 +136,7 @@ RunAnswer Run::Submit(Submission submission, Workload workload) {
   json cancels = json::parse(run.site.state->Get(meta::kCancelRequests).value_or("[]"));
   for (const WorkloadTask& t : workload.tasks) {
     answer.tasks.push_back(t.name);
-    impl.rejected.erase(t.name);
-    impl.cancel_on_join.erase(t.name);
-    impl.cancelled_unjoined.erase(t.name);
-    impl.submitted_at[t.name] = run.Now();
+    impl.submitted[t.name] = {run.Now(), std::nullopt, "", false};
     // A fresh record: a restart profiles it again even if an older task of
     // this name was cancelled.
     TaskRecord fresh;
@@ -191,37 +188,43 @@ RunAnswer Run::Cancel(const std::string& task) {
     answer.status = run.tasks[j].record.status;
     return answer;
   }
-  if (impl.cancelled_unjoined.count(task) || impl.cancel_on_join.count(task)) return answer;
+  auto known = impl.submitted.find(task);
+  Impl::Submitted* life = known == impl.submitted.end() ? nullptr : &known->second;
+  if (life && (life->ended == TaskStatus::kCancelled || life->cancel_on_join)) return answer;
+  if (life && life->ended == TaskStatus::kFailed) {
+    return Refuse(RunAnswer::kConflict,
+                  "task " + Quote(task) + " has already failed: " + life->error);
+  }
   if (impl.arrivals->Remove(task)) {
     impl.RememberCancel(task);
-    impl.cancelled_unjoined.insert(task);
+    impl.submitted[task].ended = TaskStatus::kCancelled;
     impl.CancelUnjoined(task, /*joins=*/false);
     return answer;
   }
   auto profiling = impl.arrivals->Profiling();
   if (std::find(profiling.begin(), profiling.end(), task) != profiling.end()) {
     impl.RememberCancel(task);
-    impl.cancel_on_join.insert(task);
+    impl.submitted[task].cancel_on_join = true;
     // Durable now: a restart before it joins does not profile it again.
     impl.CancelUnjoined(task, /*joins=*/true);
     return answer;
-  }
-  if (impl.rejected.count(task)) {
-    return Refuse(RunAnswer::kConflict,
-                  "task " + Quote(task) + " has already failed: " + impl.rejected[task]);
   }
   return Refuse(RunAnswer::kNotFound, "no task " + Quote(task));
 }
 
 void Run::Impl::AfterArrivals() {
   for (const Arrivals::Rejected& r : arrivals->Poll()) {
-    rejected[r.task] = r.reason;
+    Submitted& life = submitted[r.task];
+    life.ended = TaskStatus::kFailed;
+    life.error = r.reason;
     run.Emit(events::TaskFailed(run.Now(), events::TaskPlace{r.task, "", 0, "", {}}, r.reason, 0,
                                 true, 0));
   }
-  if (cancel_on_join.empty()) return;
   for (int j = 0; j < run.NumTasks(); ++j) {
-    if (cancel_on_join.erase(run.tasks.problem().tasks[j].name)) dispatcher->Cancel(j);
+    auto it = submitted.find(run.tasks.problem().tasks[j].name);
+    if (it == submitted.end() || !it->second.cancel_on_join) continue;
+    it->second.cancel_on_join = false;
+    dispatcher->Cancel(j);
   }
 }
 
@@ -233,9 +236,9 @@ std::vector<TaskView> Run::Tasks() const {
   for (const PlanTask& p : run.plan().tasks)
     planned[p.task] = &p;
   auto submitted_at = [&](const std::string& name) -> std::optional<double> {
-    auto it = impl.submitted_at.find(name);
-    if (it == impl.submitted_at.end()) return std::nullopt;
-    return it->second;
+    auto it = impl.submitted.find(name);
+    if (it == impl.submitted.end()) return std::nullopt;
+    return it->second.at_s;
   };
   std::vector<TaskView> views;
   for (int j = 0; j < run.NumTasks(); ++j) {
@@ -282,16 +285,15 @@ std::vector<TaskView> Run::Tasks() const {
     views.push_back(std::move(v));
   };
   for (const std::string& n : impl.arrivals->Profiling()) {
-    if (!impl.cancel_on_join.count(n)) unjoined(n, TaskStatus::kProfiling, "");
+    auto it = impl.submitted.find(n);
+    bool cancelled = it != impl.submitted.end() && it->second.cancel_on_join;
+    unjoined(n, cancelled ? TaskStatus::kCancelled : TaskStatus::kProfiling, "");
   }
   for (const std::string& n : impl.arrivals->Submitted())
     unjoined(n, TaskStatus::kSubmitted, "");
-  for (const auto& [n, why] : impl.rejected)
-    unjoined(n, TaskStatus::kFailed, why);
-  for (const std::string& n : impl.cancel_on_join)
-    unjoined(n, TaskStatus::kCancelled, "");
-  for (const std::string& n : impl.cancelled_unjoined)
-    unjoined(n, TaskStatus::kCancelled, "");
+  for (const auto& [n, life] : impl.submitted) {
+    if (life.ended && run.tasks.IndexOf(n) < 0) unjoined(n, *life.ended, life.error);
+  }
   return views;
 }
 

@@ -103,6 +103,21 @@ class Run : public ::testing::Test {
     ASSERT_EQ(test::WaitForOrphanedWorkers(dir_ + "/run"), "");  // they checkpoint
   }
 
+  // Starts a run whose ddp trial on 2 devices hangs and SIGKILLs the
+  // orchestrator while it waits for that trial: nothing has trained.
+  void KillWhileProfiling() {
+    Process p = Process::Spawn(Spec("--no-introspection", "ddp 2 hang\n"));
+    for (int i = 0; i < 400; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      if (fs::exists(dir_ + "/calls.log") &&
+          ReadFile(dir_ + "/calls.log").find("search ddp 2") != std::string::npos) {
+        break;
+      }
+    }
+    ::kill(p.pid(), SIGKILL);
+    p.Wait();
+  }
+
   std::vector<Event> Events() {
     return ParseEventLines(ReadFile(dir_ + "/run/events.jsonl"), "events.jsonl");
   }
@@ -233,16 +248,7 @@ TEST_F(Run, AResumeSkipsADamagedCheckpointForThePreviousGoodOne) {
 // over (it failed on the missing plan before).
 TEST_F(Run, AResumeOfARunKilledWhileProfilingStartsItOver) {
   Workload(2, 6);
-  Process p = Process::Spawn(Spec("--no-introspection", "ddp 2 hang\n"));
-  for (int i = 0; i < 400; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    if (fs::exists(dir_ + "/calls.log") &&
-        ReadFile(dir_ + "/calls.log").find("search ddp 2") != std::string::npos) {
-      break;
-    }
-  }
-  ::kill(p.pid(), SIGKILL);
-  p.Wait();
+  KillWhileProfiling();
   ASSERT_TRUE(fs::exists(dir_ + "/run/state.sqlite"));
   ASSERT_FALSE(fs::exists(dir_ + "/run/plan-0.json")) << "profiling was over";
   ASSERT_EQ(RunSaturn("--resume --no-introspection"), 0) << ReadFile(dir_ + "/out.log");
@@ -281,16 +287,7 @@ TEST_F(Run, ARunRefusedBeforeTrainingLeavesItsFolderReusable) {
 // --resume) starts it afresh in its folder.
 TEST_F(Run, ARunKilledWhileProfilingIsStartedAfreshByTheSameCommand) {
   Workload(2, 6);
-  Process p = Process::Spawn(Spec("--no-introspection", "ddp 2 hang\n"));
-  for (int i = 0; i < 400; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    if (fs::exists(dir_ + "/calls.log") &&
-        ReadFile(dir_ + "/calls.log").find("search ddp 2") != std::string::npos) {
-      break;
-    }
-  }
-  ::kill(p.pid(), SIGKILL);
-  p.Wait();
+  KillWhileProfiling();
   ASSERT_TRUE(fs::exists(dir_ + "/run/state.sqlite"));
   ASSERT_EQ(RunSaturn("--no-introspection"), 0) << ReadFile(dir_ + "/out.log");
   EXPECT_THAT(ReadFile(dir_ + "/out.log"), HasSubstr("never started training"));
