@@ -34,11 +34,11 @@
 #include "bench/common/instances.h"
 #include "common/fs.h"
 #include "common/process.h"
-#include "launch/worker.h"
 #include "contracts/cluster.h"
 #include "contracts/events.h"
 #include "contracts/profile.h"
 #include "contracts/workload.h"
+#include "launch/worker.h"
 
 namespace saturn::bench {
 namespace {
@@ -100,8 +100,8 @@ void SwitchCost(const std::string& worker, const saturn::Workload& w, const std:
   fs::remove_all(tdir);
   MakeDirectories(tdir);
   WriteFileAtomic(tdir + "/task.json", task.spec.dump());
-  WorkerCall c;
-  c.mode = WorkerCall::kExecute;
+  WorkerRequest c;
+  c.mode = WorkerMode::kExecute;
   c.task_path = tdir + "/task.json";
   c.technique = "single";
   c.gpus = 1;
@@ -110,7 +110,8 @@ void SwitchCost(const std::string& worker, const saturn::Workload& w, const std:
   c.to_step = task.steps;
   c.checkpoint_dir = tdir + "/ck";
   ProcessSpec spec;
-  spec.argv = WorkerArgv(worker, c);
+  spec.argv = ToArgv(c);
+  spec.argv.insert(spec.argv.begin(), worker);
   spec.pipe_stdout = true;
   spec.stderr_path = tdir + "/worker.log";
   Process p = Process::Spawn(spec);
@@ -127,7 +128,8 @@ void SwitchCost(const std::string& worker, const saturn::Workload& w, const std:
   double stop_s = Seconds(t0);
   WorkerExecuteResult stopped = ReadExecuteResult(c.out_path);
   c.from_step = stopped.completed_steps;
-  spec.argv = WorkerArgv(worker, c);
+  spec.argv = ToArgv(c);
+  spec.argv.insert(spec.argv.begin(), worker);
   t0 = std::chrono::steady_clock::now();
   Process q = Process::Spawn(spec);
   double first_step_s = -1;

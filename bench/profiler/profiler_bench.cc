@@ -33,10 +33,10 @@
 #include "common/format.h"
 #include "common/fs.h"
 #include "common/process.h"
+#include "contracts/workload.h"
 #include "launch/worker.h"
 #include "planner/planner.h"
 #include "profiler/profiler.h"
-#include "contracts/workload.h"
 
 namespace saturn::bench {
 namespace {
@@ -74,8 +74,8 @@ Measured TrainFully(const WorkloadTask& task, const ProfileRow& row, const Profi
   fs::remove_all(tdir);
   MakeDirectories(tdir);
   WriteFileAtomic(tdir + "/task.json", task.spec.dump(2));
-  WorkerCall c;
-  c.mode = WorkerCall::kExecute;
+  WorkerRequest c;
+  c.mode = WorkerMode::kExecute;
   c.task_path = tdir + "/task.json";
   c.technique = row.technique;
   c.gpus = row.gpus;
@@ -87,9 +87,10 @@ Measured TrainFully(const WorkloadTask& task, const ProfileRow& row, const Profi
   c.checkpoint_dir = tdir + "/ck";
   c.checkpoint_every = CheckpointInterval(task.steps, 0);  // as saturn run does
   c.save_model = tdir + "/model.pt";
-  c.knobs_json = table.Extra(row, "knobs");
+  c.knobs = table.Extra(row, "knobs");
   ProcessSpec spec;
-  spec.argv = WorkerArgv(worker, c);
+  spec.argv = ToArgv(c);
+  spec.argv.insert(spec.argv.begin(), worker);
   spec.pipe_stdout = true;
   spec.stderr_path = tdir + "/worker.log";
   auto t0 = std::chrono::steady_clock::now();

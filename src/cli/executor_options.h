@@ -1,5 +1,6 @@
 // The options `saturn run` and `saturn serve` share: how to plan and
-// re-plan, retries, checkpoints, pre-emption, where workers run, profiling.
+// re-plan, retries, checkpoints, pre-emption, where workers run, profiling
+// (the flags they share with `saturn profile`: cli/profiling_options.h).
 // Defaults come from common/defaults.h and show in --help.
 //
 //   AddExecutorOptions(cmd, &options, &no_introspection);
@@ -12,9 +13,5 @@
 namespace saturn {
 
 void AddExecutorOptions(CLI::App* cmd, RunOptions* o, bool* no_introspection);
-
-// `--types measure|estimate` (ProfilerOptions::estimate_types), for every
-// command that profiles.
-void AddTypesOption(CLI::App* cmd, bool* estimate_types);
 
 }  // namespace saturn

@@ -28,8 +28,8 @@ WorkerJob Dispatcher::MakeJob(int j, const Assignment& a) {
   const Option& option = run_.tasks.problem().tasks[j].options[a.option];
   const ClusterNode& node = run_.tasks.workload().cluster.nodes[a.node];
   std::string dir = run_.TaskDirOf(j);
-  WorkerCall call;
-  call.mode = WorkerCall::kExecute;
+  WorkerRequest call;
+  call.mode = WorkerMode::kExecute;
   call.task_path = dir + "/task.json";
   call.technique = option.technique;
   call.gpus = option.gpus;
@@ -51,7 +51,7 @@ WorkerJob Dispatcher::MakeJob(int j, const Assignment& a) {
   call.plugins = run_.tasks.workload().plugins;
   if (const ProfileRow* row = run_.tasks.profile().Find(
           task.name, option.technique, option.gpus, run_.tasks.problem().TypeName(option.type))) {
-    call.knobs_json = run_.tasks.profile().Extra(*row, "knobs");
+    call.knobs = run_.tasks.profile().Extra(*row, "knobs");
   }
   std::error_code ec;
   fs::remove(call.out_path, ec);

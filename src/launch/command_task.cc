@@ -38,27 +38,28 @@ bool IsCommandTask(const nlohmann::json& spec) {
   return spec.is_object() && spec.value("type", "") == "command";
 }
 
-WorkerJob TaskJob(const nlohmann::json& spec, const std::string& worker, const WorkerCall& call,
-                  const JobTarget& target) {
+WorkerJob TaskJob(const nlohmann::json& spec, const std::string& worker,
+                  const WorkerRequest& request, const JobTarget& target) {
   WorkerJob job;
   if (IsCommandTask(spec)) {
     CommandCall c;
-    c.technique = call.technique;
-    c.gpus = call.gpus;
+    c.technique = request.technique;
+    c.gpus = request.gpus;
     c.gpu_ids = target.gpu_ids;
     c.node = target.node.empty() ? target.node_label : target.node;
-    c.start_step = call.from_step;
-    c.steps = call.to_step;
-    c.checkpoint_dir = call.checkpoint_dir;
-    c.device_kind = call.device_kind;
+    c.start_step = request.from_step;
+    c.steps = request.to_step;
+    c.checkpoint_dir = request.checkpoint_dir;
+    c.device_kind = request.device_kind;
     job = CommandJob(spec, c);
   } else {
-    job.argv = WorkerArgv(worker, call);
+    job.argv = ToArgv(request);
+    job.argv.insert(job.argv.begin(), worker);
     job.env = WorkerEnv();
   }
   job.node = target.node;
   job.gpu_ids = target.gpu_ids;
-  job.device_kind = call.device_kind;
+  job.device_kind = request.device_kind;
   job.ranks = target.ranks;
   return job;
 }

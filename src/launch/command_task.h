@@ -65,12 +65,12 @@ struct JobTarget {
 };
 
 // The one way the profiler and the executor call a task: the engine's
-// worker for `call` (search or execute), or, for a command task, the user's
-// program in the command contract's terms (technique, GPUs, steps
-// [call.from_step, call.to_step), checkpoint folder). Paths for stdout and
-// stderr are the caller's.
-WorkerJob TaskJob(const nlohmann::json& spec, const std::string& worker, const WorkerCall& call,
-                  const JobTarget& target);
+// worker for `request` (search or execute), or, for a command task, the
+// user's program in the command contract's terms (technique, GPUs, steps
+// [request.from_step, request.to_step), checkpoint folder). Paths for
+// stdout and stderr are the caller's.
+WorkerJob TaskJob(const nlohmann::json& spec, const std::string& worker,
+                  const WorkerRequest& request, const JobTarget& target);
 
 // The outcome of a profiling run of a program that ran `steps` steps
 // (`warmup` of them untimed) in `wall_s` seconds with output in `log`.

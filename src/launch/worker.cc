@@ -59,48 +59,6 @@ std::string FindWorkerBinary() {
   return FindWorkerBinaryFrom(ExecutableDir(), std::getenv("SATURN_WORKER"));
 }
 
-std::vector<std::string> WorkerArgv(const std::string& worker, const WorkerCall& c) {
-  std::vector<std::string> a = {
-      worker,          c.mode == WorkerCall::kSearch ? "search" : "execute",
-      "--task",        c.task_path,
-      "--technique",   c.technique,
-      "--gpus",        std::to_string(c.gpus),
-      "--out",         c.out_path,
-      "--device-kind", c.device_kind,
-      "--threads",     std::to_string(c.threads),
-      "--timeout-s",   std::to_string(c.timeout_s)};
-  if (!c.device_ids.empty()) {
-    std::string ids;
-    for (int id : c.device_ids)
-      ids += (ids.empty() ? "" : ",") + std::to_string(id);
-    a.insert(a.end(), {"--device-ids", ids});
-  }
-  if (c.memory_gib > 0) {
-    std::ostringstream m;
-    m << c.memory_gib;
-    a.insert(a.end(), {"--memory-gib", m.str()});
-  }
-  for (const std::string& p : c.plugins)
-    a.insert(a.end(), {"--plugin", p});
-  if (c.rank_from_env) a.insert(a.end(), {"--rank-from-env", "--rendezvous", c.rendezvous});
-  if (c.mode == WorkerCall::kSearch) {
-    if (c.warmup >= 0) a.insert(a.end(), {"--warmup", std::to_string(c.warmup)});
-    if (c.measure >= 0) a.insert(a.end(), {"--measure", std::to_string(c.measure)});
-  } else {
-    a.insert(a.end(), {"--from-step", std::to_string(c.from_step), "--to-step",
-                       std::to_string(c.to_step), "--checkpoint-dir", c.checkpoint_dir});
-    if (!c.knobs_json.empty()) a.insert(a.end(), {"--knobs", c.knobs_json});
-    if (c.checkpoint_every > 0) {
-      a.insert(a.end(), {"--checkpoint-every", std::to_string(c.checkpoint_every)});
-    }
-    if (c.keep_checkpoints > 0) {
-      a.insert(a.end(), {"--keep-checkpoints", std::to_string(c.keep_checkpoints)});
-    }
-    if (!c.save_model.empty()) a.insert(a.end(), {"--save-model", c.save_model});
-  }
-  return a;
-}
-
 std::map<std::string, std::string> WorkerEnv() {
   std::map<std::string, std::string> env;
   if (!std::getenv("OPENBLAS_NUM_THREADS")) env["OPENBLAS_NUM_THREADS"] = "1";

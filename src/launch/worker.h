@@ -1,12 +1,14 @@
 // The orchestrators' side of the worker protocol (docs/worker.md): where the
-// saturn-worker binary is, the command line for a search or an execute, and
-// the results it writes.
+// saturn-worker binary is, its environment, the techniques it offers, and
+// what a launch costs. The request itself, and its command line, is
+// protocol/worker_request.h; the results, protocol/worker_protocol.h.
 //
-//   WorkerCall call;
-//   call.mode = WorkerCall::kSearch; call.task_path = "t.json"; call.technique = "fsdp";
-//   call.gpus = 2; call.out_path = "r.json";
-//   std::vector<std::string> argv = WorkerArgv(FindWorkerBinary(), call);
-//   WorkerSearchResult r = ReadSearchResult("r.json");
+//   WorkerRequest r;
+//   r.mode = WorkerMode::kSearch; r.task_path = "t.json"; r.technique = "fsdp";
+//   r.gpus = 2; r.out_path = "r.json";
+//   std::vector<std::string> argv = ToArgv(r);
+//   argv.insert(argv.begin(), FindWorkerBinary());
+//   WorkerSearchResult result = ReadSearchResult("r.json");
 #pragma once
 
 #include <map>
@@ -15,39 +17,11 @@
 #include <vector>
 
 #include "protocol/worker_protocol.h"
+#include "protocol/worker_request.h"
 
 namespace saturn {
 
 struct Workload;
-
-struct WorkerCall {
-  enum Mode { kSearch, kExecute } mode = kSearch;
-  std::string task_path;
-  std::string technique;
-  int gpus = 1;
-  std::string out_path;
-  std::string device_kind = "cpu";
-  std::vector<int> device_ids;  // empty: 0..gpus-1
-  double memory_gib = 0.0;      // 0: no declared capacity
-  int threads = 1;
-  double timeout_s = 120.0;  // collectives and rendezvous
-  std::vector<std::string> plugins;
-  // Ranks started by the launch backend (srun --ntasks): each reads its rank
-  // from the environment and meets the others in `rendezvous`.
-  bool rank_from_env = false;
-  std::string rendezvous;
-  // search
-  int warmup = -1;  // -1: the worker's default
-  int measure = -1;
-  // execute
-  long from_step = 0;
-  long to_step = 0;
-  std::string checkpoint_dir;
-  std::string knobs_json;  // from the search, "" for defaults
-  long checkpoint_every = 0;
-  int keep_checkpoints = 0;  // 0: the worker keeps every checkpoint
-  std::string save_model;
-};
 
 // The saturn-worker program: $SATURN_WORKER if set (it must exist), else
 // the first that exists of WorkerCandidates(the running program's folder):
@@ -57,8 +31,6 @@ struct WorkerCall {
 std::string FindWorkerBinary();
 std::string FindWorkerBinaryFrom(const std::string& exe_dir, const char* saturn_worker_env);
 std::vector<std::string> WorkerCandidates(const std::string& exe_dir);
-
-std::vector<std::string> WorkerArgv(const std::string& worker, const WorkerCall& call);
 
 // Environment for worker processes (unless the user set these): one BLAS
 // thread to start with (the worker gives OpenBLAS its device's budget), and

@@ -28,17 +28,12 @@
 
 #include "common/clock.h"
 #include "common/defaults.h"
-#include "launch/backend.h"
-#include "launch/worker.h"
 #include "contracts/profile.h"
 #include "contracts/workload.h"
+#include "launch/backend.h"
+#include "launch/worker.h"
 
 namespace saturn {
-
-// Steps measured per trial. Step times on CPU devices are right-skewed (a
-// slow step every few); the mean of 10 is within ~5% of a 600-step run's mean
-// where the median of 5 was 20-30% low (bench/executor).
-constexpr int kDefaultMeasureSteps = 10;
 
 // Where trials run while tasks train (tasks that arrive during a run): the
 // devices no task holds, lent one trial at a time. Without it a trial uses
@@ -62,8 +57,8 @@ struct ProfilerOptions {
   bool use_cache = true;
   bool refresh = false;                               // re-measure and overwrite cached trials
   double trial_timeout_s = defaults::kTrialTimeoutS;  // wall seconds per trial
-  int warmup = -1;                                    // steps before measuring (-1: worker default)
-  int measure = kDefaultMeasureSteps;                 // steps measured (-1: worker default)
+  int warmup = kDefaultWarmupSteps;                   // steps before measuring (worker_request.h)
+  int measure = kDefaultMeasureSteps;                 // steps measured (worker_request.h)
   int parallel = 1;                                   // trials at once
   std::string work_dir;                               // trial files; "" = a fresh temporary folder
   LaunchBackend* backend = nullptr;                   // nullptr = local

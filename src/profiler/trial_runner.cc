@@ -36,8 +36,8 @@ TrialRunner::Running TrialRunner::Start(int index, const Trial& t, const json& t
   std::string checkpoint_dir = dir_ + "/" + stem + ".checkpoints";
   fs::remove_all(checkpoint_dir, ec);
   bool command = IsCommandTask(task_spec);
-  WorkerCall call;
-  call.mode = WorkerCall::kSearch;
+  WorkerRequest call;
+  call.mode = WorkerMode::kSearch;
   call.task_path = task_path;
   call.technique = t.technique;
   call.gpus = t.gpus;

@@ -55,8 +55,8 @@ class TrialRunner {
   void Finish(Running& r, Trial& t, bool timed_out);
 
  private:
-  int Warmup() const { return o_.warmup >= 0 ? o_.warmup : 2; }
-  long CommandSteps() const { return Warmup() + (o_.measure > 0 ? o_.measure : 5); }
+  int Warmup() const { return o_.warmup; }
+  long CommandSteps() const { return o_.warmup + o_.measure; }
 
   const ProfilerOptions& o_;
   const Clock& clock_;

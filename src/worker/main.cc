@@ -11,12 +11,12 @@ int main(int argc, char** argv) {
   // Past a file-size limit a write fails (EFBIG) like one to a full disk, and
   // the worker fails the attempt with that message instead of being killed.
   ::signal(SIGXFSZ, SIG_IGN);
-  saturn::worker::WorkerOptions options;
+  saturn::WorkerRequest request;
   try {
-    options = saturn::worker::ParseWorkerOptions(argc, argv);
+    request = saturn::worker::ReadCommandLine(argc, argv);
   } catch (const saturn::InputError& e) {
     std::fprintf(stderr, "saturn-worker: error: %s\n", e.what());
     return 2;
   }
-  return saturn::worker::RunWorker(options);
+  return saturn::worker::RunWorker(request);
 }

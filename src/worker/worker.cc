@@ -51,7 +51,7 @@ std::vector<double> Doubles(const std::vector<T>& values) {
 }
 
 // An infeasible search result; a feasible one fills in the measurements.
-WorkerSearchResult Infeasible(const WorkerOptions& o, const std::string& reason) {
+WorkerSearchResult Infeasible(const WorkerRequest& o, const std::string& reason) {
   WorkerSearchResult r;
   r.technique = o.technique;
   r.gpus = o.gpus;
@@ -66,12 +66,12 @@ struct Job {
 };
 
 // Search mode: the technique's search on this rank; rank 0 writes the result.
-int RunSearch(const WorkerOptions& o, const Job& job, engine::TrainContext& ctx,
+int RunSearch(const WorkerRequest& o, const Job& job, engine::TrainContext& ctx,
               engine::Device& device, int rank, double flops_per_step) {
   // Everything a launch costs before the first trainer is built ends here.
   double ready_unix_s = UnixClock().Now();
   engine::SearchResult found = job.technique->Search(
-      ctx, engine::SearchOptions{o.warmup, o.measure, o.out + ".checkpoint-probe"});
+      ctx, engine::SearchOptions{o.warmup, o.measure, o.out_path + ".checkpoint-probe"});
   if (rank != 0) return 0;
   WorkerSearchResult result = Infeasible(o, found.reason);
   result.ready_unix_s = ready_unix_s;
@@ -99,13 +99,13 @@ int RunSearch(const WorkerOptions& o, const Job& job, engine::TrainContext& ctx,
   result.capacity_bytes = static_cast<double>(device.CapacityBytes());
   result.model_flops_per_step = flops_per_step;
   result.done_unix_s = UnixClock().Now();  // what follows is shutting down
-  WriteResult(o.out, result);
+  WriteResult(o.out_path, result);
   return 0;
 }
 
 // Execute mode: train from --from-step to --to-step with step and eval lines;
 // rank 0 saves the model and writes the result.
-int RunExecute(const WorkerOptions& o, const Job& job, engine::TrainContext& ctx, int rank) {
+int RunExecute(const WorkerRequest& o, const Job& job, engine::TrainContext& ctx, int rank) {
   engine::ExecuteOptions run;
   run.from_step = o.from_step;
   run.to_step = o.to_step;
@@ -159,12 +159,12 @@ int RunExecute(const WorkerOptions& o, const Job& job, engine::TrainContext& ctx
   result.losses = losses;
   result.knobs = knobs;
   result.stats = done.stats;
-  WriteResult(o.out, result);
+  WriteResult(o.out_path, result);
   return 0;
 }
 
-int RunRank(const WorkerOptions& o, const Job& job, int rank, int world_size) {
-  if (o.mode == Mode::kExecute) {
+int RunRank(const WorkerRequest& o, const Job& job, int rank, int world_size) {
+  if (o.mode == WorkerMode::kExecute) {
     // Pre-emption: finish the step, checkpoint, exit 0 (docs/worker.md).
     struct sigaction action {};
     action.sa_handler = OnTerminate;
@@ -195,24 +195,21 @@ int RunRank(const WorkerOptions& o, const Job& job, int rank, int world_size) {
   double flops_per_step =
       3.0 * job.model->ForwardFlopsPerSample() * static_cast<double>(job.task.batch_size);
 
-  if (o.mode == Mode::kSearch) return RunSearch(o, job, ctx, device, rank, flops_per_step);
+  if (o.mode == WorkerMode::kSearch) return RunSearch(o, job, ctx, device, rank, flops_per_step);
   return RunExecute(o, job, ctx, rank);
 }
 
-int Launch(const WorkerOptions& o) {
+int Launch(const WorkerRequest& o) {
   bool own_dir = o.rendezvous.empty();
   std::string dir = own_dir ? MakeRendezvousDir() : o.rendezvous;
-  std::vector<std::string> args = o.args;
-  if (!own_dir) {
-    // The ranks get the rendezvous flag from the launcher.
-    for (size_t i = 0; i + 1 < args.size(); ++i) {
-      if (args[i] == "--rendezvous") args.erase(args.begin() + i, args.begin() + i + 2);
-    }
-  }
-  LaunchResult launched = LaunchRanks(args, o.gpus, dir);
+  // Each rank gets this request and, from LaunchRanks, its rank, the
+  // group's size and the rendezvous.
+  WorkerRequest rank_request = o;
+  rank_request.rendezvous.clear();
+  LaunchResult launched = LaunchRanks(ToArgv(rank_request), o.gpus, dir);
   int status = launched.status;
-  if (status == 3 && o.mode == Mode::kSearch) {
-    WriteResult(o.out, Infeasible(o, launched.message));
+  if (status == 3 && o.mode == WorkerMode::kSearch) {
+    WriteResult(o.out_path, Infeasible(o, launched.message));
     status = 0;
   } else if (status != 0) {
     std::fprintf(stderr, "saturn-worker: rank %d failed: %s\n", launched.failed_rank,
@@ -222,7 +219,7 @@ int Launch(const WorkerOptions& o) {
   return status;
 }
 
-int Fail(const WorkerOptions& o, int status, const std::string& kind, const std::string& message) {
+int Fail(const WorkerRequest& o, int status, const std::string& kind, const std::string& message) {
   std::string who = o.IsRank() ? "rank " + std::to_string(o.rank) + ": " : "";
   std::string line = kind.empty() ? message : kind + ": " + message;
   std::fprintf(stderr, "saturn-worker: %s%s\n", who.c_str(), line.c_str());
@@ -241,7 +238,7 @@ int Fail(const WorkerOptions& o, int status, const std::string& kind, const std:
 // `saturn-worker techniques`: what this worker can train with, after
 // loading the plug-ins (the profiler and executor check plug-ins with it
 // before anything runs).
-int ListTechniques(const WorkerOptions& o) {
+int ListTechniques(const WorkerRequest& o) {
   std::map<std::string, std::string> source;
   for (const std::string& path : o.plugins) {
     for (const std::string& name : engine::LoadTechniquePlugin(path, engine::Techniques()))
@@ -266,9 +263,9 @@ int ListTechniques(const WorkerOptions& o) {
   return 0;
 }
 
-int RunWorker(const WorkerOptions& o) {
+int RunWorker(const WorkerRequest& o) {
   try {
-    if (o.mode == Mode::kTechniques) return ListTechniques(o);
+    if (o.mode == WorkerMode::kTechniques) return ListTechniques(o);
     for (const std::string& path : o.plugins)
       engine::LoadTechniquePlugin(path, engine::Techniques());
     Job job;
@@ -278,15 +275,15 @@ int RunWorker(const WorkerOptions& o) {
     if (o.IsRank()) return RunRank(o, job, o.rank, o.world_size);
     std::string unsupported = job.technique->Unsupported(job.task, *job.model, o.gpus);
     if (!unsupported.empty()) {
-      if (o.mode == Mode::kExecute) throw InputError("", 0, "--technique", unsupported);
-      WriteResult(o.out, Infeasible(o, unsupported));
+      if (o.mode == WorkerMode::kExecute) throw InputError("", 0, "--technique", unsupported);
+      WriteResult(o.out_path, Infeasible(o, unsupported));
       return 0;
     }
     if (job.technique->ProcessLayout() == Technique::Layout::kRankPerDevice && o.gpus > 1) {
       std::string missing = engine::MissingBackend(engine::ParseDeviceKind(o.device_kind));
       if (!missing.empty()) {
-        if (o.mode == Mode::kExecute) throw InputError("", 0, "--technique", missing);
-        WriteResult(o.out, Infeasible(o, missing));
+        if (o.mode == WorkerMode::kExecute) throw InputError("", 0, "--technique", missing);
+        WriteResult(o.out_path, Infeasible(o, missing));
         return 0;
       }
       return Launch(o);

@@ -2,13 +2,13 @@
 // of rank processes or as one rank (docs/worker.md), and maps failures to the
 // protocol's exit statuses.
 //
-//   int status = RunWorker(ParseWorkerOptions(argc, argv));
+//   int status = RunWorker(ReadCommandLine(argc, argv));
 #pragma once
 
 #include "worker/options.h"
 
 namespace saturn::worker {
 
-int RunWorker(const WorkerOptions& options);
+int RunWorker(const WorkerRequest& request);
 
 }  // namespace saturn::worker
