@@ -3,6 +3,7 @@
 #include "common/clock.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <filesystem>
 
@@ -185,98 +186,144 @@ bool SavesAtLeast(const Knobs& a, const Knobs& b) {
          KnobInt(a, "accumulation", 1, 1) >= KnobInt(b, "accumulation", 1, 1);
 }
 
+// What the steps of one setting measured.
+struct Measurement {
+  std::vector<double> samples, warmup;
+  std::vector<PhaseTimes> phases;
+  bool over = false;
+  std::string hard_limit_error;  // past the hard limit (alone on a device)
+  double setup_s = 0.0;
+};
+
+// Builds `knobs`' trainer into `trainer` and runs the warm-up and measured
+// steps (collective). A trainer that went past the hard limit is reset.
+Measurement RunSteps(const Technique& technique, TrainContext& ctx, const SearchOptions& options,
+                     const Knobs& knobs, std::unique_ptr<Trainer>& trainer) {
+  Measurement m;
+  try {
+    double built = MonotonicSeconds();
+    trainer = technique.MakeTrainer(ctx, knobs);
+    m.setup_s = MonotonicSeconds() - built;
+    bool record_in_samples = !ctx.device.IsCuda();
+    for (int i = 0; i < options.warmup + options.measure && !m.over; ++i) {
+      double seconds = 0.0;
+      if (i >= options.warmup && record_in_samples) {
+        m.phases.push_back(RecordedStep(ctx, *trainer, i, &seconds));
+      } else {
+        double loss = 0.0;
+        seconds = TimedStep(ctx, *trainer, i, &loss);
+      }
+      m.over = AgreeAfterStep(ctx, false).over_capacity;
+      (i >= options.warmup ? m.samples : m.warmup).push_back(seconds);
+    }
+    if (!m.over && !record_in_samples) {
+      double seconds = 0.0;
+      m.phases.push_back(RecordedStep(ctx, *trainer, options.warmup + options.measure, &seconds));
+      m.over = AgreeAfterStep(ctx, false).over_capacity;
+    }
+  } catch (const std::exception& e) {
+    // Past the hard limit. Alone, we can go on with the next setting; in a
+    // group the others are stuck in a collective, so the rank must fail.
+    if (!IsOutOfMemory(e) || ctx.comm.Size() > 1) throw;
+    trainer.reset();
+    m.over = true;
+    m.hard_limit_error = ErrorText(e);
+  }
+  return m;
+}
+
+// The default search's state across the settings it measures: the result
+// so far and the infeasible setting that came closest to fitting.
+class SearchRun {
+ public:
+  SearchRun(const Technique& technique, TrainContext& ctx, const SearchOptions& options,
+            SearchResult& result)
+      : technique_(technique),
+        ctx_(ctx),
+        options_(options),
+        result_(result),
+        capacity_(ctx.device.CapacityBytes()) {}
+
+  // Measures one setting into the result; whether it fits.
+  bool Measure(const Knobs& knobs) {
+    if (RefusedStatically(knobs)) return false;
+    ctx_.device.ResetPeak();
+    std::unique_ptr<Trainer> trainer;
+    Measurement m = RunSteps(technique_, ctx_, options_, knobs, trainer);
+    std::vector<int64_t> peaks = ctx_.comm.Gather(ctx_.device.PeakBytes());
+    std::vector<int64_t> resident = ctx_.comm.Gather(ctx_.device.LiveBytes());
+    nlohmann::json stats = trainer ? trainer->Stats() : nlohmann::json::object();
+    if (!m.phases.empty()) stats["phases"] = PhasesJson(m.phases);
+    if (m.over) {
+      trainer.reset();
+      std::string reason =
+          m.hard_limit_error.empty() ? OverCapacityReason(peaks, capacity_) : m.hard_limit_error;
+      Refuse(knobs, reason, *std::max_element(peaks.begin(), peaks.end()));
+      return false;
+    }
+    double step_s = Median(m.samples);
+    if (!options_.checkpoint_probe_dir.empty() && !timed_checkpoint_) {
+      result_.checkpoint_s =
+          TimeCheckpoint(ctx_, technique_.Name(), *trainer, options_.checkpoint_probe_dir);
+      timed_checkpoint_ = true;
+    }
+    trainer.reset();
+    result_.candidates.push_back(
+        {{"knobs", knobs}, {"step_s", step_s}, {"setup_s", m.setup_s}, {"stats", stats}});
+    if (!result_.feasible || step_s < result_.step_s) {
+      result_.feasible = true;
+      result_.knobs = knobs;
+      result_.step_s = step_s;
+      result_.step_samples_s = m.samples;
+      result_.warmup_samples_s = m.warmup;
+      result_.peak_memory_bytes = peaks;
+      result_.resident_bytes = resident;
+      result_.setup_s = m.setup_s;
+      result_.stats = stats;
+    }
+    return true;
+  }
+
+  // Why nothing fitted: the reason of the setting closest to fitting.
+  const std::string& ClosestReason() const { return closest_reason_; }
+
+ private:
+  // Whether parameters, gradients and optimizer state alone exceed the
+  // capacity (nothing is built then); such a setting is refused.
+  bool RefusedStatically(const Knobs& knobs) {
+    std::optional<int64_t> needed = technique_.StaticBytesPerDevice(ctx_, knobs);
+    if (capacity_ <= 0 || !needed || *needed <= capacity_) return false;
+    Refuse(knobs,
+           "out of memory: parameters, gradients and optimizer state need " + FormatBytes(*needed) +
+               " per device of " + FormatBytes(capacity_),
+           *needed);
+    return true;
+  }
+
+  void Refuse(const Knobs& knobs, const std::string& reason, int64_t peak) {
+    result_.candidates.push_back({{"knobs", knobs}, {"reason", reason}});
+    if (peak < closest_peak_) closest_peak_ = peak, closest_reason_ = reason;
+  }
+
+  const Technique& technique_;
+  TrainContext& ctx_;
+  const SearchOptions& options_;
+  SearchResult& result_;
+  const int64_t capacity_;
+  std::string closest_reason_;
+  int64_t closest_peak_ = INT64_MAX;
+  bool timed_checkpoint_ = false;
+};
+
 }  // namespace
 
 SearchResult Technique::Search(TrainContext& ctx, const SearchOptions& options) const {
   SearchResult result;
   result.reason = Unsupported(ctx.task, ctx.model, ctx.gpus);
   if (!result.reason.empty()) return result;
-  int64_t capacity = ctx.device.CapacityBytes();
-  std::string closest_reason;
-  int64_t closest_peak = INT64_MAX;
-  bool timed_checkpoint = false;
-  // Measures one setting into `result`; whether it fits.
-  auto measure = [&](const Knobs& knobs) {
-    std::optional<int64_t> needed = StaticBytesPerDevice(ctx, knobs);
-    if (capacity > 0 && needed && *needed > capacity) {
-      std::string reason = "out of memory: parameters, gradients and optimizer state need " +
-                           FormatBytes(*needed) + " per device of " + FormatBytes(capacity);
-      result.candidates.push_back({{"knobs", knobs}, {"reason", reason}});
-      if (*needed < closest_peak) closest_peak = *needed, closest_reason = reason;
-      return false;
-    }
-    ctx.device.ResetPeak();
-    std::unique_ptr<Trainer> trainer;
-    std::vector<double> samples, warmup;
-    std::vector<PhaseTimes> phases;
-    bool over = false;
-    std::string hard_limit_error;
-    double setup_s = 0.0;
-    try {
-      double built = MonotonicSeconds();
-      trainer = MakeTrainer(ctx, knobs);
-      setup_s = MonotonicSeconds() - built;
-      bool record_in_samples = !ctx.device.IsCuda();
-      for (int i = 0; i < options.warmup + options.measure && !over; ++i) {
-        double seconds = 0.0;
-        if (i >= options.warmup && record_in_samples) {
-          phases.push_back(RecordedStep(ctx, *trainer, i, &seconds));
-        } else {
-          double loss = 0.0;
-          seconds = TimedStep(ctx, *trainer, i, &loss);
-        }
-        over = AgreeAfterStep(ctx, false).over_capacity;
-        (i >= options.warmup ? samples : warmup).push_back(seconds);
-      }
-      if (!over && !record_in_samples) {
-        double seconds = 0.0;
-        phases.push_back(RecordedStep(ctx, *trainer, options.warmup + options.measure, &seconds));
-        over = AgreeAfterStep(ctx, false).over_capacity;
-      }
-    } catch (const std::exception& e) {
-      // Past the hard limit. Alone, we can go on with the next setting; in a
-      // group the others are stuck in a collective, so the rank must fail.
-      if (!IsOutOfMemory(e) || ctx.comm.Size() > 1) throw;
-      trainer.reset();
-      over = true;
-      hard_limit_error = ErrorText(e);
-    }
-    std::vector<int64_t> peaks = ctx.comm.Gather(ctx.device.PeakBytes());
-    std::vector<int64_t> resident = ctx.comm.Gather(ctx.device.LiveBytes());
-    nlohmann::json stats = trainer ? trainer->Stats() : nlohmann::json::object();
-    if (!phases.empty()) stats["phases"] = PhasesJson(phases);
-    if (over) {
-      trainer.reset();
-      std::string reason =
-          hard_limit_error.empty() ? OverCapacityReason(peaks, capacity) : hard_limit_error;
-      result.candidates.push_back({{"knobs", knobs}, {"reason", reason}});
-      int64_t peak = *std::max_element(peaks.begin(), peaks.end());
-      if (peak < closest_peak) closest_peak = peak, closest_reason = reason;
-      return false;
-    }
-    double step_s = Median(samples);
-    if (!options.checkpoint_probe_dir.empty() && !timed_checkpoint) {
-      result.checkpoint_s = TimeCheckpoint(ctx, Name(), *trainer, options.checkpoint_probe_dir);
-      timed_checkpoint = true;
-    }
-    trainer.reset();
-    result.candidates.push_back(
-        {{"knobs", knobs}, {"step_s", step_s}, {"setup_s", setup_s}, {"stats", stats}});
-    if (!result.feasible || step_s < result.step_s) {
-      result.feasible = true;
-      result.knobs = knobs;
-      result.step_s = step_s;
-      result.step_samples_s = samples;
-      result.warmup_samples_s = warmup;
-      result.peak_memory_bytes = peaks;
-      result.resident_bytes = resident;
-      result.setup_s = setup_s;
-      result.stats = stats;
-    }
-    return true;
-  };
+  SearchRun run(*this, ctx, options, result);
   for (const Knobs& knobs : SearchSpace(ctx))
-    measure(knobs);
+    run.Measure(knobs);
   // Memory savers only where memory calls for them, and none that saves
   // more of both kinds than one that fits (it would only be slower).
   if (!result.feasible) {
@@ -284,10 +331,10 @@ SearchResult Technique::Search(TrainContext& ctx, const SearchOptions& options) 
     for (const Knobs& knobs : MemorySavingSpace(ctx)) {
       bool dominated = std::any_of(fitting.begin(), fitting.end(),
                                    [&](const Knobs& fits) { return SavesAtLeast(knobs, fits); });
-      if (!dominated && measure(knobs)) fitting.push_back(knobs);
+      if (!dominated && run.Measure(knobs)) fitting.push_back(knobs);
     }
   }
-  if (!result.feasible) result.reason = closest_reason;
+  if (!result.feasible) result.reason = run.ClosestReason();
   return result;
 }
 
@@ -321,8 +368,8 @@ ExecuteResult Technique::Execute(TrainContext& ctx, const Knobs& knobs,
     double start = MonotonicSeconds();
     if (own) checkpoint = save_into(scratch, step);
     if (ctx.comm.Rank() == 0 && options.eval_data != nullptr) {
-      EvalResult r =
-          Evaluate(ctx, *options.eval_data, options.eval_batches, CheckpointParams(checkpoint));
+      EvalResult r = Evaluate(ctx, *options.eval_data, options.eval_batches,
+                              CheckpointParams(checkpoint));
       r.seconds = MonotonicSeconds() - start;
       if (options.on_eval) options.on_eval(step, r);
     }

@@ -1,6 +1,8 @@
-// Tensor parallelism's pieces (Megatron-LM's, Shoeybi et al. 2019), shared
-// by the layers that split (models/layers.h) and the tp technique
-// (techniques/tp.cc, which defines them: one torch translation unit).
+// Tensor parallelism's pieces (Megatron-LM's, Shoeybi et al. 2019), used by
+// the layers that split (models/layers.h) and by BlockSet, which slices and
+// gathers whole parameters (blocks.cc). Defined in tensor_parallel.cc, in
+// the engine beside the blocks: the tp technique and its hybrids
+// (techniques/) only choose the groups.
 //
 // A split sub-layer runs between EnterGroup and LeaveGroup: its input is
 // whole on every rank, each rank computes its slice of the heads or hidden
