@@ -7,12 +7,12 @@
 #include "common/defaults.h"
 #include "common/format.h"
 #include "common/fs.h"
-#include "planner/baselines.h"
-#include "planner/planner.h"
-#include "report/gantt.h"
 #include "contracts/cluster.h"
 #include "contracts/plan_status.h"
 #include "contracts/profile.h"
+#include "planner/baselines.h"
+#include "planner/planner.h"
+#include "report/gantt.h"
 
 namespace saturn {
 namespace {
@@ -30,6 +30,38 @@ struct PlanOptions {
   std::string output;
   std::string gantt;
 };
+
+// On a cluster of several GPU types, what the plan gives each type: "on
+// A100 (1 node, 8 GPUs): 5 tasks, 2h10m GPU-time (68% of its GPUs until
+// the makespan)", a line per type, so what was decided per type shows.
+std::string PerTypeLines(const Plan& plan, const Cluster& cluster) {
+  if (!cluster.Mixed()) return "";
+  std::string out;
+  for (const std::string& type : cluster.GpuTypes()) {
+    int nodes = 0, gpus = 0, tasks = 0;
+    double gpu_s = 0.0;
+    for (const ClusterNode& n : cluster.nodes) {
+      if (n.gpu_type != type) continue;
+      ++nodes;
+      gpus += n.gpus;
+    }
+    for (const PlanTask& t : plan.tasks) {
+      int node = cluster.NodeIndex(t.node);
+      if (node < 0 || cluster.nodes[static_cast<size_t>(node)].gpu_type != type) continue;
+      ++tasks;
+      gpu_s += t.gpus * (t.end_s - t.start_s);
+    }
+    double capacity = gpus * plan.makespan_s;
+    out +=
+        "  on " + GpuTypeLabel(type) + " (" + Plural(nodes, "node") + ", " + Plural(gpus, "GPU") +
+        "): " + Plural(tasks, "task") + ", " + FormatDuration(gpu_s) + " GPU-time" +
+        (capacity > 0
+             ? " (" + FormatFixed(100.0 * gpu_s / capacity, 0) + "% of its GPUs until the makespan)"
+             : "") +
+        "\n";
+  }
+  return out;
+}
 
 int RunPlan(const PlanOptions& o) {
   Cluster cluster = LoadClusterFile(o.cluster);
@@ -76,6 +108,7 @@ int RunPlan(const PlanOptions& o) {
                DescribePlanStatus(plan.status).c_str(), FormatDuration(plan.makespan_s).c_str(),
                FormatDuration(plan.lower_bound_s).c_str(), gap,
                FormatDuration(plan.solve_time_s).c_str());
+  std::fputs(PerTypeLines(plan, cluster).c_str(), stderr);
   if (std::string line = BaselineLine(plan); !line.empty())
     std::fprintf(stderr, "%s\n", line.c_str());
   return 0;

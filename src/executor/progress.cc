@@ -8,6 +8,7 @@
 
 #include "common/format.h"
 #include "planner/explain.h"
+#include "report/phrases.h"
 #include "report/run_report.h"
 
 namespace saturn {
@@ -67,10 +68,9 @@ void PrintProgress(const RunContext& run) {
     if (status == TaskStatus::kRunning) running += RunningLine(run, j);
   }
   double end = run.estimated_end_s() > 0 ? run.estimated_end_s() : run.planned_makespan_s();
-  std::fprintf(stderr, "[%s] %d/%d done%s, plan ends ~%s (first plan %s)%s\n",
-               FormatDuration(run.Now()).c_str(), finished, run.NumTasks(),
-               failed ? (", " + std::to_string(failed) + " failed").c_str() : "",
-               FormatDuration(end).c_str(), FormatDuration(run.planned_makespan_s()).c_str(),
+  std::fprintf(stderr, "[%s] %d/%d done%s, %s%s\n", FormatDuration(run.Now()).c_str(), finished,
+               run.NumTasks(), failed ? (", " + std::to_string(failed) + " failed").c_str() : "",
+               PlanEndsClause(run.Now(), end, run.planned_makespan_s()).c_str(),
                running.empty() ? "" : ("\n" + running).c_str());
 }
 

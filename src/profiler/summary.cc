@@ -1,13 +1,16 @@
 // ProfileSummary (profiler.h): what profiling found, per task, for stderr.
+#include <algorithm>
 #include <map>
 #include <set>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "common/format.h"
 #include "profiler/profiler.h"
 #include "profiler/table.h"
+#include "profiler/type_contradictions.h"
 
 namespace saturn {
 namespace {
@@ -80,7 +83,113 @@ void TaskLines(const WorkloadTask& task, size_t k, const ProfileRun& run, std::o
   }
 }
 
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+// What makes tasks siblings: the same model, batch size, precision and
+// fine-tuning (a command task: its own trials only).
+std::string SiblingKey(const WorkloadTask& task) {
+  if (task.is_command || !task.spec.is_object()) return task.trial_key;
+  const nlohmann::json none;
+  return task.spec.value("model", none).dump() + "|" + task.spec.value("batch_size", none).dump() +
+         "|" + task.spec.value("precision", none).dump() + "|" +
+         task.spec.value("finetune", none).dump();
+}
+
+// "gpt-lr1e-3: ddp x2 on fast 2.40x slower than on slow, while 3 sibling
+// configurations run 1.90x faster on fast (median): measured in this run,
+// not re-measured".
+std::string ContradictionLine(const Workload& workload, const ProfileRun& run,
+                              const TypeContradiction& c) {
+  const Trial& s = run.trials[static_cast<size_t>(c.suspect)];
+  const Trial& o = run.trials[static_cast<size_t>(c.other)];
+  const std::string type = GpuTypeLabel(s.gpu_type);
+  return workload.tasks[static_cast<size_t>(c.task)].name + ": " + s.technique + " x" +
+         std::to_string(s.gpus) + " on " + type + " " + FormatFixed(c.ratio, 2) +
+         "x slower than on " + GpuTypeLabel(o.gpu_type) + ", while " +
+         Plural(c.siblings, "sibling configuration") + " run " +
+         FormatFixed(1 / c.siblings_ratio, 2) + "x faster on " + type +
+         " (median): " + (s.cached ? "read from the cache" : "measured in this run") +
+         ", not re-measured";
+}
+
 }  // namespace
+
+std::vector<TypeContradiction> FindTypeContradictions(const Workload& workload,
+                                                      const ProfileRun& run) {
+  // Sibling group -> configuration (trial key, technique, GPUs) -> the task
+  // that first uses it and its measured trial per type.
+  struct Config {
+    int task = 0;
+    std::map<std::string, int> on;  // type -> trial
+  };
+  using ConfigKey = std::tuple<std::string, std::string, int>;
+  std::map<std::string, std::map<ConfigKey, Config>> groups;
+  std::set<std::string> types;
+  for (size_t k = 0; k < workload.tasks.size() && k < run.task_trials.size(); ++k) {
+    const WorkloadTask& task = workload.tasks[k];
+    for (int i : run.task_trials[k]) {
+      const Trial& t = run.trials[static_cast<size_t>(i)];
+      if (!t.result.feasible || !t.estimated_from.empty() || !(t.result.step_s > 0)) continue;
+      auto [it, added] =
+          groups[SiblingKey(task)].try_emplace({task.trial_key, t.technique, t.gpus});
+      if (added) it->second.task = static_cast<int>(k);
+      it->second.on.emplace(t.gpu_type, i);
+      types.insert(t.gpu_type);
+    }
+  }
+  std::vector<TypeContradiction> found;
+  auto step = [&](int trial) { return run.trials[static_cast<size_t>(trial)].result.step_s; };
+  for (const auto& [group, configs] : groups) {
+    for (auto a = types.begin(); a != types.end(); ++a) {
+      for (auto b = std::next(a); b != types.end(); ++b) {
+        // Each configuration measured on both: its step time on a over b's.
+        std::vector<std::pair<const Config*, double>> ratios;
+        for (const auto& [key, c] : configs) {
+          if (c.on.count(*a) && c.on.count(*b)) {
+            ratios.push_back({&c, step(c.on.at(*a)) / step(c.on.at(*b))});
+          }
+        }
+        if (ratios.size() < 3) continue;  // the configuration and two siblings
+        for (size_t i = 0; i < ratios.size(); ++i) {
+          std::vector<double> siblings;
+          for (size_t j = 0; j < ratios.size(); ++j) {
+            if (j != i) siblings.push_back(ratios[j].second);
+          }
+          // The siblings agree which type is faster when three in four of
+          // them say so (one contradicting measurement among them then
+          // does not make its siblings look contradictory).
+          const double n = static_cast<double>(siblings.size());
+          const double faster_on_a = static_cast<double>(
+              std::count_if(siblings.begin(), siblings.end(), [](double x) { return x < 1; }));
+          const double faster_on_b = static_cast<double>(
+              std::count_if(siblings.begin(), siblings.end(), [](double x) { return x > 1; }));
+          const double r = ratios[i].second, med = Median(siblings);
+          const Config& c = *ratios[i].first;
+          TypeContradiction t;
+          t.task = c.task;
+          t.siblings = static_cast<int>(siblings.size());
+          if (faster_on_a >= 0.75 * n && r > 1 && r / med >= kContradictionFactor) {
+            t.suspect = c.on.at(*a), t.other = c.on.at(*b), t.ratio = r, t.siblings_ratio = med;
+          } else if (faster_on_b >= 0.75 * n && r < 1 && med / r >= kContradictionFactor) {
+            t.suspect = c.on.at(*b), t.other = c.on.at(*a), t.ratio = 1 / r;
+            t.siblings_ratio = 1 / med;
+          } else {
+            continue;
+          }
+          found.push_back(t);
+        }
+      }
+    }
+  }
+  std::sort(found.begin(), found.end(), [](const TypeContradiction& x, const TypeContradiction& y) {
+    return std::tie(x.task, x.suspect, x.other) < std::tie(y.task, y.suspect, y.other);
+  });
+  return found;
+}
 
 std::string ProfileSummary(const Workload& workload, const ProfileRun& run) {
   std::ostringstream out;
@@ -92,6 +201,14 @@ std::string ProfileSummary(const Workload& workload, const ProfileRun& run) {
       << ") in " << FormatDuration(run.wall_s) << "\n";
   for (size_t k = 0; k < workload.tasks.size(); ++k)
     TaskLines(workload.tasks[k], k, run, out);
+  const std::vector<TypeContradiction> suspect = FindTypeContradictions(workload, run);
+  if (!suspect.empty()) {
+    out << "suspect measurements: slow on the GPU type where the rest are fast, likely "
+           "contention while measured (planned as measured; `saturn profile --refresh` "
+           "measures every trial again)\n";
+    for (const TypeContradiction& c : suspect)
+      out << "  " << ContradictionLine(workload, run, c) << "\n";
+  }
   return out.str();
 }
 

@@ -4,8 +4,8 @@
 #include <map>
 
 #include "common/format.h"
-#include "report/svg.h"
 #include "contracts/plan_status.h"
+#include "report/svg.h"
 
 namespace saturn {
 namespace {
@@ -73,12 +73,26 @@ void DrawFrame(SvgWriter& svg, const GanttChart& chart, const Layout& at) {
     double y0 = at.Y(n.name, 0);
     svg.Rect(left, y0, Layout::kPlotW, n.gpus * at.row_h, "#f7f7f7");
     double name_y = y0 + std::min(n.gpus * at.row_h, 24.0) / 2 + 4;
-    svg.Text(8, name_y, n.name, 11, "start", "font-weight=\"bold\"");
-    // Its GPU type, under the name where the node's rows leave room.
-    if (!n.gpu_type.empty() && n.gpus * at.row_h >= 26) {
-      svg.Text(8, name_y + 12, n.gpu_type, 9, "start", "fill=\"#555\"");
+    // Its GPU type, on every node that has one: under the name where the
+    // node's rows leave room, else beside it (a one-device node's row).
+    const bool beside = !n.gpu_type.empty() && n.gpus * at.row_h < 26;
+    if (beside) {
+      svg.Raw("<text x=\"8\" y=\"" + FormatFixed(name_y, 1) +
+              "\" font-size=\"11\" text-anchor=\"start\"><title>" +
+              XmlEscape(n.name + ": " + Plural(n.gpus, "GPU") + " of " + n.gpu_type) +
+              "</title><tspan font-weight=\"bold\">" + XmlEscape(n.name) +
+              "</tspan> <tspan font-size=\"9\" fill=\"#555\">" + XmlEscape(n.gpu_type) +
+              "</tspan></text>\n");
+    } else {
+      svg.Text(8, name_y, n.name, 11, "start", "font-weight=\"bold\"");
+      if (!n.gpu_type.empty()) svg.Text(8, name_y + 12, n.gpu_type, 9, "start", "fill=\"#555\"");
     }
     if (at.row_h < 12) continue;
+    // A name and type beside it that reach the GPU labels leave out a
+    // one-device node's "gpu 0" (its row is the node).
+    const double label_w = 8 + 6.8 * static_cast<double>(n.name.size()) +
+                           5.0 * static_cast<double>(n.gpu_type.size() + 1);
+    if (beside && n.gpus == 1 && label_w > left - 36) continue;
     for (int g = 0; g < n.gpus; ++g) {
       svg.Text(left - 6, at.Y(n.name, g) + at.row_h * 0.7, "gpu " + std::to_string(g), 9, "end",
                "fill=\"#777\"");

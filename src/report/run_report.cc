@@ -46,6 +46,20 @@ const EvalPoint* FinalEval(const RunReportTask& t, const std::map<long, EvalPoin
   return it == evals->end() ? nullptr : &it->second;
 }
 
+// Whether the cluster names its nodes' GPU types: then each task says the
+// type it ran on ("gpu_type"; "" where it never ran).
+bool NamesTypes(const Cluster& cluster) {
+  return std::any_of(cluster.nodes.begin(), cluster.nodes.end(),
+                     [](const ClusterNode& n) { return !n.gpu_type.empty(); });
+}
+
+// The GPU type of the node a task ran on ("" if it never ran or the node
+// has none).
+std::string TypeOf(const Cluster& cluster, const RunReportTask& t) {
+  int node = t.node.empty() ? -1 : cluster.NodeIndex(t.node);
+  return node < 0 ? "" : cluster.nodes[static_cast<size_t>(node)].gpu_type;
+}
+
 }  // namespace
 
 namespace {
@@ -251,9 +265,12 @@ std::string LossHtml(const RunReportInput& in, const Evals& evals,
 std::string TableHtml(const RunReportInput& in, const Evals& evals,
                       const std::map<std::string, std::string>& best_of,
                       const std::map<std::string, TaskColor>& colors) {
+  const bool types = NamesTypes(in.cluster);
   std::string html =
       "<h2>Tasks</h2>\n<table><tr><th>task</th><th>status</th><th>technique</th>"
-      "<th>GPUs</th><th>node</th><th>why this configuration</th><th>start</th><th>end</th>"
+      "<th>GPUs</th><th>node</th>" +
+      std::string(types ? "<th>GPU type</th>" : "") +
+      "<th>why this configuration</th><th>start</th><th>end</th>"
       "<th>steps</th><th>final loss</th><th>eval loss</th><th>attempts</th><th>error</th></tr>\n";
   const std::string none = "<span class=\"none\">–</span>";
   for (const RunReportTask& t : in.tasks) {
@@ -270,6 +287,8 @@ std::string TableHtml(const RunReportInput& in, const Evals& evals,
             "</td>" + cell(ran && !t.technique.empty(), XmlEscape(t.technique)) +
             cell(ran && t.gpus > 0, std::to_string(t.gpus)) +
             cell(ran && !t.node.empty(), XmlEscape(t.node)) +
+            (types ? cell(ran && !TypeOf(in.cluster, t).empty(), XmlEscape(TypeOf(in.cluster, t)))
+                   : "") +
             cell(ran && !t.why.empty(), XmlEscape(t.why)) +
             cell(ran && t.start_s >= 0, FormatDuration(t.start_s)) +
             cell(ran && t.end_s >= 0, FormatDuration(t.end_s)) + "<td>" +
@@ -362,6 +381,7 @@ json WriteRunReport(const RunReportInput& in) {
     if (final_eval && final_eval->accuracy >= 0) {
       report["tasks"].back()["final_eval_accuracy"] = final_eval->accuracy;
     }
+    if (NamesTypes(in.cluster)) report["tasks"].back()["gpu_type"] = TypeOf(in.cluster, t);
   }
   report["best"] = best;
   WriteFileAtomic(in.run_dir + "/report.json", report.dump(2) + "\n");

@@ -330,5 +330,30 @@ TEST_F(Cli, AWorkloadPastItsTaskLimitExitsTwoNamingTheSweep) {
   EXPECT_THAT(Saturn("run --help").output, HasSubstr("--max-tasks"));
 }
 
+// On a cluster of several GPU types, `saturn plan` says what went to each
+// type: tasks, GPU-time and how busy the type's GPUs are until the end.
+TEST_F(Cli, PlanSaysWhatEachGpuTypeGets) {
+  WriteFileAtomic(Path("mixed.yaml"),
+                  "nodes:\n  - {name: big, gpus: 2, gpu_type: A100}\n"
+                  "  - {name: solo, gpus: 1, gpu_type: V100}\n");
+  // a is 4x faster on A100, b only there; c best on the V100 while a and b
+  // hold the A100s.
+  WriteFileAtomic(Path("mixed.csv"),
+                  "task,technique,gpus,runtime_s,gpu_type\n"
+                  "a,single,1,100,A100\na,single,1,400,V100\n"
+                  "b,single,1,100,A100\n"
+                  "c,single,1,150,A100\nc,single,1,100,V100\n");
+  Result r = Saturn("plan --cluster " + Path("mixed.yaml") + " --profile " + Path("mixed.csv") +
+                    " --output " + Path("plan.json"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("plan: proven optimal, makespan 1m40s"));
+  EXPECT_THAT(r.output, HasSubstr("  on A100 (1 node, 2 GPUs): 2 tasks, 3m20s GPU-time (100% of "
+                                  "its GPUs until the makespan)\n"));
+  EXPECT_THAT(r.output, HasSubstr("  on V100 (1 node, 1 GPU): 1 task, 1m40s GPU-time (100% of its "
+                                  "GPUs until the makespan)\n"));
+  // One type: no such lines.
+  EXPECT_THAT(Saturn(PlanArgs()).output, Not(HasSubstr(" GPU-time")));
+}
+
 }  // namespace
 }  // namespace saturn

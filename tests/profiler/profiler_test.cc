@@ -14,6 +14,7 @@
 #include "common/fs.h"
 #include "launch/command_task.h"
 #include "profiler/cache.h"
+#include "profiler/type_contradictions.h"
 
 namespace saturn {
 namespace {
@@ -543,6 +544,105 @@ TEST_F(EstimatedTypes, InfeasibleOnTheReferenceIsInfeasibleWhereDevicesHoldNoMor
   EXPECT_EQ(run.table.Find("gpt-lr1.0e-4", "ddp", 2, "fast"), nullptr);
   EXPECT_THAT(ProfileSummary(w, run),
               HasSubstr("as on big, whose devices hold as much: out of memory"));
+}
+
+}  // namespace
+}  // namespace saturn
+
+namespace saturn {
+namespace {
+
+// Mixed types: a configuration measured 2x slower on the type where its
+// siblings (the same model's other configurations) are faster is flagged in
+// the summary with its reason: likely contention while it was measured.
+class TypeContradictions : public Profiler {
+ protected:
+  // The grid's three tasks (one trial group) on two types; per technique x
+  // GPU count its step time on slow and on fast.
+  ProfileRun Measured(const Workload& w,
+                      const std::vector<std::tuple<const char*, int, double, double>>& configs) {
+    ProfileRun run;
+    std::vector<int> all;
+    for (const auto& [technique, gpus, slow_s, fast_s] : configs) {
+      for (const auto& [type, step_s] : {std::pair{"slow", slow_s}, std::pair{"fast", fast_s}}) {
+        Trial t;
+        t.technique = technique;
+        t.gpus = gpus;
+        t.gpu_type = type;
+        t.example_task = "gpt";
+        t.result.feasible = true;
+        t.result.step_s = step_s;
+        t.cached = true;
+        all.push_back(static_cast<int>(run.trials.size()));
+        run.trials.push_back(t);
+      }
+    }
+    run.task_trials.assign(w.tasks.size(), all);
+    return run;
+  }
+  Workload Grid() {
+    std::string text =
+        "cluster: {nodes: [{name: slow0, gpus: 2, gpu_type: slow},"
+        " {name: fast0, gpus: 2, threads_per_gpu: 2, gpu_type: fast}]}\ntasks:\n" +
+        std::string(kGptGrid);
+    return ParseWorkload(text, dir_ + "/workload.yaml", dir_);
+  }
+};
+
+TEST_F(TypeContradictions, ASlowMeasurementOnTheFasterTypeIsFlaggedWithItsReason) {
+  Workload w = Grid();
+  // fast is 2x faster for single x1, ddp x2 and fsdp x2; pipeline x2
+  // measured 2.2x slower on fast than on slow.
+  ProfileRun run = Measured(w, {{"single", 1, 1.0, 0.5},
+                                {"ddp", 2, 0.6, 0.3},
+                                {"fsdp", 2, 0.7, 0.35},
+                                {"pipeline", 2, 0.5, 1.1}});
+  std::vector<TypeContradiction> found = FindTypeContradictions(w, run);
+  ASSERT_EQ(found.size(), 1u);
+  const TypeContradiction& c = found[0];
+  EXPECT_EQ(run.trials[c.suspect].technique, "pipeline");
+  EXPECT_EQ(run.trials[c.suspect].gpu_type, "fast");
+  EXPECT_EQ(run.trials[c.other].gpu_type, "slow");
+  EXPECT_NEAR(c.ratio, 2.2, 1e-9);
+  EXPECT_NEAR(c.siblings_ratio, 0.5, 1e-9);
+  EXPECT_EQ(c.siblings, 3);
+  EXPECT_EQ(c.task, 0);  // the sweep's first task, once for its three
+  std::string summary = ProfileSummary(w, run);
+  EXPECT_THAT(summary, HasSubstr("suspect measurements: slow on the GPU type where the rest are "
+                                 "fast, likely contention while measured"));
+  EXPECT_THAT(summary, HasSubstr("gpt-lr1.0e-5: pipeline x2 on fast 2.20x slower than on slow, "
+                                 "while 3 sibling configurations run 2.00x faster on fast "
+                                 "(median): read from the cache, not re-measured"));
+  EXPECT_EQ(summary.find("pipeline x2 on fast"), summary.rfind("pipeline x2 on fast"));
+}
+
+TEST_F(TypeContradictions, AgreeingOrMildlyDifferentTypesAreNotFlagged) {
+  Workload w = Grid();
+  // Every configuration faster on fast, by different amounts.
+  EXPECT_TRUE(
+      FindTypeContradictions(
+          w, Measured(w, {{"single", 1, 1.0, 0.5}, {"ddp", 2, 0.6, 0.5}, {"fsdp", 2, 0.7, 0.2}}))
+          .empty());
+  // Slower on fast, but by less than twice the siblings' ratio (1.1 / 0.6).
+  EXPECT_TRUE(FindTypeContradictions(w, Measured(w, {{"single", 1, 1.0, 0.6},
+                                                     {"ddp", 2, 0.6, 0.36},
+                                                     {"pipeline", 2, 0.5, 0.55}}))
+                  .empty());
+  // Siblings that disagree among themselves (two faster on each type) say
+  // nothing.
+  EXPECT_TRUE(FindTypeContradictions(w, Measured(w, {{"single", 1, 1.0, 0.5},
+                                                     {"fsdp", 2, 0.7, 0.35},
+                                                     {"ddp", 2, 0.3, 0.6},
+                                                     {"pipeline", 2, 0.5, 1.0}}))
+                  .empty());
+  // Estimated rows are not measurements.
+  ProfileRun run = Measured(w, {{"single", 1, 1.0, 0.5},
+                                {"ddp", 2, 0.6, 0.3},
+                                {"fsdp", 2, 0.7, 0.35},
+                                {"pipeline", 2, 0.5, 1.1}});
+  run.trials.back().estimated_from = "x2.200 of slow";
+  EXPECT_TRUE(FindTypeContradictions(w, run).empty());
+  EXPECT_THAT(ProfileSummary(w, run), Not(HasSubstr("suspect")));
 }
 
 }  // namespace

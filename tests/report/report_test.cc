@@ -14,6 +14,7 @@
 #include "common/fs.h"
 #include "report/gantt.h"
 #include "report/loss_charts.h"
+#include "report/phrases.h"
 #include "report/run_report.h"
 #include "report/svg.h"
 
@@ -125,6 +126,36 @@ TEST(Gantt, NamesEachNodesGpuType) {
   EXPECT_THAT(svg, HasSubstr(">V100<"));
   EXPECT_THAT(RenderGanttSvg(GanttFromPlan(TwoTaskPlan(), TwoNodes(), "one type")),
               Not(HasSubstr(">A100<")));
+}
+
+// Every node's row says its GPU type, a one-device node's too: where its
+// row leaves no room under the name, the type stands beside it.
+TEST(Gantt, NamesEveryNodesGpuTypeOnAOneDeviceNodeToo) {
+  auto node = [](std::string name, int gpus, std::string type) {
+    ClusterNode n;
+    n.name = std::move(name);
+    n.gpus = gpus;
+    n.gpu_type = std::move(type);
+    return n;
+  };
+  Cluster c;
+  c.nodes = {node("big0", 4, "A100"), node("big1", 4, "A100"), node("solo", 1, "V100")};
+  Plan p = TwoTaskPlan();
+  p.tasks = {Placed("gpt", "fsdp", "big0", {0, 1, 2}, 0, 300),
+             Placed("vit", "single", "solo", {0}, 0, 120)};
+  std::string svg = RenderGanttSvg(GanttFromPlan(p, c, "mixed"));
+  EXPECT_EQ(Count(svg, ">A100<"), 2);  // under each big node's name
+  EXPECT_EQ(Count(svg, ">V100<"), 1);  // beside the one-device node's
+  EXPECT_THAT(svg, HasSubstr("<title>solo: 1 GPU of V100</title>"));
+  // Many nodes (rows of 12 px: two-device nodes leave no room under the
+  // name either): still every node.
+  Cluster many;
+  for (int i = 0; i < 30; ++i)
+    many.nodes.push_back(node("n" + std::to_string(i), 2, i % 2 ? "H100" : "L4"));
+  p.tasks = {Placed("gpt", "ddp", "n0", {0, 1}, 0, 300)};
+  svg = RenderGanttSvg(GanttFromPlan(p, many, "many"));
+  EXPECT_EQ(Count(svg, ">H100<"), 15);
+  EXPECT_EQ(Count(svg, ">L4<"), 15);
 }
 
 // A task on GPUs 0, 1 and 7 is one task in two parts: both parts carry its
@@ -536,6 +567,38 @@ TEST_F(RunReport, ATaskThatNeverStartedShowsNoPlacement) {
   gpt = gpt.substr(0, gpt.find("</tr>"));
   EXPECT_THAT(gpt, HasSubstr("<td>fsdp</td><td>3</td><td>n0</td><td>its fastest "
                              "configuration</td><td>0.0s</td><td>6m00s</td>"));
+}
+
+// On a cluster of named GPU types each task says the type it ran on, in
+// report.json and as a column of the task table; a cluster of one unnamed
+// type has neither.
+TEST_F(RunReport, EachTaskSaysTheGpuTypeItRanOn) {
+  nlohmann::json plain = WriteRunReport(in_);
+  EXPECT_FALSE(plain["tasks"][0].contains("gpu_type"));
+  EXPECT_THAT(ReadFile(in_.run_dir + "/report.html"), Not(HasSubstr("<th>GPU type</th>")));
+  in_.cluster.nodes[0].gpu_type = "A100";
+  in_.cluster.nodes[1].gpu_type = "V100";
+  RunReportTask never = Task("late", "cancelled", "", 0, "", 0, 50);
+  never.attempts = 0;
+  in_.tasks.push_back(never);
+  nlohmann::json r = WriteRunReport(in_);
+  EXPECT_EQ(r["tasks"][0]["gpu_type"], "A100");
+  EXPECT_EQ(r["tasks"][1]["gpu_type"], "V100");
+  EXPECT_EQ(r["tasks"][2]["gpu_type"], "");  // never ran
+  std::string html = ReadFile(in_.run_dir + "/report.html");
+  EXPECT_THAT(html, HasSubstr("<th>node</th><th>GPU type</th>"));
+  EXPECT_THAT(html, HasSubstr("<td>n0</td><td>A100</td>"));
+  EXPECT_THAT(html, HasSubstr("<td>n1</td><td>V100</td>"));
+}
+
+// The progress line never shows an end already past as if it were ahead.
+TEST(Phrases, ThePlansEndOncePastSaysItRunsLate) {
+  EXPECT_EQ(PlanEndsClause(3.0, 6.5, 6.5), "plan ends ~6.5s (first plan 6.5s)");
+  EXPECT_EQ(PlanEndsClause(6.5, 6.5, 6.5), "plan ends ~6.5s (first plan 6.5s)");
+  EXPECT_EQ(PlanEndsClause(10.1, 6.5, 6.5),
+            "plan ends ~now (estimate 6.5s, running 3.6s late; first plan 6.5s)");
+  EXPECT_EQ(PlanEndsClause(200, 130, 120),
+            "plan ends ~now (estimate 2m10s, running 1m10s late; first plan 2m00s)");
 }
 
 }  // namespace
