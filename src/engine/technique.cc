@@ -23,11 +23,11 @@ double Median(std::vector<double> values) {
   return values.size() % 2 == 1 ? values[mid] : 0.5 * (values[mid - 1] + values[mid]);
 }
 
-// "out of memory: rank 1 peaked at 3.10 GiB of 2.00 GiB"
+// "out of memory: needs 3.10 GiB per device, has 2.00 GiB (rank 1's peak)"
 std::string OverCapacityReason(const std::vector<int64_t>& peaks, int64_t capacity) {
   size_t worst = std::max_element(peaks.begin(), peaks.end()) - peaks.begin();
-  return "out of memory: rank " + std::to_string(worst) + " peaked at " +
-         FormatBytes(peaks[worst]) + " of " + FormatBytes(capacity);
+  return "out of memory: needs " + FormatBytes(peaks[worst]) + " per device, has " +
+         FormatBytes(capacity) + " (rank " + std::to_string(worst) + "'s peak)";
 }
 
 // One small collective per step: did any rank ask to stop, is any rank over
@@ -199,8 +199,9 @@ SearchResult Technique::Search(TrainContext& ctx, const SearchOptions& options) 
   auto measure = [&](const Knobs& knobs) {
     std::optional<int64_t> needed = StaticBytesPerDevice(ctx, knobs);
     if (capacity > 0 && needed && *needed > capacity) {
-      std::string reason = "out of memory: parameters, gradients and optimizer state need " +
-                           FormatBytes(*needed) + " per device of " + FormatBytes(capacity);
+      std::string reason = "out of memory: needs " + FormatBytes(*needed) + " per device, has " +
+                           FormatBytes(capacity) +
+                           " (parameters, gradients and optimizer state alone)";
       result.candidates.push_back({{"knobs", knobs}, {"reason", reason}});
       if (*needed < closest_peak) closest_peak = *needed, closest_reason = reason;
       return false;

@@ -9,11 +9,14 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <regex>
+#include <sstream>
 
 #include "common/error.h"
 #include "common/fs.h"
 #include "launch/command_task.h"
 #include "profiler/cache.h"
+#include "profiler/table.h"
 
 namespace saturn {
 namespace {
@@ -159,6 +162,116 @@ TEST_F(Profiler, ATaskWithNoFeasibleConfigurationIsAnError) {
   } catch (const InputError& e) {
     EXPECT_THAT(e.what(), HasSubstr("cannot run on this cluster"));
     EXPECT_THAT(e.what(), HasSubstr("spill x1: too big"));
+  }
+}
+
+// The lines of an error after its first: each configuration's reason.
+std::vector<std::string> DetailLines(const std::string& message) {
+  std::vector<std::string> lines;
+  std::istringstream in(message);
+  std::string line;
+  std::getline(in, line);
+  while (std::getline(in, line))
+    lines.push_back(line);
+  return lines;
+}
+
+// Every out-of-memory reason in the one wording, "needs X per device, has
+// Y", but a worker that exited out of memory without saying how much.
+void ExpectOneWording(const std::vector<std::string>& lines) {
+  const std::regex wording(
+      "^  [a-z-]+ x[0-9]+: out of memory.*needs (more than )?[0-9.]+ [KMG]iB per device, "
+      "has [0-9.]+ [KMG]iB");
+  int checked = 0;
+  for (const std::string& line : lines) {
+    if (line.find("out of memory") == std::string::npos) continue;
+    if (line.find("out of memory (exit") != std::string::npos &&
+        line.find("needs") == std::string::npos)
+      continue;
+    EXPECT_TRUE(std::regex_search(line, wording)) << line;
+    ++checked;
+  }
+  EXPECT_GT(checked, 0);
+}
+
+// A task too big for every configuration: the first line says what its
+// closest configuration needs per device against what the devices have and
+// what would make it fit; each configuration's reason follows on a line of
+// its own, out-of-memory ones in one wording (an allocation past the hard
+// limit does not know the capacity: the profiler adds it).
+TEST_F(Profiler, ATaskTooBigSaysOnItsFirstLineWhatWouldFit) {
+  Rules(
+      "single 1 infeasible out of memory: needs 1.50 GiB per device, has 1.00 GiB (parameters, "
+      "gradients and optimizer state alone)\n"
+      "spill 1 infeasible out of memory: needs more than 2.06 GiB per device (allocating 64.0 MiB "
+      "with 2.00 GiB in use passed the hard limit)\n"
+      "ddp 2 infeasible out of memory: needs 1.25 GiB per device, has 1.00 GiB (rank 1's peak)\n"
+      "fsdp 2 oom\npipeline 2 infeasible out of memory: needs 1.10 GiB per device, has 1.00 "
+      "GiB (rank 0's peak)\n");
+  Workload w = Load(kGptGrid, 2);
+  std::string message;
+  try {
+    RunProfiler(w, options_);
+    FAIL();
+  } catch (const InputError& e) {
+    message = e.what();
+  }
+  std::string first = message.substr(0, message.find('\n'));
+  EXPECT_THAT(first, HasSubstr("task 'gpt-lr1.0e-5': does not fit in memory: its closest fit, "
+                               "pipeline x2, needs 1.10 GiB per device and its devices have "
+                               "1.00 GiB; to make it fit, try LoRA (finetune: {lora: {rank: "
+                               "8}}), precision: bf16 or more or larger devices "
+                               "(activation checkpointing was tried)"));
+  std::vector<std::string> details = DetailLines(message);
+  ASSERT_EQ(details.size(), 5u) << message;
+  ExpectOneWording(details);
+  EXPECT_THAT(message, HasSubstr("\n  spill x1: out of memory: needs more than 2.06 GiB per "
+                                 "device, has 1.00 GiB (allocating 64.0 MiB"));
+  EXPECT_THAT(message, HasSubstr("\n  fsdp x2: out of memory (exit 3)"));
+  // The summary says the reasons the same way.
+  ProfileRun run;
+  run.trials.resize(1);
+  run.trials[0].technique = "spill";
+  run.trials[0].memory_gib = 1;
+  run.trials[0].result.reason =
+      "out of memory: needs more than 2.06 GiB per device (allocating 64.0 MiB with 2.00 GiB in "
+      "use passed the hard limit)";
+  run.task_trials.assign(w.tasks.size(), {0});
+  EXPECT_THAT(ProfileSummary(w, run),
+              HasSubstr("infeasible spill x1: out of memory: needs more than 2.06 GiB per device, "
+                        "has 1.00 GiB (allocating"));
+}
+
+// What would make it fit is only what the task does not do already, and
+// checkpointing is not offered where the model's states alone do not fit.
+TEST_F(Profiler, ATooBigTaskIsOfferedOnlyTheRemediesThatApply) {
+  std::string task = std::string(kGptGrid) +
+                     "    precision: bf16\n    techniques: [single]\n    gpu_range: [1, 1]\n";
+  Workload w = Load(task, 2);
+  w.tasks[0].spec["finetune"] = {{"lora", {{"rank", 8}}}};
+  ProfileRun run;
+  run.trials.resize(1);
+  run.trials[0].technique = "single";
+  run.trials[0].result.reason =
+      "out of memory: needs 1.50 GiB per device, has 1.00 GiB (parameters, gradients and "
+      "optimizer state alone)";
+  run.task_trials.assign(w.tasks.size(), {0});
+  try {
+    BuildTable(
+        w, options_, [](const WorkloadTask&, const std::string&) { return 0; }, run);
+    FAIL();
+  } catch (const InputError& e) {
+    std::string message = e.what();
+    std::string first = message.substr(0, message.find('\n'));
+    EXPECT_THAT(first,
+                HasSubstr("its closest fit, single x1, needs 1.50 GiB per device and its devices "
+                          "have 1.00 GiB; to make it fit, try more techniques than single, a wider "
+                          "gpu_range than [1, 1] or more or larger devices (parameters, "
+                          "gradients and optimizer state alone do not fit: activation "
+                          "checkpointing cannot help)"));
+    EXPECT_THAT(first, Not(HasSubstr("LoRA")));
+    EXPECT_THAT(first, Not(HasSubstr("bf16")));
+    EXPECT_EQ(DetailLines(message).size(), 1u);
   }
 }
 
