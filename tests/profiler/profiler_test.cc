@@ -395,6 +395,76 @@ TEST(WithinNoise, SimplerIsFewerGpusThenTheTechniquesRank) {
   EXPECT_TRUE(LeaveOutWithinNoise({{0, 1, 0, 100, 0}, {1, 1, 4, 99.9, 0}}).empty());
 }
 
+// Fixed costs are measured once each: a configuration that gains only
+// there is within noise of the simpler one; one whose steps are faster
+// beyond noise stays even where its fixed costs are dearer.
+TEST(WithinNoise, AGainInFixedCostsAloneIsNoise) {
+  // trial, gpus, rank, runtime, standard error, fixed costs (runtime - steps)
+  std::vector<Measured> configs = {{0, 1, 0, 10, 0.1, 2},
+                                   {1, 1, 4, 9, 0.1, 0.5},
+                                   {2, 2, 1, 8, 0.1, 3},
+                                   {3, 2, 2, 7.5, 0.1, 1},
+                                   {4, 4, 2, 6, 0.1, 2.5}};
+  std::vector<WithinNoise> out = LeaveOutWithinNoise(configs);
+  // 1: steps 8.5 against 8, 1 s faster for 1.5 s less in fixed costs; 2:
+  // steps 5, kept though 1 s dearer in fixed costs; 3: steps 6.5 against
+  // 2's 5; 4: steps 3.5, 1.5 s faster beyond 0.28 s of noise.
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(out[0].trial, 1);
+  EXPECT_EQ(out[0].kept, 0);
+  EXPECT_NEAR(out[0].margin_s, 2 * std::sqrt(0.02) + 1.5, 1e-9);
+  EXPECT_EQ(out[1].trial, 3);
+  EXPECT_EQ(out[1].kept, 2);
+  EXPECT_NEAR(out[1].margin_s, 2 * std::sqrt(0.02) + 2.0, 1e-9);
+}
+
+// Issue 41's tiny MLP on a device without declared memory: spill's step is
+// 1.8x single's, but its launch and checkpoints measured cheaper (0.40 s
+// against 0.38 s, 0.006 s against 0.014 s per checkpoint), so its whole
+// runtime came out shorter and the table kept it beside single. Those
+// differences are noise: single stays alone.
+TEST_F(Profiler, ASlowerStepIsNotMadeFasterByFixedCostsWithinNoise) {
+  Workload w = Load(
+      "  - name: mlp\n    model: {type: mlp, layers: 2, width: 8}\n"
+      "    data: {type: synthetic}\n    batch_size: 4\n    optimizer: {type: sgd, lr: 0.1}\n"
+      "    steps: 100\n",
+      1);
+  auto trial = [](const char* technique, double step_s, double launch_s, double checkpoint_s) {
+    Trial t;
+    t.technique = technique;
+    t.example_task = "mlp";
+    t.result.feasible = true;
+    t.result.step_s = step_s;
+    t.result.launch_s = launch_s;
+    t.result.checkpoint_s = checkpoint_s;
+    t.step_se_s = step_s / 100;
+    return t;
+  };
+  ProfileRun run;
+  // 100 steps, 11 checkpoint writes: single 0.01 + 0.38 + 0.154 = 0.544 s,
+  // spill 0.018 + 0.40 + 0.066 = 0.484 s.
+  run.trials = {trial("single", 0.0001, 0.38, 0.014), trial("spill", 0.00018, 0.40, 0.006)};
+  run.task_trials = {{0, 1}};
+  options_.checkpoint_every = 10;
+  auto rank = [](const WorkloadTask&, const std::string& technique) {
+    return technique == "single" ? 0 : 4;
+  };
+  BuildTable(w, options_, rank, run);
+  EXPECT_NE(run.table.Find("mlp", "single", 1), nullptr);
+  EXPECT_EQ(run.table.Find("mlp", "spill", 1), nullptr);
+  ASSERT_EQ(run.within_noise.size(), 1u);
+  EXPECT_EQ(run.within_noise[0].trial, 1);
+  EXPECT_EQ(run.within_noise[0].kept, 0);
+
+  // A step faster beyond its noise is a faster technique: spill stays.
+  ProfileRun faster;
+  faster.trials = {trial("single", 0.0001, 0.38, 0.014), trial("spill", 0.00005, 0.40, 0.006)};
+  faster.task_trials = {{0, 1}};
+  BuildTable(w, options_, rank, faster);
+  EXPECT_NE(faster.table.Find("mlp", "spill", 1), nullptr);
+  EXPECT_TRUE(faster.within_noise.empty());
+}
+
 TEST(StepStandardError, OfTheStepsTheEstimateKeeps) {
   EXPECT_NEAR(StepStandardError({1, 2, 3}), 1 / std::sqrt(3.0), 1e-12);
   // The stall StepEstimate leaves out is left out of its spread too.
