@@ -97,8 +97,9 @@ class CountingAllocator final : public c10::Allocator {
     int64_t limit = hard_limit_.load();
     if (limit > 0 && live > limit) {
       device_live_ -= bytes;
-      throw OutOfMemoryError("out of memory: allocating " + FormatBytes(bytes) + " with " +
-                             FormatBytes(live - bytes) + " in use passes the device's hard limit");
+      throw OutOfMemoryError("out of memory: needs more than " + FormatBytes(live) +
+                             " per device (allocating " + FormatBytes(bytes) + " with " +
+                             FormatBytes(live - bytes) + " in use passed the hard limit)");
     }
     int64_t peak = device_peak_.load();
     while (live > peak && !device_peak_.compare_exchange_weak(peak, live)) {

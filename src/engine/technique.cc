@@ -24,11 +24,11 @@ double Median(std::vector<double> values) {
   return values.size() % 2 == 1 ? values[mid] : 0.5 * (values[mid - 1] + values[mid]);
 }
 
-// "out of memory: rank 1 peaked at 3.10 GiB of 2.00 GiB"
+// "out of memory: needs 3.10 GiB per device, has 2.00 GiB (rank 1's peak)"
 std::string OverCapacityReason(const std::vector<int64_t>& peaks, int64_t capacity) {
   size_t worst = std::max_element(peaks.begin(), peaks.end()) - peaks.begin();
-  return "out of memory: rank " + std::to_string(worst) + " peaked at " +
-         FormatBytes(peaks[worst]) + " of " + FormatBytes(capacity);
+  return "out of memory: needs " + FormatBytes(peaks[worst]) + " per device, has " +
+         FormatBytes(capacity) + " (rank " + std::to_string(worst) + "'s peak)";
 }
 
 // One small collective per step: did any rank ask to stop, is any rank over
@@ -294,8 +294,8 @@ class SearchRun {
     std::optional<int64_t> needed = technique_.StaticBytesPerDevice(ctx_, knobs);
     if (capacity_ <= 0 || !needed || *needed <= capacity_) return false;
     Refuse(knobs,
-           "out of memory: parameters, gradients and optimizer state need " + FormatBytes(*needed) +
-               " per device of " + FormatBytes(capacity_),
+           "out of memory: needs " + FormatBytes(*needed) + " per device, has " +
+               FormatBytes(capacity_) + " (parameters, gradients and optimizer state alone)",
            *needed);
     return true;
   }
@@ -368,8 +368,8 @@ ExecuteResult Technique::Execute(TrainContext& ctx, const Knobs& knobs,
     double start = MonotonicSeconds();
     if (own) checkpoint = save_into(scratch, step);
     if (ctx.comm.Rank() == 0 && options.eval_data != nullptr) {
-      EvalResult r = Evaluate(ctx, *options.eval_data, options.eval_batches,
-                              CheckpointParams(checkpoint));
+      EvalResult r =
+          Evaluate(ctx, *options.eval_data, options.eval_batches, CheckpointParams(checkpoint));
       r.seconds = MonotonicSeconds() - start;
       if (options.on_eval) options.on_eval(step, r);
     }

@@ -137,7 +137,11 @@ struct Trial {
 // the task that is kept — fewer GPUs, or as many with a technique listed
 // before it — but by no more than the noise: twice the standard error of
 // the difference of their runtimes (steps x StepStandardError of each,
-// combined), about a 95% test. A technique is simpler than another when the
+// combined), about a 95% test, plus what it gains in fixed costs (start-up,
+// launch, checkpoints, evaluation: each measured once, so their spread is
+// noise too). So a configuration stays only if its steps, what the
+// technique changes, are faster beyond the noise as well as its whole
+// runtime. A technique is simpler than another when the
 // worker lists it first (single, ddp, fsdp, pipeline, spill, tp, tp-ddp, pipeline-tp, then
 // plug-ins); a command task's templates, in the order written. A planner
 // fed the table never picks the complex configuration for noise.
@@ -150,14 +154,16 @@ struct WithinNoise {
 
 // Which of one task's feasible configurations to leave out. Each entry:
 // the trial, its GPU count, its technique's rank (lower is simpler), its
-// runtime and that runtime's standard error. Returns {trial, kept trial,
-// margin} per configuration left out (`task` unset).
+// runtime, that runtime's standard error and the part of the runtime that
+// is not steps x step time. Returns {trial, kept trial, margin} per
+// configuration left out (`task` unset).
 struct Measured {
   int trial = 0;
   int gpus = 1;
   int rank = 0;
   double runtime_s = 0;
   double se_s = 0;
+  double fixed_s = 0;
 };
 std::vector<WithinNoise> LeaveOutWithinNoise(std::vector<Measured> configs);
 

@@ -56,8 +56,8 @@ void TaskLines(const WorkloadTask& task, size_t k, const ProfileRun& run, std::o
   for (int i : run.task_trials[k]) {
     const Trial& t = run.trials[i];
     if (!t.result.feasible) {
-      failures[t.result.reason].push_back(t.technique + " x" + std::to_string(t.gpus) +
-                                          (t.gpu_type.empty() ? "" : " on " + t.gpu_type));
+      failures[InfeasibleReason(t)].push_back(t.technique + " x" + std::to_string(t.gpus) +
+                                              (t.gpu_type.empty() ? "" : " on " + t.gpu_type));
     } else if (!left_out.count(i)) {
       double runtime = PlannedRuntime(task, t, run.checkpoint_every);
       Fastest& f = fastest[{t.gpu_type, t.gpus}];
