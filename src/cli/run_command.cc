@@ -8,6 +8,7 @@
 #include "common/format.h"
 #include "executor/run.h"
 #include "planner/registry.h"
+#include "report/phrases.h"
 
 namespace saturn {
 namespace {
@@ -30,18 +31,16 @@ int RunRun(const RunOptions& o) {
                s.planned_makespan_s > 0 ? s.makespan_s / s.planned_makespan_s : 0.0,
                s.plan_switches, s.run_dir.c_str());
   if (const nlohmann::json& cp = s.current_practice;
-      cp.is_object() && cp["speedup_measured"].is_number()) {
-    auto faster = [](double r) {
-      return r >= 1 ? FormatFixed(r, 2) + "x faster" : FormatFixed(1 / r, 2) + "x slower";
-    };
+      cp.is_object() && cp["speedup_measured"].is_number() && s.makespan_s > 0) {
+    SpeedupFigures f;
+    f.current_practice_s = cp["estimated_makespan_s"].get<double>();
+    f.run_s = s.makespan_s;
+    f.setup_s = s.profiling_s + s.planning_s;
+    f.planned_speedup = cp["speedup_planned"].get<double>();
     std::fprintf(stderr,
                  "current practice (each task on a whole node, one after another) would take "
-                 "~%s, estimated from the profile: this run was %s (%s counting profiling and "
-                 "planning; the plan promised %s)\n",
-                 FormatDuration(cp["estimated_makespan_s"].get<double>()).c_str(),
-                 faster(cp["speedup_measured"].get<double>()).c_str(),
-                 faster(cp["speedup_measured_with_profiling_and_planning"].get<double>()).c_str(),
-                 faster(cp["speedup_planned"].get<double>()).c_str());
+                 "~%s, estimated from the profile: %s\n",
+                 FormatDuration(f.current_practice_s).c_str(), SpeedupVerdict(f, false).c_str());
   }
   for (const nlohmann::json& b : s.best) {
     std::fprintf(stderr, "best of %s: %s, evaluation loss %s; model: %s/tasks/%s/model.pt\n",

@@ -8,13 +8,6 @@
 namespace saturn {
 namespace {
 
-// "optimizer.lr" -> "lr", "batch_size" -> "bs", others: the last component.
-std::string ShortKey(const std::string& path) {
-  std::string last = path.substr(path.rfind('.') + 1);
-  if (last == "batch_size") return "bs";
-  return last;
-}
-
 std::string NameValue(const YAML::Node& v) {
   std::string s = v.IsScalar() ? v.Scalar() : "x";
   for (char& c : s) {
@@ -37,6 +30,12 @@ void SetPath(YAML::Node node, const std::string& path, const YAML::Node& value) 
 }
 
 }  // namespace
+
+std::string SweepShortKey(const std::string& path) {
+  std::string last = path.substr(path.rfind('.') + 1);
+  if (last == "batch_size") return "bs";
+  return last;
+}
 
 std::vector<SweepAxis> ReadSweepAxes(const YamlFields& task) {
   std::vector<SweepAxis> axes;
@@ -108,7 +107,7 @@ SweepVariant MakeSweepVariant(const YAML::Node& task, const std::string& base_na
   v.node.remove("sweep");
   for (size_t a = 0; a < axes.size(); ++a) {
     SetPath(v.node, axes[a].path, axes[a].values[combo[a]]);
-    v.name += "-" + ShortKey(axes[a].path) + NameValue(axes[a].values[combo[a]]);
+    v.name += "-" + SweepShortKey(axes[a].path) + NameValue(axes[a].values[combo[a]]);
   }
   v.node["name"] = v.name;
   return v;

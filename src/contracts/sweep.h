@@ -35,6 +35,11 @@ long SweepSize(const std::vector<SweepAxis>& axes);
 // when there are no axes.
 std::vector<std::vector<size_t>> SweepCombinations(const std::vector<SweepAxis>& axes);
 
+// The key a variant's name gives a swept field: "optimizer.lr" -> "lr",
+// "batch_size" -> "bs", others their last component ("finetune.lora.rank"
+// -> "rank"). The report reads the swept fields back by it.
+std::string SweepShortKey(const std::string& path);
+
 struct SweepVariant {
   std::string name;  // base name, then "-<short key><value>" per axis
   YAML::Node node;   // the task with the values set and no `sweep:`

@@ -110,9 +110,30 @@ nlohmann::json WriteReport(RunContext& run, const RunSummary& summary) {
     t.steps_done = finished ? run.Steps(j) : r.checkpoint_step;
     t.losses = run.site.state->Losses(r.name);
     t.sweep = run.WorkloadTaskOf(j).sweep;
-    t.why = ran ? WhyThisOption(run.tasks.problem(), j, ran->option) : "";
+    if (ran) {
+      // The plan it ran under: the one followed last, else the first.
+      const Option& o = run.tasks.problem().tasks[j].options[ran->option];
+      auto runs_it = [&](const Plan& plan) {
+        return std::any_of(plan.tasks.begin(), plan.tasks.end(), [&](const PlanTask& e) {
+          return e.task == r.name && e.technique == o.technique && e.gpus == o.gpus;
+        });
+      };
+      const Plan* plan = runs_it(run.plan())          ? &run.plan()
+                         : runs_it(report.first_plan) ? &report.first_plan
+                                                      : nullptr;
+      t.why = WhyThisOption(run.tasks.problem(), j, ran->option, plan);
+    }
     report.tasks.push_back(std::move(t));
   }
+  // Each task's swept values, read back from the sweep's tasks.
+  std::vector<SweptTask> swept;
+  for (int j = 0; j < run.NumTasks(); ++j) {
+    const WorkloadTask& w = run.WorkloadTaskOf(j);
+    swept.push_back({w.name, w.sweep, w.spec});
+  }
+  std::vector<HyperParameters> hyperparameters = SweptValues(swept);
+  for (size_t j = 0; j < report.tasks.size(); ++j)
+    report.tasks[j].hyperparameters = std::move(hyperparameters[j]);
   report.events = run.site.state->Events();
   return WriteRunReport(report);
 }

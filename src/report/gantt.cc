@@ -210,9 +210,11 @@ std::string RenderGanttSvg(const GanttChart& chart) {
   const Layout at(chart);
   SvgWriter svg(Layout::kLeft + Layout::kPlotW + Layout::kRight, Layout::kTop + at.plot_h + 40);
   DrawFrame(svg, chart, at);
-  // Outlines (e.g. the plan) first, so filled bars (the run) sit on top, and
-  // the connectors of bars in parts over both.
-  for (bool outline : {true, false}) {
+  // Filled bars (the run) first, outlines (e.g. the first plan) over them:
+  // an outline is a dashed border with no fill, so both stay visible where
+  // they overlap (a task moved to other GPUs keeps its planned box in
+  // sight); the connectors of bars in parts over both.
+  for (bool outline : {false, true}) {
     for (const GanttBar& b : chart.bars) {
       if (b.outline_only == outline && at.node_index.count(b.node)) DrawBar(svg, chart, at, b);
     }

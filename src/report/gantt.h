@@ -4,7 +4,8 @@
 // A task on GPUs that are not next to each other (0, 1 and 7) is one task
 // drawn in parts: each part carries the label and a connector joins them.
 // Rows shrink as the cluster grows, so 100+ tasks on many nodes stay legible.
-// Outline-only bars draw a second timeline (e.g. planned under actual).
+// Outline-only bars draw a second timeline (e.g. the plan, dashed, over the
+// run's filled bars: drawn after them, so neither hides the other).
 // Times in tooltips read as the terminal prints them (FormatDuration).
 //
 //   GanttChart chart = GanttFromPlan(plan, cluster, "Saturn plan");
@@ -15,9 +16,9 @@
 #include <string>
 #include <vector>
 
-#include "report/svg.h"
 #include "contracts/cluster.h"
 #include "contracts/plan.h"
+#include "report/svg.h"
 
 namespace saturn {
 

@@ -6,8 +6,10 @@
 
 #include "common/format.h"
 #include "common/fs.h"
+#include "contracts/sweep.h"
 #include "report/gantt.h"
 #include "report/loss_charts.h"
+#include "report/phrases.h"
 #include "report/svg.h"
 
 namespace saturn {
@@ -143,7 +145,7 @@ std::string Faster(double ratio) {
 }
 
 // The report's sentence comparing the run with current practice, or "".
-std::string CurrentPracticeHtml(const json& cp) {
+std::string CurrentPracticeHtml(const RunReportInput& in, const json& cp) {
   if (cp.is_null()) return "";
   if (!cp["speedup_measured"].is_number()) {
     return "<p class=\"baseline\">Current practice (each task alone on a whole node, one after "
@@ -153,14 +155,15 @@ std::string CurrentPracticeHtml(const json& cp) {
            Faster(cp["speedup_planned"].get<double>()) +
            "); this run trained other tasks, so there is no measured speed-up.</p>\n";
   }
+  SpeedupFigures f;
+  f.current_practice_s = cp["estimated_makespan_s"].get<double>();
+  f.run_s = in.makespan_s;
+  f.setup_s = in.profiling_s + in.planning_s;
+  f.planned_speedup = cp["speedup_planned"].get<double>();
   return "<p class=\"baseline\">Current practice (each task alone on a whole node, one after "
          "another) would take about <b>" +
-         FormatDuration(cp["estimated_makespan_s"].get<double>()) +
-         "</b> (estimated from the same profile): this run was <b>" +
-         Faster(cp["speedup_measured"].get<double>()) + "</b> (" +
-         Faster(cp["speedup_measured_with_profiling_and_planning"].get<double>()) +
-         " counting profiling and planning; the plan promised " +
-         Faster(cp["speedup_planned"].get<double>()) + ").</p>\n";
+         FormatDuration(f.current_practice_s) +
+         "</b> (estimated from the same profile): " + SpeedupVerdict(f, true) + ".</p>\n";
 }
 
 // Each task's colour in every picture of the report, by its place among
@@ -260,14 +263,38 @@ std::string LossHtml(const RunReportInput& in, const Evals& evals,
   return "<h2>Loss curves</h2>\n<div class=\"curves\">\n" + LossChartsHtml(series) + "</div>\n";
 }
 
+// The hyper-parameters' columns: every swept field of any task, in the
+// order the tasks name them; headed by the short key the task names use
+// ("lr"), or the whole path where two fields share one.
+std::vector<std::pair<std::string, std::string>> HyperParameterColumns(const RunReportInput& in) {
+  std::vector<std::string> paths;
+  for (const RunReportTask& t : in.tasks) {
+    for (const auto& [path, value] : t.hyperparameters) {
+      if (std::find(paths.begin(), paths.end(), path) == paths.end()) paths.push_back(path);
+    }
+  }
+  std::map<std::string, int> uses;
+  for (const std::string& p : paths)
+    ++uses[SweepShortKey(p)];
+  std::vector<std::pair<std::string, std::string>> columns;  // path, header
+  for (const std::string& p : paths)
+    columns.push_back({p, uses[SweepShortKey(p)] > 1 ? p : SweepShortKey(p)});
+  return columns;
+}
+
 // The task table. A task that never started (cancelled or failed before its
 // first worker) ran nowhere: no technique, GPUs, node or times.
 std::string TableHtml(const RunReportInput& in, const Evals& evals,
                       const std::map<std::string, std::string>& best_of,
                       const std::map<std::string, TaskColor>& colors) {
   const bool types = NamesTypes(in.cluster);
+  const auto columns = HyperParameterColumns(in);
+  std::string hp_headers;
+  for (const auto& [path, header] : columns)
+    hp_headers += "<th title=\"" + XmlEscape(path) + "\">" + XmlEscape(header) + "</th>";
   std::string html =
-      "<h2>Tasks</h2>\n<table><tr><th>task</th><th>status</th><th>technique</th>"
+      "<h2>Tasks</h2>\n<table><tr><th>task</th>" + hp_headers +
+      "<th>status</th><th>technique</th>"
       "<th>GPUs</th><th>node</th>" +
       std::string(types ? "<th>GPU type</th>" : "") +
       "<th>why this configuration</th><th>start</th><th>end</th>"
@@ -281,10 +308,19 @@ std::string TableHtml(const RunReportInput& in, const Evals& evals,
     auto cell = [&](bool known, const std::string& text) {
       return "<td>" + (known ? text : none) + "</td>";
     };
+    std::string hp_cells;
+    for (const auto& [path, header] : columns) {
+      auto it = std::find_if(t.hyperparameters.begin(), t.hyperparameters.end(),
+                             [&](const auto& hp) { return hp.first == path; });
+      hp_cells += it == t.hyperparameters.end()
+                      ? cell(false, "")
+                      : "<td class=\"hp\">" + XmlEscape(HyperParameterText(it->second)) + "</td>";
+    }
     html += std::string("<tr") + (t.status == TaskStatus::kFailed ? " class=\"failed\"" : "") +
             "><td><span class=\"swatch\" style=\"background:" + colors.at(t.name).line +
-            "\"></span>" + XmlEscape(t.name) + "</td><td>" + std::string(ToString(t.status)) +
-            "</td>" + cell(ran && !t.technique.empty(), XmlEscape(t.technique)) +
+            "\"></span>" + XmlEscape(t.name) + "</td>" + hp_cells + "<td>" +
+            std::string(ToString(t.status)) + "</td>" +
+            cell(ran && !t.technique.empty(), XmlEscape(t.technique)) +
             cell(ran && t.gpus > 0, std::to_string(t.gpus)) +
             cell(ran && !t.node.empty(), XmlEscape(t.node)) +
             (types ? cell(ran && !TypeOf(in.cluster, t).empty(), XmlEscape(TypeOf(in.cluster, t)))
@@ -310,7 +346,8 @@ std::string ReportHtml(const RunReportInput& in, const Evals& evals, const json&
          "<style>body{font-family:Helvetica,Arial,sans-serif;margin:24px;color:#222}"
          "table{border-collapse:collapse}td,th{border:1px solid #ddd;padding:4px 8px;"
          "font-size:13px}th{background:#f4f4f4}.curves{display:flex;flex-wrap:wrap;gap:12px}"
-         ".failed{color:#b00}.none{color:#999}.no-loss{width:100%;color:#555;font-size:14px}."
+         ".failed{color:#b00}.hp{font-variant-numeric:tabular-nums}.none{color:#999}.no-loss{width:"
+         "100%;color:#555;font-size:14px}."
          "swatch{display:inline-block;width:10px;"
          "height:10px;border-radius:2px;margin-right:6px}</style></head><body>\n"
          "<h1>Saturn run report</h1>\n<p>Workload <code>" +
@@ -318,8 +355,8 @@ std::string ReportHtml(const RunReportInput& in, const Evals& evals, const json&
          "</b>, first plan " + FormatDuration(in.first_plan.makespan_s) + " (ratio " +
          FormatFixed(ratio, 3) + "), " + Plural(switches, "plan switch") + ", profiling " +
          FormatDuration(in.profiling_s) + ", planning " + FormatDuration(in.planning_s) +
-         ".</p>\n" + CurrentPracticeHtml(CurrentPractice(in)) + GanttsHtml(in, switches, colors) +
-         BestHtml(best) + LossHtml(in, evals, best_of, colors) +
+         ".</p>\n" + CurrentPracticeHtml(in, CurrentPractice(in)) +
+         GanttsHtml(in, switches, colors) + BestHtml(best) + LossHtml(in, evals, best_of, colors) +
          TableHtml(in, evals, best_of, colors) + "</body></html>\n";
 }
 
@@ -382,6 +419,10 @@ json WriteRunReport(const RunReportInput& in) {
       report["tasks"].back()["final_eval_accuracy"] = final_eval->accuracy;
     }
     if (NamesTypes(in.cluster)) report["tasks"].back()["gpu_type"] = TypeOf(in.cluster, t);
+    json hyperparameters = json::object();
+    for (const auto& [path, value] : t.hyperparameters)
+      hyperparameters[path] = value;
+    report["tasks"].back()["hyperparameters"] = std::move(hyperparameters);
   }
   report["best"] = best;
   WriteFileAtomic(in.run_dir + "/report.json", report.dump(2) + "\n");

@@ -1,7 +1,8 @@
 // The report of a run, written into its run directory when it ends:
 // report.json (per task: configuration, start, end, steps, final loss,
 // attempts and any error; makespan planned vs actual; plan switches) and
-// report.html (Gantt of the planned timeline under the actual one, the loss
+// report.html (Gantt of the actual timeline with the first plan's dashed
+// over it, the loss
 // curves with a chart per sweep (loss_charts.h), and the task table; each
 // task in one colour throughout).
 //
@@ -26,6 +27,7 @@
 #include "contracts/events.h"
 #include "contracts/plan.h"
 #include "contracts/task_view.h"
+#include "report/hyperparameters.h"
 
 namespace saturn {
 
@@ -37,6 +39,9 @@ struct RunReportTask : TaskState {
   // The name the task was written under: the tasks of one sweep share it
   // (the report names the best of each by final evaluation loss).
   std::string sweep;
+  // The values its sweep varied (report/hyperparameters.h, SweptValues):
+  // report.json's "hyperparameters" and a column each in the task table.
+  HyperParameters hyperparameters;
   // Why it got its configuration, in a few words (planner/explain.h); "" if
   // it never ran.
   std::string why;

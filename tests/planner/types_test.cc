@@ -1,6 +1,7 @@
 // Mixed GPU types: options run only on nodes of their type, every solver and
 // the validator know it, the lower bound sees types, and the baselines of a
 // mixed cluster (gavel, type-blind) plan validly.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -144,18 +145,92 @@ TEST(Types, TypeBlindPlansOnTheMedianTypeAndPaysOnTheRealOnes) {
   EXPECT_LT(aware.plan.makespan_s, blind.plan.makespan_s);
 }
 
+PlanTask At(std::string task, std::string technique, int gpus, std::string node, double start,
+            double end) {
+  PlanTask t;
+  t.task = std::move(task);
+  t.technique = std::move(technique);
+  t.gpus = gpus;
+  t.node = std::move(node);
+  t.start_s = start;
+  t.end_s = end;
+  return t;
+}
+
+Plan PlanOf(std::vector<PlanTask> tasks) {
+  Plan plan;
+  plan.tasks = std::move(tasks);
+  for (const PlanTask& t : plan.tasks)
+    plan.makespan_s = std::max(plan.makespan_s, t.end_s);
+  return plan;
+}
+
+// The reason varies with what the planner knew: the fastest, the only
+// one, or what the faster configuration would have done in the plan.
 TEST(Explain, SaysWhyATaskGotItsConfiguration) {
-  Problem p = testing::MakeProblem(
-      {4}, {{"a", {{"single", 1, 100}, {"ddp", 4, 30}}}, {"b", {{"spill", 1, 500}}}});
-  EXPECT_EQ(WhyThisOption(p, 0, 1), "its fastest configuration");
+  Problem p = testing::MakeProblem({4}, {{"a", {{"single", 1, 100}, {"ddp", 4, 30}}},
+                                         {"b", {{"single", 1, 100}, {"ddp", 4, 120}}},
+                                         {"c", {{"spill", 1, 500}}}});
+  EXPECT_EQ(WhyThisOption(p, 0, 1), "fastest configuration");
+  EXPECT_EQ(WhyThisOption(p, 1, 0), "fastest configuration");
+  EXPECT_EQ(WhyThisOption(p, 2, 0), "only configuration that fits these devices");
+  // Without the plan: what it gives up.
   EXPECT_EQ(WhyThisOption(p, 0, 0),
-            "fewer GPUs: ddp x4 would be 3.33x faster on 4.0x the GPUs; the plan runs tasks side "
-            "by side");
-  EXPECT_EQ(WhyThisOption(p, 1, 0), "the only configuration that runs on these devices");
-  Problem mixed = SlowAndFast();
-  EXPECT_EQ(WhyThisOption(mixed, 0, 0),
-            "another GPU type: single x1 on fast would be 10.00x faster; those GPUs are taken by "
-            "other tasks");
+            "fewer GPUs than its fastest (ddp x4 would be 3.33x faster on 4.0x the GPUs): the "
+            "plan runs tasks side by side");
+  // In the plan, ddp x4 would wait for c's GPU until 8m20s.
+  Plan plan = PlanOf({At("a", "single", 1, "node0", 0, 100), At("b", "single", 1, "node0", 0, 100),
+                      At("c", "spill", 1, "node0", 0, 500)});
+  EXPECT_EQ(WhyThisOption(p, 0, 0, &plan),
+            "fewer GPUs than its fastest (ddp x4 would end later, at 8m50s instead of 1m40s: "
+            "other tasks need the devices)");
+  EXPECT_EQ(WhyThisOption(p, 2, 0, &plan), "only configuration that fits these devices");
+  // A plan that runs the task otherwise says nothing about this option.
+  Plan elsewhere = PlanOf({At("a", "ddp", 4, "node0", 0, 30)});
+  EXPECT_THAT(WhyThisOption(p, 0, 0, &elsewhere),
+              ::testing::HasSubstr("the plan runs tasks side by side"));
+  // A running task the re-plan keeps where it is.
+  Problem kept = p;
+  kept.tasks[0].options[0].starts_now = true;
+  EXPECT_EQ(WhyThisOption(kept, 0, 0), "kept running where it was");
+}
+
+TEST(Explain, AFasterConfigurationThatWouldNotWaitSaysWhetherTheTaskSetsTheEnd) {
+  Problem p = testing::MakeProblem(
+      {4}, {{"a", {{"single", 1, 100}, {"ddp", 2, 60}}}, {"c", {{"spill", 1, 500}}}});
+  // ddp x2 fits beside c and ends sooner, but c sets the plan's end.
+  Plan beside =
+      PlanOf({At("a", "single", 1, "node0", 0, 100), At("c", "spill", 1, "node0", 0, 500)});
+  EXPECT_EQ(WhyThisOption(p, 0, 0, &beside),
+            "fewer GPUs than its fastest (ddp x2 would be 1.67x faster; this task does not set "
+            "the plan's end, so either serves)");
+  // Alone, the task sets the end: a shorter plan the solver did not find.
+  Plan alone = PlanOf({At("a", "single", 1, "node0", 0, 100)});
+  EXPECT_EQ(WhyThisOption(p, 0, 0, &alone),
+            "fewer GPUs than its fastest (ddp x2 could end at 1m00s instead of 1m40s, which the "
+            "solver did not find)");
+}
+
+TEST(Explain, AnotherGpuTypeWhileTheFasterOneIsBusy) {
+  Problem p;
+  p.types = {"slow", "fast"};
+  p.nodes = {{"s", 1, 0}, {"f", 1, 1}};
+  auto single_on = [](int type, double runtime_s) {
+    Option o;
+    o.technique = "single";
+    o.runtime_s = runtime_s;
+    o.type = type;
+    return o;
+  };
+  p.tasks = {{"x", {single_on(0, 10.0), single_on(1, 4.0)}}, {"y", {single_on(1, 8.0)}}};
+  EXPECT_EQ(WhyThisOption(p, 0, 0),
+            "not its fastest GPU type (single x1 on fast would be 2.50x faster): it fits the plan "
+            "better");
+  Plan plan = PlanOf({At("x", "single", 1, "s", 0, 10), At("y", "single", 1, "f", 0, 8)});
+  EXPECT_EQ(WhyThisOption(p, 0, 0, &plan),
+            "not its fastest GPU type (single x1 on fast would end later, at 12.0s instead of "
+            "10.0s: other tasks hold those GPUs)");
+  EXPECT_EQ(WhyThisOption(p, 0, 1), "fastest configuration");
 }
 
 }  // namespace

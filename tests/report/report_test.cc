@@ -13,6 +13,7 @@
 #include "common/format.h"
 #include "common/fs.h"
 #include "report/gantt.h"
+#include "report/hyperparameters.h"
 #include "report/loss_charts.h"
 #include "report/phrases.h"
 #include "report/run_report.h"
@@ -599,6 +600,151 @@ TEST(Phrases, ThePlansEndOncePastSaysItRunsLate) {
             "plan ends ~now (estimate 6.5s, running 3.6s late; first plan 6.5s)");
   EXPECT_EQ(PlanEndsClause(200, 130, 120),
             "plan ends ~now (estimate 2m10s, running 1m10s late; first plan 2m00s)");
+}
+
+// A dashed first-plan box is drawn after (over) the filled bars, so a task
+// the run moved to other GPUs never hides its planned box.
+TEST(Gantt, PlannedOutlinesAreDrawnOverTheFilledBars) {
+  GanttChart chart = GanttFromPlan(TwoTaskPlan(), TwoNodes(), "overlay");
+  GanttBar planned = chart.bars[0];
+  planned.outline_only = true;
+  planned.detail = "planned gpt";
+  // The outline comes first in the chart's bars, as the report adds it last
+  // or first: either way it is drawn over the fill.
+  chart.bars.insert(chart.bars.begin(), planned);
+  std::string svg = RenderGanttSvg(chart);
+  size_t outline = svg.find("<title>planned gpt</title>");
+  size_t fill = svg.find("<title>gpt: fsdp on 3 GPU(s) of n0");
+  ASSERT_NE(outline, std::string::npos);
+  ASSERT_NE(fill, std::string::npos);
+  EXPECT_GT(outline, fill) << "the outline is drawn before the fill, under it";
+  EXPECT_GT(outline, svg.find("<title>vit: ddp on 2 GPU(s) of n1"));
+}
+
+// A sweep's hyper-parameters are read back from its tasks: the fields whose
+// values differ and that the names say were swept, in the names' order;
+// values that only follow from them (steps from epochs, LoRA's alpha from
+// its rank) are not hyper-parameters.
+TEST(HyperParameters, TheValuesEachTaskOfASweepWasGiven) {
+  auto spec = [](double lr, int seed, int rank, long steps) {
+    return nlohmann::json{{"name", "x"},
+                          {"model", {{"type", "gpt"}, {"layers", 2}}},
+                          {"optimizer", {{"type", "adamw"}, {"lr", lr}}},
+                          {"finetune", {{"lora", {{"rank", rank}, {"alpha", rank}}}}},
+                          {"seed", seed},
+                          {"steps", steps}};
+  };
+  std::vector<SweptTask> tasks = {
+      {"gpt-lr1e-3-seed1", "gpt", spec(1e-3, 1, 8, 100)},
+      {"gpt-lr1e-3-seed2", "gpt", spec(1e-3, 2, 8, 100)},
+      {"gpt-lr3e-4-seed1", "gpt", spec(3e-4, 1, 8, 100)},
+      {"gpt-lr3e-4-seed2", "gpt", spec(3e-4, 2, 8, 100)},
+      {"lora-rank4", "lora", spec(1e-3, 0, 4, 50)},
+      {"lora-rank8", "lora", spec(1e-3, 0, 8, 60)},
+      {"alone", "alone", spec(1e-3, 0, 8, 100)},
+  };
+  std::vector<HyperParameters> hp = SweptValues(tasks);
+  ASSERT_EQ(hp.size(), tasks.size());
+  EXPECT_EQ(hp[0], (HyperParameters{{"optimizer.lr", 1e-3}, {"seed", 1}}));
+  EXPECT_EQ(hp[3], (HyperParameters{{"optimizer.lr", 3e-4}, {"seed", 2}}));
+  EXPECT_EQ(hp[4], (HyperParameters{{"finetune.lora.rank", 4}}));  // not alpha, not steps
+  EXPECT_EQ(hp[5], (HyperParameters{{"finetune.lora.rank", 8}}));
+  EXPECT_TRUE(hp[6].empty());
+  EXPECT_EQ(HyperParameterText("bf16"), "bf16");
+  EXPECT_EQ(HyperParameterText(0.001), "0.001");
+}
+
+// The report answers "which hyper-parameters did best": report.json's
+// tasks carry them, and the task table has a column per swept field.
+TEST_F(RunReport, ASweepsHyperParametersAreColumnsOfTheTaskTable) {
+  in_.tasks.clear();
+  in_.first_plan.tasks.clear();
+  in_.events.clear();
+  for (double lr : {1e-3, 3e-4}) {
+    for (int seed : {1, 2}) {
+      RunReportTask t = Task("gpt-lr" + FormatNumber(lr) + "-seed" + std::to_string(seed),
+                             "finished", "ddp", 1, "n0", 100, 100);
+      t.sweep = "gpt";
+      t.hyperparameters = {{"optimizer.lr", lr}, {"seed", seed}};
+      in_.tasks.push_back(t);
+    }
+  }
+  RunReportTask alone = Task("vit", "finished", "ddp", 2, "n1", 50, 50);
+  in_.tasks.push_back(alone);
+  nlohmann::json r = WriteRunReport(in_);
+  EXPECT_EQ(r["tasks"][0]["hyperparameters"],
+            (nlohmann::json{{"optimizer.lr", 1e-3}, {"seed", 1}}));
+  EXPECT_EQ(r["tasks"][3]["hyperparameters"],
+            (nlohmann::json{{"optimizer.lr", 3e-4}, {"seed", 2}}));
+  EXPECT_EQ(r["tasks"][4]["hyperparameters"], nlohmann::json::object());
+  std::string html = ReadFile(in_.run_dir + "/report.html");
+  EXPECT_THAT(html, HasSubstr("<tr><th>task</th><th title=\"optimizer.lr\">lr</th><th "
+                              "title=\"seed\">seed</th><th>status</th>"));
+  auto row = [&](const std::string& task) {
+    std::string r = html.substr(html.find("</span>" + task + "</td>"));
+    return r.substr(0, r.find("</tr>"));
+  };
+  EXPECT_THAT(row(in_.tasks[0].name),
+              HasSubstr("<td class=\"hp\">0.001</td><td class=\"hp\">1</td><td>finished"));
+  EXPECT_THAT(row(in_.tasks[1].name),
+              HasSubstr("<td class=\"hp\">0.001</td><td class=\"hp\">2</td><td>finished"));
+  EXPECT_THAT(row(in_.tasks[2].name),
+              HasSubstr("<td class=\"hp\">0.0003</td><td class=\"hp\">1</td><td>finished"));
+  EXPECT_THAT(row(in_.tasks[3].name),
+              HasSubstr("<td class=\"hp\">0.0003</td><td class=\"hp\">2</td><td>finished"));
+  // A task of no sweep has none.
+  const std::string none = "<td><span class=\"none\">–</span></td>";
+  EXPECT_EQ(row("vit").find("</span>vit</td>" + none + none + "<td>finished</td>"), 0u);
+}
+
+// The headline against current practice: the measured figures where the
+// run paid off; where profiling cost more than training saved, that said
+// plainly with the unfavourable figure and when profiling pays off.
+TEST(Phrases, TheSpeedUpSaysWhenProfilingCostMoreThanItSaved) {
+  SpeedupFigures won;
+  won.current_practice_s = 104;
+  won.run_s = 59.4;
+  won.setup_s = 20;
+  won.planned_speedup = 2.24;
+  EXPECT_EQ(SpeedupVerdict(won, false),
+            "this run was 1.75x faster (1.31x faster counting profiling and planning; the plan "
+            "promised 2.24x faster)");
+  EXPECT_EQ(SpeedupVerdict(won, true),
+            "this run was <b>1.75&times; faster</b> (1.31&times; faster counting profiling and "
+            "planning; the plan promised 2.24&times; faster)");
+  SpeedupFigures lost;
+  lost.current_practice_s = 58;
+  lost.run_s = 50;
+  lost.setup_s = 52;
+  lost.planned_speedup = 1.3;
+  EXPECT_EQ(SpeedupVerdict(lost, false),
+            "training was 1.16x faster, but counting profiling and planning (52.0s) this run took "
+            "1.76x as long as current practice (1m42s against 58.0s): profiling cost more than "
+            "the plan saved. It pays off when the profile cache holds the trials (a re-run of "
+            "these tasks profiles almost nothing) and for longer training (profiling does not "
+            "grow with steps: from about 6.5x this run's steps); the plan promised 1.30x faster");
+  EXPECT_THAT(SpeedupVerdict(lost, true),
+              HasSubstr("this run took <b>1.76&times; as long as current practice</b>"));
+  SpeedupFigures slower;
+  slower.current_practice_s = 100;
+  slower.run_s = 110;
+  slower.setup_s = 40;
+  slower.planned_speedup = 1.2;
+  EXPECT_EQ(SpeedupVerdict(slower, false),
+            "this run was 1.10x slower than that estimate, 1.50x slower counting profiling and "
+            "planning (the plan promised 1.20x faster)");
+}
+
+// The report's headline uses it.
+TEST_F(RunReport, TheHeadlineSaysWhenProfilingDidNotPayOff) {
+  in_.tasks[1].status = TaskStatus::kFinished;
+  in_.first_plan.extra["baselines"] = {{"current-practice", {{"makespan_s", 400.0}}}};
+  in_.profiling_s = 100;
+  WriteRunReport(in_);
+  EXPECT_THAT(ReadFile(in_.run_dir + "/report.html"),
+              HasSubstr("(estimated from the same profile): training was 1.11&times; faster, but "
+                        "counting profiling and planning (1m43s) this run took <b>1.16&times; as "
+                        "long as current practice</b>"));
 }
 
 }  // namespace
