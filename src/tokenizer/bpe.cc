@@ -1,7 +1,6 @@
 #include "tokenizer/bpe.h"
 
 #include <algorithm>
-#include <queue>
 
 #include "common/error.h"
 #include "common/json_text.h"
@@ -145,7 +144,14 @@ Bpe::Bpe(const nlohmann::json& model, std::string_view file) {
   if (merges == model.end() || !merges->is_array()) {
     throw InputError(file, 0, "model.merges", "expected an array of merges");
   }
-  merges_.reserve(merges->size());
+  // A table at most half full.
+  size_t slots = 16;
+  merge_shift_ = 60;
+  while (slots < 2 * merges->size()) {
+    slots *= 2;
+    --merge_shift_;
+  }
+  merges_.assign(slots, MergeSlot{});
   uint32_t rank = 0;
   for (const nlohmann::json& m : *merges) {
     std::string field = "model.merges[" + std::to_string(rank) + "]";
@@ -175,7 +181,7 @@ Bpe::Bpe(const nlohmann::json& model, std::string_view file) {
                        "the merged token " + Quote(left + right) + " is not in model.vocab");
     }
     // A pair listed twice keeps its last rank, as in Hugging Face's reader.
-    merges_[uint64_t{a->second} << 32 | b->second] = Merge{rank, ab->second};
+    PutMerge(uint64_t{a->second} << 32 | b->second, Merge{rank, ab->second});
     ++rank;
   }
 }
@@ -186,9 +192,30 @@ std::optional<uint32_t> Bpe::TokenId(std::string_view token) const {
   return it->second;
 }
 
+namespace {
+size_t MergeIndex(uint64_t key, int shift) {
+  return static_cast<size_t>((key * 0x9e3779b97f4a7c15ULL) >> shift);
+}
+}  // namespace
+
+void Bpe::PutMerge(uint64_t key, Merge merge) {
+  size_t mask = merges_.size() - 1;
+  for (size_t i = MergeIndex(key, merge_shift_);; i = (i + 1) & mask) {
+    if (merges_[i].key == kEmptyKey || merges_[i].key == key) {
+      merges_[i] = {key, merge};
+      return;
+    }
+  }
+}
+
 const Bpe::Merge* Bpe::FindMerge(uint32_t left, uint32_t right) const {
-  auto it = merges_.find(uint64_t{left} << 32 | right);
-  return it == merges_.end() ? nullptr : &it->second;
+  uint64_t key = uint64_t{left} << 32 | right;
+  size_t mask = merges_.size() - 1;
+  for (size_t i = MergeIndex(key, merge_shift_);; i = (i + 1) & mask) {
+    const MergeSlot& slot = merges_[i];
+    if (slot.key == key) return &slot.merge;
+    if (slot.key == kEmptyKey) return nullptr;
+  }
 }
 
 void Bpe::AddSymbols(std::string_view word, bool byte_level, std::vector<Symbol>* symbols) const {
@@ -264,16 +291,21 @@ void Bpe::MergeAll(std::vector<Symbol>* symbols) const {
     }
   };
   std::vector<Symbol>& s = *symbols;
-  std::vector<Candidate> storage;
-  storage.reserve(s.size());
-  std::priority_queue<Candidate> queue(std::less<Candidate>(), std::move(storage));
+  // A heap on a vector kept between calls (no allocation per word).
+  thread_local std::vector<Candidate> queue;
+  queue.clear();
+  auto push = [](const Candidate& c) {
+    queue.push_back(c);
+    std::push_heap(queue.begin(), queue.end());
+  };
   for (size_t i = 0; i + 1 < s.size(); ++i) {
     if (const Merge* m = FindMerge(s[i].id, s[i + 1].id))
-      queue.push({m->rank, static_cast<int32_t>(i), m->id});
+      push({m->rank, static_cast<int32_t>(i), m->id});
   }
   while (!queue.empty()) {
-    Candidate top = queue.top();
-    queue.pop();
+    std::pop_heap(queue.begin(), queue.end());
+    Candidate top = queue.back();
+    queue.pop_back();
     Symbol& left = s[top.pos];
     if (left.len == 0 || left.next == -1) continue;
     int32_t next_pos = left.next;
@@ -287,11 +319,10 @@ void Bpe::MergeAll(std::vector<Symbol>* symbols) const {
     if (right.next != -1) s[right.next].prev = top.pos;
     if (left.prev != -1) {
       if (const Merge* pm = FindMerge(s[left.prev].id, left.id))
-        queue.push({pm->rank, left.prev, pm->id});
+        push({pm->rank, left.prev, pm->id});
     }
     if (left.next != -1) {
-      if (const Merge* nm = FindMerge(left.id, s[left.next].id))
-        queue.push({nm->rank, top.pos, nm->id});
+      if (const Merge* nm = FindMerge(left.id, s[left.next].id)) push({nm->rank, top.pos, nm->id});
     }
   }
 }

@@ -63,7 +63,17 @@ class Bpe {
   std::array<uint32_t, 256> byte_ids_{};
   std::array<uint32_t, 256> fallback_ids_{};  // <0xNN>, kNone if absent
   bool has_all_fallback_ = false;
-  std::unordered_map<uint64_t, Merge> merges_;
+  // Merges by (left id << 32 | right id): open addressing, linear probing,
+  // a power-of-two table (one cache line per lookup, as a word's merges are
+  // looked up many times).
+  struct MergeSlot {
+    uint64_t key = kEmptyKey;
+    Merge merge{};
+  };
+  static constexpr uint64_t kEmptyKey = UINT64_MAX;
+  void PutMerge(uint64_t key, Merge merge);
+  std::vector<MergeSlot> merges_;
+  int merge_shift_ = 64;
   std::optional<uint32_t> unk_;
   bool byte_fallback_ = false, fuse_unk_ = false, ignore_merges_ = false;
   uint32_t id_bound_ = 0;

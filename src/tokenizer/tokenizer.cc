@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstring>
 #include <deque>
 #include <filesystem>
 
@@ -378,25 +379,56 @@ std::string Tokenizer::Kind() const {
 
 // ---- Encoder ----
 
-struct Encoder::State {
-  // Ids of recently seen words (raw or normalized text): a flat pool, reset
-  // when it grows past its bounds.
-  struct Entry {
-    uint32_t offset, count;
+// Ids of recently seen words: a direct-mapped table of short words with
+// their ids inline (a word's slot is its hash's; a new word evicts the old
+// one), so a frequent word costs one hash and one cache line, and nothing is
+// allocated.
+class WordCache {
+ public:
+  static constexpr size_t kMaxWord = 26;  // bytes
+  static constexpr size_t kMaxIds = 8;
+
+  WordCache() : slots_(kSlots) {}
+
+  // Appends the word's ids and returns true if it is cached.
+  bool Find(std::string_view word, uint64_t hash, std::vector<uint32_t>* ids) const {
+    const Slot& s = slots_[hash & (kSlots - 1)];
+    if (s.check != static_cast<uint32_t>(hash >> 32) || s.length != word.size() ||
+        std::memcmp(s.key, word.data(), word.size()) != 0) {
+      return false;
+    }
+    ids->insert(ids->end(), s.ids, s.ids + s.count);
+    return true;
+  }
+  void Put(std::string_view word, uint64_t hash, const uint32_t* ids, size_t count) {
+    if (word.size() > kMaxWord || count > kMaxIds) return;
+    Slot& s = slots_[hash & (kSlots - 1)];
+    s.check = static_cast<uint32_t>(hash >> 32);
+    s.length = static_cast<uint8_t>(word.size());
+    s.count = static_cast<uint8_t>(count);
+    std::memcpy(s.key, word.data(), word.size());
+    std::memcpy(s.ids, ids, count * sizeof(uint32_t));
+  }
+
+ private:
+  static constexpr size_t kSlots = size_t{1} << 16;
+  struct Slot {
+    uint32_t check = 0;
+    uint8_t length = 0xff, count = 0;  // length 0xff: empty
+    char key[kMaxWord];
+    uint32_t ids[kMaxIds];
   };
-  std::unordered_map<std::string, Entry, StringHash, std::equal_to<>> cache;
-  std::vector<uint32_t> pool;
+  static_assert(sizeof(Slot) == 64);
+  std::vector<Slot> slots_;
+};
+
+struct Encoder::State {
+  WordCache cache;
   std::vector<Section> sections, subsections;
   std::vector<Piece> pieces;
   std::deque<std::string> store;
   std::string normalized;
 };
-
-namespace {
-constexpr size_t kMaxCachedWord = 128;             // bytes
-constexpr size_t kMaxCacheEntries = 1 << 19;       // words
-constexpr size_t kMaxCachePool = size_t{1} << 24;  // ids
-}  // namespace
 
 Encoder::Encoder(const Tokenizer& tokenizer)
     : impl_(tokenizer.impl_), state_(std::make_unique<State>()) {}
@@ -414,26 +446,15 @@ void Encoder::Encode(std::string_view text, std::vector<uint32_t>* ids) {
     s.pieces.push_back({piece, at_start});
     if (t.pre_tokenizer) t.pre_tokenizer->Apply(&s.pieces, &s.store);
     for (const Piece& p : s.pieces) {
-      if (p.text.size() > kMaxCachedWord) {
+      if (p.text.size() > WordCache::kMaxWord) {
         t.bpe->EncodeWord(p.text, byte_level, ids);
         continue;
       }
-      auto it = s.cache.find(p.text);
-      if (it != s.cache.end()) {
-        ids->insert(ids->end(), s.pool.begin() + it->second.offset,
-                    s.pool.begin() + it->second.offset + it->second.count);
-        continue;
-      }
+      uint64_t hash = std::hash<std::string_view>{}(p.text);
+      if (s.cache.Find(p.text, hash, ids)) continue;
       size_t before = ids->size();
       t.bpe->EncodeWord(p.text, byte_level, ids);
-      if (s.cache.size() >= kMaxCacheEntries || s.pool.size() >= kMaxCachePool) {
-        s.cache.clear();
-        s.pool.clear();
-      }
-      State::Entry e{static_cast<uint32_t>(s.pool.size()),
-                     static_cast<uint32_t>(ids->size() - before)};
-      s.pool.insert(s.pool.end(), ids->begin() + static_cast<long>(before), ids->end());
-      s.cache.emplace(std::string(p.text), e);
+      s.cache.Put(p.text, hash, ids->data() + before, ids->size() - before);
     }
   };
 
