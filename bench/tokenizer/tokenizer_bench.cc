@@ -4,6 +4,7 @@
 // TokenizeFiles (JSON Lines read, ids written). Target: >= 5 MB/s a thread.
 //
 //   tokenizer_bench [--tokenizer DIR] [--mb 64] [--threads N]
+//   tokenizer_bench --mb 64 --write-jsonl docs.jsonl   # the text alone, for `saturn tokenize`
 //
 // DIR is a model's folder with tokenizer.json (default: Llama 3's, which
 // the reference test rebuilds from npm's llama3-tokenizer-js in
@@ -174,18 +175,30 @@ int main(int argc, char** argv) {
   std::string dir = std::string(SATURN_BINARY_DIR) + "/tests/tokenizer/reference/cases/llama3-real";
   double mb = 64;
   int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  std::string write_jsonl;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--tokenizer" && i + 1 < argc) {
       dir = argv[++i];
     } else if (a == "--mb" && i + 1 < argc) {
       mb = std::atof(argv[++i]);
+    } else if (a == "--write-jsonl" && i + 1 < argc) {
+      write_jsonl = argv[++i];
     } else if (a == "--threads" && i + 1 < argc) {
       threads = std::max(1, std::atoi(argv[++i]));
     } else {
-      std::fprintf(stderr, "usage: tokenizer_bench [--tokenizer DIR] [--mb 64] [--threads N]\n");
+      std::fprintf(stderr,
+                   "usage: tokenizer_bench [--tokenizer DIR] [--mb 64] [--threads N] "
+                   "[--write-jsonl FILE]\n");
       return 2;
     }
+  }
+  if (!write_jsonl.empty()) {
+    std::string jsonl;
+    for (const std::string& d : GenerateDocuments(static_cast<size_t>(mb * 1e6), 1))
+      jsonl += nlohmann::json({{"text", d}}).dump() + "\n";
+    saturn::WriteFileAtomic(write_jsonl, jsonl);
+    return 0;
   }
   if (!std::filesystem::exists(dir + "/tokenizer.json")) {
     std::fprintf(

@@ -46,17 +46,16 @@ int RunTokenize(const TokenizeCommandOptions& o) {
   if (!o.eos.empty()) options.eos = o.eos;
   tokenizer::TokenizeResult r = tokenizer::TokenizeFiles(t, options);
   double mb = static_cast<double>(r.bytes) / 1e6;
+  std::string skipped =
+      r.empty > 0 ? " (" + Plural(static_cast<long>(r.empty), "empty document") + " skipped)" : "";
   std::printf(
-      "%s: %s, %s tokens (%s ids%s, vocabulary %s; %s%s) from %s MB of text in %s (%s MB/s, %s)\n",
-      o.output.c_str(), Plural(static_cast<long>(r.documents), "document").c_str(),
-      Grouped(r.tokens).c_str(), r.id_bytes == 2 ? "uint16" : "uint32",
-      r.header ? " after a header" : "", Grouped(r.vocab).c_str(), t.Kind().c_str(),
-      r.empty > 0
-          ? (", " + Plural(static_cast<long>(r.empty), "empty document") + " skipped").c_str()
-          : "",
-      FormatFixed(mb, mb < 10 ? 2 : 1).c_str(), FormatDuration(r.seconds).c_str(),
+      "%s: %s%s, %s tokens from %s bytes of text in %s (%s MB/s, %s); %s ids%s, "
+      "vocabulary %s, %s\n",
+      o.output.c_str(), Plural(static_cast<long>(r.documents), "document").c_str(), skipped.c_str(),
+      Grouped(r.tokens).c_str(), Grouped(r.bytes).c_str(), FormatDuration(r.seconds).c_str(),
       FormatFixed(r.seconds > 0 ? mb / r.seconds : 0, 1).c_str(),
-      Plural(r.threads, "thread").c_str());
+      Plural(r.threads, "thread").c_str(), r.id_bytes == 2 ? "uint16" : "uint32",
+      r.header ? " after a header" : "", Grouped(r.vocab).c_str(), t.Kind().c_str());
   return 0;
 }
 

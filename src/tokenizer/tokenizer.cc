@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cstring>
 #include <deque>
 #include <filesystem>
@@ -345,7 +346,7 @@ Tokenizer Tokenizer::Parse(std::string_view tokenizer_json, const std::string& f
 
 std::vector<uint32_t> Tokenizer::Encode(std::string_view text) const {
   std::vector<uint32_t> ids;
-  Encoder(*this).Encode(text, &ids);
+  Encoder(*this, 256).Encode(text, &ids);
   return ids;
 }
 
@@ -388,11 +389,12 @@ class WordCache {
   static constexpr size_t kMaxWord = 26;  // bytes
   static constexpr size_t kMaxIds = 8;
 
-  WordCache() : slots_(kSlots) {}
+  // `slots`: a power of two.
+  explicit WordCache(size_t slots) : slots_(slots), mask_(slots - 1) {}
 
   // Appends the word's ids and returns true if it is cached.
   bool Find(std::string_view word, uint64_t hash, std::vector<uint32_t>* ids) const {
-    const Slot& s = slots_[hash & (kSlots - 1)];
+    const Slot& s = slots_[hash & mask_];
     if (s.check != static_cast<uint32_t>(hash >> 32) || s.length != word.size() ||
         std::memcmp(s.key, word.data(), word.size()) != 0) {
       return false;
@@ -402,7 +404,7 @@ class WordCache {
   }
   void Put(std::string_view word, uint64_t hash, const uint32_t* ids, size_t count) {
     if (word.size() > kMaxWord || count > kMaxIds) return;
-    Slot& s = slots_[hash & (kSlots - 1)];
+    Slot& s = slots_[hash & mask_];
     s.check = static_cast<uint32_t>(hash >> 32);
     s.length = static_cast<uint8_t>(word.size());
     s.count = static_cast<uint8_t>(count);
@@ -411,7 +413,6 @@ class WordCache {
   }
 
  private:
-  static constexpr size_t kSlots = size_t{1} << 16;
   struct Slot {
     uint32_t check = 0;
     uint8_t length = 0xff, count = 0;  // length 0xff: empty
@@ -420,9 +421,11 @@ class WordCache {
   };
   static_assert(sizeof(Slot) == 64);
   std::vector<Slot> slots_;
+  size_t mask_;
 };
 
 struct Encoder::State {
+  explicit State(size_t cache_words) : cache(cache_words) {}
   WordCache cache;
   std::vector<Section> sections, subsections;
   std::vector<Piece> pieces;
@@ -430,8 +433,9 @@ struct Encoder::State {
   std::string normalized;
 };
 
-Encoder::Encoder(const Tokenizer& tokenizer)
-    : impl_(tokenizer.impl_), state_(std::make_unique<State>()) {}
+Encoder::Encoder(const Tokenizer& tokenizer, size_t cache_words)
+    : impl_(tokenizer.impl_),
+      state_(std::make_unique<State>(std::bit_ceil(std::max<size_t>(cache_words, 1)))) {}
 Encoder::~Encoder() = default;
 
 void Encoder::Encode(std::string_view text, std::vector<uint32_t>* ids) {

@@ -20,6 +20,7 @@
 //   encoder.Encode(text, &ids);                            // a word cache
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -75,7 +76,9 @@ class Tokenizer {
 // Encoders may share one Tokenizer.
 class Encoder {
  public:
-  explicit Encoder(const Tokenizer& tokenizer);
+  // `cache_words`: the word cache's size (rounded up to a power of two; 64
+  // bytes each): 65,536 words keep a corpus's frequent words in 4 MB.
+  explicit Encoder(const Tokenizer& tokenizer, size_t cache_words = 65536);
   ~Encoder();
   Encoder(const Encoder&) = delete;
   Encoder& operator=(const Encoder&) = delete;
