@@ -51,9 +51,10 @@ int RunTokenize(const TokenizeCommandOptions& o) {
   std::printf(
       "%s: %s%s, %s tokens from %s bytes of text in %s (%s MB/s, %s); %s ids%s, "
       "vocabulary %s, %s\n",
-      o.output.c_str(), Plural(static_cast<long>(r.documents), "document").c_str(), skipped.c_str(),
-      Grouped(r.tokens).c_str(), Grouped(r.bytes).c_str(), FormatDuration(r.seconds).c_str(),
-      FormatFixed(r.seconds > 0 ? mb / r.seconds : 0, 1).c_str(),
+      o.output.c_str(),
+      (Grouped(r.documents) + (r.documents == 1 ? " document" : " documents")).c_str(),
+      skipped.c_str(), Grouped(r.tokens).c_str(), Grouped(r.bytes).c_str(),
+      FormatDuration(r.seconds).c_str(), FormatFixed(r.seconds > 0 ? mb / r.seconds : 0, 1).c_str(),
       Plural(r.threads, "thread").c_str(), r.id_bytes == 2 ? "uint16" : "uint32",
       r.header ? " after a header" : "", Grouped(r.vocab).c_str(), t.Kind().c_str());
   return 0;

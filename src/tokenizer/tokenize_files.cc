@@ -118,33 +118,73 @@ TokenizeResult TokenizeFiles(const Tokenizer& tokenizer, const TokenizeOptions& 
   if (o.progress && total >= (size_t{16} << 20))
     progress = std::make_unique<Progress>("tokenizing (MB of text)", total_mb);
 
-  std::vector<std::string> docs;
+  // A batch of inputs: a text file's document, or a JSON line (parsed by the
+  // thread that encodes it, so that reading stays the only serial part).
+  struct Item {
+    std::string text;  // the document, or the JSON line
+    size_t file;       // index into o.inputs
+    int line;          // the JSON line's number; 0: a text file's document
+  };
+  std::vector<Item> items;
   size_t batch_bytes = 0;
   uint64_t read = 0;  // bytes of the input files read, for the progress line
-  std::vector<std::vector<uint32_t>> outputs(threads);
+  struct Output {
+    std::vector<uint32_t> ids;
+    uint64_t documents = 0, empty = 0, bytes = 0;
+    std::exception_ptr error;
+  };
+  std::vector<Output> outputs(threads);
+  auto document = [&](Item& item) -> std::string& {
+    if (item.line == 0) return item.text;
+    const std::string& in = o.inputs[item.file];
+    nlohmann::json j;
+    std::string why;
+    if (!ParseJsonText(item.text, &j, &why))
+      throw InputError(in, item.line, "", "not a JSON line: " + why);
+    if (!j.is_object()) {
+      throw InputError(in, item.line, "",
+                       "expected a JSON object with a \"" + o.field + "\" field");
+    }
+    auto it = j.find(o.field);
+    if (it == j.end()) {
+      throw InputError(
+          in, item.line, o.field,
+          "missing (each line needs the text in \"" + o.field + "\"; --field names another field)");
+    }
+    if (!it->is_string()) throw InputError(in, item.line, o.field, "expected a string");
+    item.text = std::move(it->get_ref<std::string&>());
+    return item.text;
+  };
   auto flush = [&] {
-    if (docs.empty()) return;
-    // Contiguous runs of documents of about equal bytes, one per thread.
+    if (items.empty()) return;
+    // Contiguous runs of items of about equal bytes, one per thread.
     std::vector<size_t> cut{0};
     size_t share = batch_bytes / threads + 1, acc = 0;
-    for (size_t i = 0; i < docs.size(); ++i) {
-      acc += docs[i].size();
+    for (size_t i = 0; i < items.size(); ++i) {
+      acc += items[i].text.size();
       if (acc >= share * cut.size() && static_cast<int>(cut.size()) < threads) cut.push_back(i + 1);
     }
     while (cut.size() <= static_cast<size_t>(threads))
-      cut.push_back(docs.size());
-    std::vector<std::exception_ptr> errors(threads);
+      cut.push_back(items.size());
     auto work = [&](int t) {
+      Output& out = outputs[t];
+      out.ids.clear();
+      out.documents = out.empty = out.bytes = 0;
       try {
-        std::vector<uint32_t>& ids = outputs[t];
-        ids.clear();
         for (size_t i = cut[t]; i < cut[t + 1]; ++i) {
-          if (bos) ids.push_back(*bos);
-          encoders[t]->Encode(docs[i], &ids);
-          ids.push_back(*eos);
+          const std::string& text = document(items[i]);
+          out.bytes += text.size();
+          if (text.empty()) {
+            ++out.empty;
+            continue;
+          }
+          ++out.documents;
+          if (bos) out.ids.push_back(*bos);
+          encoders[t]->Encode(text, &out.ids);
+          out.ids.push_back(*eos);
         }
       } catch (...) {
-        errors[t] = std::current_exception();
+        out.error = std::current_exception();
       }
     };
     std::vector<std::thread> pool;
@@ -154,36 +194,38 @@ TokenizeResult TokenizeFiles(const Tokenizer& tokenizer, const TokenizeOptions& 
     work(0);
     for (std::thread& th : pool)
       th.join();
-    for (const std::exception_ptr& e : errors)
-      if (e) std::rethrow_exception(e);
+    // The first error in input order: threads hold runs in order.
+    for (int t = 0; t < threads; ++t) {
+      if (cut[t] < cut[t + 1] && outputs[t].error) std::rethrow_exception(outputs[t].error);
+    }
     for (int t = 0; t < threads; ++t) {
       if (cut[t] == cut[t + 1]) continue;
-      writer.Write(outputs[t]);
-      result.tokens += outputs[t].size();
+      writer.Write(outputs[t].ids);
+      result.tokens += outputs[t].ids.size();
+      result.documents += outputs[t].documents;
+      result.empty += outputs[t].empty;
+      result.bytes += outputs[t].bytes;
     }
-    result.documents += docs.size();
-    docs.clear();
+    items.clear();
     batch_bytes = 0;
   };
-  auto add = [&](std::string text) {
-    result.bytes += text.size();
-    if (text.empty()) {
-      ++result.empty;
-      return;
-    }
+  auto add = [&](std::string text, size_t file, int line) {
     batch_bytes += text.size();
-    docs.push_back(std::move(text));
-    if (batch_bytes >= kBatchBytesPerThread * threads) flush();
-    if (progress) progress->Update(static_cast<long>(read / 1'000'000));
+    items.push_back({std::move(text), file, line});
+    if (batch_bytes >= kBatchBytesPerThread * threads) {
+      flush();
+      if (progress) progress->Update(static_cast<long>(read / 1'000'000));
+    }
   };
 
-  for (const std::string& in : o.inputs) {
+  for (size_t f = 0; f < o.inputs.size(); ++f) {
+    const std::string& in = o.inputs[f];
     if (!IsJsonLines(in)) {
       std::string text = ReadFile(in);
       read += text.size();
       if (text.starts_with("\xef\xbb\xbf")) text.erase(0, 3);
       if (!IsUtf8(text)) throw InputError(in, 0, "", UnlessUtf8(text));
-      add(std::move(text));
+      add(std::move(text), f, 0);
       continue;
     }
     std::ifstream file(in, std::ios::binary);
@@ -195,20 +237,8 @@ TokenizeResult TokenizeFiles(const Tokenizer& tokenizer, const TokenizeOptions& 
       if (!line.empty() && line.back() == '\r') line.pop_back();
       read += line.size() + 1;
       if (line.find_first_not_of(" \t") == std::string::npos) continue;
-      nlohmann::json j;
-      std::string why;
-      if (!ParseJsonText(line, &j, &why))
-        throw InputError(in, number, "", "not a JSON line: " + why);
-      if (!j.is_object())
-        throw InputError(in, number, "", "expected a JSON object with a \"" + o.field + "\" field");
-      auto it = j.find(o.field);
-      if (it == j.end()) {
-        throw InputError(in, number, o.field,
-                         "missing (each line needs the text in \"" + o.field +
-                             "\"; --field names another field)");
-      }
-      if (!it->is_string()) throw InputError(in, number, o.field, "expected a string");
-      add(std::move(it->get_ref<std::string&>()));
+      add(std::move(line), f, number);
+      line = std::string();
     }
     if (file.bad()) throw InputError(in, number, "", "read failed");
   }

@@ -211,6 +211,13 @@ TEST_F(TokenizeFilesTest, BadInputNamesTheFileAndLineAndWritesNothing) {
   EXPECT_THAT(ErrorOf(t, Options({"d.txt"})), HasSubstr("d.txt: expected UTF-8 text"));
   EXPECT_THAT(ErrorOf(t, Options({"a.txt"})), HasSubstr("a.txt: not found"));
   EXPECT_TRUE(NothingWritten());
+  // On many threads, the first bad line in input order is the one named.
+  std::string many;
+  for (int i = 1; i <= 300; ++i)
+    many += (i == 150 || i == 280 ? std::string("{\"body\": 1}") : "{\"text\": \"ab ba\"}") + "\n";
+  WriteFileAtomic(Path("many.jsonl"), many);
+  EXPECT_THAT(ErrorOf(t, Options({"many.jsonl"}, 4)), HasSubstr("many.jsonl:150: text: missing"));
+  EXPECT_TRUE(NothingWritten());
   // A previous output stays as it was.
   WriteFileAtomic(Path("out.bin"), "old!");
   ErrorOf(t, Options({"a.jsonl"}));
