@@ -178,6 +178,25 @@ TEST(Tokenizer, MetaspaceSplitsBeforeEachReplacementWhenAsked) {
   EXPECT_THAT(Make(TokenizerJson(model, pre)).Encode("a b"), ElementsAre(1, 4));
 }
 
+TEST(Tokenizer, SplitInvertedKeepsTheMatches) {
+  // invert: the pattern matches the pieces, the text between them is the
+  // delimiter; Removed drops it ("ab12cd3" -> "12", "3").
+  json model = Model({"a", "b", "c", "d", "1", "2", "3", "12"}, {"1 2"});
+  json pre = {{"type", "Split"},
+              {"pattern", {{"Regex", "\\d+"}}},
+              {"behavior", "Removed"},
+              {"invert", true}};
+  EXPECT_THAT(Make(TokenizerJson(model, pre)).Encode("ab12cd3"), ElementsAre(7, 6));
+  pre["invert"] = false;
+  EXPECT_THAT(Make(TokenizerJson(model, pre)).Encode("ab12cd3"), ElementsAre(0, 1, 2, 3));
+  // A literal pattern, MergedWithPrevious: "a1b1" -> "a1", "b1" (unsplit,
+  // the merge 1 b, ranked first, would win).
+  json merged = Model({"a", "b", "1", "a1", "b1", "1b"}, {"1 b", "a 1", "b 1"});
+  EXPECT_THAT(Make(TokenizerJson(merged)).Encode("a1b1"), ElementsAre(0, 5, 2));
+  pre = {{"type", "Split"}, {"pattern", {{"String", "1"}}}, {"behavior", "MergedWithPrevious"}};
+  EXPECT_THAT(Make(TokenizerJson(merged, pre)).Encode("a1b1"), ElementsAre(3, 4));
+}
+
 TEST(Tokenizer, DigitsIndividuallyOrTogether) {
   json model = Model({"a", "1", "2", "12"}, {"1 2"});
   json pre = {{"type", "Digits"}, {"individual_digits", true}};
