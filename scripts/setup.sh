@@ -12,6 +12,8 @@ packages=(
   libcli11-dev               # command line
   libsqlite3-dev             # profile cache, run state
   libcpp-httplib-dev         # saturn serve (HTTP API)
+  libonig-dev                # saturn tokenize: tokenizer.json's regexes (Oniguruma, as Hugging Face)
+  libicu-dev                 # saturn tokenize: Unicode normalization (NFC, ...)
   libgtest-dev libgmock-dev  # tests
   chromium                   # the dashboard's browser test (large; the test skips without it)
 )
@@ -23,6 +25,12 @@ torch_packages=(
 )
 if [[ "${1:-}" != "--no-torch" ]]; then
   packages+=("${torch_packages[@]}")
+fi
+# Node.js and npm: the tokenizer's reference test (tests/tokenizer, Hugging
+# Face's JS tokenizers from npm; the test skips without them). Any node with
+# npm will do: one from elsewhere (NodeSource) is left as it is.
+if ! command -v npm >/dev/null 2>&1; then
+  packages+=(nodejs npm)
 fi
 
 missing=()

@@ -16,6 +16,7 @@ void AddSimulateCommand(CLI::App& app, int* status);
 void AddProfileCommand(CLI::App& app, int* status);
 void AddRunCommand(CLI::App& app, int* status);
 void AddWorkerCommand(CLI::App& app, int* status);
+void AddTokenizeCommand(CLI::App& app, int* status);
 // serve, submit, status, cancel, wait
 void AddServiceCommands(CLI::App& app, int* status);
 

@@ -24,6 +24,7 @@ int main(int argc, char** argv) {
   saturn::AddSimulateCommand(app, &status);
   saturn::AddServiceCommands(app, &status);
   saturn::AddWorkerCommand(app, &status);
+  saturn::AddTokenizeCommand(app, &status);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

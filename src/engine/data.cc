@@ -10,6 +10,7 @@
 #include "common/fs.h"
 #include "common/mix.h"
 #include "engine/device.h"
+#include "tokenizer/token_file.h"
 
 namespace saturn::engine {
 namespace {
@@ -142,11 +143,13 @@ class SyntheticClasses final : public Dataset {
   at::Tensor prototypes_;
 };
 
-// Token ids from a file of little-endian uint16: windows of seq_len+1 ids at
-// seeded positions (inputs: ids, targets: the next ids).
+// Token ids from a token file (uint16, or uint32 for large vocabularies):
+// windows of seq_len+1 ids at seeded positions (inputs: ids, targets: the
+// next ids).
+template <typename Id>
 class TokensDataset final : public Dataset {
  public:
-  TokensDataset(std::vector<uint16_t> ids, int64_t seq_len, uint64_t seed, Range range)
+  TokensDataset(std::vector<Id> ids, int64_t seq_len, uint64_t seed, Range range)
       : ids_(std::move(ids)), seq_len_(seq_len), seed_(seed), range_(range) {}
 
   Batch Samples(int64_t first, int64_t count) const override {
@@ -162,7 +165,7 @@ class TokensDataset final : public Dataset {
   }
 
  private:
-  std::vector<uint16_t> ids_;
+  std::vector<Id> ids_;
   int64_t seq_len_;
   uint64_t seed_;
   Range range_;
@@ -183,20 +186,19 @@ class TensorsDataset final : public Dataset {
   at::Tensor inputs_, targets_;
 };
 
-std::vector<uint16_t> ReadTokens(const TaskSpec& task, const std::string& path) {
-  std::string bytes = ReadFile(path);
-  if (bytes.size() % 2 != 0) {
-    throw InputError(path, 0, "",
-                     "has " + std::to_string(bytes.size()) +
-                         " bytes, not a whole number of uint16 token ids (data.type tokens)");
-  }
-  std::vector<uint16_t> ids(bytes.size() / 2);
+// The ids of a token file's bytes (tokenizer/token_file.h: headerless uint16,
+// or uint16 or uint32 after a header; docs/contracts.md, Contract 5), each
+// below data.vocab.
+template <typename Id>
+std::vector<Id> ReadTokens(const TaskSpec& task, const std::string& path, std::string_view bytes,
+                           const TokenFileLayout& layout) {
+  std::vector<Id> ids(layout.count);
   for (size_t i = 0; i < ids.size(); ++i) {
-    ids[i] = static_cast<uint16_t>(static_cast<unsigned char>(bytes[2 * i]) |
-                                   static_cast<unsigned char>(bytes[2 * i + 1]) << 8);
-    if (ids[i] >= task.data.vocab) {
+    uint32_t id = layout.Id(bytes, i);
+    ids[i] = static_cast<Id>(id);
+    if (id >= task.data.vocab) {
       throw InputError(path, 0, "",
-                       "token id " + std::to_string(ids[i]) + " at position " + std::to_string(i) +
+                       "token id " + std::to_string(id) + " at position " + std::to_string(i) +
                            " is not below data.vocab " + std::to_string(task.data.vocab));
     }
   }
@@ -348,9 +350,15 @@ std::unique_ptr<Dataset> MakeSplit(const TaskSpec& task, const Model& model, Spl
                 " and ids below its vocab " + std::to_string(input.classes) + "; got seq_len " +
                 std::to_string(task.data.seq_len) + ", vocab " + std::to_string(task.data.vocab));
       }
-      std::vector<uint16_t> ids = ReadTokens(task, path);
-      Range range = RangeOf(task, split, static_cast<int64_t>(ids.size()), task.data.seq_len, path);
-      data = std::make_unique<TokensDataset>(std::move(ids), task.data.seq_len, seed, range);
+      std::string bytes = ReadFile(path);
+      TokenFileLayout layout = ReadTokenFileLayout(bytes, path);
+      auto dataset = [&]<typename Id>(std::vector<Id> ids) -> std::unique_ptr<Dataset> {
+        Range range =
+            RangeOf(task, split, static_cast<int64_t>(ids.size()), task.data.seq_len, path);
+        return std::make_unique<TokensDataset<Id>>(std::move(ids), task.data.seq_len, seed, range);
+      };
+      data = layout.id_bytes == 2 ? dataset(ReadTokens<uint16_t>(task, path, bytes, layout))
+                                  : dataset(ReadTokens<uint32_t>(task, path, bytes, layout));
     } else {
       auto [all_inputs, all_targets] = ReadTensors(path);
       auto [inputs, targets] = RowsOf(task, split, all_inputs, all_targets, path);
