@@ -94,7 +94,7 @@ TEST_F(Cli, TheBaselinesCarryThePlansBound) {
   nlohmann::json plan = nlohmann::json::parse(ReadFile(Path("plan.json")));
   EXPECT_EQ(plan["lower_bound_s"], 20.0);
   EXPECT_EQ(plan["baselines"]["current-practice"]["plan"]["lower_bound_s"], 20.0);
-  EXPECT_THAT(r.output, HasSubstr("makespan 20.0s, lower bound 20.0s"));
+  EXPECT_THAT(r.output, HasSubstr("makespan 20.0s, at the lower bound 20.0s"));
 }
 
 // Every error is one line starting "saturn: error:" (README, "Exit status"):
@@ -353,6 +353,47 @@ TEST_F(Cli, PlanSaysWhatEachGpuTypeGets) {
                                   "GPUs until the makespan)\n"));
   // One type: no such lines.
   EXPECT_THAT(Saturn(PlanArgs()).output, Not(HasSubstr(" GPU-time")));
+}
+
+// A workload file given as --cluster plans for its cluster: section (a
+// cluster file beside it, or nodes inline), and says so; one without a
+// usable section is one clear error.
+TEST_F(Cli, PlanTakesAWorkloadsClusterSection) {
+  const std::string tasks =
+      "tasks:\n  - name: a\n    type: command\n    steps: 5\n    commands: {ddp: 'true'}\n";
+  WriteFileAtomic(Path("inline.yaml"), "cluster: {nodes: [{name: w0, gpus: 4}]}\n" + tasks);
+  Result r = Saturn("plan --cluster " + Path("inline.yaml") + " --profile " + Path("profile.csv") +
+                    " --output " + Path("plan.json"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("--cluster " + Path("inline.yaml") +
+                                  " is a workload: planning for its cluster: section"));
+  EXPECT_EQ(nlohmann::json::parse(ReadFile(Path("plan.json")))["tasks"][0]["node"], "w0");
+  WriteFileAtomic(Path("beside.yaml"), "cluster: cluster.yaml\n" + tasks);
+  r = Saturn("plan --cluster " + Path("beside.yaml") + " --profile " + Path("profile.csv") +
+             " --output " + Path("plan.json"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  const auto normal = [](const std::string& path) {
+    return std::filesystem::path(path).lexically_normal().string();
+  };
+  EXPECT_THAT(r.output, HasSubstr("is a workload: planning for " + normal(Path("cluster.yaml"))));
+  EXPECT_EQ(nlohmann::json::parse(ReadFile(Path("plan.json")))["tasks"][0]["node"], "n0");
+  // Nothing to plan for: exit 2, one line naming the file and field.
+  WriteFileAtomic(Path("none.yaml"), tasks);
+  r = Saturn("plan --cluster " + Path("none.yaml") + " --profile " + Path("profile.csv"));
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("saturn: error: " + Path("none.yaml") +
+                                  ": cluster: --cluster got a workload file without a cluster: "
+                                  "section; give the cluster file (Contract 1: nodes:)"));
+  WriteFileAtomic(Path("slurm.yaml"), "cluster: {from: slurm}\n" + tasks);
+  r = Saturn("plan --cluster " + Path("slurm.yaml") + " --profile " + Path("profile.csv"));
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("cluster.from: the workload's cluster comes from a Slurm "
+                                  "allocation, which saturn plan does not have"));
+  WriteFileAtomic(Path("missing.yaml"), "cluster: nowhere.yaml\n" + tasks);
+  r = Saturn("plan --cluster " + Path("missing.yaml") + " --profile " + Path("profile.csv"));
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_THAT(r.output,
+              HasSubstr("cluster: no such cluster file: " + normal(Path("nowhere.yaml"))));
 }
 
 }  // namespace

@@ -6,8 +6,8 @@
 
 #include <string>
 
-#include "embedded_files.h"
 #include "contracts/plan_status.h"
+#include "embedded_files.h"
 
 namespace saturn {
 namespace {
@@ -50,6 +50,29 @@ TEST(Dashboard, PlanStatusesReadAsTheTerminalSaysThem) {
   EXPECT_NE(page.find("planStatus(plan.status)"), std::string_view::npos);
   EXPECT_EQ(page.find("(plan.status || \"\")"), std::string_view::npos)
       << "the plan card shows the raw status";
+}
+
+// The plan card never says "(within 0.0%)" beside "not proven optimal":
+// the gap reads as `saturn plan` says it, and the page's function has the
+// C++ function's cases.
+TEST(Dashboard, TheGapToTheBoundNeverReadsAsZeroUnlessItIs) {
+  EXPECT_EQ(DescribeGapToBound(100, 100), "at the lower bound");
+  EXPECT_EQ(DescribeGapToBound(100.0001, 100), "within 0.1% of the lower bound");
+  EXPECT_EQ(DescribeGapToBound(100.04, 100), "within 0.1% of the lower bound");
+  EXPECT_EQ(DescribeGapToBound(100.1, 100), "within 0.1% of the lower bound");
+  EXPECT_EQ(DescribeGapToBound(107.21, 100), "within 7.3% of the lower bound");
+  EXPECT_EQ(DescribeGapToBound(250, 100), "within 150.0% of the lower bound");
+  std::string_view page = FindDashboardFile("index.html")->body;
+  for (const char* line :
+       {"if (!(gap > 1e-7)) return \"at the lower bound\";",
+        "if (gap < 0.1) return \"within 0.1% of the lower bound\";",
+        "return \"within \" + (Math.ceil(gap * 10 - 1e-9) / 10).toFixed(1) + \"% of the lower "
+        "bound\";",
+        "gapToBound(plan.makespan_s, plan.lower_bound_s)"}) {
+    EXPECT_NE(page.find(line), std::string_view::npos) << "the page has no " << line;
+  }
+  EXPECT_EQ(page.find("\" (within \" + (100 *"), std::string_view::npos)
+      << "the plan card rounds the gap itself";
 }
 
 }  // namespace
