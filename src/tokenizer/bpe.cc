@@ -51,6 +51,24 @@ const std::array<std::string, 256>& ByteLevelAlphabet() {
   return alphabet;
 }
 
+// A merge's two tokens, written "a b" or ["a", "b"].
+static std::pair<std::string, std::string> MergePair(const nlohmann::json& m, std::string_view file,
+                                                     const std::string& field) {
+  if (m.is_string()) {
+    const std::string& s = m.get_ref<const std::string&>();
+    size_t space = s.find(' ');
+    if (space == std::string::npos || s.find(' ', space + 1) != std::string::npos) {
+      throw InputError(file, 0, field,
+                       "expected two tokens separated by one space, got " + Quote(s));
+    }
+    return {s.substr(0, space), s.substr(space + 1)};
+  }
+  if (m.is_array() && m.size() == 2 && m[0].is_string() && m[1].is_string()) {
+    return {m[0].get<std::string>(), m[1].get<std::string>()};
+  }
+  throw InputError(file, 0, field, "expected \"a b\" or [\"a\", \"b\"]");
+}
+
 struct Bpe::Symbol {
   uint32_t id;
   int32_t prev, next;
@@ -77,7 +95,12 @@ Bpe::Bpe(const nlohmann::json& model, std::string_view file) {
   byte_fallback_ = OptionalBool(model, "byte_fallback", file);
   fuse_unk_ = OptionalBool(model, "fuse_unk", file);
   ignore_merges_ = OptionalBool(model, "ignore_merges", file);
+  ReadVocab(model, file);
+  IndexBytes();
+  ReadMerges(model, file);
+}
 
+void Bpe::ReadVocab(const nlohmann::json& model, std::string_view file) {
   auto vocab = model.find("vocab");
   if (vocab == model.end() || !vocab->is_object()) {
     throw InputError(file, 0, "model.vocab", "expected an object of token: id");
@@ -104,8 +127,10 @@ Bpe::Bpe(const nlohmann::json& model, std::string_view file) {
     }
     unk_ = found->second;
   }
+}
 
-  // Byte-level symbols and byte-fallback tokens.
+// Byte-level symbols and byte-fallback tokens.
+void Bpe::IndexBytes() {
   const std::array<std::string, 256>& alphabet = ByteLevelAlphabet();
   has_all_fallback_ = true;
   for (int b = 0; b < 256; ++b) {
@@ -139,7 +164,9 @@ Bpe::Bpe(const nlohmann::json& model, std::string_view file) {
       if (ok) raw_vocab_.emplace(std::move(raw), id);
     }
   }
+}
 
+void Bpe::ReadMerges(const nlohmann::json& model, std::string_view file) {
   auto merges = model.find("merges");
   if (merges == model.end() || !merges->is_array()) {
     throw InputError(file, 0, "model.merges", "expected an array of merges");
@@ -155,22 +182,7 @@ Bpe::Bpe(const nlohmann::json& model, std::string_view file) {
   uint32_t rank = 0;
   for (const nlohmann::json& m : *merges) {
     std::string field = "model.merges[" + std::to_string(rank) + "]";
-    std::string left, right;
-    if (m.is_string()) {
-      const std::string& s = m.get_ref<const std::string&>();
-      size_t space = s.find(' ');
-      if (space == std::string::npos || s.find(' ', space + 1) != std::string::npos) {
-        throw InputError(file, 0, field,
-                         "expected two tokens separated by one space, got " + Quote(s));
-      }
-      left = s.substr(0, space);
-      right = s.substr(space + 1);
-    } else if (m.is_array() && m.size() == 2 && m[0].is_string() && m[1].is_string()) {
-      left = m[0].get<std::string>();
-      right = m[1].get<std::string>();
-    } else {
-      throw InputError(file, 0, field, "expected \"a b\" or [\"a\", \"b\"]");
-    }
+    auto [left, right] = MergePair(m, file, field);
     auto a = vocab_.find(left), b = vocab_.find(right), ab = vocab_.find(left + right);
     for (auto [it, what] : {std::pair{a, &left}, std::pair{b, &right}}) {
       if (it == vocab_.end())

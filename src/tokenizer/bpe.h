@@ -52,6 +52,11 @@ class Bpe {
     uint32_t rank, id;
   };
   struct Symbol;
+  // The constructor's parts: model.vocab and unk_token; each byte's symbol,
+  // fallback and raw-bytes ids; model.merges.
+  void ReadVocab(const nlohmann::json& model, std::string_view file);
+  void IndexBytes();
+  void ReadMerges(const nlohmann::json& model, std::string_view file);
   void AddSymbols(std::string_view word, bool byte_level, std::vector<Symbol>* symbols) const;
   void MergeAll(std::vector<Symbol>* symbols) const;
   const Merge* FindMerge(uint32_t left, uint32_t right) const;

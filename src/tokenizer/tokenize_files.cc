@@ -74,24 +74,40 @@ class TokenWriter {
   std::string buffer_;
 };
 
-}  // namespace
+// A batch of inputs: a text file's document, or a JSON line (parsed by the
+// thread that encodes it, so that reading stays the only serial part).
+struct Item {
+  std::string text;  // the document, or the JSON line
+  size_t file;       // index into the inputs
+  int line;          // the JSON line's number; 0: a text file's document
+};
 
-TokenizeResult TokenizeFiles(const Tokenizer& tokenizer, const TokenizeOptions& o) {
-  namespace fs = std::filesystem;
-  auto t0 = std::chrono::steady_clock::now();
-  TokenizeResult result;
-  result.vocab = tokenizer.VocabSize();
-
-  std::optional<uint32_t> eos = o.eos ? tokenizer.TokenId(*o.eos) : tokenizer.eos_id();
-  if (o.eos && !eos)
-    throw InputError("--eos: " + Quote(*o.eos) + " is not a token of the tokenizer");
-  if (!eos) {
-    throw InputError(
-        "the tokenizer names no end-of-document token (eos_token in tokenizer_config.json or "
-        "special_tokens_map.json); name one with --eos TOKEN, e.g. --eos '<|endoftext|>'");
+// The document an item holds: its text, or its JSON line's field.
+std::string& DocumentOf(Item& item, const TokenizeOptions& o) {
+  if (item.line == 0) return item.text;
+  const std::string& in = o.inputs[item.file];
+  nlohmann::json j;
+  std::string why;
+  if (!ParseJsonText(item.text, &j, &why))
+    throw InputError(in, item.line, "", "not a JSON line: " + why);
+  if (!j.is_object()) {
+    throw InputError(in, item.line, "", "expected a JSON object with a \"" + o.field + "\" field");
   }
-  std::optional<uint32_t> bos = tokenizer.add_bos() ? tokenizer.bos_id() : std::nullopt;
+  auto it = j.find(o.field);
+  if (it == j.end()) {
+    throw InputError(
+        in, item.line, o.field,
+        "missing (each line needs the text in \"" + o.field + "\"; --field names another field)");
+  }
+  if (!it->is_string()) throw InputError(in, item.line, o.field, "expected a string");
+  item.text = std::move(it->get_ref<std::string&>());
+  return item.text;
+}
 
+// The inputs' total bytes; InputError for one that is missing, not a file,
+// or the output itself.
+uint64_t CheckInputs(const TokenizeOptions& o) {
+  namespace fs = std::filesystem;
   if (o.inputs.empty()) throw InputError("no input files to tokenize");
   uint64_t total = 0;
   std::error_code ec;
@@ -104,120 +120,141 @@ TokenizeResult TokenizeFiles(const Tokenizer& tokenizer, const TokenizeOptions& 
     }
     total += fs::file_size(in, ec);
   }
+  return total;
+}
 
-  int threads = o.threads > 0 ? o.threads : static_cast<int>(std::thread::hardware_concurrency());
-  threads = std::max(threads, 1);
-  result.threads = threads;
-  std::vector<std::unique_ptr<Encoder>> encoders;
-  for (int i = 0; i < threads; ++i)
-    encoders.push_back(std::make_unique<Encoder>(tokenizer));
+// Items gathered into batches, each encoded by `threads` threads (contiguous
+// runs of about equal bytes) and written in input order.
+class Batches {
+ public:
+  Batches(const Tokenizer& tokenizer, const TokenizeOptions& o, int threads, TokenizeResult& result)
+      : o_(o), threads_(threads), result_(result), outputs_(threads) {
+    std::optional<uint32_t> eos = o.eos ? tokenizer.TokenId(*o.eos) : tokenizer.eos_id();
+    if (o.eos && !eos)
+      throw InputError("--eos: " + Quote(*o.eos) + " is not a token of the tokenizer");
+    if (!eos) {
+      throw InputError(
+          "the tokenizer names no end-of-document token (eos_token in tokenizer_config.json or "
+          "special_tokens_map.json); name one with --eos TOKEN, e.g. --eos '<|endoftext|>'");
+    }
+    eos_ = *eos;
+    bos_ = tokenizer.add_bos() ? tokenizer.bos_id() : std::nullopt;
+    for (int i = 0; i < threads; ++i)
+      encoders_.push_back(std::make_unique<Encoder>(tokenizer));
+  }
 
-  TokenWriter writer(o.output, result.vocab);
-  std::unique_ptr<Progress> progress;
-  long total_mb = static_cast<long>((total + 999'999) / 1'000'000);
-  if (o.progress && total >= (size_t{16} << 20))
-    progress = std::make_unique<Progress>("tokenizing (MB of text)", total_mb);
+  // Adds an item; true when a full batch was just encoded and written.
+  bool Add(std::string text, size_t file, int line, TokenWriter& writer) {
+    bytes_ += text.size();
+    items_.push_back({std::move(text), file, line});
+    if (bytes_ < kBatchBytesPerThread * threads_) return false;
+    Flush(writer);
+    return true;
+  }
 
-  // A batch of inputs: a text file's document, or a JSON line (parsed by the
-  // thread that encodes it, so that reading stays the only serial part).
-  struct Item {
-    std::string text;  // the document, or the JSON line
-    size_t file;       // index into o.inputs
-    int line;          // the JSON line's number; 0: a text file's document
-  };
-  std::vector<Item> items;
-  size_t batch_bytes = 0;
-  uint64_t read = 0;  // bytes of the input files read, for the progress line
+  void Flush(TokenWriter& writer) {
+    if (items_.empty()) return;
+    Cut();
+    std::vector<std::thread> pool;
+    for (int t = 1; t < threads_; ++t) {
+      if (cut_[t] < cut_[t + 1]) pool.emplace_back([this, t] { Encode(t); });
+    }
+    Encode(0);
+    for (std::thread& th : pool)
+      th.join();
+    // The first error in input order: threads hold runs in order.
+    for (int t = 0; t < threads_; ++t) {
+      if (cut_[t] < cut_[t + 1] && outputs_[t].error) std::rethrow_exception(outputs_[t].error);
+    }
+    for (int t = 0; t < threads_; ++t) {
+      if (cut_[t] == cut_[t + 1]) continue;
+      writer.Write(outputs_[t].ids);
+      result_.tokens += outputs_[t].ids.size();
+      result_.documents += outputs_[t].documents;
+      result_.empty += outputs_[t].empty;
+      result_.bytes += outputs_[t].bytes;
+    }
+    items_.clear();
+    bytes_ = 0;
+  }
+
+ private:
   struct Output {
     std::vector<uint32_t> ids;
     uint64_t documents = 0, empty = 0, bytes = 0;
     std::exception_ptr error;
   };
-  std::vector<Output> outputs(threads);
-  auto document = [&](Item& item) -> std::string& {
-    if (item.line == 0) return item.text;
-    const std::string& in = o.inputs[item.file];
-    nlohmann::json j;
-    std::string why;
-    if (!ParseJsonText(item.text, &j, &why))
-      throw InputError(in, item.line, "", "not a JSON line: " + why);
-    if (!j.is_object()) {
-      throw InputError(in, item.line, "",
-                       "expected a JSON object with a \"" + o.field + "\" field");
-    }
-    auto it = j.find(o.field);
-    if (it == j.end()) {
-      throw InputError(
-          in, item.line, o.field,
-          "missing (each line needs the text in \"" + o.field + "\"; --field names another field)");
-    }
-    if (!it->is_string()) throw InputError(in, item.line, o.field, "expected a string");
-    item.text = std::move(it->get_ref<std::string&>());
-    return item.text;
-  };
-  auto flush = [&] {
-    if (items.empty()) return;
-    // Contiguous runs of items of about equal bytes, one per thread.
-    std::vector<size_t> cut{0};
-    size_t share = batch_bytes / threads + 1, acc = 0;
-    for (size_t i = 0; i < items.size(); ++i) {
-      acc += items[i].text.size();
-      if (acc >= share * cut.size() && static_cast<int>(cut.size()) < threads) cut.push_back(i + 1);
-    }
-    while (cut.size() <= static_cast<size_t>(threads))
-      cut.push_back(items.size());
-    auto work = [&](int t) {
-      Output& out = outputs[t];
-      out.ids.clear();
-      out.documents = out.empty = out.bytes = 0;
-      try {
-        for (size_t i = cut[t]; i < cut[t + 1]; ++i) {
-          const std::string& text = document(items[i]);
-          out.bytes += text.size();
-          if (text.empty()) {
-            ++out.empty;
-            continue;
-          }
-          ++out.documents;
-          if (bos) out.ids.push_back(*bos);
-          encoders[t]->Encode(text, &out.ids);
-          out.ids.push_back(*eos);
-        }
-      } catch (...) {
-        out.error = std::current_exception();
-      }
-    };
-    std::vector<std::thread> pool;
-    for (int t = 1; t < threads; ++t) {
-      if (cut[t] < cut[t + 1]) pool.emplace_back(work, t);
-    }
-    work(0);
-    for (std::thread& th : pool)
-      th.join();
-    // The first error in input order: threads hold runs in order.
-    for (int t = 0; t < threads; ++t) {
-      if (cut[t] < cut[t + 1] && outputs[t].error) std::rethrow_exception(outputs[t].error);
-    }
-    for (int t = 0; t < threads; ++t) {
-      if (cut[t] == cut[t + 1]) continue;
-      writer.Write(outputs[t].ids);
-      result.tokens += outputs[t].ids.size();
-      result.documents += outputs[t].documents;
-      result.empty += outputs[t].empty;
-      result.bytes += outputs[t].bytes;
-    }
-    items.clear();
-    batch_bytes = 0;
-  };
-  auto add = [&](std::string text, size_t file, int line) {
-    batch_bytes += text.size();
-    items.push_back({std::move(text), file, line});
-    if (batch_bytes >= kBatchBytesPerThread * threads) {
-      flush();
-      if (progress) progress->Update(static_cast<long>(read / 1'000'000));
-    }
-  };
 
+  // Contiguous runs of items of about equal bytes, one per thread.
+  void Cut() {
+    cut_.assign(1, 0);
+    size_t share = bytes_ / threads_ + 1, acc = 0;
+    for (size_t i = 0; i < items_.size(); ++i) {
+      acc += items_[i].text.size();
+      if (acc >= share * cut_.size() && static_cast<int>(cut_.size()) < threads_) {
+        cut_.push_back(i + 1);
+      }
+    }
+    while (cut_.size() <= static_cast<size_t>(threads_))
+      cut_.push_back(items_.size());
+  }
+
+  void Encode(int t) {
+    Output& out = outputs_[t];
+    out.ids.clear();
+    out.documents = out.empty = out.bytes = 0;
+    try {
+      for (size_t i = cut_[t]; i < cut_[t + 1]; ++i) {
+        const std::string& text = DocumentOf(items_[i], o_);
+        out.bytes += text.size();
+        if (text.empty()) {
+          ++out.empty;
+          continue;
+        }
+        ++out.documents;
+        if (bos_) out.ids.push_back(*bos_);
+        encoders_[t]->Encode(text, &out.ids);
+        out.ids.push_back(eos_);
+      }
+    } catch (...) {
+      out.error = std::current_exception();
+    }
+  }
+
+  const TokenizeOptions& o_;
+  int threads_;
+  TokenizeResult& result_;
+  uint32_t eos_ = 0;
+  std::optional<uint32_t> bos_;
+  std::vector<std::unique_ptr<Encoder>> encoders_;
+  std::vector<Item> items_;
+  size_t bytes_ = 0;
+  std::vector<size_t> cut_;
+  std::vector<Output> outputs_;
+};
+
+}  // namespace
+
+TokenizeResult TokenizeFiles(const Tokenizer& tokenizer, const TokenizeOptions& o) {
+  auto t0 = std::chrono::steady_clock::now();
+  TokenizeResult result;
+  result.vocab = tokenizer.VocabSize();
+  int threads = o.threads > 0 ? o.threads : static_cast<int>(std::thread::hardware_concurrency());
+  threads = std::max(threads, 1);
+  result.threads = threads;
+  Batches batches(tokenizer, o, threads, result);
+  uint64_t total = CheckInputs(o);
+  TokenWriter writer(o.output, result.vocab);
+  std::unique_ptr<Progress> progress;
+  long total_mb = static_cast<long>((total + 999'999) / 1'000'000);
+  if (o.progress && total >= (size_t{16} << 20))
+    progress = std::make_unique<Progress>("tokenizing (MB of text)", total_mb);
+  uint64_t read = 0;  // bytes of the input files read, for the progress line
+  auto add = [&](std::string text, size_t file, int line) {
+    if (batches.Add(std::move(text), file, line, writer) && progress) {
+      progress->Update(static_cast<long>(read / 1'000'000));
+    }
+  };
   for (size_t f = 0; f < o.inputs.size(); ++f) {
     const std::string& in = o.inputs[f];
     if (!IsJsonLines(in)) {
@@ -242,7 +279,7 @@ TokenizeResult TokenizeFiles(const Tokenizer& tokenizer, const TokenizeOptions& 
     }
     if (file.bad()) throw InputError(in, number, "", "read failed");
   }
-  flush();
+  batches.Flush(writer);
   writer.Commit();
   if (progress) progress->Finish();
   result.id_bytes = writer.id_bytes();

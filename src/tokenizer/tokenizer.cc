@@ -183,6 +183,34 @@ std::optional<std::string> TemplateFirstToken(const nlohmann::json& post) {
   return id->get<std::string>();
 }
 
+// One entry of added_tokens, `field` naming it in errors.
+AddedToken ReadAddedToken(const nlohmann::json& a, const std::string& file,
+                          const std::string& field) {
+  if (!a.is_object()) throw InputError(file, 0, field, "expected an object");
+  AddedToken t;
+  auto content = a.find("content");
+  if (content == a.end() || !content->is_string() || content->get<std::string>().empty()) {
+    throw InputError(file, 0, field + ".content", "expected a non-empty string");
+  }
+  t.content = content->get<std::string>();
+  if (!IsUtf8(t.content)) throw InputError(file, 0, field + ".content", UnlessUtf8(t.content));
+  std::optional<long> id = a.contains("id") ? JsonInt(a["id"], 0, INT32_MAX - 1) : std::nullopt;
+  if (!id) throw InputError(file, 0, field + ".id", "expected an integer from 0 to 2147483646");
+  t.id = static_cast<uint32_t>(*id);
+  auto flag = [&](const char* key, bool fallback) {
+    auto it = a.find(key);
+    if (it == a.end() || it->is_null()) return fallback;
+    if (!it->is_boolean()) throw InputError(file, 0, field + "." + key, "expected true or false");
+    return it->get<bool>();
+  };
+  t.special = flag("special", false);
+  t.single_word = flag("single_word", false);
+  t.lstrip = flag("lstrip", false);
+  t.rstrip = flag("rstrip", false);
+  t.normalized = flag("normalized", !t.special);
+  return t;
+}
+
 }  // namespace
 
 struct Tokenizer::Impl {
@@ -260,29 +288,7 @@ Tokenizer Tokenizer::Parse(std::string_view tokenizer_json, const std::string& f
     for (size_t i = 0; i < list->size(); ++i) {
       const nlohmann::json& a = (*list)[i];
       std::string field = "added_tokens[" + std::to_string(i) + "]";
-      if (!a.is_object()) throw InputError(file, 0, field, "expected an object");
-      AddedToken t;
-      auto content = a.find("content");
-      if (content == a.end() || !content->is_string() || content->get<std::string>().empty()) {
-        throw InputError(file, 0, field + ".content", "expected a non-empty string");
-      }
-      t.content = content->get<std::string>();
-      if (!IsUtf8(t.content)) throw InputError(file, 0, field + ".content", UnlessUtf8(t.content));
-      std::optional<long> id = a.contains("id") ? JsonInt(a["id"], 0, INT32_MAX - 1) : std::nullopt;
-      if (!id) throw InputError(file, 0, field + ".id", "expected an integer from 0 to 2147483646");
-      t.id = static_cast<uint32_t>(*id);
-      auto flag = [&](const char* key, bool fallback) {
-        auto it = a.find(key);
-        if (it == a.end() || it->is_null()) return fallback;
-        if (!it->is_boolean())
-          throw InputError(file, 0, field + "." + key, "expected true or false");
-        return it->get<bool>();
-      };
-      t.special = flag("special", false);
-      t.single_word = flag("single_word", false);
-      t.lstrip = flag("lstrip", false);
-      t.rstrip = flag("rstrip", false);
-      t.normalized = flag("normalized", !t.special);
+      AddedToken t = ReadAddedToken(a, file, field);
       impl->added_ids[t.content] = t.id;
       impl->vocab_size = std::max(impl->vocab_size, t.id + 1);
       impl->added.push_back(std::move(t));
