@@ -380,8 +380,8 @@ NamedTensors BlockTensors(const Block& block, const BlockState& state,
   NamedTensors tensors;
   const std::vector<ParamSlot>& params = block.Params();
   for (size_t p = 0; p < params.size(); ++p) {
+    if (!params[p].trainable) continue;  // the frozen base's: meta.json names it
     tensors.emplace_back("param/" + params[p].name, *params[p].tensor);
-    if (!params[p].trainable) continue;
     for (size_t s = 0; s < slots.size(); ++s) {
       tensors.emplace_back(slots[s] + "/" + params[p].name, state[p][s]);
     }
@@ -394,6 +394,9 @@ void AssignBlockTensors(Block& block, BlockState& state, const std::vector<std::
   at::NoGradGuard no_grad;
   const std::vector<ParamSlot>& params = block.Params();
   for (size_t p = 0; p < params.size(); ++p) {
+    // A frozen parameter keeps the base's value it was built with, unless
+    // the checkpoint holds it (one written with its base, by older Saturn).
+    if (!params[p].trainable && !Holds(tensors, "param/" + params[p].name)) continue;
     at::Tensor value = Lookup(tensors, "param/" + params[p].name, where);
     if (value.sizes() != params[p].tensor->sizes()) {
       throw InputError(where, 0, params[p].name, "checkpoint shape does not match the model");

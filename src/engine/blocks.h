@@ -145,10 +145,13 @@ void BlockToDevice(Block& block, const Device& device);
 at::Tensor SumInOrder(const std::vector<at::Tensor>& grads);
 
 // The checkpoint tensors of one block: "param/<name>" and "<slot>/<name>"
-// (optimizer state for trainable parameters only).
+// of its trainable parameters. Frozen ones (a LoRA task's base) are left
+// out: the checkpoint names their base instead (checkpoint.h).
 NamedTensors BlockTensors(const Block& block, const BlockState& state,
                           const std::vector<std::string>& slots);
-// Copies checkpoint tensors into a block's parameters and state, in place.
+// Copies checkpoint tensors into a block's parameters and state, in place;
+// a frozen parameter the tensors leave out keeps its value (the base's, as
+// the block was built).
 void AssignBlockTensors(Block& block, BlockState& state, const std::vector<std::string>& slots,
                         const NamedTensors& tensors, const std::string& where);
 

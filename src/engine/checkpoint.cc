@@ -3,18 +3,22 @@
 #include <ATen/CPUGeneratorImpl.h>
 #include <torch/csrc/jit/serialization/pickle.h>
 
-#include <stdexcept>
+#include <sys/stat.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <ctime>
 #include <filesystem>
 #include <map>
 #include <mutex>
 #include <set>
+#include <stdexcept>
 
 #include "common/error.h"
 #include "common/fs.h"
 #include "engine/device.h"
 #include "engine/formats/torch_save.h"
+#include "engine/weights.h"
 #include "protocol/checkpoint_files.h"
 
 namespace saturn::engine {
@@ -110,18 +114,20 @@ void WarnUnverified(const std::string& path) {
 }
 
 nlohmann::json MetaJson(const CheckpointMeta& meta) {
-  return {{"format", 1},
-          {"step", meta.step},
-          {"data_cursor", meta.data_cursor},
-          {"batch_size", meta.batch_size},
-          {"seed", meta.seed},
-          {"model", meta.model},
-          {"finetune", meta.finetune},
-          {"optimizer", meta.optimizer},
-          {"blocks", meta.blocks},
-          {"loss", meta.loss},
-          {"technique", meta.technique},
-          {"gpus", meta.gpus}};
+  nlohmann::json json = {{"format", 1},
+                         {"step", meta.step},
+                         {"data_cursor", meta.data_cursor},
+                         {"batch_size", meta.batch_size},
+                         {"seed", meta.seed},
+                         {"model", meta.model},
+                         {"finetune", meta.finetune},
+                         {"optimizer", meta.optimizer},
+                         {"blocks", meta.blocks},
+                         {"loss", meta.loss},
+                         {"technique", meta.technique},
+                         {"gpus", meta.gpus}};
+  if (!meta.base.is_null()) json["base"] = meta.base;
+  return json;
 }
 
 }  // namespace
@@ -193,6 +199,9 @@ CheckpointReader::CheckpointReader(std::string path) : path_(std::move(path)) {
     meta_.loss = json.at("loss").get<double>();
     meta_.technique = json.value("technique", "");
     meta_.gpus = json.value("gpus", 0);
+    meta_.base = json.value("base", nlohmann::json());
+    if (!meta_.base.is_null() && !meta_.base.is_object())
+      throw InputError(meta_path, 0, "base", "expected an object");
   } catch (const nlohmann::json::exception& e) {
     throw InputError(meta_path, 0, "", std::string("malformed checkpoint metadata: ") + e.what());
   }
@@ -215,6 +224,134 @@ void CheckpointReader::RestoreRng() const {
   generator.set_state(Lookup(state, "cpu_rng", path_ + "/state.pt"));
 }
 
+namespace {
+
+// "2026-12-02 10:11:12.123456789 UTC"
+std::string TimeText(int64_t ns) {
+  std::time_t seconds = static_cast<std::time_t>(ns / 1000000000);
+  std::tm utc{};
+  gmtime_r(&seconds, &utc);
+  char text[64];
+  std::strftime(text, sizeof text, "%Y-%m-%d %H:%M:%S", &utc);
+  char fraction[16];
+  std::snprintf(fraction, sizeof fraction, ".%09lld UTC", static_cast<long long>(ns % 1000000000));
+  return std::string(text) + fraction;
+}
+
+// A path in a message, whole (Quote shortens long values).
+std::string Named(const std::string& path) {
+  return "'" + path + "'";
+}
+
+std::string StampText(const nlohmann::json& stamp) {
+  return std::to_string(stamp.value("bytes", uint64_t{0})) + " bytes, modified " +
+         TimeText(stamp.value("mtime_ns", int64_t{0}));
+}
+
+// The base's file as it is on disk now ({"file", "bytes", "mtime_ns"}), or
+// null when it is gone.
+nlohmann::json StampNow(const std::string& file) {
+  struct stat info {};
+  if (::stat(file.c_str(), &info) != 0) return nullptr;
+  nlohmann::json stamp = nlohmann::json::object();
+  stamp["file"] = file;
+  stamp["bytes"] = static_cast<uint64_t>(info.st_size);
+  stamp["mtime_ns"] = static_cast<int64_t>(info.st_mtim.tv_sec) * 1000000000 + info.st_mtim.tv_nsec;
+  return stamp;
+}
+
+}  // namespace
+
+nlohmann::json FrozenBaseOf(const Model& model, uint64_t seed) {
+  if (model.BlockTrainableCounts() == model.BlockParamCounts()) return nullptr;
+  const PretrainedWeights* init = model.Init();
+  nlohmann::json files = nlohmann::json::array();
+  if (init != nullptr) {
+    for (const PretrainedWeights::FileStamp& stamp : init->Stamps()) {
+      nlohmann::json file = nlohmann::json::object();
+      file["file"] = stamp.file;
+      file["bytes"] = stamp.bytes;
+      file["mtime_ns"] = stamp.mtime_ns;
+      files.push_back(file);
+    }
+  }
+  nlohmann::json base = nlohmann::json::object();
+  base["init"] = init != nullptr ? nlohmann::json(init->Path()) : nlohmann::json();
+  base["seed"] = seed;
+  base["files"] = files;
+  return base;
+}
+
+void CheckFrozenBase(const CheckpointReader& in, const Model& model, uint64_t seed) {
+  const nlohmann::json& saved = in.Meta().base;
+  if (saved.is_null()) return;
+  const nlohmann::json now = FrozenBaseOf(model, seed);
+  const std::string named =
+      saved.contains("init") && saved["init"].is_string() ? saved["init"].get<std::string>() : "";
+  const std::string base = named.empty() ? "the model's seeded initial values" : Named(named);
+  // "... trained on the frozen base 'gpt2', which changed since (...)".
+  auto refuse = [&](const std::string& which) {
+    throw InputError(in.Path() + "/meta.json", 0, "base",
+                     "the checkpoint holds LoRA adapters only, trained on the frozen base " + base +
+                         ", which " + which +
+                         ": they do not apply to the task's base (restore that base, or start "
+                         "the task afresh)");
+  };
+  if (now.is_null()) refuse("the task does not have (it has no frozen parameters)");
+  if (saved.value("init", nlohmann::json()) != now["init"]) {
+    refuse("is not the task's (" +
+           (now["init"].is_string() ? Named(now["init"].get<std::string>())
+                                    : std::string("the model's seeded initial values")) +
+           ")");
+  }
+  if (saved.value("seed", uint64_t{0}) != seed) {
+    refuse("was built with seed " + std::to_string(saved.value("seed", uint64_t{0})) +
+           ", the task's seed is " + std::to_string(seed));
+  }
+  // Each file as it is on disk now and as this process opened it.
+  auto same = [](const nlohmann::json& a, const nlohmann::json& b) {
+    return a.value("bytes", nlohmann::json()) == b.value("bytes", nlohmann::json()) &&
+           a.value("mtime_ns", nlohmann::json()) == b.value("mtime_ns", nlohmann::json());
+  };
+  const nlohmann::json files = saved.value("files", nlohmann::json::array());
+  for (const nlohmann::json& then : files) {
+    const std::string file = then.value("file", "");
+    const std::string part = file == named ? "" : Named(file) + ": ";
+    const nlohmann::json disk = StampNow(file);
+    if (disk.is_null()) refuse("is missing (" + part + "no such file)");
+    const nlohmann::json* opened = nullptr;
+    for (const nlohmann::json& stamp : now["files"])
+      if (stamp["file"] == file) opened = &stamp;
+    if (opened == nullptr) refuse("is no longer read from " + Named(file));
+    for (const nlohmann::json& stamp : {disk, *opened}) {
+      if (!same(stamp, then)) {
+        refuse("changed since (" + part + "then " + StampText(then) + "; now " + StampText(stamp) +
+               ")");
+      }
+    }
+  }
+  if (now["files"].size() != files.size()) {
+    refuse("was " + std::to_string(files.size()) + " file(s), the task's is " +
+           std::to_string(now["files"].size()));
+  }
+}
+
+NamedTensors ReadWholeBlock(const CheckpointReader& in, const Model& model, int index) {
+  NamedTensors stored = in.ReadBlock(index);
+  if (in.Meta().base.is_null()) return stored;
+  std::unique_ptr<Block> base = model.BuildBlock(index, /*materialize=*/true);
+  const std::string where = in.Path() + "/block " + std::to_string(index);
+  NamedTensors whole;
+  for (const ParamSlot& slot : base->Params()) {
+    std::string key = "param/" + slot.name;
+    whole.emplace_back(key, slot.trainable ? Lookup(stored, key, where) : *slot.tensor);
+  }
+  for (auto& [name, tensor] : stored) {
+    if (name.rfind("param/", 0) != 0) whole.emplace_back(name, tensor);
+  }
+  return whole;
+}
+
 const at::Tensor& Lookup(const NamedTensors& tensors, const std::string& name,
                          const std::string& where) {
   for (const auto& [key, tensor] : tensors) {
@@ -223,9 +360,15 @@ const at::Tensor& Lookup(const NamedTensors& tensors, const std::string& name,
   throw InputError(where, 0, "", "checkpoint lacks " + Quote(name));
 }
 
+bool Holds(const NamedTensors& tensors, const std::string& name) {
+  return std::any_of(tensors.begin(), tensors.end(),
+                     [&](const auto& entry) { return entry.first == name; });
+}
+
 bool ExportModel(const std::string& checkpoint, const Model& model, const LoraSpec& lora,
                  const ExportPaths& paths) {
   CheckpointReader reader(checkpoint);
+  CheckFrozenBase(reader, model, reader.Meta().seed);
   // model.pt streams out block by block: one block in memory at a time.
   AtomicFileWriter model_file(paths.model);
   TorchSaveWriter model_out([&](const void* p, size_t n) { model_file.Write(p, n); });
@@ -239,7 +382,7 @@ bool ExportModel(const std::string& checkpoint, const Model& model, const LoraSp
   for (int i = 0; i < reader.Meta().blocks; ++i) {
     NamedTensors block;  // in the block's order of parameters
     std::map<std::string, size_t> position;
-    for (auto& [name, tensor] : reader.ReadBlock(i)) {
+    for (auto& [name, tensor] : ReadWholeBlock(reader, model, i)) {
       if (name.rfind("param/", 0) != 0) continue;
       position[name.substr(6)] = block.size();
       block.emplace_back(name.substr(6), tensor);

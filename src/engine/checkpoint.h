@@ -2,6 +2,8 @@
 //
 // A checkpoint is a directory `checkpoint-<step>/` holding
 //   meta.json        step, data cursor, task fingerprint, last loss, writer
+//                    and, for a model with frozen parameters (LoRA), the
+//                    frozen base the blocks leave out ("base", below)
 //   state.pt         the CPU generator state
 //   block-00007.pt   one file per model block: its parameters ("param/<name>")
 //                    and optimizer state ("<slot>/<name>", e.g.
@@ -9,6 +11,19 @@
 // Tensor files are torch pickles (torch.load reads them in Python). Whatever
 // a technique holds (shards, stages, host copies), it writes and reads whole
 // blocks, so the format does not depend on how the model was laid out.
+//
+// Frozen parameters (a LoRA task's base weights) never change, so blocks
+// hold only what training changes: the trainable parameters (adapters) and
+// their optimizer state. meta.json's "base" names what the frozen ones are
+// (FrozenBaseOf: `init:` with the size and modification time of each of its
+// files, and the seed of values the file does not hold); loading rebuilds
+// them from it as a fresh start does (every trainer builds its blocks with
+// Model::BuildBlock, then loads the checkpoint over them), after
+// CheckFrozenBase refuses a base that changed or is missing. Readers of
+// whole blocks outside a trainer (evaluation, ExportModel) use
+// ReadWholeBlock. Checkpoints of models without frozen parameters hold
+// every parameter and no "base", as before; a LoRA checkpoint written with
+// its frozen weights (older Saturn) still loads.
 //
 //   manifest.json    every other file's size and CRC-32C
 //                    (protocol/checkpoint_files.h)
@@ -57,6 +72,9 @@ struct CheckpointMeta {
   double loss = 0.0;
   std::string technique;  // informational: who wrote it
   int gpus = 0;
+  // Null: the blocks hold every parameter. Otherwise they leave the frozen
+  // ones out, and this names the base they come from (FrozenBaseOf).
+  nlohmann::json base;
 };
 
 std::string CheckpointPath(const std::string& dir, int64_t step);
@@ -82,6 +100,7 @@ class CheckpointWriter {
 class CheckpointReader {
  public:
   explicit CheckpointReader(std::string path);
+  const std::string& Path() const { return path_; }
   const CheckpointMeta& Meta() const { return meta_; }
   NamedTensors ReadBlock(int index) const;
   // Restores the generator state saved with the checkpoint.
@@ -95,9 +114,27 @@ class CheckpointReader {
   std::optional<Manifest> manifest_;  // none: written before checksums
 };
 
+// The frozen base of `model` (its parameters that do not train) as a
+// checkpoint names it: {"init": the path named, or null for none, "seed":
+// the seed of the values the file does not hold, "files": [{"file", "bytes",
+// "mtime_ns"}, ...] as the model opened them}. Null when the model has no
+// frozen parameter (its checkpoints hold every parameter).
+nlohmann::json FrozenBaseOf(const Model& model, uint64_t seed);
+// For a checkpoint that leaves its frozen base out: InputError naming the
+// base when `model` (with `seed`) does not start from that base now: a file
+// changed since (its size or modification time) or is gone, or another
+// init or seed. Nothing to check for a checkpoint holding every parameter.
+void CheckFrozenBase(const CheckpointReader& in, const Model& model, uint64_t seed);
+// Block `index` with every parameter: ReadBlock's tensors, and, where the
+// checkpoint leaves the frozen ones out, those rebuilt from the base
+// (Model::BuildBlock), the parameters in the block's order.
+NamedTensors ReadWholeBlock(const CheckpointReader& in, const Model& model, int index);
+
 // Finds `name` in `tensors`; InputError naming the checkpoint if absent.
 const at::Tensor& Lookup(const NamedTensors& tensors, const std::string& name,
                          const std::string& where);
+// Whether `tensors` has `name`.
+bool Holds(const NamedTensors& tensors, const std::string& name);
 
 // What a finished task leaves for users (docs/contracts.md, "A run's folder").
 struct ExportPaths {
@@ -115,8 +152,9 @@ struct ExportPaths {
   std::string adapters;
 };
 
-// Writes ExportPaths' files from a checkpoint; returns whether it wrote the
-// trained form.
+// Writes ExportPaths' files from a checkpoint (a LoRA checkpoint's frozen
+// base read again from the model's base: CheckFrozenBase, ReadWholeBlock);
+// returns whether it wrote the trained form.
 bool ExportModel(const std::string& checkpoint, const Model& model, const LoraSpec& lora,
                  const ExportPaths& paths);
 

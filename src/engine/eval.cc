@@ -59,11 +59,12 @@ EvalResult EvaluateBatches(const TrainContext& ctx, const std::vector<Batch>& ba
   return result;
 }
 
-BlockParamsFn CheckpointParams(const std::string& checkpoint) {
+BlockParamsFn CheckpointParams(const std::string& checkpoint, const Model& model) {
   auto reader = std::make_shared<CheckpointReader>(checkpoint);
-  return [reader](int block) {
+  CheckFrozenBase(*reader, model, reader->Meta().seed);
+  return [reader, &model](int block) {
     NamedTensors out;
-    for (auto& [name, tensor] : reader->ReadBlock(block)) {
+    for (auto& [name, tensor] : ReadWholeBlock(*reader, model, block)) {
       if (name.rfind("param/", 0) == 0) out.emplace_back(name.substr(6), tensor);
     }
     return out;

@@ -13,7 +13,7 @@
 // evaluation during a search, so that planning counts its cost.
 //
 //   std::unique_ptr<Dataset> held_out = MakeEvalDataset(task, model);
-//   EvalResult r = Evaluate(ctx, *held_out, task.eval.batches, CheckpointParams(path));
+//   EvalResult r = Evaluate(ctx, *held_out, task.eval.batches, CheckpointParams(path, model));
 #pragma once
 
 #include <functional>
@@ -35,8 +35,10 @@ EvalResult Evaluate(const TrainContext& ctx, const Dataset& data, int64_t batche
 EvalResult EvaluateBatches(const TrainContext& ctx, const std::vector<Batch>& batches,
                            const BlockParamsFn& params);
 
-// The parameters of a checkpoint's blocks (checkpoint.h).
-BlockParamsFn CheckpointParams(const std::string& checkpoint);
+// The parameters of a checkpoint's blocks (checkpoint.h), a LoRA
+// checkpoint's frozen base read again from `model`'s (ReadWholeBlock;
+// `model` must outlive the function).
+BlockParamsFn CheckpointParams(const std::string& checkpoint, const Model& model);
 // The model's initial parameters (what a search times evaluation with).
 BlockParamsFn InitialParams(const Model& model);
 

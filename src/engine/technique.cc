@@ -122,6 +122,7 @@ CheckpointMeta MetaAt(const TrainContext& ctx, std::string_view technique, int64
   meta.loss = loss;
   meta.technique = std::string(technique);
   meta.gpus = ctx.gpus;
+  meta.base = FrozenBaseOf(ctx.model, ctx.task.seed);
   return meta;
 }
 
@@ -160,6 +161,9 @@ double Resume(TrainContext& ctx, const ExecuteOptions& options, Trainer& trainer
   if (meta.optimizer != ctx.task.optimizer.type) mismatch("optimizer");
   if (meta.batch_size != ctx.task.batch_size) mismatch("batch_size");
   if (meta.step != options.from_step || meta.blocks != ctx.model.NumBlocks()) mismatch("step");
+  // A LoRA checkpoint's frozen base comes from the task's init again (the
+  // trainer built it), so it must be the base the adapters were trained on.
+  CheckFrozenBase(in, ctx.model, ctx.task.seed);
   trainer.Load(in);
   in.RestoreRng();
   return meta.loss;
@@ -368,8 +372,8 @@ ExecuteResult Technique::Execute(TrainContext& ctx, const Knobs& knobs,
     double start = MonotonicSeconds();
     if (own) checkpoint = save_into(scratch, step);
     if (ctx.comm.Rank() == 0 && options.eval_data != nullptr) {
-      EvalResult r =
-          Evaluate(ctx, *options.eval_data, options.eval_batches, CheckpointParams(checkpoint));
+      EvalResult r = Evaluate(ctx, *options.eval_data, options.eval_batches,
+                              CheckpointParams(checkpoint, ctx.model));
       r.seconds = MonotonicSeconds() - start;
       if (options.on_eval) options.on_eval(step, r);
     }

@@ -1,6 +1,7 @@
 #include "engine/weights.h"
 
 #include <ATen/core/grad_mode.h>
+#include <sys/stat.h>
 
 #include <future>
 #include <set>
@@ -60,6 +61,14 @@ std::string Listed(const std::vector<std::string>& names) {
   return text;
 }
 
+// The file's modification time in nanoseconds since the epoch (0 if it
+// cannot be read: it was opened a moment ago).
+int64_t ModifiedNs(const std::string& path) {
+  struct stat info {};
+  if (::stat(path.c_str(), &info) != 0) return 0;
+  return static_cast<int64_t>(info.st_mtim.tv_sec) * 1000000000 + info.st_mtim.tv_nsec;
+}
+
 }  // namespace
 
 PretrainedWeights::PretrainedWeights(const std::string& path, const Model& model)
@@ -67,6 +76,8 @@ PretrainedWeights::PretrainedWeights(const std::string& path, const Model& model
   for (const auto& [name, tensor] : index_.tensors) {
     if (!files_.count(tensor.file)) files_[tensor.file] = std::make_unique<FileBytes>(tensor.file);
   }
+  for (const auto& [file, bytes] : files_)
+    stamps_.push_back({file, bytes->Size(), ModifiedNs(file)});
   std::set<std::string> used;
   std::vector<std::string> missing;
   for (int b = 0; b < model.NumBlocks(); ++b) {

@@ -24,6 +24,7 @@
 
 #include <ATen/ATen.h>
 
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -46,6 +47,18 @@ class PretrainedWeights {
   // Fills block `index`'s parameters that the file holds.
   void Load(int index, Block& block) const;
 
+  // What was opened, as a LoRA task's checkpoints name the frozen base they
+  // leave out (checkpoint.h, FrozenBaseOf): the path named (`init:`) and
+  // every file whose bytes the tensors lie in, with its size and
+  // modification time (nanoseconds since the epoch) when it was opened.
+  struct FileStamp {
+    std::string file;
+    uint64_t bytes = 0;
+    int64_t mtime_ns = 0;
+  };
+  const std::string& Path() const { return index_.path; }
+  const std::vector<FileStamp>& Stamps() const { return stamps_; }
+
  private:
   const FileBytes& File(const std::string& path) const;
   // A stored tensor's bytes into `buffer`, and from there into `out`.
@@ -63,6 +76,7 @@ class PretrainedWeights {
   // (block, parameter name) -> its key in the file; absent: initial values.
   std::map<std::pair<int, std::string>, std::string> sources_;
   std::map<std::string, std::unique_ptr<FileBytes>> files_;  // opened once, mapped or read by pread
+  std::vector<FileStamp> stamps_;                            // files_' at opening, in its order
 };
 
 }  // namespace saturn::engine

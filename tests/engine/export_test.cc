@@ -41,7 +41,7 @@ engine::EvalResult EngineEval(const engine::TaskSpec& task,
   std::unique_ptr<engine::Communicator> comm =
       engine::Communicator::Create(engine::CommOptions{}, TestDevice());
   engine::TrainContext ctx{task, *model, *data, *optimizer, TestDevice(), *comm, 1};
-  return engine::EvaluateBatches(ctx, batches, engine::CheckpointParams(checkpoint));
+  return engine::EvaluateBatches(ctx, batches, engine::CheckpointParams(checkpoint, *model));
 }
 
 std::vector<engine::Batch> HeldOutBatches(const engine::TaskSpec& task, int count) {

@@ -129,25 +129,6 @@ def write_checkpoints(folder, w):
     return paths
 
 
-# Our block/parameter names and GPT-2's, as the test states them.
-LAYER_KEYS = {"ln1": "ln_1", "ln2": "ln_2", "attn.qkv": "attn.c_attn",
-              "attn.proj": "attn.c_proj", "mlp.fc1": "mlp.c_fc", "mlp.fc2": "mlp.c_proj"}
-
-
-def hf_key(key):
-    """"2/attn.qkv.weight" -> "h.1.attn.c_attn.weight" (both keep Conv1D's layout)."""
-    block, name = key.split("/", 1)
-    block = int(block)
-    if name == "tokens.weight":
-        return "wte.weight"
-    if block == 0:
-        return "wpe.weight"
-    if block == LAYERS + 1:
-        return "ln_f." + name.split(".")[1]
-    part, leaf = name.rsplit(".", 1)
-    return "h.%d.%s.%s" % (block - 1, LAYER_KEYS[part], leaf)
-
-
 def run_worker(args):
     done = subprocess.run([WORKER] + args, capture_output=True, text=True, timeout=600)
     return done.returncode, done.stdout + done.stderr
@@ -256,13 +237,16 @@ class Gpt2Engine(unittest.TestCase):
                     blob = torch.load(os.path.join(ckpt, "block-%05d.pt" % block))
                     trained.update({"%d/%s" % (block, k[6:]): v for k, v in blob.items()
                                     if k.startswith("param/")})
-                # Frozen: every other tensor exactly as loaded.
+                # Only what trains: the adapters (with their optimizer
+                # state); meta.json names the frozen base they apply to.
                 adapters = [k for k in trained if k.endswith((".lora_A", ".lora_B"))]
                 self.assertEqual(len(adapters), LAYERS * 4 * 2)  # 4 adapted maps, A and B
-                for key, value in trained.items():
-                    if key in adapters:
-                        continue
-                    self.assertTrue(torch.equal(value, self.w[hf_key(key)]), key)
+                self.assertEqual(sorted(trained), sorted(adapters))
+                with open(os.path.join(ckpt, "meta.json")) as f:
+                    base = json.load(f)["base"]
+                self.assertEqual(base["init"], self.paths["safetensors"])
+                self.assertEqual([f["bytes"] for f in base["files"]],
+                                 [os.path.getsize(self.paths["safetensors"])])
                 for key in adapters:
                     if key.endswith(".lora_B"):
                         self.assertGreater(trained[key].abs().max().item(), 0, key)

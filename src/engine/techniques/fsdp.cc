@@ -190,6 +190,11 @@ class FsdpTrainer final : public Trainer {
       at::NoGradGuard no_grad;
       for (Flat* flat : {&sharded.train, &sharded.frozen}) {
         if (flat->padded == 0) continue;
+        // Frozen parameters left out of the checkpoint (it names their
+        // base) keep the base's values they were built with.
+        if (flat == &sharded.frozen &&
+            !Holds(tensors, "param/" + slots_of_block[flat->params[0]].name))
+          continue;
         std::vector<at::Tensor> params;
         for (size_t index : flat->params)
           params.push_back(Lookup(tensors, "param/" + slots_of_block[index].name, where));
