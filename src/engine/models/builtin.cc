@@ -7,6 +7,7 @@ namespace saturn::engine {
 
 std::unique_ptr<ModelFamily> MakeGptFamily();
 std::unique_ptr<ModelFamily> MakeGpt2Family();
+std::unique_ptr<ModelFamily> MakeLlamaFamily();
 std::unique_ptr<ModelFamily> MakeVitFamily();
 std::unique_ptr<ModelFamily> MakeResnetFamily();
 std::unique_ptr<ModelFamily> MakeMlpFamily();
@@ -15,6 +16,7 @@ std::unique_ptr<ModelFamily> MakeTorchScriptFamily();
 void RegisterBuiltinModels(ModelRegistry& registry) {
   registry.Register(MakeGptFamily());
   registry.Register(MakeGpt2Family());
+  registry.Register(MakeLlamaFamily());
   registry.Register(MakeVitFamily());
   registry.Register(MakeResnetFamily());
   registry.Register(MakeMlpFamily());
