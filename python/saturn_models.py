@@ -728,8 +728,8 @@ def save_hf(model, directory, dtype=None, extra=None):
     transformers writes it) and model.safetensors (the tied lm_head left
     out, as Hugging Face does; a Llama over 5 GB in shards with
     model.safetensors.index.json). dtype: the tensors' type on disk, e.g.
-    torch.bfloat16 (default: the model's, float32); extra (Llama):
-    keys added to config.json (bos_token_id, eos_token_id, ...)."""
+    torch.bfloat16 (default: the model's, float32); extra: keys added to
+    config.json (bos_token_id, eos_token_id, ...)."""
     if isinstance(model, Llama):
         save_llama_hf(model.state_dict(), model.config, directory, dtype, extra)
         return
@@ -747,6 +747,7 @@ def save_hf(model, directory, dtype=None, extra=None):
               "tie_word_embeddings": True, "resid_pdrop": 0.1, "embd_pdrop": 0.1,
               "attn_pdrop": 0.1, "initializer_range": 0.02,
               "torch_dtype": _DTYPE_NAMES[next(iter(tensors.values())).dtype]}
+    config.update(extra or {})
     with open(os.path.join(directory, "config.json"), "w") as f:
         json.dump(config, f, indent=2)
         f.write("\n")
@@ -1050,10 +1051,10 @@ def export_hf(task_dir, out_dir, dtype=None):
                           % (task["name"], task_dir))
     base = _base_folder(task)
     base_config = _config_beside(base) if base else None
+    extra = {k: base_config[k] for k in _TOKEN_KEYS if base_config and k in base_config}
     if kind == "gpt2":
-        save_hf(load(task_dir), out_dir, dtype)
+        save_hf(load(task_dir), out_dir, dtype, extra)
     else:
-        extra = {k: base_config[k] for k in _TOKEN_KEYS if base_config and k in base_config}
         try:
             save_llama_hf(_torch_load(weights), task["model"], out_dir, dtype, extra)
         except ValueError as e:

@@ -537,6 +537,20 @@ class PeftExport(unittest.TestCase):
         self.assertEqual(adapted, modules)
         self.assertEqual(peft_targets(modules, config["target_modules"]), adapted)
         self.apply_and_compare(config, tensors, self.hf_gpt2(base), self.hf_gpt2(merged))
+        # --format hf: GPT2LMHeadModel's files, the base's token ids and tokenizer along.
+        base_dir = os.path.join(self.tmp.name, "gpt2-base")
+        with open(os.path.join(base_dir, "config.json"), "w") as f:
+            json.dump({"n_head": 2, "bos_token_id": 29, "eos_token_id": 29}, f)
+        with open(os.path.join(base_dir, "merges.txt"), "w") as f:
+            f.write("#version: 0.2\n")
+        out = os.path.join(self.tmp.name, "gpt2-hf")
+        self.assertEqual(saturn_models.export_hf(task, out), ["merges.txt"])
+        hf = read_json(os.path.join(out, "config.json"))
+        self.assertEqual((hf["architectures"], hf["eos_token_id"], hf["n_head"]),
+                         (["GPT2LMHeadModel"], 29, 2))
+        back = saturn_models.load_hf(out).state_dict()
+        for key, value in merged.items():
+            self.assertTrue(torch.equal(back[key], value), key)
 
     def test_gpt2_mlp_only(self):
         task, _, _ = self.gpt2_task(["mlp"])
