@@ -518,19 +518,21 @@ _DTYPE_NAMES = {torch.float32: "float32", torch.float16: "float16", torch.bfloat
 SHARD_BYTES = 5 * 10 ** 9  # save_pretrained's default max_shard_size, "5GB"
 
 
-def _tensor_bytes(tensor):
-    return tensor.numel() * tensor.element_size()
+def _tensor_bytes(tensor, dtype=None):
+    size = torch.empty(0, dtype=dtype).element_size() if dtype else tensor.element_size()
+    return tensor.numel() * size
 
 
-def write_safetensors(tensors, path, metadata=None):
+def write_safetensors(tensors, path, metadata=None, dtype=None):
     """Writes a dict of tensors as a safetensors file (the format's JSON
-    header and raw little-endian bytes; no safetensors package needed). One
-    tensor's bytes at a time are held beside the tensors."""
+    header and raw little-endian bytes; no safetensors package needed),
+    converted to `dtype` if given. One tensor's bytes at a time are held
+    beside the tensors."""
     header, offset = {}, 0
     for name, tensor in tensors.items():
-        size = _tensor_bytes(tensor)
-        header[name] = {"dtype": _SAFETENSORS_DTYPES[tensor.dtype], "shape": list(tensor.shape),
-                        "data_offsets": [offset, offset + size]}
+        size = _tensor_bytes(tensor, dtype)
+        header[name] = {"dtype": _SAFETENSORS_DTYPES[dtype or tensor.dtype],
+                        "shape": list(tensor.shape), "data_offsets": [offset, offset + size]}
         offset += size
     if metadata:
         header["__metadata__"] = metadata
@@ -541,7 +543,7 @@ def write_safetensors(tensors, path, metadata=None):
         f.write(len(text).to_bytes(8, "little"))
         f.write(text)
         for tensor in tensors.values():
-            data = tensor.detach().cpu().contiguous()
+            data = tensor.detach().cpu().to(dtype or tensor.dtype).contiguous()
             if data.numel():
                 f.write(data.reshape(-1).view(torch.uint8).numpy().tobytes())
     os.replace(tmp, path)
@@ -569,7 +571,15 @@ def read_safetensors(path):
     return out
 
 
-def _torch_load(path):
+def _torch_load(path, mmap=False):
+    """A torch.save file's dict, weights only; mmap: its tensors mapped from
+    the file rather than read (PyTorch 2.1 and later, zip-format files),
+    so that a large model.pt is not held in memory twice."""
+    if mmap:
+        try:
+            return torch.load(path, map_location="cpu", weights_only=True, mmap=True)
+        except (TypeError, RuntimeError):  # an older PyTorch, or a pre-1.6 file
+            pass
     try:
         return torch.load(path, map_location="cpu", weights_only=True)
     except TypeError:  # PyTorch before 1.13
@@ -615,12 +625,13 @@ def _config_beside(path):
         return json.load(f)
 
 
-def write_hf_weights(tensors, directory, shard_bytes=SHARD_BYTES):
+def write_hf_weights(tensors, directory, shard_bytes=SHARD_BYTES, dtype=None):
     """model.safetensors, or, past shard_bytes, model-0000K-of-0000N.safetensors
-    shards and model.safetensors.index.json, as save_pretrained writes them."""
+    shards and model.safetensors.index.json, as save_pretrained writes them
+    (the tensors converted to dtype as they are written, if given)."""
     shards, size = [[]], 0
     for name, tensor in tensors.items():
-        n = _tensor_bytes(tensor)
+        n = _tensor_bytes(tensor, dtype)
         if shards[-1] and size + n > shard_bytes:
             shards.append([])
             size = 0
@@ -630,15 +641,16 @@ def write_hf_weights(tensors, directory, shard_bytes=SHARD_BYTES):
         if os.path.exists(os.path.join(directory, stale)):
             os.remove(os.path.join(directory, stale))
     if len(shards) == 1:
-        write_safetensors(tensors, os.path.join(directory, "model.safetensors"), {"format": "pt"})
+        write_safetensors(tensors, os.path.join(directory, "model.safetensors"), {"format": "pt"},
+                          dtype)
         return
     weight_map = {}
     for k, names in enumerate(shards):
         file = "model-%05d-of-%05d.safetensors" % (k + 1, len(shards))
         write_safetensors({n: tensors[n] for n in names}, os.path.join(directory, file),
-                          {"format": "pt"})
+                          {"format": "pt"}, dtype)
         weight_map.update({n: file for n in names})
-    index = {"metadata": {"total_size": sum(_tensor_bytes(t) for t in tensors.values())},
+    index = {"metadata": {"total_size": sum(_tensor_bytes(t, dtype) for t in tensors.values())},
              "weight_map": weight_map}
     with open(os.path.join(directory, "model.safetensors.index.json"), "w") as f:
         json.dump(index, f, indent=2, sort_keys=True)
@@ -715,11 +727,9 @@ def save_llama_hf(state, model, directory, dtype=None, extra=None, shard_bytes=S
     (sharded past shard_bytes). dtype: the tensors' type on disk (None: as
     they are)."""
     tensors = llama_hf_state(state, model)
-    if dtype is not None:
-        tensors = {k: v.to(dtype) for k, v in tensors.items()}
-    dtype = next(iter(tensors.values())).dtype
+    dtype = dtype or next(iter(tensors.values())).dtype
     os.makedirs(directory, exist_ok=True)
-    write_hf_weights(tensors, directory, shard_bytes)
+    write_hf_weights(tensors, directory, shard_bytes, dtype)
     _write_json(os.path.join(directory, "config.json"), llama_hf_config(model, dtype, extra))
 
 
@@ -1056,7 +1066,7 @@ def export_hf(task_dir, out_dir, dtype=None):
         save_hf(load(task_dir), out_dir, dtype, extra)
     else:
         try:
-            save_llama_hf(_torch_load(weights), task["model"], out_dir, dtype, extra)
+            save_llama_hf(_torch_load(weights, mmap=True), task["model"], out_dir, dtype, extra)
         except ValueError as e:
             raise ExportError("task %s: %s: %s" % (task["name"], weights, e))
     copied = []
@@ -1120,16 +1130,16 @@ def peft_adapter(task):
         raise ExportError("task %s: adapters.pt holds no adapters" % task["name"])
     targets = _gpt2_targets(modules) if kind == "gpt2" else sorted(modules)
     base = _base_folder(task)
+    # LoraConfig's long-standing fields, each at its meaning here (later
+    # ones, use_rslora, use_dora, ..., are left to their defaults, which are
+    # Saturn's LoRA: an older peft refuses fields it does not know).
     config = {
-        "alpha_pattern": {}, "auto_mapping": None, "base_model_name_or_path": base,
-        "bias": "none", "fan_in_fan_out": kind == "gpt2", "inference_mode": True,
-        "init_lora_weights": True, "layer_replication": None, "layers_pattern": None,
-        "layers_to_transform": None, "loftq_config": {},
+        "base_model_name_or_path": base, "bias": "none", "fan_in_fan_out": kind == "gpt2",
+        "inference_mode": True, "init_lora_weights": True, "layers_pattern": None,
+        "layers_to_transform": None,
         "lora_alpha": int(alpha) if float(alpha).is_integer() else float(alpha),
-        "lora_dropout": 0.0, "megatron_config": None, "megatron_core": "megatron.core",
-        "modules_to_save": None, "peft_type": "LORA", "r": rank, "rank_pattern": {},
-        "revision": None, "target_modules": targets, "task_type": "CAUSAL_LM",
-        "use_dora": False, "use_rslora": False}
+        "lora_dropout": 0.0, "modules_to_save": None, "peft_type": "LORA", "r": rank,
+        "revision": None, "target_modules": targets, "task_type": "CAUSAL_LM"}
     return config, tensors
 
 

@@ -491,10 +491,16 @@ class PeftExport(unittest.TestCase):
         self.assertEqual((config["peft_type"], config["task_type"], config["r"],
                           config["lora_alpha"], config["lora_dropout"], config["bias"],
                           config["inference_mode"], config["fan_in_fan_out"],
-                          config["base_model_name_or_path"], config["use_rslora"],
-                          config["use_dora"], config["modules_to_save"]),
+                          config["base_model_name_or_path"], config["modules_to_save"]),
                          ("LORA", "CAUSAL_LM", r, alpha, 0.0, "none", True, fan_in_fan_out,
-                          base, False, False, None))
+                          base, None))
+        # Only LoraConfig fields (peft's src/peft/tuners/lora/config.py), and
+        # none that older peft versions lack (they refuse unknown fields).
+        self.assertEqual(set(config), {
+            "base_model_name_or_path", "bias", "fan_in_fan_out", "inference_mode",
+            "init_lora_weights", "layers_pattern", "layers_to_transform", "lora_alpha",
+            "lora_dropout", "modules_to_save", "peft_type", "r", "revision", "target_modules",
+            "task_type"})
 
     def test_llama_keys_config_and_merge(self):
         task, base, merged = self.llama_task(["q_proj", "v_proj", "down_proj"])
