@@ -1060,6 +1060,10 @@ def export_hf(task_dir, out_dir, dtype=None):
         raise ExportError("task %s: no model.pt in %s (has the task run?)"
                           % (task["name"], task_dir))
     base = _base_folder(task)
+    for folder, what in ((base, "its init folder"), (task_dir, "the task's folder")):
+        if folder and os.path.realpath(folder) == os.path.realpath(out_dir):
+            raise ExportError("task %s: %s is %s; write the export elsewhere"
+                              % (task["name"], out_dir, what))
     base_config = _config_beside(base) if base else None
     extra = {k: base_config[k] for k in _TOKEN_KEYS if base_config and k in base_config}
     if kind == "gpt2":
