@@ -225,8 +225,8 @@ def main():
     for d in pretraining:
         stream += encode(d, vocab, merges) + [eos]
     print("base: %s (%d tokens of pretraining text)" % (base, len(stream)), flush=True)
-    model = saturn_models.Llama(**saturn_models.llama_fields(CONFIG))
-    pretrain(model, stream, steps=int(os.environ.get("PRETRAIN_STEPS", "600")))
+    model = saturn_models.build(saturn_models.llama_model_of_hf(CONFIG))
+    pretrain(model, stream, steps=int(os.environ.get("PRETRAIN_STEPS", "300")))
     saturn_models.save_hf(model, base)
     print("wrote %s, %s and %s" % (base, os.path.join(folder, "train.jsonl"),
                                    os.path.join(folder, "eval.jsonl")))

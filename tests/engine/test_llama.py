@@ -78,8 +78,12 @@ def hf_weights(c, seed=0):
                             ("mlp.gate_proj", (ffn, d)), ("mlp.up_proj", (ffn, d)),
                             ("mlp.down_proj", (d, ffn))]:
             w[p + name + ".weight"] = rand(*shape, scale=0.2)
-            if c["attention_bias"] and name in ("self_attn.q_proj", "self_attn.k_proj",
-                                                "self_attn.v_proj"):
+            # Qwen2: q, k and v biases; Llama and Mistral with
+            # attention_bias: o_proj's too.
+            biased = ("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj")
+            if c["model_type"] != "qwen2":
+                biased += ("self_attn.o_proj",)
+            if c["attention_bias"] and name in biased:
                 w[p + name + ".bias"] = rand(shape[0], scale=0.1)
     return w
 
@@ -299,6 +303,13 @@ class LlamaEngine(unittest.TestCase):
                 ("tp", 2), ("tp", 4)]
         self.check_every_technique("qwen2", QWEN2, self.qwen_w, self.qwen,
                                    {"type": "sgd", "lr": 0.3}, runs)
+
+    def test_llama_attention_bias_covers_all_four_projections(self):
+        c = dict(LLAMA, attention_bias=True)
+        w = hf_weights(c, seed=5)
+        init = write_checkpoint(os.path.join(self.dir, "llama-bias"), w, c, torch.float32, 1)
+        self.check_every_technique("llama-bias", c, w, init, {"type": "sgd", "lr": 0.3},
+                                   [("single", 1), ("tp", 2)])
 
     def test_lora_by_peft_names_adapts_only_those_maps(self):
         optimizer = {"type": "adamw", "lr": 0.01}

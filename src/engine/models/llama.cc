@@ -14,7 +14,8 @@
 // (the first and second halves of each head's width are the pairs) with
 // rope_theta and rope_scaling llama3 or linear; attention is causal and
 // grouped-query (kv_heads key/value heads, each shared by heads / kv_heads
-// query heads); q, k and v have biases when attention_bias (Qwen2); the head
+// query heads); with attention_bias q, k and v have biases, and o_proj too
+// unless the flavor is qwen2 (as Hugging Face's classes do); the head
 // is tied to the token embedding when tie_embeddings.
 //
 // Fields (task.json, written out in full by the workload reader; a missing
@@ -66,6 +67,7 @@ struct LlamaConfig {
   double rope_theta = 10000.0, norm_eps = 1e-6;
   RopeScaling scaling;
   bool tied = false, qkv_bias = false;
+  bool o_bias = false;  // attention_bias on llama and mistral (Qwen2's o_proj has none)
   LoraSpec lora;
 };
 
@@ -158,7 +160,7 @@ class DecoderLayer final : public Block {
            ProjectionTuning(c.lora, "attn", "k_proj")),
         v_(*this, f, "self_attn.v_proj", c.width, c.kv_heads * c.head_dim, 0.02, c.qkv_bias,
            ProjectionTuning(c.lora, "attn", "v_proj")),
-        o_(*this, f, "self_attn.o_proj", c.heads * c.head_dim, c.width, 0.02, false,
+        o_(*this, f, "self_attn.o_proj", c.heads * c.head_dim, c.width, 0.02, c.o_bias,
            ProjectionTuning(c.lora, "attn", "o_proj")),
         post_norm_(*this, f, "post_attention_layernorm", c.width, c.norm_eps, frozen_),
         gate_(*this, f, "mlp.gate_proj", c.width, c.ffn, 0.02, false,
@@ -180,7 +182,7 @@ class DecoderLayer final : public Block {
     at::Tensor entered = EnterGroup(n, group_);
     at::Tensor k = kv_split_ ? k_(entered) : EnterGroup(k_(n), group_);
     at::Tensor v = kv_split_ ? v_(entered) : EnterGroup(v_(n), group_);
-    at::Tensor h = x + LeaveGroup(o_(Attention(q_(entered), k, v)), group_);
+    at::Tensor h = x + o_.AddBias(LeaveGroup(o_(Attention(q_(entered), k, v)), group_));
     at::Tensor m = EnterGroup(post_norm_(h), group_);
     return h + LeaveGroup(down_(at::silu(gate_(m)) * up_(m)), group_);
   }
@@ -429,6 +431,10 @@ class LlamaFamily final : public ModelFamily {
     c.norm_eps = fields.NumberOr("norm_eps", preset ? preset->norm_eps : 1e-6, true);
     c.tied = Bool(task, fields, "tie_embeddings", preset ? preset->tie_embeddings : false);
     c.qkv_bias = Bool(task, fields, "attention_bias", preset ? preset->attention_bias : false);
+    // Hugging Face's Llama and Mistral put attention_bias on all four
+    // projections; Qwen2 has q/k/v biases and none on o_proj.
+    c.o_bias =
+        c.qkv_bias && fields.StringOr("flavor", preset ? preset->flavor : "llama") != "qwen2";
     c.scaling = ReadScaling(task, preset);
     c.lora = task.lora;
     if (c.heads % c.kv_heads != 0) {
