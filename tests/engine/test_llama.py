@@ -347,6 +347,36 @@ class LlamaEngine(unittest.TestCase):
                     want = reference_loss(self.llama_w, LLAMA, *self.batches[1],
                                           adapters=adapters, scale=4 / 2).item()
                 self.assertAlmostEqual(second["losses"][0], want, delta=TOLERANCE)
+                self.check_exports(folder)
+
+    def check_exports(self, folder):
+        """The trained task out in peft's layout (adapters over the base give
+        model.pt's merged weights by peft's formula) and in Hugging Face's
+        (which the engine takes as init, at the loss of model.pt's weights)."""
+        peft = os.path.join(folder, "peft")
+        saturn_models.save_peft(folder, peft)
+        with open(os.path.join(peft, "adapter_config.json")) as f:
+            config = json.load(f)
+        self.assertEqual((config["r"], config["lora_alpha"]), (2, 4))
+        self.assertEqual(sorted(config["target_modules"]), ["down_proj", "q_proj", "v_proj"])
+        adapters = saturn_models.read_safetensors(os.path.join(peft, "adapter_model.safetensors"))
+        merged = torch.load(os.path.join(folder, "model.pt"))
+        self.assertEqual(len(adapters), LLAMA["num_hidden_layers"] * 3 * 2)
+        for key, a in adapters.items():
+            if not key.endswith(".lora_A.weight"):
+                continue
+            module = key[len("base_model.model."):-len(".lora_A.weight")]
+            b = adapters["base_model.model." + module + ".lora_B.weight"]
+            want = self.llama_w[module + ".weight"] + (4 / 2) * b @ a
+            self.assertTrue(torch.allclose(merged[module + ".weight"], want, atol=1e-6), module)
+        hf = os.path.join(folder, "hf")
+        saturn_models.export_hf(folder, hf)
+        path, again = self.task(os.path.basename(folder) + "-again", LLAMA, hf,
+                                {"type": "sgd", "lr": 0.1})
+        with torch.no_grad():
+            want = reference_loss(merged, LLAMA, *self.batches[0]).item()
+        self.assertAlmostEqual(self.execute(path, again, "single", 1, 0, 1)["losses"][0], want,
+                               delta=TOLERANCE)
 
     def test_unfit_checkpoints_are_refused_naming_the_tensor(self):
         w = dict(self.qwen_w)
