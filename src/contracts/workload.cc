@@ -115,10 +115,10 @@ class TaskReader {
       if (model_type_ == "torchscript") {
         d.Fail("type", "a torchscript model takes tokens or tensors data (text is for gpt)");
       }
-      if (model_type_ == "gpt2") {
-        d.Fail("type",
-               "text data is bytes, for the byte-level gpt; gpt2 takes GPT-2 token ids: tokens "
-               "data (uint16, e.g. from a GPT-2 tokenizer) or synthetic");
+      if (TakesTokenIds()) {
+        d.Fail("type", "text data is bytes, for the byte-level gpt; " + model_type_ +
+                           " takes token ids: tokens data (e.g. from saturn tokenize) or "
+                           "synthetic");
       }
       if (model_type_ != "gpt") {
         d.Fail("type", "text data feeds language models (gpt); use synthetic for " + model_type_);
@@ -133,22 +133,7 @@ class TaskReader {
       if (auto seed = d.OptionalInt("seed", 0)) out["seed"] = *seed;
       if (auto size = d.OptionalInt("size", 1)) out["size"] = *size;
     } else if (type == "tokens") {
-      d.AllowOnly({"type", "path", "eval_path", "seq_len", "vocab"});
-      out["path"] = ExistingFile(d, "path", w_.base_dir);
-      if (d.Has("eval_path")) out["eval_path"] = ExistingFile(d, "eval_path", w_.base_dir);
-      out["seq_len"] = d.Int("seq_len", 1, limits::kMaxModelSize);
-      long vocab = d.Int("vocab", 2);
-      if (vocab > 65536) d.Fail("vocab", "uint16 token ids allow at most 65536");
-      out["vocab"] = vocab;
-      if (model_type_ == "gpt2") {
-        if (out["seq_len"] != model_["seq_len"]) {
-          d.Fail("seq_len", "must be the model's seq_len (" + model_["seq_len"].dump() +
-                                "); set model.seq_len to train on shorter windows");
-        }
-        if (vocab > model_["vocab"].get<long>()) {
-          d.Fail("vocab", "at most the model's vocab (" + model_["vocab"].dump() + ")");
-        }
-      }
+      out = ReadTokens(d);
     } else if (type == "tensors") {
       d.AllowOnly({"type", "path", "eval_path"});
       out["path"] = ExistingFile(d, "path", w_.base_dir);
@@ -157,6 +142,29 @@ class TaskReader {
       d.Fail("type", "unknown data type " + Quote(type) +
                          "; expected text, synthetic, tokens or tensors" +
                          SuggestionFor(type, {"text", "synthetic", "tokens", "tensors"}));
+    }
+    return out;
+  }
+
+  // The model families whose tokens are a tokenizer's ids.
+  bool TakesTokenIds() const { return model_type_ == "gpt2" || model_type_ == "llama"; }
+
+  json ReadTokens(const YamlFields& d) {
+    d.AllowOnly({"type", "path", "eval_path", "seq_len", "vocab"});
+    json out = {{"type", "tokens"}};
+    out["path"] = ExistingFile(d, "path", w_.base_dir);
+    if (d.Has("eval_path")) out["eval_path"] = ExistingFile(d, "eval_path", w_.base_dir);
+    out["seq_len"] = d.Int("seq_len", 1, limits::kMaxModelSize);
+    long vocab = d.Int("vocab", 2, limits::kMaxVocab);
+    out["vocab"] = vocab;
+    if (TakesTokenIds()) {
+      if (out["seq_len"] != model_["seq_len"]) {
+        d.Fail("seq_len", "must be the model's seq_len (" + model_["seq_len"].dump() +
+                              "); set model.seq_len to train on shorter windows");
+      }
+      if (vocab > model_["vocab"].get<long>()) {
+        d.Fail("vocab", "at most the model's vocab (" + model_["vocab"].dump() + ")");
+      }
     }
     return out;
   }
