@@ -16,6 +16,7 @@
 #include "common/model_presets.h"
 #include "contracts/sweep.h"
 #include "contracts/task_steps.h"
+#include "contracts/text_data.h"
 #include "contracts/workload_command.h"
 #include "contracts/workload_model.h"
 #include "contracts/yaml_fields.h"
@@ -109,16 +110,19 @@ class TaskReader {
     YamlFields d(f_.Required("data"), w_.source, f_.FieldPath("data"));
     std::string type = d.String("type");
     json out = {{"type", type}};
-    if (type == "text") {
-      d.AllowOnly({"type", "path"});
+    if (type == "text" && d.Has("tokenizer")) {
+      out = ReadTokenizedText(d);
+    } else if (type == "text") {
+      d.AllowOnly({"type", "path", "tokenizer"});
       out["path"] = ExistingFile(d, "path", w_.base_dir);
       if (model_type_ == "torchscript") {
         d.Fail("type", "a torchscript model takes tokens or tensors data (text is for gpt)");
       }
       if (TakesTokenIds()) {
-        d.Fail("type", "text data is bytes, for the byte-level gpt; " + model_type_ +
-                           " takes token ids: tokens data (e.g. from saturn tokenize) or "
-                           "synthetic");
+        d.Fail("type", "text data without a tokenizer is bytes, for the byte-level gpt; " +
+                           model_type_ +
+                           " takes token ids: add tokenizer: DIR (the model's Hugging Face "
+                           "tokenizer.json folder), or give tokens data or synthetic");
       }
       if (model_type_ != "gpt") {
         d.Fail("type", "text data feeds language models (gpt); use synthetic for " + model_type_);
@@ -167,6 +171,25 @@ class TaskReader {
       }
     }
     return out;
+  }
+
+  // data: {type: text, path, tokenizer: DIR, field?, eos?}: the text's
+  // tokens from the token cache (contracts/text_data.h), tokenized there
+  // first if need be; the worker reads them as tokens data.
+  json ReadTokenizedText(const YamlFields& d) {
+    if (!TakesTokenIds()) {
+      d.Fail("tokenizer", "a tokenizer makes token ids for gpt2 and llama models; " + model_type_ +
+                              (model_type_ == "gpt" ? " reads text as bytes (leave tokenizer out)"
+                                                    : " does not take them"));
+    }
+    long vocab = model_["vocab"], seq_len = model_["seq_len"];
+    TextTokens t = ReadTextTokens(d, w_.base_dir, vocab);
+    if (static_cast<long>(t.tokens) < seq_len + 2) {
+      d.Fail("path", "makes " + std::to_string(t.tokens) + " tokens with this tokenizer; the " +
+                         "model's seq_len " + std::to_string(seq_len) + " needs at least " +
+                         std::to_string(seq_len + 2));
+    }
+    return {{"type", "tokens"}, {"path", t.path}, {"vocab", t.vocab}, {"seq_len", seq_len}};
   }
 
   // eval: {every: STEPS, batches: N}: evaluation on held-out data.

@@ -161,7 +161,7 @@ TEST_F(WorkloadTest, Gpt2IsWrittenOutInFullFromItsPreset) {
               HasSubstr("tasks[0].model.heads: must divide d_model (768)"));
   EXPECT_THAT(ErrorOf("  - name: ft\n    model: {type: gpt2}\n"
                       "    data: {type: text, path: data/corpus.txt}\n"),
-              HasSubstr("gpt2 takes token ids: tokens data"));
+              HasSubstr("gpt2 takes token ids: add tokenizer: DIR"));
 }
 
 TEST_F(WorkloadTest, InitAndLoraReachTheWorkerAndInitIsNotPartOfTheTrialKey) {
