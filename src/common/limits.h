@@ -33,6 +33,10 @@ inline constexpr long kMaxSteps = 1'000'000'000'000;
 // blocks, width) and a tokens file's seq_len.
 inline constexpr long kMaxModelSize = 1 << 20;
 
+// A vocabulary (gpt2 and llama `vocab`, tokens data's `vocab`): token ids
+// are int32 in the engine and uint32 in token files.
+inline constexpr long kMaxVocab = 2'147'483'647;
+
 // Samples in one batch (batch_size) and held-out batches (eval.batches).
 inline constexpr long kMaxBatchSize = 1'000'000;
 

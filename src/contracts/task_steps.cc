@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 
 #include "common/limits.h"
 #include "contracts/yaml_fields.h"
+#include "tokenizer/token_file.h"
 
 namespace saturn {
 namespace {
@@ -18,6 +20,23 @@ using nlohmann::json;
 long TrainingElements(const json& spec, long size, long seq_len) {
   bool split = spec.contains("eval") && !spec["data"].contains("eval_path");
   return split ? size - std::max(size / 10, seq_len + 2) : size;
+}
+
+// The ids in a token file (tokenizer/token_file.h: headerless uint16, or
+// uint16 or uint32 after a header); 0 if it cannot be read.
+long TokenCount(const std::string& path) {
+  std::error_code ec;
+  uintmax_t size = fs::file_size(path, ec);
+  if (ec) return 0;
+  std::ifstream in(path, std::ios::binary);
+  std::string head(kTokenFileHeaderBytes, '\0');
+  in.read(head.data(), static_cast<std::streamsize>(head.size()));
+  head.resize(static_cast<size_t>(in.gcount()));
+  if (!HasTokenFileMagic(head)) return static_cast<long>(size / 2);
+  if (head.size() < kTokenFileHeaderBytes) return 0;
+  long id_bytes = static_cast<unsigned char>(head[10]) | static_cast<unsigned char>(head[11]) << 8;
+  if (id_bytes != 2 && id_bytes != 4) return 0;  // the worker names the file
+  return static_cast<long>((size - kTokenFileHeaderBytes) / id_bytes);
 }
 
 // Samples in one epoch of a task's data, or 0 if unknown.
@@ -34,8 +53,7 @@ long SamplesPerEpoch(const json& spec) {
   }
   if (type == "tokens") {
     long seq = data["seq_len"].get<long>();
-    long tokens = TrainingElements(
-        spec, static_cast<long>(fs::file_size(data["path"].get<std::string>(), ec)) / 2, seq);
+    long tokens = TrainingElements(spec, TokenCount(data["path"].get<std::string>()), seq);
     return std::max(0L, (tokens - 1) / seq);
   }
   return 0;

@@ -16,6 +16,7 @@
 #include "common/model_presets.h"
 #include "contracts/sweep.h"
 #include "contracts/task_steps.h"
+#include "contracts/text_data.h"
 #include "contracts/workload_command.h"
 #include "contracts/workload_model.h"
 #include "contracts/yaml_fields.h"
@@ -109,16 +110,19 @@ class TaskReader {
     YamlFields d(f_.Required("data"), w_.source, f_.FieldPath("data"));
     std::string type = d.String("type");
     json out = {{"type", type}};
-    if (type == "text") {
-      d.AllowOnly({"type", "path"});
+    if (type == "text" && d.Has("tokenizer")) {
+      out = ReadTokenizedText(d);
+    } else if (type == "text") {
+      d.AllowOnly({"type", "path", "tokenizer"});
       out["path"] = ExistingFile(d, "path", w_.base_dir);
       if (model_type_ == "torchscript") {
         d.Fail("type", "a torchscript model takes tokens or tensors data (text is for gpt)");
       }
-      if (model_type_ == "gpt2") {
-        d.Fail("type",
-               "text data is bytes, for the byte-level gpt; gpt2 takes GPT-2 token ids: tokens "
-               "data (uint16, e.g. from a GPT-2 tokenizer) or synthetic");
+      if (TakesTokenIds()) {
+        d.Fail("type", "text data without a tokenizer is bytes, for the byte-level gpt; " +
+                           model_type_ +
+                           " takes token ids: add tokenizer: DIR (the model's Hugging Face "
+                           "tokenizer.json folder), or give tokens data or synthetic");
       }
       if (model_type_ != "gpt") {
         d.Fail("type", "text data feeds language models (gpt); use synthetic for " + model_type_);
@@ -133,22 +137,7 @@ class TaskReader {
       if (auto seed = d.OptionalInt("seed", 0)) out["seed"] = *seed;
       if (auto size = d.OptionalInt("size", 1)) out["size"] = *size;
     } else if (type == "tokens") {
-      d.AllowOnly({"type", "path", "eval_path", "seq_len", "vocab"});
-      out["path"] = ExistingFile(d, "path", w_.base_dir);
-      if (d.Has("eval_path")) out["eval_path"] = ExistingFile(d, "eval_path", w_.base_dir);
-      out["seq_len"] = d.Int("seq_len", 1, limits::kMaxModelSize);
-      long vocab = d.Int("vocab", 2);
-      if (vocab > 65536) d.Fail("vocab", "uint16 token ids allow at most 65536");
-      out["vocab"] = vocab;
-      if (model_type_ == "gpt2") {
-        if (out["seq_len"] != model_["seq_len"]) {
-          d.Fail("seq_len", "must be the model's seq_len (" + model_["seq_len"].dump() +
-                                "); set model.seq_len to train on shorter windows");
-        }
-        if (vocab > model_["vocab"].get<long>()) {
-          d.Fail("vocab", "at most the model's vocab (" + model_["vocab"].dump() + ")");
-        }
-      }
+      out = ReadTokens(d);
     } else if (type == "tensors") {
       d.AllowOnly({"type", "path", "eval_path"});
       out["path"] = ExistingFile(d, "path", w_.base_dir);
@@ -159,6 +148,48 @@ class TaskReader {
                          SuggestionFor(type, {"text", "synthetic", "tokens", "tensors"}));
     }
     return out;
+  }
+
+  // The model families whose tokens are a tokenizer's ids.
+  bool TakesTokenIds() const { return model_type_ == "gpt2" || model_type_ == "llama"; }
+
+  json ReadTokens(const YamlFields& d) {
+    d.AllowOnly({"type", "path", "eval_path", "seq_len", "vocab"});
+    json out = {{"type", "tokens"}};
+    out["path"] = ExistingFile(d, "path", w_.base_dir);
+    if (d.Has("eval_path")) out["eval_path"] = ExistingFile(d, "eval_path", w_.base_dir);
+    out["seq_len"] = d.Int("seq_len", 1, limits::kMaxModelSize);
+    long vocab = d.Int("vocab", 2, limits::kMaxVocab);
+    out["vocab"] = vocab;
+    if (TakesTokenIds()) {
+      if (out["seq_len"] != model_["seq_len"]) {
+        d.Fail("seq_len", "must be the model's seq_len (" + model_["seq_len"].dump() +
+                              "); set model.seq_len to train on shorter windows");
+      }
+      if (vocab > model_["vocab"].get<long>()) {
+        d.Fail("vocab", "at most the model's vocab (" + model_["vocab"].dump() + ")");
+      }
+    }
+    return out;
+  }
+
+  // data: {type: text, path, tokenizer: DIR, field?, eos?}: the text's
+  // tokens from the token cache (contracts/text_data.h), tokenized there
+  // first if need be; the worker reads them as tokens data.
+  json ReadTokenizedText(const YamlFields& d) {
+    if (!TakesTokenIds()) {
+      d.Fail("tokenizer", "a tokenizer makes token ids for gpt2 and llama models; " + model_type_ +
+                              (model_type_ == "gpt" ? " reads text as bytes (leave tokenizer out)"
+                                                    : " does not take them"));
+    }
+    long vocab = model_["vocab"], seq_len = model_["seq_len"];
+    TextTokens t = ReadTextTokens(d, w_.base_dir, vocab);
+    if (static_cast<long>(t.tokens) < seq_len + 2) {
+      d.Fail("path", "makes " + std::to_string(t.tokens) + " tokens with this tokenizer; the " +
+                         "model's seq_len " + std::to_string(seq_len) + " needs at least " +
+                         std::to_string(seq_len + 2));
+    }
+    return {{"type", "tokens"}, {"path", t.path}, {"vocab", t.vocab}, {"seq_len", seq_len}};
   }
 
   // eval: {every: STEPS, batches: N}: evaluation on held-out data.

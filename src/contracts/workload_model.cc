@@ -1,6 +1,7 @@
 // The `model:` and `finetune:` fields of a train task (spec/workload_model.h).
 #include "contracts/workload_model.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <utility>
@@ -12,6 +13,7 @@
 #include "common/json_text.h"
 #include "common/limits.h"
 #include "common/model_presets.h"
+#include "contracts/workload_llama.h"
 
 namespace saturn {
 
@@ -129,7 +131,7 @@ json ReadGpt2(const YamlFields& m, const std::string& base_dir) {
         m.Has("preset") && std::string(key) != "vocab" && std::string(key) != "positions";
     long value =
         m.OptionalInt(key, key == std::string("vocab") ? 2 : 1,
-                      key == std::string("vocab") ? 65536 : limits::kMaxModelSize)
+                      key == std::string("vocab") ? limits::kMaxVocab : limits::kMaxModelSize)
             .value_or(known != checkpoint.sizes.end() && !from_preset ? known->second.second
                                                                       : defaults.at(key));
     if (known != checkpoint.sizes.end() && value != known->second.second) {
@@ -167,6 +169,8 @@ json ReadModelField(const YamlFields& m, const std::string& base_dir) {
   };
   if (type == "gpt2") {
     out = ReadGpt2(m, base_dir);
+  } else if (type == "llama") {
+    out = ReadLlamaModel(m, m.Has("init") ? InitPath(m, base_dir) : "");
   } else if (type == "gpt") {
     m.AllowOnly({"type", "layers", "d_model", "heads", "seq_len", "init"});
     ints({"layers", "d_model", "heads", "seq_len"});
@@ -199,12 +203,47 @@ json ReadModelField(const YamlFields& m, const std::string& base_dir) {
     out["loss"] = loss;
   } else {
     m.Fail("type", "unknown model type " + Quote(type) +
-                       "; expected gpt, gpt2, vit, resnet, mlp or torchscript" +
-                       SuggestionFor(type, {"gpt", "gpt2", "vit", "resnet", "mlp", "torchscript"}));
+                       "; expected gpt, gpt2, llama, vit, resnet, mlp or torchscript" +
+                       SuggestionFor(
+                           type, {"gpt", "gpt2", "llama", "vit", "resnet", "mlp", "torchscript"}));
   }
   if (m.Has("init")) out["init"] = InitPath(m, base_dir);
   return out;
 }
+
+namespace {
+
+// finetune.lora.targets: attn and mlp, and for llama also PEFT's module names
+// (q_proj, ..., down_proj), kept as written.
+json ReadLoraTargets(const YamlFields& lora, const std::string& source,
+                     const std::string& model_type) {
+  std::vector<std::string> accepted = LoraTargetsOf(model_type);
+  std::string listed = accepted.size() == 2 ? "attn or mlp" : "attn, mlp or a module name (";
+  for (size_t i = 2; i < accepted.size(); ++i)
+    listed += accepted[i] + (i + 1 < accepted.size() ? ", " : ")");
+  YAML::Node list = lora.Required("targets");
+  if (!list.IsSequence() || list.size() == 0) {
+    lora.Fail("targets", "expected a non-empty list of " + listed);
+  }
+  json targets = json::array();
+  for (size_t i = 0; i < list.size(); ++i) {
+    std::string field = lora.FieldPath("targets") + "[" + std::to_string(i) + "]";
+    std::string target = YamlToString(list[i], source, field);
+    if (std::find(accepted.begin(), accepted.end(), target) == accepted.end()) {
+      std::vector<std::string> llama = LoraTargetsOf("llama");
+      bool peft = std::find(llama.begin(), llama.end(), target) != llama.end();
+      throw InputError(
+          source, YamlLine(list[i]), field,
+          "expected " + listed + ", got " + Quote(target) +
+              (peft ? " (module names are for llama; " + model_type + " takes attn and mlp)"
+                    : SuggestionFor(target, accepted)));
+    }
+    targets.push_back(target);
+  }
+  return targets;
+}
+
+}  // namespace
 
 // finetune: {lora: {rank, alpha, targets}}.
 json ReadFinetuneField(const YamlFields& ft, const std::string& source,
@@ -214,29 +253,13 @@ json ReadFinetuneField(const YamlFields& ft, const std::string& source,
   if (!ft.Has("lora")) return out;
   YamlFields lora(ft.Required("lora"), source, ft.FieldPath("lora"));
   lora.AllowOnly({"rank", "alpha", "targets"});
-  if (model_type != "gpt" && model_type != "gpt2" && model_type != "vit") {
-    ft.Fail("lora", "LoRA adapts transformer models (gpt, gpt2, vit), not " + model_type);
+  if (model_type != "gpt" && model_type != "gpt2" && model_type != "llama" && model_type != "vit") {
+    ft.Fail("lora", "LoRA adapts transformer models (gpt, gpt2, llama, vit), not " + model_type);
   }
   long rank = lora.Int("rank", 1, limits::kMaxModelSize);
   json l = {{"rank", rank}};
   if (lora.Has("alpha")) l["alpha"] = lora.Double("alpha", 0.0);
-  if (lora.Has("targets")) {
-    YAML::Node list = lora.Required("targets");
-    if (!list.IsSequence() || list.size() == 0) {
-      lora.Fail("targets", "expected a non-empty list of attn, mlp");
-    }
-    json targets = json::array();
-    for (size_t i = 0; i < list.size(); ++i) {
-      std::string field = lora.FieldPath("targets") + "[" + std::to_string(i) + "]";
-      std::string target = YamlToString(list[i], source, field);
-      if (target != "attn" && target != "mlp") {
-        throw InputError(source, YamlLine(list[i]), field,
-                         "expected attn or mlp, got " + Quote(target));
-      }
-      targets.push_back(target);
-    }
-    l["targets"] = targets;
-  }
+  if (lora.Has("targets")) l["targets"] = ReadLoraTargets(lora, source, model_type);
   out["lora"] = l;
   return out;
 }

@@ -1,6 +1,11 @@
 #include "engine/task.h"
 
+#include <algorithm>
+#include <climits>
 #include <cmath>
+#include <cstdint>
+#include <map>
+#include <set>
 
 #include "common/error.h"
 #include "common/fs.h"
@@ -93,10 +98,56 @@ const nlohmann::json& JsonFields::Object(std::string_view key) const {
 }
 
 bool LoraSpec::Targets(const std::string& part) const {
-  for (const std::string& t : targets)
-    if (t == part) return true;
+  // Hugging Face PEFT's module names (llama) and the shorthand covering each.
+  static const std::map<std::string, std::string> kShorthand = {
+      {"q_proj", "attn"},   {"k_proj", "attn"}, {"v_proj", "attn"},  {"o_proj", "attn"},
+      {"gate_proj", "mlp"}, {"up_proj", "mlp"}, {"down_proj", "mlp"}};
+  auto shorthand = kShorthand.find(part);
+  for (const std::string& t : targets) {
+    if (t == part || (shorthand != kShorthand.end() && t == shorthand->second)) return true;
+  }
   return false;
 }
+
+namespace {
+
+// finetune: {lora: {rank, alpha, targets}}.
+void ParseFinetune(const JsonFields& task, TaskSpec& spec) {
+  const std::string& source = spec.source;
+  spec.finetune = task.Object("finetune");
+  JsonFields finetune(spec.finetune, source, "finetune");
+  if (finetune.Has("lora")) {
+    JsonFields lora(finetune.Object("lora"), source, "finetune.lora");
+    spec.lora.rank = lora.Int("rank", 1);
+    spec.lora.alpha = lora.NumberOr("alpha", static_cast<double>(spec.lora.rank), true);
+    const nlohmann::json& targets =
+        lora.Has("targets") ? spec.finetune["lora"]["targets"] : nlohmann::json::array({"attn"});
+    // llama also takes PEFT's module names.
+    std::set<std::string> accepted = {"attn", "mlp"};
+    if (spec.model_type == "llama") {
+      accepted.insert(
+          {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"});
+    }
+    const char* listed = spec.model_type == "llama"
+                             ? "attn, mlp, q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj "
+                               "or down_proj"
+                             : "attn or mlp";
+    if (!targets.is_array() || targets.empty()) {
+      lora.Fail("targets", std::string("expected a non-empty list of ") + listed);
+    }
+    for (const nlohmann::json& t : targets) {
+      if (!t.is_string() || !accepted.contains(t.get<std::string>())) {
+        lora.Fail("targets", std::string("expected ") + listed + ", got " + Shown(t));
+      }
+      if (std::find(spec.lora.targets.begin(), spec.lora.targets.end(), t) ==
+          spec.lora.targets.end()) {
+        spec.lora.targets.push_back(t);
+      }
+    }
+  }
+}
+
+}  // namespace
 
 TaskSpec ParseTask(const nlohmann::json& json, const std::string& source) {
   JsonFields task(json, source, "");
@@ -124,7 +175,9 @@ TaskSpec ParseTask(const nlohmann::json& json, const std::string& source) {
     spec.data.path = data.String("path");
     spec.data.seq_len = data.Int("seq_len", 1);
     spec.data.vocab = data.Int("vocab", 2);
-    if (spec.data.vocab > 65536) data.Fail("vocab", "uint16 token ids allow at most 65536");
+    if (spec.data.vocab > INT32_MAX) {
+      data.Fail("vocab", "at most 2147483647 (token ids are int32 in the engine)");
+    }
   } else if (spec.data.type == "tensors") {
     spec.data.path = data.String("path");
   } else {
@@ -142,26 +195,7 @@ TaskSpec ParseTask(const nlohmann::json& json, const std::string& source) {
     spec.eval.batches = eval.IntOr("batches", 1, 1);
   }
 
-  if (task.Has("finetune")) {
-    spec.finetune = task.Object("finetune");
-    JsonFields finetune(spec.finetune, source, "finetune");
-    if (finetune.Has("lora")) {
-      JsonFields lora(finetune.Object("lora"), source, "finetune.lora");
-      spec.lora.rank = lora.Int("rank", 1);
-      spec.lora.alpha = lora.NumberOr("alpha", static_cast<double>(spec.lora.rank), true);
-      const nlohmann::json& targets =
-          lora.Has("targets") ? spec.finetune["lora"]["targets"] : nlohmann::json::array({"attn"});
-      if (!targets.is_array() || targets.empty()) {
-        lora.Fail("targets", "expected a non-empty list of attn, mlp");
-      }
-      for (const nlohmann::json& t : targets) {
-        if (!t.is_string() || (t != "attn" && t != "mlp")) {
-          lora.Fail("targets", "expected attn or mlp, got " + Shown(t));
-        }
-        if (!spec.lora.Targets(t.get<std::string>())) spec.lora.targets.push_back(t);
-      }
-    }
-  }
+  if (task.Has("finetune")) ParseFinetune(task, spec);
 
   JsonFields optimizer(task.Object("optimizer"), source, "optimizer");
   spec.optimizer.type = optimizer.String("type");

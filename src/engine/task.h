@@ -29,7 +29,7 @@ struct OptimizerSpec {
 
 struct DataSpec {
   std::string type;     // text | synthetic | tokens | tensors
-  std::string path;     // text: any file, read as bytes; tokens: uint16 ids; tensors: torch.save
+  std::string path;     // text: any file, read as bytes; tokens: a token file; tensors: torch.save
   uint64_t seed = 0;    // synthetic: defaults to the task's seed
   int64_t seq_len = 0;  // tokens
   int64_t vocab = 0;    // tokens: every id must be < vocab
@@ -49,16 +49,21 @@ struct EvalSpec {
 
 // finetune.lora: low-rank adapters (LoRA, Hu et al. 2021) on the linear
 // maps of `targets` (attn: the attention's input and output projections;
-// mlp: both MLP layers); the model's own weights are frozen and only the
+// mlp: both MLP layers; for llama also Hugging Face PEFT's module names,
+// q_proj k_proj v_proj o_proj of attn, gate_proj up_proj down_proj of
+// mlp); the model's own weights are frozen and only the
 // adapters train. Each adapted map computes W x + b + (alpha / rank) B A x,
 // A [rank, in] seeded uniform(+-1/sqrt(in)), B [out, rank] zeros.
 struct LoraSpec {
   int64_t rank = 0;  // 0: no LoRA, every weight trains
   double alpha = 0.0;
-  std::vector<std::string> targets;  // "attn", "mlp"
+  std::vector<std::string> targets;  // as given, without repeats: "attn", "mlp", "q_proj", ...
 
   bool Enabled() const { return rank > 0; }
   double Scale() const { return alpha / static_cast<double>(rank); }
+  // Whether `part` is adapted: listed itself, or a PEFT module name whose
+  // shorthand is listed (Targets("q_proj") with targets [attn]). "attn" and
+  // "mlp" answer for themselves only: [q_proj] does not make Targets("attn").
   bool Targets(const std::string& part) const;
 };
 

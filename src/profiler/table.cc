@@ -130,7 +130,8 @@ std::string NoFeasibleConfiguration(const WorkloadTask& task, const Workload& wo
   bool lora = spec.contains("finetune") && spec["finetune"].contains("lora");
   bool bf16 = spec.value("precision", "fp32") == "bf16";
   std::vector<std::string> remedies;
-  if (!task.is_command && !lora && (model == "gpt" || model == "gpt2" || model == "vit"))
+  if (!task.is_command && !lora &&
+      (model == "gpt" || model == "gpt2" || model == "llama" || model == "vit"))
     remedies.push_back("LoRA (finetune: {lora: {rank: 8}})");
   if (!task.is_command && !bf16 && !closest_need.states_alone)
     remedies.push_back("precision: bf16");

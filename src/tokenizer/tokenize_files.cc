@@ -19,13 +19,6 @@ namespace {
 // Bytes of text encoded per thread between writes.
 constexpr size_t kBatchBytesPerThread = size_t{4} << 20;
 
-bool IsJsonLines(const std::string& path) {
-  std::string ext = std::filesystem::path(path).extension().string();
-  std::transform(ext.begin(), ext.end(), ext.begin(),
-                 [](unsigned char c) { return std::tolower(c); });
-  return ext == ".jsonl";
-}
-
 // Writes ids as a token file, deciding its layout once the first ids are
 // known (a uint16 file whose first ids spell the magic gets a header).
 class TokenWriter {
@@ -234,6 +227,13 @@ class Batches {
 };
 
 }  // namespace
+
+bool IsJsonLines(const std::string& path) {
+  std::string ext = std::filesystem::path(path).extension().string();
+  std::transform(ext.begin(), ext.end(), ext.begin(),
+                 [](unsigned char c) { return std::tolower(c); });
+  return ext == ".jsonl";
+}
 
 TokenizeResult TokenizeFiles(const Tokenizer& tokenizer, const TokenizeOptions& o) {
   auto t0 = std::chrono::steady_clock::now();

@@ -49,4 +49,8 @@ struct TokenizeResult {
 
 TokenizeResult TokenizeFiles(const Tokenizer& tokenizer, const TokenizeOptions& options);
 
+// Whether TokenizeFiles reads `path` as JSON Lines: a name ending in .jsonl
+// (any case).
+bool IsJsonLines(const std::string& path);
+
 }  // namespace saturn::tokenizer

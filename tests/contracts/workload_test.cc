@@ -161,7 +161,7 @@ TEST_F(WorkloadTest, Gpt2IsWrittenOutInFullFromItsPreset) {
               HasSubstr("tasks[0].model.heads: must divide d_model (768)"));
   EXPECT_THAT(ErrorOf("  - name: ft\n    model: {type: gpt2}\n"
                       "    data: {type: text, path: data/corpus.txt}\n"),
-              HasSubstr("gpt2 takes GPT-2 token ids"));
+              HasSubstr("gpt2 takes token ids: add tokenizer: DIR"));
 }
 
 TEST_F(WorkloadTest, InitAndLoraReachTheWorkerAndInitIsNotPartOfTheTrialKey) {
@@ -223,7 +223,7 @@ TEST_F(WorkloadTest, InitAndLoraReachTheWorkerAndInitIsNotPartOfTheTrialKey) {
                       "    data: {type: synthetic}\n    batch_size: 8\n"
                       "    optimizer: {type: sgd, lr: 0.1}\n    steps: 5\n"
                       "    finetune: {lora: {rank: 2}}\n"),
-              HasSubstr("LoRA adapts transformer models (gpt, gpt2, vit), not mlp"));
+              HasSubstr("LoRA adapts transformer models (gpt, gpt2, llama, vit), not mlp"));
 }
 
 TEST_F(WorkloadTest, InlineClusterAndCommandTasks) {
@@ -358,7 +358,7 @@ TEST_F(WorkloadTest, AnUnknownNameSuggestsTheClosestValidOne) {
               "{type: MLP, layers: 3, width: 8}");
   EXPECT_THAT(ErrorOf(mlp + "    steps: 10\n"),
               HasSubstr("w.yaml:4: tasks[0].model.type: unknown model type 'MLP'; expected gpt, "
-                        "gpt2, vit, resnet, mlp or torchscript; did you mean 'mlp'?"));
+                        "gpt2, llama, vit, resnet, mlp or torchscript; did you mean 'mlp'?"));
   EXPECT_THAT(ErrorOf(kTask + "    steps: 10\n    gpu_rnage: [1, 2]\n"),
               HasSubstr("tasks[0].gpu_rnage: unknown field; expected one of: name, type, model, "
                         "data, batch_size, optimizer, steps, epochs, seed, sweep, techniques, "

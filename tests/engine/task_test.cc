@@ -114,8 +114,10 @@ TEST(Task, ErrorsNameTheFileAndField) {
   json["data"] = {{"type", "tokens"}, {"path", "t.bin"}, {"seq_len", 8}};
   EXPECT_EQ(ErrorOf(json), "task.json: data.vocab: missing (required)");
 
-  json["data"]["vocab"] = 70000;
-  EXPECT_THAT(ErrorOf(json), HasSubstr("data.vocab: uint16 token ids allow at most 65536"));
+  json["data"]["vocab"] = 3000000000LL;
+  EXPECT_THAT(ErrorOf(json), HasSubstr("data.vocab: at most 2147483647"));
+  json["data"]["vocab"] = 128256;  // past uint16: token files hold uint32 ids
+  EXPECT_EQ(ErrorOf(json), "no error");
 
   json = Valid();
   json["data"] = {{"type", "tensors"}};
@@ -137,6 +139,45 @@ TEST(Task, ErrorsNameTheFileAndField) {
   json["precision"] = "bf16";
   EXPECT_EQ(ParseTask(json, "task.json").precision, "bf16");
   EXPECT_EQ(ParseTask(Valid(), "task.json").precision, "fp32");
+}
+
+// LoRA targets: attn and mlp for every family; llama also PEFT's module
+// names, each answering for itself and for the shorthand that covers it.
+TEST(Task, LoraTargetsTakePeftNamesForLlama) {
+  nlohmann::json json = Valid();
+  json["finetune"] = {{"lora", {{"rank", 4}, {"targets", {"attn"}}}}};
+  LoraSpec attn = ParseTask(json, "t").lora;
+  for (const char* part : {"attn", "q_proj", "k_proj", "v_proj", "o_proj"})
+    EXPECT_TRUE(attn.Targets(part)) << part;
+  for (const char* part : {"mlp", "gate_proj", "up_proj", "down_proj", "lm_head"})
+    EXPECT_FALSE(attn.Targets(part)) << part;
+
+  LoraSpec mlp;
+  mlp.targets = {"mlp"};
+  for (const char* part : {"mlp", "gate_proj", "up_proj", "down_proj"})
+    EXPECT_TRUE(mlp.Targets(part)) << part;
+  EXPECT_FALSE(mlp.Targets("q_proj"));
+
+  // A module name covers itself only: not its shorthand, not its siblings.
+  LoraSpec qv;
+  qv.targets = {"q_proj", "v_proj"};
+  EXPECT_TRUE(qv.Targets("q_proj"));
+  EXPECT_TRUE(qv.Targets("v_proj"));
+  EXPECT_FALSE(qv.Targets("k_proj"));
+  EXPECT_FALSE(qv.Targets("o_proj"));
+  EXPECT_FALSE(qv.Targets("attn"));
+  EXPECT_FALSE(qv.Targets("mlp"));
+
+  json["finetune"]["lora"]["targets"] = {"q_proj"};
+  EXPECT_THAT(ErrorOf(json), HasSubstr("finetune.lora.targets: expected attn or mlp, got "));
+  json["model"] = {{"type", "llama"}};
+  json["finetune"]["lora"]["targets"] = {"q_proj", "down_proj", "q_proj", "mlp"};
+  EXPECT_EQ(ParseTask(json, "t").lora.targets,
+            (std::vector<std::string>{"q_proj", "down_proj", "mlp"}));
+  json["finetune"]["lora"]["targets"] = {"qkv"};
+  EXPECT_THAT(ErrorOf(json),
+              HasSubstr("expected attn, mlp, q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj "
+                        "or down_proj, got '\"qkv\"'"));
 }
 
 TEST(Task, JsonFieldsChecksModelFields) {

@@ -378,12 +378,13 @@ class LlamaFamily final : public ModelFamily {
   static RopeScaling ReadScaling(const TaskSpec& task, const LlamaPreset* preset) {
     RopeScaling s;
     if (!task.model.contains("rope_scaling") || task.model["rope_scaling"].is_null()) {
-      if (preset != nullptr && preset->rope_scaling != nullptr) {
-        s.type = preset->rope_scaling;
-        s.factor = preset->rope_factor;
-        s.low_freq_factor = preset->rope_low_freq_factor;
-        s.high_freq_factor = preset->rope_high_freq_factor;
-        s.original_positions = static_cast<double>(preset->rope_original_positions);
+      if (preset != nullptr && *preset->rope_scaling.type != '\0') {
+        const LlamaRopeScaling& p = preset->rope_scaling;
+        s.type = p.type;
+        s.factor = p.factor;
+        s.low_freq_factor = p.low_freq_factor;
+        s.high_freq_factor = p.high_freq_factor;
+        s.original_positions = static_cast<double>(p.original_max_position_embeddings);
       }
       return s;
     }
