@@ -36,10 +36,10 @@ struct Sources {
 constexpr const char* kTokenizerFiles[] = {"tokenizer.json", "tokenizer_config.json",
                                            "special_tokens_map.json"};
 
-Sources ReadSources(const YamlFields& d, const std::string& base_dir) {
-  d.AllowOnly({"type", "path", "tokenizer", "field", "eos"});
+Sources ReadSources(const YamlFields& d, const std::string& base_dir, const char* path_field) {
+  d.AllowOnly({"type", "path", "eval_path", "tokenizer", "field", "eos"});
   Sources s;
-  s.text = ExistingFile(d, "path", base_dir);
+  s.text = ExistingFile(d, path_field, base_dir);
   fs::path dir = d.String("tokenizer");
   if (dir.is_relative()) dir = fs::path(base_dir) / dir;
   std::error_code ec;
@@ -209,8 +209,9 @@ std::string TokenCacheDir() {
   return (base / "saturn" / "tokens").string();
 }
 
-TextTokens ReadTextTokens(const YamlFields& d, const std::string& base_dir, long model_vocab) {
-  Sources s = ReadSources(d, base_dir);
+TextTokens ReadTextTokens(const YamlFields& d, const std::string& base_dir, long model_vocab,
+                          const char* path_field) {
+  Sources s = ReadSources(d, base_dir, path_field);
   std::string cache = fs::absolute(TokenCacheDir()).lexically_normal().string();
   // One tokenization at a time: two tasks (or sweep variants, or served
   // workloads) of one text wait for the first and then find its entry.

@@ -49,6 +49,8 @@ std::string TokenCacheDir();
 // or an end-of-document token, a vocabulary larger than `model_vocab`, field
 // given for plain text), or the text file and line (a JSON line without the
 // field, text that is not UTF-8).
-TextTokens ReadTextTokens(const YamlFields& d, const std::string& base_dir, long model_vocab);
+// `path_field` names the text: "path", or "eval_path" for the held-out text.
+TextTokens ReadTextTokens(const YamlFields& d, const std::string& base_dir, long model_vocab,
+                          const char* path_field = "path");
 
 }  // namespace saturn

@@ -189,7 +189,12 @@ class TaskReader {
                          "model's seq_len " + std::to_string(seq_len) + " needs at least " +
                          std::to_string(seq_len + 2));
     }
-    return {{"type", "tokens"}, {"path", t.path}, {"vocab", t.vocab}, {"seq_len", seq_len}};
+    json out = {{"type", "tokens"}, {"path", t.path}, {"vocab", t.vocab}, {"seq_len", seq_len}};
+    if (d.Has("eval_path")) {
+      // Held-out text, tokenized alike (its own cache entry).
+      out["eval_path"] = ReadTextTokens(d, w_.base_dir, vocab, "eval_path").path;
+    }
+    return out;
   }
 
   // eval: {every: STEPS, batches: N}: evaluation on held-out data.

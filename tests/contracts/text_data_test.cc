@@ -171,6 +171,12 @@ TEST_F(TextDataTest, TheTaskTrainsOnTheIdsSaturnTokenizeWrites) {
   EXPECT_EQ(record["text"], fs::absolute(dir_ + "/notes.txt").lexically_normal().string());
   EXPECT_EQ(record["tokenizer"], fs::absolute(dir_ + "/tok").lexically_normal().string());
   EXPECT_EQ(record["tokens"], 7);
+
+  // Held-out text (eval_path) is tokenized alike, into its own entry.
+  Workload held = Parse(
+      Task("{type: text, path: corpus.jsonl, eval_path: notes.txt, tokenizer: tok}"));
+  EXPECT_EQ(held.tasks[0].spec["data"]["path"], path);
+  EXPECT_EQ(held.tasks[0].spec["data"]["eval_path"], notes);
 }
 
 TEST_F(TextDataTest, ATextIsTokenizedOncePerContent) {
