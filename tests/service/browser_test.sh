@@ -126,7 +126,7 @@ case "$mode" in
       --expect-tasks gpt2-lr1e-4,gpt2-lr3e-4,resnet50,vit-small,bert-base \
       --expect-text '#c-plan' '^done$' \
       --expect-text '#c-plan-sub' '^at 27m10s on the run clock · all 5 tasks ended$' \
-      --expect-text '#c-plan-baseline' "^Saturn's plan ends ~28m20s; current practice \(each task on a whole node, one after another\) ~1h11m \(2\.50× longer\)$" \
+      --expect-text '#c-plan-baseline' "^Saturn's plan takes ~28m20s; current practice \(each task on a whole node, one after another\) ~1h11m \(2\.50× longer\)$" \
       --expect-text '#plan-note' '^plan stopped at its time limit \(not proven optimal\) · ' \
       --reject-text main 'time_limit|past due' \
       --expect-text 'tr[data-task="bert-base"] td:nth-child(3)' '^–$' \

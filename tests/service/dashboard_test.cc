@@ -179,5 +179,24 @@ TEST(Dashboard, DurationsReadAsTheTerminalWritesThem) {
   EXPECT_EQ(differ, 0u);
 }
 
+// The plan card compares Saturn's plan with current practice from when the
+// plan was made (the baselines' from_s): the same work planned after any
+// idle time reads the same, after saying when.
+TEST(Dashboard, TheBaselineComparisonLeavesOutTimeBeforeThePlan) {
+  std::optional<std::string> out = RunPageFunctions({"formatDuration", "baselineLine"}, R"(
+for (const gap of [0, 5, 600, 100000]) {
+  const cp = { makespan_s: gap + 250 };
+  if (gap) cp.from_s = gap;
+  console.log(baselineLine({ makespan_s: gap + 100, baselines: { "current-practice": cp } }));
+})");
+  if (!out) GTEST_SKIP() << "no Node.js on the PATH to run the page's function";
+  const std::string same =
+      "Saturn's plan takes ~1m40s; current practice (each task on a whole node, one after "
+      "another) ~4m10s (<b>2.50× longer</b>)\n";
+  EXPECT_EQ(*out, same + "From 5.0s on the run clock (the last submission or re-plan): " + same +
+                      "From 10m00s on the run clock (the last submission or re-plan): " + same +
+                      "From 27h47m on the run clock (the last submission or re-plan): " + same);
+}
+
 }  // namespace
 }  // namespace saturn
