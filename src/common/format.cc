@@ -8,24 +8,39 @@
 
 namespace saturn {
 
+namespace {
+
+std::string TwoDigits(long n) {
+  return (n < 10 ? "0" : "") + std::to_string(n);
+}
+
+// n tenths as "<n / 10>.<n % 10>".
+std::string Tenths(long n) {
+  return std::to_string(n / 10) + "." + std::to_string(n % 10);
+}
+
+}  // namespace
+
 std::string FormatDuration(double seconds) {
   if (!std::isfinite(seconds)) return "?";
-  char buf[64];
   if (seconds < 0) return "-" + FormatDuration(-seconds);
-  if (seconds >= 0.005 && seconds < 0.095) {  // a fast solve: "0.04s", not "0.0s"
-    std::snprintf(buf, sizeof buf, "%.2fs", seconds);
-  } else if (seconds < 60) {
-    std::snprintf(buf, sizeof buf, "%.1fs", seconds);
-  } else if (seconds < 3600) {
-    long s = std::lround(seconds);
-    std::snprintf(buf, sizeof buf, "%ldm%02lds", s / 60, s % 60);
-  } else if (seconds < 86400 * 3) {
-    long m = std::lround(seconds / 60);
-    std::snprintf(buf, sizeof buf, "%ldh%02ldm", m / 60, m % 60);
-  } else {
-    std::snprintf(buf, sizeof buf, "%.1fd", seconds / 86400);
+  if (seconds >= 1e15) return FormatFixed(seconds / 86400, 1) + "d";
+  // Each unit rounds the same products half up, as the dashboard's
+  // formatDuration does with Math.round: the page and the terminal agree to
+  // the digit, and a value just under a unit's end reads in the next unit
+  // (59.97 s is "1m00s", never "60.0s").
+  long hundredths = std::lround(seconds * 100);
+  if (hundredths >= 1 && hundredths < 10) {  // a fast solve: "0.04s", not "0.0s"
+    return "0.0" + std::to_string(hundredths) + "s";
   }
-  return buf;
+  if (long tenths = std::lround(seconds * 10); tenths < 600) return Tenths(tenths) + "s";
+  if (long s = std::lround(seconds); s < 3600) {
+    return std::to_string(s / 60) + "m" + TwoDigits(s % 60) + "s";
+  }
+  if (long m = std::lround(seconds / 60); m < 72 * 60) {
+    return std::to_string(m / 60) + "h" + TwoDigits(m % 60) + "m";
+  }
+  return Tenths(std::lround(seconds / 8640)) + "d";
 }
 
 std::string FormatFixed(double value, int decimals) {

@@ -16,9 +16,10 @@
 
 namespace saturn {
 
-// A duration as every terminal command prints it: "42.5s", "2m05s",
-// "1h02m", "4.0d", and "0.04s" from 5 ms to a tenth of a second (JSON keeps
-// seconds).
+// A duration, or a time on a run's clock, as Saturn shows every one to
+// users, in the terminal and on the dashboard (its formatDuration rounds the
+// same way): "42.5s", "2m05s", "1h02m", "4.0d", and "0.04s" from 5 ms to a
+// tenth of a second (JSON keeps seconds).
 std::string FormatDuration(double seconds);
 std::string FormatFixed(double value, int decimals);
 // A loss or other small positive figure: 4 decimals, or 3 significant

@@ -1,6 +1,7 @@
 #include "planner/baselines.h"
 
 #include "common/format.h"
+#include "contracts/baseline_comparison.h"
 #include "planner/planner.h"
 
 namespace saturn {
@@ -47,13 +48,15 @@ nlohmann::json BaselineMakespans(const Problem& problem, double lower_bound_s,
 }
 
 std::string BaselineLine(const Plan& plan) {
-  std::optional<double> cp = BaselineMakespan(plan, "current-practice");
-  if (!cp || plan.makespan_s <= 0) return "";
-  double ratio = *cp / plan.makespan_s;
+  std::optional<BaselineComparison> c = CompareWithBaseline(plan, "current-practice");
+  if (!c) return "";
+  double ratio = c->Ratio();
   std::string how = ratio >= 1 ? FormatFixed(ratio, 2) + "x longer"
                                : "Saturn's plan " + FormatFixed(1 / ratio, 2) + "x longer";
-  return "Saturn's plan " + FormatDuration(plan.makespan_s) + "; current practice (each task on " +
-         "a whole node, one after another) " + FormatDuration(*cp) + " (" + how + ")";
+  std::string from =
+      c->from_s > 0 ? "From " + FormatDuration(c->from_s) + " on the run clock: " : "";
+  return from + "Saturn's plan " + FormatDuration(c->plan_s) + "; current practice (each task " +
+         "on a whole node, one after another) " + FormatDuration(c->baseline_s) + " (" + how + ")";
 }
 
 }  // namespace saturn

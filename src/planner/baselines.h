@@ -32,7 +32,9 @@ nlohmann::json BaselineMakespans(const Problem& problem, double lower_bound_s,
                                  const SolverRegistry& registry = BuiltinSolvers());
 
 // "Saturn's plan X; current practice Y (Z x longer)", or "" when the plan
-// records no current-practice baseline.
+// records no current-practice baseline. Both from when the plan was made
+// (contracts/baseline_comparison.h), which a plan made later than a run's
+// start says first: "From 1m32s on the run clock: Saturn's plan ...".
 std::string BaselineLine(const Plan& plan);
 
 }  // namespace saturn

@@ -6,6 +6,7 @@
 
 #include "common/format.h"
 #include "common/fs.h"
+#include "contracts/baseline_comparison.h"
 #include "contracts/sweep.h"
 #include "report/gantt.h"
 #include "report/loss_charts.h"
@@ -111,22 +112,27 @@ json BestOfSweeps(const RunReportInput& in, const Evals& evals,
 
 // What current practice (each task on a whole node, one after another)
 // would have taken, estimated from the same profile, against the run:
-// report.json's "current_practice"; null without the baseline.
+// report.json's "current_practice"; null without the baseline. Both from
+// when the first plan was made (its baselines' from_s: 0 for a run, the
+// first submission's time for a service), so time before it counts on
+// neither side.
 json CurrentPractice(const RunReportInput& in) {
-  std::optional<double> cp = BaselineMakespan(in.first_plan, "current-practice");
-  if (!cp || *cp <= 0 || in.makespan_s <= 0 || in.first_plan.makespan_s <= 0) return nullptr;
-  double with_setup = in.makespan_s + in.profiling_s + in.planning_s;
+  std::optional<BaselineComparison> cp = CompareWithBaseline(in.first_plan, "current-practice");
+  double run_s = in.makespan_s - (cp ? cp->from_s : 0.0);
+  if (!cp || run_s <= 0) return nullptr;
+  double with_setup = run_s + in.profiling_s + in.planning_s;
   // Measured against the estimate only when the run trained what the
   // first plan planned: every task, all finished.
   bool same_tasks = in.tasks.size() == in.first_plan.tasks.size() &&
                     std::all_of(in.tasks.begin(), in.tasks.end(), [](const RunReportTask& t) {
                       return t.status == TaskStatus::kFinished;
                     });
-  json out = {{"estimated_makespan_s", *cp},
-              {"speedup_planned", *cp / in.first_plan.makespan_s},
-              {"speedup_measured", same_tasks ? json(*cp / in.makespan_s) : json()},
+  json out = {{"estimated_makespan_s", cp->baseline_s},
+              {"from_s", cp->from_s},
+              {"speedup_planned", cp->Ratio()},
+              {"speedup_measured", same_tasks ? json(cp->baseline_s / run_s) : json()},
               {"speedup_measured_with_profiling_and_planning",
-               same_tasks ? json(*cp / with_setup) : json()},
+               same_tasks ? json(cp->baseline_s / with_setup) : json()},
               {"note",
                "current practice's makespan is estimated from the profile's measured trials (the "
                "same ones Saturn planned with); it needs no profiling or planning"}};
@@ -157,7 +163,7 @@ std::string CurrentPracticeHtml(const RunReportInput& in, const json& cp) {
   }
   SpeedupFigures f;
   f.current_practice_s = cp["estimated_makespan_s"].get<double>();
-  f.run_s = in.makespan_s;
+  f.run_s = in.makespan_s - cp["from_s"].get<double>();
   f.setup_s = in.profiling_s + in.planning_s;
   f.planned_speedup = cp["speedup_planned"].get<double>();
   return "<p class=\"baseline\">Current practice (each task alone on a whole node, one after "

@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <filesystem>
 
 #include "common/clock.h"
@@ -168,6 +169,20 @@ TEST(Format, Durations) {
   EXPECT_EQ(FormatDuration(0.5), "0.5s");
   EXPECT_EQ(FormatDuration(0.04), "0.04s");  // a fast solve, not "0.0s"
   EXPECT_EQ(FormatDuration(0.001), "0.0s");  // a progress line at its start
+  EXPECT_EQ(FormatDuration(19), "19.0s");
+  EXPECT_EQ(FormatDuration(245), "4m05s");
+  EXPECT_EQ(FormatDuration(-125), "-2m05s");
+  EXPECT_EQ(FormatDuration(std::nan("")), "?");
+  // A value just under a unit's end reads in the next unit, never as 60 of
+  // the one it leaves.
+  EXPECT_EQ(FormatDuration(0.0949), "0.09s");
+  EXPECT_EQ(FormatDuration(0.096), "0.1s");
+  EXPECT_EQ(FormatDuration(59.94), "59.9s");
+  EXPECT_EQ(FormatDuration(59.97), "1m00s");
+  EXPECT_EQ(FormatDuration(3599.4), "59m59s");
+  EXPECT_EQ(FormatDuration(3599.6), "1h00m");
+  EXPECT_EQ(FormatDuration(3 * 86400 - 31), "71h59m");
+  EXPECT_EQ(FormatDuration(3 * 86400 - 29), "3.0d");
 }
 
 TEST(Format, TheClosestNameToAnUnknownOne) {

@@ -6,14 +6,21 @@
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <string>
+#include <thread>
 
 #include "common/clock.h"
 #include "common/defaults.h"
 #include "common/error.h"
 #include "common/fs.h"
+#include "contracts/baseline_comparison.h"
 #include "contracts/event_kinds.h"
 #include "executor/replanner.h"
 #include "executor/run.h"
@@ -285,6 +292,117 @@ TEST(RunDriven, ItsLoopWaitsOnTheInjectedClock) {
   run.reset();
   RunState state = RunState::Open(dir + "/state", false);
   EXPECT_NEAR(state.Get(meta::kClockS).value_or(-1.0), 39 * defaults::kLoopPauseS, 1e-6);
+}
+
+// The steady clock plus what a test adds: time that passes at once.
+class SkippingClock final : public Clock {
+ public:
+  double Now() const override { return real_.Now() + skipped_.load(); }
+  void Skip(double seconds) { skipped_ = skipped_.load() + seconds; }
+
+ private:
+  SteadyClock real_;
+  std::atomic<double> skipped_{0.0};
+};
+
+// Three tasks a fake worker trains in 20 steps, as fast on one GPU (single)
+// as on four (ddp): Saturn runs them side by side, current practice one after
+// another on the whole node.
+std::string ThreeTasks(const std::string& prefix) {
+  std::string text = "tasks:\n";
+  for (int i = 0; i < 3; ++i) {
+    text += "  - name: " + prefix + std::to_string(i) +
+            "\n    model: {type: gpt, layers: 1, d_model: 16, heads: 2, seq_len: 8}"
+            "\n    data: {type: text, path: corpus.txt}\n    batch_size: 4"
+            "\n    optimizer: {type: sgd, lr: 0.1}\n    steps: 20\n";
+  }
+  return text;
+}
+
+// Each plan's gain over current practice in a service that trains one batch,
+// sits idle for `idle_s`, then trains the same batch again under other names.
+std::vector<BaselineComparison> GainsAroundAnIdleGap(const std::string& dir, double idle_s) {
+  fs::remove_all(dir);
+  fs::create_directories(dir + "/project");
+  WriteFileAtomic(dir + "/project/corpus.txt", std::string(3000, 'z'));
+  WriteFileAtomic(dir + "/cluster.yaml", "nodes: [{name: n0, gpus: 4, gpu_memory_gib: 1}]\n");
+  WriteFileAtomic(dir + "/rules.txt", "ddp 2 ok 0.05\nddp 3 ok 0.05\nddp 4 ok 0.05\n");
+  ::setenv("FAKE_WORKER_RULES", (dir + "/rules.txt").c_str(), 1);
+  ::setenv("FAKE_STEP_S", "0.05", 1);
+  ::setenv("FAKE_WORKER_TECHNIQUES",
+           R"([{"name": "single", "layout": "one-process", "min_gpus": 1, "max_gpus": 1,)"
+           R"( "splits_batch": false, "plugin": null}, {"name": "ddp", "layout":)"
+           R"( "rank-per-device", "min_gpus": 2, "max_gpus": null, "splits_batch": true,)"
+           R"( "plugin": null}])",
+           1);
+  SkippingClock clock;
+  RunOptions options;
+  options.progress = false;
+  options.introspection = false;  // each batch keeps the plan made when it came
+  options.profiler.worker = SATURN_SOURCE_DIR "/tests/testing/fake_worker.sh";
+  options.profiler.cache_path = dir + "/cache.sqlite";
+  ServiceSource source;
+  source.state_dir = dir + "/state";
+  source.cluster_path = dir + "/cluster.yaml";
+  std::unique_ptr<saturn::Run> run = saturn::Run::OpenService(source, options, clock);
+  auto submit = [&](const std::string& prefix) {
+    Submission submission{0, "w.yaml", dir + "/project", ThreeTasks(prefix)};
+    Workload workload = run->CheckSubmission(submission);
+    EXPECT_EQ(run->Submit(submission, std::move(workload)).kind, RunAnswer::kDone);
+  };
+  auto all_ended = [&](size_t tasks) {
+    std::vector<TaskView> views = run->Tasks();
+    return views.size() == tasks && std::all_of(views.begin(), views.end(), [](const TaskView& v) {
+             return v.status == TaskStatus::kFinished;
+           });
+  };
+  std::vector<BaselineComparison> gains;
+  auto note_gain = [&] {
+    std::optional<BaselineComparison> c =
+        CompareWithBaseline(run->CurrentPlan(), "current-practice");
+    if (c) gains.push_back(*c);
+  };
+  int stage = 0;
+  Deadline deadline(clock, 120.0 + idle_s);
+  RunHooks hooks;
+  hooks.each_turn = [&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    if (stage == 0) {
+      submit("a");
+      stage = 1;
+    } else if (stage == 1 && all_ended(3)) {
+      note_gain();
+      clock.Skip(idle_s);  // the service sits idle
+      submit("b");
+      stage = 2;
+    } else if (stage == 2 && all_ended(6)) {
+      note_gain();
+      stage = 3;
+    }
+  };
+  hooks.stop = [&] { return stage == 3 || deadline.Expired(); };
+  run->Drive(hooks);
+  EXPECT_EQ(stage, 3) << "the batches did not finish in time";
+  for (const char* name : {"FAKE_WORKER_RULES", "FAKE_STEP_S", "FAKE_WORKER_TECHNIQUES"})
+    ::unsetenv(name);
+  return gains;
+}
+
+// saturn serve compares its plan with current practice over the same span,
+// from the submission each plan was made for: a batch submitted after the
+// service sat idle shows the gain the same batch showed at once, whatever
+// the gap (compared as ends on the run clock, the idle time counted on both
+// sides and pulled the ratio towards 1x as it grew).
+TEST(RunDriven, TheGainOverCurrentPracticeDoesNotChangeWithIdleTimeBeforeASubmission) {
+  std::string dir = ::testing::TempDir() + "/saturn_gain_after_idle";
+  for (double idle_s : {10.0, 100000.0}) {
+    std::vector<BaselineComparison> gains = GainsAroundAnIdleGap(dir, idle_s);
+    ASSERT_EQ(gains.size(), 2u) << "idle " << idle_s;
+    EXPECT_GT(gains[0].Ratio(), 1.5) << "side by side beats one after another";
+    EXPECT_GT(gains[1].from_s, idle_s) << "the second plan is made after the gap";
+    EXPECT_NEAR(gains[1].Ratio(), gains[0].Ratio(), 0.05 * gains[0].Ratio()) << "idle " << idle_s;
+    EXPECT_NEAR(gains[1].baseline_s, gains[0].baseline_s, 0.05 * gains[0].baseline_s);
+  }
 }
 
 TEST(DefaultRunDir, TwoWorkloadFilesNeverShareOne) {

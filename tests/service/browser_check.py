@@ -22,7 +22,8 @@ Checks, polling until they hold or --timeout passes:
   - the Gantt chart has a planned bar per GPU of each plan entry (a faint one
     for a task that ended without running), an actual
     bar for every running task and no bar twice (a replayed stream's events
-    are not counted again); a loss curve for each task with steps done;
+    are not counted again); a loss curve for each task with steps done, an
+    ended task's with every point GET /v1/tasks/{id} has;
   - with --expect-empty: the empty state, no rows;
   - each --expect-text: the first element SELECTOR matches has text that
     REGEX matches (re.search); each --reject-text: no element SELECTOR
@@ -184,9 +185,9 @@ def api(server, path, token):
         return json.loads(r.read())
 
 
-def problems(page, tasks, plan, args, first, moved):
+def problems(page, tasks, plan, args, first, moved, losses):
     """What the rendered page gets wrong against the API's answer (empty: all
-    holds)."""
+    holds). losses: each ended task's curve as GET /v1/tasks/{id} gives it."""
     out = []
     if page.get("ready") != "1":
         return ["the page never loaded its data (body[data-ready] is %r)" % page.get("ready")]
@@ -221,6 +222,12 @@ def problems(page, tasks, plan, args, first, moved):
             out.append("%s is running but has no open bar in the Gantt chart" % t["id"])
         if t["steps_done"] > 0 and t["id"] not in {c[0] for c in page["curves"]}:
             out.append("%s has %d steps done but no loss curve" % (t["id"], t["steps_done"]))
+        # An ended task's curve is the API's whole: a fresh load draws what a
+        # page open all along drew (replayed progress never cuts it short).
+        drawn = dict((c[0], c[1]) for c in page["curves"]).get(t["id"], 0)
+        if len(losses.get(t["id"], [])) > drawn:
+            out.append("%s: the loss curve has %d points, the API %d" % (
+                t["id"], drawn, len(losses[t["id"]])))
     places = [(a[0], a[2]) for a in page["actual"]]
     doubled = sorted({p[0] for p in places if places.count(p) > 1})
     if doubled:
@@ -356,7 +363,7 @@ def main():
             scripts.append(WATCH_JS % {"task": task, "status": status})
         browser.open(url, args.width, args.height, scripts)
         deadline = time.monotonic() + args.timeout
-        first, moved = {}, set()
+        first, moved, losses = {}, set(), {}
         while True:
             page = json.loads(browser.evaluate(SUMMARY_JS) or "{}")
             tasks = api(args.server, "/v1/tasks", args.token)["tasks"]
@@ -364,7 +371,11 @@ def main():
             for r in page.get("rows", []):  # each task's progress when the page first showed it
                 first.setdefault(r["id"], r["steps_done"])
             had_moved = bool(moved)
-            failures = problems(page, tasks, plan, args, first, moved)
+            for t in tasks:  # an ended task's curve no longer changes
+                if t["status"] in ("finished", "failed", "cancelled") and t["id"] not in losses:
+                    losses[t["id"]] = api(args.server, "/v1/tasks/" + urllib.parse.quote(t["id"]),
+                                          args.token).get("losses", [])
+            failures = problems(page, tasks, plan, args, first, moved, losses)
             if not failures or time.monotonic() > deadline:  # now the page's words
                 failures += text_problems(browser, args)
             if moved and not had_moved:  # a picture of the run in progress

@@ -125,8 +125,8 @@ case "$mode" in
     check ended --server "$url" --timeout 30 \
       --expect-tasks gpt2-lr1e-4,gpt2-lr3e-4,resnet50,vit-small,bert-base \
       --expect-text '#c-plan' '^done$' \
-      --expect-text '#c-plan-sub' '^at 27:10 on the run clock · all 5 tasks ended$' \
-      --expect-text '#c-plan-baseline' "^Saturn's plan ends ~28:20; current practice \(each task on a whole node, one after another\) ~1:10:50 \(2\.50× longer\)$" \
+      --expect-text '#c-plan-sub' '^at 27m10s on the run clock · all 5 tasks ended$' \
+      --expect-text '#c-plan-baseline' "^Saturn's plan takes ~28m20s; current practice \(each task on a whole node, one after another\) ~1h11m \(2\.50× longer\)$" \
       --expect-text '#plan-note' '^plan stopped at its time limit \(not proven optimal\) · ' \
       --reject-text main 'time_limit|past due' \
       --expect-text 'tr[data-task="bert-base"] td:nth-child(3)' '^–$' \
@@ -165,7 +165,7 @@ EOF
     check server-ended --server "$url" --expect-tasks gpt-a,gpt-b,gpt-c \
       --wait-status gpt-a=finished --wait-status gpt-b=finished --wait-status gpt-c=finished \
       --expect-text '#c-plan' '^done$' \
-      --expect-text '#c-plan-sub' '^at [0-9:]+ on the run clock · all 3 tasks ended$' \
+      --expect-text '#c-plan-sub' '^at [0-9.hms]+ on the run clock · all 3 tasks ended$' \
       --reject-text main 'time_limit|past due' --timeout 30 || status=1
     # A task cancelled before it started: a second server with one GPU and two
     # tasks; the one waiting for the GPU is cancelled while the other trains.

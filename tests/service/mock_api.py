@@ -312,7 +312,9 @@ class World:
         if with_losses:
             every = max(1, steps_done // 150)
             steps = sorted(set(range(every, steps_done + 1, every)) | {steps_done} - {0})
-            out["losses"] = [[s, loss_at(task.id, s)] for s in steps]
+            # As the service: a step's index and its loss (a progress event's
+            # "step" counts the steps done, the last one's loss).
+            out["losses"] = [[s - 1, loss_at(task.id, s)] for s in steps]
         return out
 
     def visible_tasks(self, now):

@@ -148,9 +148,17 @@ TEST_F(ServeApi, SubmittedTasksAreProfiledPlannedTrainedAndReported) {
     EXPECT_TRUE(t["final_loss"].is_number());
     EXPECT_TRUE(t["technique"].is_string());
   }
+  // The curve a freshly loaded dashboard draws: every step's loss (up to
+  // 500 a task), from the first step's to the last one's, not a few recent.
   ServiceClient::Reply one = Client().Get("/v1/tasks/a1");
   ASSERT_EQ(one.status, 200);
-  EXPECT_FALSE(one.body["losses"].empty());
+  const json& losses = one.body["losses"];
+  ASSERT_EQ(losses.size(), 10u) << losses.dump();
+  for (size_t i = 0; i < losses.size(); ++i) {
+    EXPECT_EQ(losses[i][0], static_cast<long>(i)) << losses.dump();
+    EXPECT_TRUE(losses[i][1].is_number()) << losses.dump();
+  }
+  EXPECT_EQ(losses.back()[1], one.body["final_loss"]);
   EXPECT_EQ(Client().Get("/v1/tasks/nope").status, 404);
   json plan = Client().Get("/v1/plan").body;
   EXPECT_EQ(plan["tasks"].size(), 2u);
