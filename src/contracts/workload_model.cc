@@ -189,6 +189,12 @@ json ReadModelField(const YamlFields& m, const std::string& base_dir) {
   } else if (type == "mlp") {
     m.AllowOnly({"type", "layers", "width", "init"});
     ints({"layers", "width"});
+  } else if (type == "llama") {
+    // Issue 42 stop-gap until the full llama reader lands: a published size
+    // by `preset` (the engine fills in the rest from it) and the window.
+    m.AllowOnly({"type", "preset", "seq_len"});
+    out["preset"] = m.String("preset");
+    if (m.Has("seq_len")) out["seq_len"] = m.Int("seq_len", 1, limits::kMaxModelSize);
   } else if (type == "torchscript") {
     m.AllowOnly({"type", "path", "loss"});
     out["path"] = ExistingFile(m, "path", base_dir);
@@ -214,7 +220,7 @@ json ReadFinetuneField(const YamlFields& ft, const std::string& source,
   if (!ft.Has("lora")) return out;
   YamlFields lora(ft.Required("lora"), source, ft.FieldPath("lora"));
   lora.AllowOnly({"rank", "alpha", "targets"});
-  if (model_type != "gpt" && model_type != "gpt2" && model_type != "vit") {
+  if (model_type != "gpt" && model_type != "gpt2" && model_type != "vit" && model_type != "llama") {
     ft.Fail("lora", "LoRA adapts transformer models (gpt, gpt2, vit), not " + model_type);
   }
   long rank = lora.Int("rank", 1, limits::kMaxModelSize);
