@@ -176,7 +176,7 @@ void RequireSpeeds(const Workload& workload, const ProfilerOptions& options) {
     std::string field = "cluster.nodes[" + std::to_string(i) + "]";
     throw InputError(
         workload.source, 0, field + (n.gpu_type.empty() ? ".gpu_type" : ".tflops"),
-        "--estimate needs the speed of node " + Quote(n.name) + "'s devices: " +
+        "--estimate needs the speed of the devices of node " + Quote(n.name) + ": " +
             (n.gpu_type.empty() ? "no gpu_type"
                                 : "no published figures for gpu_type " + Quote(n.gpu_type)) +
             " (known: " + GpuSpecNames() +
