@@ -66,6 +66,30 @@ std::string PerTypeLines(const Plan& plan, const Cluster& cluster) {
   return out;
 }
 
+// The plan's tasks whose rows the profile estimated rather than measured
+// (its estimated_from column): "note: 4 of the plan's 4 tasks run on
+// estimated rows, not measured runtimes (the first: analytic: ...)".
+std::string EstimatedLine(const Plan& plan, const ProfileTable& profile, const Cluster& cluster) {
+  if (profile.ExtraColumn("estimated_from") < 0) return "";
+  int estimated = 0;
+  std::string first;
+  for (const PlanTask& t : plan.tasks) {
+    int node = cluster.NodeIndex(t.node);
+    std::string type =
+        node < 0 || !profile.Typed() ? "" : cluster.nodes[static_cast<size_t>(node)].gpu_type;
+    const ProfileRow* row = profile.Find(t.task, t.technique, t.gpus, type);
+    std::string from = row ? profile.Extra(*row, "estimated_from") : "";
+    if (from.empty()) continue;
+    if (first.empty()) first = from;
+    ++estimated;
+  }
+  if (estimated == 0) return "";
+  return "note: " + std::to_string(estimated) + " of the plan's " +
+         Plural(static_cast<long>(plan.tasks.size()), "task") +
+         " run on estimated rows, not measured runtimes (" + (estimated > 1 ? "the first: " : "") +
+         first + ")\n";
+}
+
 // --cluster: a cluster file (Contract 1), or a workload file, whose
 // `cluster:` section is used (a cluster file beside the workload, or its
 // nodes written inline), with a line on stderr saying so.
@@ -151,6 +175,7 @@ int RunPlan(const PlanOptions& o) {
                DescribePlanStatus(plan.status).c_str(), FormatDuration(plan.makespan_s).c_str(),
                bound.c_str(), FormatDuration(plan.solve_time_s).c_str());
   std::fputs(PerTypeLines(plan, cluster).c_str(), stderr);
+  std::fputs(EstimatedLine(plan, profile, cluster).c_str(), stderr);
   if (std::string line = BaselineLine(plan); !line.empty())
     std::fprintf(stderr, "%s\n", line.c_str());
   return 0;

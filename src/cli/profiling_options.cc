@@ -23,6 +23,11 @@ void AddProfilingOptions(CLI::App* cmd, const ProfilingTargets& to, ProfilingCom
          "type, the rest scaled by that speed ratio (docs/types.md). No effect on one type")
       ->check(CLI::IsMember({"measure", "estimate"}))
       ->default_str("measure");
+  cmd->add_flag_callback(
+      "--estimate", [profiler] { profiler->estimate = "always"; },
+      "Estimate every trial analytically from the model's shape and the nodes' gpu_type (or "
+      "tflops, link_gb_s) instead of measuring it; without it only trials that cannot run on "
+      "this machine are estimated. Estimated rows say so (estimated_from)");
   cmd->add_option("--checkpoint-every", *to.checkpoint_every,
                   profile ? "Runtimes count the checkpoints `saturn run --checkpoint-every` writes "
                             "(default: a tenth of each task)"

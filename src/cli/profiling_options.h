@@ -22,7 +22,7 @@ enum class ProfilingCommand { kProfile, kRun };
 
 // Where each shared flag's value goes.
 struct ProfilingTargets {
-  ProfilerOptions* profiler;  // --cache, --trial-timeout, --types
+  ProfilerOptions* profiler;  // --cache, --trial-timeout, --types, --estimate
   long* checkpoint_every;     // --checkpoint-every (profile: its ProfilerOptions')
   std::string* backend;       // --backend
   long* max_tasks;            // --max-tasks

@@ -6,6 +6,7 @@
 
 #include "common/error.h"
 #include "common/fs.h"
+#include "common/gpu_specs.h"
 #include "common/limits.h"
 #include "contracts/yaml_fields.h"
 
@@ -41,6 +42,19 @@ std::vector<std::string> Cluster::GpuTypes() const {
     }
   }
   return types;
+}
+
+std::optional<DeviceSpeed> NodeSpeed(const ClusterNode& node, const std::string& precision) {
+  const GpuSpec* spec = FindGpuSpec(node.gpu_type);
+  DeviceSpeed speed;
+  if (precision == "bf16") {
+    speed.tflops = node.tflops.value_or(spec ? spec->bf16_tflops : 0.0);
+  } else {
+    speed.tflops = node.tflops_fp32.value_or(spec ? spec->fp32_tflops : node.tflops.value_or(0.0));
+  }
+  speed.link_gb_s = node.link_gb_s.value_or(spec ? spec->link_gb_s : 0.0);
+  if (!(speed.tflops > 0)) return std::nullopt;
+  return speed;
 }
 
 std::string GpuTypeLabel(std::string_view gpu_type) {
@@ -95,7 +109,8 @@ Cluster ParseCluster(const YAML::Node& root, std::string_view source, const std:
   std::set<std::string> names;
   for (size_t i = 0; i < list.size(); ++i) {
     YamlFields f(list[i], std::string(source), list_path + "[" + std::to_string(i) + "]");
-    f.AllowOnly({"name", "gpus", "gpu_memory_gib", "device", "threads_per_gpu", "gpu_type"});
+    f.AllowOnly({"name", "gpus", "gpu_memory_gib", "device", "threads_per_gpu", "gpu_type",
+                 "tflops", "tflops_fp32", "link_gb_s"});
     ClusterNode node;
     node.name = f.String("name");
     node.gpu_type = f.OptionalString("gpu_type").value_or("");
@@ -108,6 +123,9 @@ Cluster ParseCluster(const YAML::Node& root, std::string_view source, const std:
     }
     node.gpus = static_cast<int>(f.Int("gpus", 1, limits::kMaxGpusPerNode));
     ReadSlotFields(f, "cpu", &node.gpu_memory_gib, &node.device, &node.threads_per_gpu);
+    node.tflops = f.OptionalDouble("tflops", 0.0);
+    node.tflops_fp32 = f.OptionalDouble("tflops_fp32", 0.0);
+    node.link_gb_s = f.OptionalDouble("link_gb_s", 0.0);
     cluster.nodes.push_back(std::move(node));
   }
   return cluster;
@@ -181,6 +199,9 @@ std::string ClusterToYaml(const Cluster& cluster) {
       out << YAML::Key << "threads_per_gpu" << YAML::Value << n.threads_per_gpu;
     }
     if (!n.gpu_type.empty()) out << YAML::Key << "gpu_type" << YAML::Value << n.gpu_type;
+    if (n.tflops) out << YAML::Key << "tflops" << YAML::Value << *n.tflops;
+    if (n.tflops_fp32) out << YAML::Key << "tflops_fp32" << YAML::Value << *n.tflops_fp32;
+    if (n.link_gb_s) out << YAML::Key << "link_gb_s" << YAML::Value << *n.link_gb_s;
     out << YAML::EndMap;
   }
   out << YAML::EndSeq << YAML::EndMap;

@@ -29,7 +29,21 @@ struct ClusterNode {
   // The kind of device (e.g. V100, A100): runtimes are measured and planned
   // per type. "" (unset) is the one type of a cluster that names none.
   std::string gpu_type = {};
+  // How fast its devices are, for analytic estimates (engine/estimate.h):
+  // dense peak TFLOP/s at bf16 and at fp32, and GB/s to another device of
+  // the node; unset: the built-in figures of its gpu_type (common/gpu_specs.h).
+  std::optional<double> tflops = {}, tflops_fp32 = {}, link_gb_s = {};
 };
+
+// A node's device speed for a task at `precision` (fp32 | bf16): its own
+// fields, else its gpu_type's published figures; nullopt when neither says
+// the TFLOP/s (an unknown type without `tflops`). tflops_fp32 defaults to
+// tflops for a type the table does not know; link_gb_s 0 when unknown.
+struct DeviceSpeed {
+  double tflops = 0.0;
+  double link_gb_s = 0.0;
+};
+std::optional<DeviceSpeed> NodeSpeed(const ClusterNode& node, const std::string& precision);
 
 struct Cluster {
   std::vector<ClusterNode> nodes;

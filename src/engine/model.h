@@ -161,6 +161,16 @@ struct InputShape {
   int64_t classes = 0;  // image and vector
 };
 
+// The shape of a decoder-only transformer (an embedding block, `layers`
+// equal layer blocks, a head block), as a family that is one says of itself
+// for analytic estimates (engine/estimate.h).
+struct TransformerShape {
+  int64_t layers = 0, d_model = 0, heads = 0, ffn = 0, vocab = 0, seq_len = 0;
+  int64_t q_dim = 0;   // heads x head_dim
+  int64_t kv_dim = 0;  // key/value heads x head_dim (q_dim without grouped-query attention)
+  bool gated = false;  // SwiGLU MLP (gate, up, down) rather than two maps
+};
+
 // cross_entropy: logits [..., C] against int64 targets [...];
 // mse: predictions against float targets of the same shape.
 enum class LossKind { kCrossEntropy, kMse };
@@ -180,6 +190,10 @@ class Model {
   virtual InputShape Input() const = 0;
   // Multiply-add FLOPs (x2) of one sample's forward pass, for utilisation.
   virtual double ForwardFlopsPerSample() const = 0;
+  // The model as a decoder-only transformer (block 0 the embedding, blocks
+  // 1..layers the layers, the last the head), for analytic estimates;
+  // nullopt when it is not one (the default).
+  virtual std::optional<TransformerShape> Transformer() const { return std::nullopt; }
 
   virtual LossKind Loss() const { return LossKind::kCrossEntropy; }
   // Why the model cannot be cut into several blocks, or "" when it can be (or

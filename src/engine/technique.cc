@@ -102,6 +102,12 @@ std::vector<Knobs> Technique::SearchSpace(TrainContext&) const {
   return {Knobs::object()};
 }
 
+SearchResult Technique::Estimate(const EstimateContext&) const {
+  SearchResult result;
+  result.reason = "no analytic model for " + std::string(Name());
+  return result;
+}
+
 std::optional<int64_t> Technique::StaticBytesPerDevice(const TrainContext&, const Knobs&) const {
   return std::nullopt;
 }

@@ -127,6 +127,27 @@ struct SearchResult {
   nlohmann::json stats = nlohmann::json::object();
   // Every setting tried: {"knobs", "step_s", "stats"} or {"knobs", "reason"}.
   nlohmann::json candidates = nlohmann::json::array();
+  // An analytic estimate (Technique::Estimate), not a measurement: what it
+  // assumed ("analytic: 989 TFLOP/s x 0.40, links 450 GB/s"); "" when measured.
+  std::string estimated;
+};
+
+// How fast a device the estimate is for (engine/estimate.h).
+struct DeviceRate {
+  double peak_flops = 0.0;    // dense FLOP/s of one device at the task's precision; 0: unknown
+  double efficiency = 0.40;   // the share of it a training step sustains
+  double link_bytes_s = 0.0;  // bytes/s between two devices of a node, one way; 0: unknown
+};
+
+// What an analytic estimate knows: the task and model, and the devices it
+// would run on (no device, data or process group is made).
+struct EstimateContext {
+  const TaskSpec& task;
+  const Model& model;
+  const Optimizer& optimizer;
+  int gpus = 1;
+  int64_t capacity_bytes = 0;  // of each device; 0: unlimited
+  DeviceRate rate;
 };
 
 // One evaluation on held-out data (engine/eval.h).
@@ -205,6 +226,13 @@ class Technique {
   virtual std::unique_ptr<Trainer> MakeTrainer(TrainContext& ctx, const Knobs& knobs) const = 0;
 
   virtual SearchResult Search(TrainContext& ctx, const SearchOptions& options) const;
+  // Search's answer without running anything (engine/estimate.h): the knob
+  // setting Search would pick, its step time on devices of `ctx.rate` and
+  // every device's peak memory, from the model's shape alone; infeasible
+  // with the reason when even the setting that saves the most memory does
+  // not fit. Filled in even when infeasible: peak_memory_bytes of that
+  // setting. Default: infeasible, "no analytic model for <technique>".
+  virtual SearchResult Estimate(const EstimateContext& ctx) const;
   // Throws OutOfMemoryError when a device goes over its capacity.
   virtual ExecuteResult Execute(TrainContext& ctx, const Knobs& knobs,
                                 const ExecuteOptions& options) const;

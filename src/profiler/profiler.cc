@@ -20,6 +20,7 @@
 #include "common/error.h"
 #include "common/format.h"
 #include "common/fs.h"
+#include "common/gpu_specs.h"
 #include "common/process.h"
 #include "common/progress.h"
 #include "profiler/cache.h"
@@ -51,6 +52,13 @@ std::string CacheKey(const Trial& t, const ProfilerOptions& o, const std::string
               {"warmup", o.warmup},
               {"measure", o.measure},
               {"worker", build}};
+  // Estimates are keyed by what they assume; measurements as they always were.
+  if (o.estimate != "auto") key["estimate"] = o.estimate;
+  if (t.speed_fp32 || t.speed_bf16) {
+    const DeviceSpeed& any = t.speed_bf16 ? *t.speed_bf16 : *t.speed_fp32;
+    key["speed"] = {t.speed_fp32 ? t.speed_fp32->tflops : 0.0,
+                    t.speed_bf16 ? t.speed_bf16->tflops : 0.0, any.link_gb_s};
+  }
   // Devices of two named types can share settings (two CUDA GPUs): keyed apart.
   if (!t.gpu_type.empty()) key["gpu_type"] = t.gpu_type;
   return key.dump();
@@ -155,6 +163,24 @@ void RequireListedCluster(const Workload& workload) {
                      "the cluster comes from the Slurm allocation, which only `saturn run "
                      "--backend slurm` reads; to profile alone, list the nodes under "
                      "cluster.nodes");
+  }
+}
+
+// Every trial is estimated (--estimate): every node must say how fast its
+// devices are, its gpu_type's published figures or its own tflops.
+void RequireSpeeds(const Workload& workload, const ProfilerOptions& options) {
+  if (options.estimate != "always") return;
+  for (size_t i = 0; i < workload.cluster.nodes.size(); ++i) {
+    const ClusterNode& n = workload.cluster.nodes[i];
+    if (NodeSpeed(n, "bf16") && NodeSpeed(n, "fp32")) continue;
+    std::string field = "cluster.nodes[" + std::to_string(i) + "]";
+    throw InputError(
+        workload.source, 0, field + (n.gpu_type.empty() ? ".gpu_type" : ".tflops"),
+        "--estimate needs the speed of the devices of node " + Quote(n.name) + ": " +
+            (n.gpu_type.empty() ? "no gpu_type"
+                                : "no published figures for gpu_type " + Quote(n.gpu_type)) +
+            " (known: " + GpuSpecNames() +
+            "); declare tflops (dense bf16 TFLOP/s of one device) and link_gb_s");
   }
 }
 
@@ -292,9 +318,11 @@ void RunTrials(std::vector<int> todo, const std::map<std::string, json>& trial_t
       ++run.trials_run;
       ++done;
       cache.Keep(t);
-      progress.Update(done, Describe(t) + (t.result.feasible
-                                               ? ": " + FormatFixed(t.result.step_s, 3) + " s/step"
-                                               : ": infeasible"));
+      std::string how = t.result.estimated.empty() ? "" : " (estimated)";
+      progress.Update(done,
+                      Describe(t) + (t.result.feasible
+                                         ? ": " + FormatFixed(t.result.step_s, 3) + " s/step" + how
+                                         : ": infeasible" + how));
       active.erase(active.begin() + static_cast<long>(a));
     }
   }
@@ -307,6 +335,11 @@ void RunTrials(std::vector<int> todo, const std::map<std::string, json>& trial_t
 void Settle(ProfileRun& run, size_t from) {
   for (size_t i = from; i < run.trials.size(); ++i) {
     Trial& t = run.trials[i];
+    if (!t.result.estimated.empty() && t.estimated_from.empty()) {
+      t.estimated_from = t.result.estimated;  // analytic: the worker's figures stand
+      ++run.analytic;
+      continue;
+    }
     if (!t.result.feasible || !t.estimated_from.empty()) continue;
     t.result.step_s = StepEstimate(t.result.step_samples_s, t.result.step_s);
     t.step_se_s = StepStandardError(t.result.step_samples_s);
@@ -356,6 +389,7 @@ double RuntimeEstimate(const WorkerSearchResult& r, long steps, long checkpoint_
 
 ProfileRun RunProfiler(const Workload& workload, const ProfilerOptions& options) {
   RequireListedCluster(workload);
+  RequireSpeeds(workload, options);
   const SteadyClock steady;
   const Clock& clock = options.clock ? *options.clock : steady;
   const double started = clock.Now();

@@ -79,6 +79,11 @@ struct ProfilerOptions {
   // not fit the other type's devices, or more GPUs than the reference's
   // nodes have. Estimated rows say so in the profile (`estimated_from`).
   bool estimate_types = false;
+  // Analytic estimates (engine/estimate.h) instead of trials: "auto" where a
+  // trial cannot run on this machine (its devices would need more memory
+  // than it has), "always" (`--estimate`) for every trial. Estimated rows
+  // say so in the profile (`estimated_from`: "analytic: ...").
+  std::string estimate = "auto";
 };
 
 // The step time a task's runtime is extrapolated from: the mean of the
@@ -119,6 +124,8 @@ struct Trial {
   // type) and a node of that type to run it on.
   std::string gpu_type;
   std::string node;
+  // That node's device speed at fp32 and bf16 (NodeSpeed), for estimates.
+  std::optional<DeviceSpeed> speed_fp32, speed_bf16;
   std::string example_task;  // a task that uses this trial (for messages)
   // Outcome.
   WorkerSearchResult result;
@@ -175,6 +182,7 @@ struct ProfileRun {
   int cache_hits = 0;
   int trials_run = 0;
   int estimated = 0;  // trials scaled from another type, not run
+  int analytic = 0;   // trials estimated analytically (ProfilerOptions::estimate), not run
   double wall_s = 0.0;
   long checkpoint_every = 0;              // the options' (runtimes count its checkpoints)
   std::vector<WithinNoise> within_noise;  // configurations left out of the table

@@ -15,6 +15,13 @@
 namespace saturn {
 namespace {
 
+// ", estimated x0.512 of A100 (...)" for a row scaled from another type;
+// ", estimated" for an analytic one (the summary's first line says how).
+std::string EstimatedNote(const Trial& t) {
+  if (t.estimated_from.empty()) return "";
+  return t.result.estimated.empty() ? ", estimated " + t.estimated_from : ", estimated";
+}
+
 // "2 GPUs", or "2 GPUs of V100" on a cluster of named types.
 std::string Gpus(int gpus, const std::string& gpu_type = "") {
   return std::to_string(gpus) + " GPU" + (gpus > 1 ? "s" : "") +
@@ -70,8 +77,7 @@ void TaskLines(const WorkloadTask& task, size_t k, const ProfileRun& run, std::o
         << f.trial->technique << " " << FormatDuration(f.runtime_s) << " ("
         << FormatFixed(PlannedResult(task, *f.trial).step_s, 4) << " s/step"
         << (EvalEvery(task) > 0 ? ", evaluation included" : "")
-        << (f.trial->estimated_from.empty() ? "" : ", estimated " + f.trial->estimated_from)
-        << ")\n";
+        << EstimatedNote(*f.trial) << ")\n";
   }
   for (const WithinNoise* w : noise)
     out << "    " << WithinNoiseLine(task, run, *w) << "\n";
@@ -114,6 +120,22 @@ std::string ContradictionLine(const Workload& workload, const ProfileRun& run,
          FormatFixed(1 / c.siblings_ratio, 2) + "x faster on " + type +
          " (median): " + (s.cached ? "read from the cache" : "measured in this run") +
          ", not re-measured";
+}
+
+// "4 trials estimated analytically, not measured (analytic: 989 TFLOP/s x
+// 0.40, links 450 GB/s; cannot run here: needs 61 GiB of memory, this
+// machine has 20 GiB): their rows say so in estimated_from".
+std::string AnalyticLine(const ProfileRun& run) {
+  std::string first;
+  for (const Trial& t : run.trials) {
+    if (!t.result.estimated.empty()) {
+      first = t.result.estimated;
+      break;
+    }
+  }
+  return Plural(run.analytic, "trial") + " estimated analytically, not measured (" +
+         (run.analytic > 1 ? "the first: " : "") + first +
+         "): their rows say so in the profile's estimated_from";
 }
 
 }  // namespace
@@ -199,6 +221,7 @@ std::string ProfileSummary(const Workload& workload, const ProfileRun& run) {
       << (run.estimated ? ", " + std::to_string(run.estimated) + " estimated from another type"
                         : "")
       << ") in " << FormatDuration(run.wall_s) << "\n";
+  if (run.analytic > 0) out << AnalyticLine(run) << "\n";
   for (size_t k = 0; k < workload.tasks.size(); ++k)
     TaskLines(workload.tasks[k], k, run, out);
   const std::vector<TypeContradiction> suspect = FindTypeContradictions(workload, run);

@@ -235,8 +235,8 @@ void BuildTable(const Workload& workload, const ProfilerOptions& options, const 
   run.checkpoint_every = options.checkpoint_every;
   run.table.extra_columns = {"step_s",       "steps",           "start_cost_s", "launch_s",
                              "checkpoint_s", "peak_memory_gib", "knobs",        "eval_s"};
-  // --types estimate: which rows were scaled from another type, not measured.
-  const bool estimates = run.estimated > 0;
+  // --types estimate, analytic estimates: which rows were not measured.
+  const bool estimates = run.estimated > 0 || run.analytic > 0;
   if (estimates) run.table.extra_columns.push_back("estimated_from");
   for (size_t k = 0; k < workload.tasks.size(); ++k) {
     const WorkloadTask& task = workload.tasks[k];

@@ -48,6 +48,13 @@ TrialRunner::Running TrialRunner::Start(int index, const Trial& t, const json& t
   call.timeout_s = std::max(10.0, o_.trial_timeout_s / 2);
   call.warmup = o_.warmup;
   call.measure = o_.measure;
+  call.estimate = o_.estimate;
+  const std::optional<DeviceSpeed>& speed =
+      task_spec.value("precision", "fp32") == "bf16" ? t.speed_bf16 : t.speed_fp32;
+  if (speed) {
+    call.peak_tflops = speed->tflops;
+    call.link_gb_s = speed->link_gb_s;
+  }
   call.plugins = plugins_;
   // A user's program is profiled by running it for a few steps.
   call.to_step = CommandSteps();
@@ -92,7 +99,8 @@ void TrialRunner::Finish(Running& r, Trial& t, bool timed_out) {
   if (ExitedCleanly(status)) {
     try {
       t.result = ReadSearchResult(r.result_path);
-      SetLaunchCost(t.result, r.spawned_unix_s, ended_unix_s);
+      // An analytic estimate's process says nothing of a real launch's cost.
+      if (t.result.estimated.empty()) SetLaunchCost(t.result, r.spawned_unix_s, ended_unix_s);
       return;
     } catch (const std::exception& e) {
       t.result = {};

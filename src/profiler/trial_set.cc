@@ -19,6 +19,8 @@ void DeviceFor(const Cluster& cluster, int gpus, const std::string& gpu_type, Tr
       t->device_kind = n.device;
       t->threads = n.threads_per_gpu;
       t->node = n.name;
+      t->speed_fp32 = NodeSpeed(n, "fp32");
+      t->speed_bf16 = NodeSpeed(n, "bf16");
     }
     found = true;
   }

@@ -86,29 +86,31 @@ json ParseWorkerMessage(std::string_view text, const std::string& what) {
 }
 
 json ToJson(const WorkerSearchResult& r) {
-  return {{"protocol", kWorkerProtocol},
-          {"feasible", r.feasible},
-          {"reason", r.reason},
-          {"technique", r.technique},
-          {"gpus", r.gpus},
-          // Infeasible results carry "step_s": null.
-          {"step_s", r.feasible ? json(r.step_s) : json(nullptr)},
-          {"step_samples_s", r.step_samples_s},
-          {"warmup_step_s", r.warmup_step_s},
-          {"ready_unix_s", r.ready_unix_s},
-          {"setup_s", r.setup_s},
-          {"done_unix_s", r.done_unix_s},
-          {"launch_s", r.launch_s},
-          {"checkpoint_s", r.checkpoint_s},
-          {"eval_s", r.eval_s},
-          {"peak_memory_bytes", r.peak_memory_bytes},
-          {"resident_bytes", r.resident_bytes},
-          // null: a CPU device without a declared capacity (nothing is out of memory).
-          {"capacity_bytes", r.capacity_bytes > 0 ? json(r.capacity_bytes) : json(nullptr)},
-          {"model_flops_per_step", r.model_flops_per_step},
-          {"knobs", r.knobs},
-          {"stats", r.stats},
-          {"candidates", r.candidates}};
+  json j = {{"protocol", kWorkerProtocol},
+            {"feasible", r.feasible},
+            {"reason", r.reason},
+            {"technique", r.technique},
+            {"gpus", r.gpus},
+            // Infeasible results carry "step_s": null.
+            {"step_s", r.feasible ? json(r.step_s) : json(nullptr)},
+            {"step_samples_s", r.step_samples_s},
+            {"warmup_step_s", r.warmup_step_s},
+            {"ready_unix_s", r.ready_unix_s},
+            {"setup_s", r.setup_s},
+            {"done_unix_s", r.done_unix_s},
+            {"launch_s", r.launch_s},
+            {"checkpoint_s", r.checkpoint_s},
+            {"eval_s", r.eval_s},
+            {"peak_memory_bytes", r.peak_memory_bytes},
+            {"resident_bytes", r.resident_bytes},
+            // null: a CPU device without a declared capacity (nothing is out of memory).
+            {"capacity_bytes", r.capacity_bytes > 0 ? json(r.capacity_bytes) : json(nullptr)},
+            {"model_flops_per_step", r.model_flops_per_step},
+            {"knobs", r.knobs},
+            {"stats", r.stats},
+            {"candidates", r.candidates}};
+  if (!r.estimated.empty()) j["estimated"] = r.estimated;
+  return j;
 }
 
 WorkerSearchResult SearchResultFromJson(const json& j) {
@@ -134,6 +136,7 @@ WorkerSearchResult SearchResultFromJson(const json& j) {
   r.knobs = Field(j, "knobs", json::object());
   r.stats = Field(j, "stats", json::object());
   r.candidates = Field(j, "candidates", json::array());
+  r.estimated = Get(j, "estimated", std::string());
   if (r.feasible && !(r.step_s > 0)) {
     throw ProtocolError("worker reported a feasible configuration without a step time");
   }

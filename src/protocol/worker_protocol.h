@@ -57,6 +57,10 @@ struct WorkerSearchResult {
   nlohmann::json knobs = nlohmann::json::object();
   nlohmann::json stats = nlohmann::json::object();      // technique measurements, "phases"
   nlohmann::json candidates = nlohmann::json::array();  // every setting tried
+  // Estimated analytically, not measured: what the estimate assumed and why
+  // it was made ("analytic: 989 TFLOP/s x 0.40, links 450 GB/s; cannot run
+  // here: ..."); "" when measured. Absent from the JSON when "".
+  std::string estimated;
 };
 
 // `saturn-worker execute --out F`: what a run of steps [from, to) did.

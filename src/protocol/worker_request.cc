@@ -67,6 +67,12 @@ const std::vector<Flag>& Flags() {
        "technique plug-in (shared library) to load; repeatable"},
       {"--warmup", kSearch, false, &R::warmup, "N", "steps before measuring"},
       {"--measure", kSearch, false, &R::measure, "N", "steps measured"},
+      {"--estimate", kSearch, false, &R::estimate, "auto|always",
+       "estimate analytically instead of measuring: where the trial cannot run here, or always"},
+      {"--peak-tflops", kSearch, false, &R::peak_tflops, "T",
+       "the estimated device's dense peak at the task's precision, TFLOP/s"},
+      {"--link-gb-s", kSearch, false, &R::link_gb_s, "B",
+       "the estimated device's link bandwidth to its node's others, GB/s one way"},
       {"--from-step", kExecute, true, &R::from_step, "A", "the step to start from"},
       {"--to-step", kExecute, true, &R::to_step, "B", "the step to stop at"},
       {"--checkpoint-dir", kExecute, true, &R::checkpoint_dir, "DIR", "the task's checkpoints"},
@@ -331,6 +337,14 @@ void CheckWorkerRequest(const WorkerRequest& o) {
   if (o.mode == WorkerMode::kSearch) {
     if (o.warmup < 0) fail("--warmup", "expected an integer >= 0");
     if (o.measure < 1) fail("--measure", "expected an integer >= 1");
+    if (!o.estimate.empty() && o.estimate != "auto" && o.estimate != "always") {
+      fail("--estimate", "expected auto or always, got " + Quote(o.estimate));
+    }
+    if (!(o.peak_tflops >= 0) || !std::isfinite(o.peak_tflops)) {
+      fail("--peak-tflops", "expected TFLOP/s >= 0");
+    }
+    if (!(o.link_gb_s >= 0) || !std::isfinite(o.link_gb_s))
+      fail("--link-gb-s", "expected GB/s >= 0");
   } else {
     if (o.from_step < 0) fail("--from-step", "expected an integer >= 0");
     if (o.to_step < o.from_step) fail("--to-step", "expected >= --from-step");

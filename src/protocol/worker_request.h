@@ -72,6 +72,14 @@ struct WorkerRequest {
   // search
   int warmup = kDefaultWarmupSteps;
   int measure = kDefaultMeasureSteps;
+  // Analytic estimates (engine/estimate.h) instead of measuring: "" never,
+  // "auto" where the trial cannot run on this machine (its devices' memory
+  // together is more than the host has), "always". The device the estimate
+  // is for: its dense peak at the task's precision (TFLOP/s; 0: unknown,
+  // nothing can be estimated) and its link bandwidth (GB/s, one way).
+  std::string estimate;
+  double peak_tflops = 0.0;
+  double link_gb_s = 0.0;
   // execute
   int64_t from_step = 0;
   int64_t to_step = 0;

@@ -1,17 +1,23 @@
 #include "worker/worker.h"
 
 #include <signal.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <memory>
+#include <optional>
+#include <sstream>
 
 #include "common/clock.h"
 #include "common/error.h"
 #include "common/fs.h"
 #include "engine/errors.h"
+#include "engine/estimate.h"
 #include "engine/eval.h"
 #include "engine/plugin.h"
 #include "engine/technique.h"
@@ -99,6 +105,91 @@ int RunSearch(const WorkerRequest& o, const Job& job, engine::TrainContext& ctx,
   result.capacity_bytes = static_cast<double>(device.CapacityBytes());
   result.model_flops_per_step = flops_per_step;
   result.done_unix_s = UnixClock().Now();  // what follows is shutting down
+  WriteResult(o.out_path, result);
+  return 0;
+}
+
+// Bytes this machine can give a trial's devices: $SATURN_HOST_MEMORY_GIB
+// when set, else what the kernel says is available (MemAvailable), else
+// the free physical pages.
+int64_t HostBytesAvailable() {
+  if (const char* gib = std::getenv("SATURN_HOST_MEMORY_GIB"); gib && *gib) {
+    char* end = nullptr;
+    double value = std::strtod(gib, &end);
+    if (end && *end == '\0' && value >= 0) return static_cast<int64_t>(value * (1LL << 30));
+    throw InputError("", 0, "SATURN_HOST_MEMORY_GIB", "expected GiB >= 0, got " + Quote(gib));
+  }
+  std::ifstream meminfo("/proc/meminfo");
+  std::string line;
+  while (std::getline(meminfo, line)) {
+    std::istringstream fields(line);
+    std::string key;
+    int64_t kib = 0;
+    if (fields >> key >> kib && key == "MemAvailable:") return kib * 1024;
+  }
+  return static_cast<int64_t>(sysconf(_SC_AVPHYS_PAGES)) * sysconf(_SC_PAGESIZE);
+}
+
+// What the trial's CPU devices would take of this machine together: the
+// estimate's peaks, or, for a technique without an analytic model, one
+// copy of the parameters, gradients and optimizer state.
+int64_t HostBytesNeeded(const Job& job, const engine::EstimateContext& ctx,
+                        const engine::SearchResult& estimate) {
+  int64_t total = 0;
+  for (int64_t peak : estimate.peak_memory_bytes)
+    total += peak;
+  if (total > 0) return total;
+  std::vector<int64_t> params = job.model->BlockParamCounts();
+  std::vector<int64_t> trainable = job.model->BlockTrainableCounts();
+  int64_t per_trainable = 1 + static_cast<int64_t>(ctx.optimizer.Slots().size());
+  for (size_t b = 0; b < params.size(); ++b)
+    total += 4 * (params[b] + per_trainable * trainable[b]);
+  return total;
+}
+
+// Search by analytic estimate (engine/estimate.h) instead of measuring,
+// where --estimate asks: always, or (auto) where the trial's CPU devices
+// would need more memory than this machine has. Writes the result and
+// returns 0; nullopt: measure as usual.
+std::optional<int> SearchByEstimate(const WorkerRequest& o, const Job& job) {
+  if (o.estimate.empty() || (o.estimate == "auto" && o.device_kind != "cpu")) return std::nullopt;
+  double ready_unix_s = UnixClock().Now();
+  std::unique_ptr<engine::Optimizer> optimizer = engine::MakeOptimizer(job.task.optimizer);
+  engine::DeviceRate rate;
+  rate.peak_flops = o.peak_tflops * 1e12;
+  rate.link_bytes_s = o.link_gb_s * 1e9;
+  engine::EstimateContext ctx{job.task, *job.model, *optimizer, o.gpus, o.CapacityBytes(), rate};
+  engine::SearchResult found = job.technique->Estimate(ctx);
+  std::string why = "estimated as asked (--estimate)";
+  if (o.estimate == "auto") {
+    int64_t needed = HostBytesNeeded(job, ctx, found), available = HostBytesAvailable();
+    if (needed <= available) return std::nullopt;
+    why = "cannot run here: needs " + engine::FormatBytes(needed) +
+          " of memory, this machine has " + engine::FormatBytes(available);
+  }
+  WorkerSearchResult result = Infeasible(o, found.reason);
+  if (found.estimated.empty()) {
+    result.reason = found.reason + " (" + why + ")";
+  } else if (!(rate.peak_flops > 0) || (o.gpus > 1 && !(rate.link_bytes_s > 0))) {
+    result.reason = why +
+                    ", and there is no device speed to estimate with: name a known "
+                    "gpu_type or declare tflops and link_gb_s in the cluster file";
+  } else {
+    result.estimated = found.estimated + "; " + why;
+    result.feasible = found.feasible;
+    result.step_s = found.step_s;
+    result.peak_memory_bytes = Doubles(found.peak_memory_bytes);
+    result.resident_bytes = Doubles(found.resident_bytes);
+    result.checkpoint_s = found.checkpoint_s;
+    result.knobs = found.knobs;
+    result.stats = found.stats;
+  }
+  result.candidates = found.candidates;
+  result.ready_unix_s = ready_unix_s;
+  result.capacity_bytes = static_cast<double>(o.CapacityBytes());
+  result.model_flops_per_step =
+      3.0 * job.model->ForwardFlopsPerSample() * static_cast<double>(job.task.batch_size);
+  result.done_unix_s = UnixClock().Now();
   WriteResult(o.out_path, result);
   return 0;
 }
@@ -278,6 +369,9 @@ int RunWorker(const WorkerRequest& o) {
       if (o.mode == WorkerMode::kExecute) throw InputError("", 0, "--technique", unsupported);
       WriteResult(o.out_path, Infeasible(o, unsupported));
       return 0;
+    }
+    if (o.mode == WorkerMode::kSearch) {
+      if (std::optional<int> estimated = SearchByEstimate(o, job)) return *estimated;
     }
     if (job.technique->ProcessLayout() == Technique::Layout::kRankPerDevice && o.gpus > 1) {
       std::string missing = engine::MissingBackend(engine::ParseDeviceKind(o.device_kind));

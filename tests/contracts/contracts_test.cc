@@ -124,6 +124,32 @@ TEST(Types, ClusterNodesNameTheirGpuType) {
               HasSubstr("c.yaml:2: nodes[0].gpu_type: expected a name of letters, digits"));
 }
 
+// Device speeds for estimates (docs/estimates.md): a known type's published
+// figures, a node's own fields over them, none for an unknown type without.
+TEST(Types, NodesSayHowFastTheirDevicesAre) {
+  Cluster c = ClusterFrom(
+      "nodes:\n  - {name: h, gpus: 8, gpu_type: h100}\n"
+      "  - {name: o, gpus: 2, gpu_type: A100, tflops: 280, link_gb_s: 200}\n"
+      "  - {name: lab, gpus: 2, gpu_type: RTX6000, tflops: 182}\n"
+      "  - {name: u, gpus: 2, gpu_type: RTX6000}\n");
+  ASSERT_TRUE(NodeSpeed(c.nodes[0], "bf16"));
+  EXPECT_EQ(NodeSpeed(c.nodes[0], "bf16")->tflops, 989);
+  EXPECT_EQ(NodeSpeed(c.nodes[0], "fp32")->tflops, 67);
+  EXPECT_EQ(NodeSpeed(c.nodes[0], "bf16")->link_gb_s, 450);
+  EXPECT_EQ(NodeSpeed(c.nodes[1], "bf16")->tflops, 280);
+  EXPECT_EQ(NodeSpeed(c.nodes[1], "fp32")->tflops, 19.5) << "the type's fp32 figure stays";
+  EXPECT_EQ(NodeSpeed(c.nodes[1], "bf16")->link_gb_s, 200);
+  EXPECT_EQ(NodeSpeed(c.nodes[2], "fp32")->tflops, 182) << "an unknown type's only figure";
+  EXPECT_EQ(NodeSpeed(c.nodes[2], "fp32")->link_gb_s, 0);
+  EXPECT_FALSE(NodeSpeed(c.nodes[3], "bf16"));
+  Cluster again = ClusterFrom(ClusterToYaml(c));
+  EXPECT_EQ(again.nodes[1].tflops, 280);
+  EXPECT_EQ(again.nodes[1].link_gb_s, 200);
+  EXPECT_FALSE(again.nodes[0].tflops);
+  EXPECT_THAT(ErrorOf([] { ClusterFrom("nodes:\n  - {name: a, gpus: 1, tflops: -3}\n"); }),
+              HasSubstr("nodes[0].tflops"));
+}
+
 TEST(Types, ProfileRowsCarryTheirType) {
   const char* csv =
       "task,technique,gpus,runtime_s,gpu_type,step_s\n"

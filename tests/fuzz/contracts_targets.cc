@@ -7,13 +7,13 @@
 #include "common/error.h"
 #include "common/fs.h"
 #include "common/limits.h"
-#include "fuzz/targets.h"
 #include "contracts/cluster.h"
 #include "contracts/events.h"
 #include "contracts/plan.h"
 #include "contracts/profile.h"
 #include "contracts/workload.h"
 #include "contracts/yaml_fields.h"
+#include "fuzz/targets.h"
 
 namespace saturn::fuzz {
 namespace {
@@ -48,7 +48,9 @@ bool SameCluster(const Cluster& a, const Cluster& b) {
   for (size_t i = 0; i < a.nodes.size(); ++i) {
     const ClusterNode &x = a.nodes[i], &y = b.nodes[i];
     if (x.name != y.name || x.gpus != y.gpus || x.gpu_memory_gib != y.gpu_memory_gib ||
-        x.device != y.device || x.threads_per_gpu != y.threads_per_gpu) {
+        x.device != y.device || x.threads_per_gpu != y.threads_per_gpu ||
+        x.gpu_type != y.gpu_type || x.tflops != y.tflops || x.tflops_fp32 != y.tflops_fp32 ||
+        x.link_gb_s != y.link_gb_s) {
       return false;
     }
   }

@@ -830,3 +830,63 @@ TEST_F(TypeContradictions, AgreeingOrMildlyDifferentTypesAreNotFlagged) {
 
 }  // namespace
 }  // namespace saturn
+
+namespace saturn {
+namespace {
+
+// Analytic estimates (docs/estimates.md): the worker is asked to estimate
+// what cannot run here, with the node's device speed at the task's
+// precision; what it estimated says so in the profile and the summary.
+TEST_F(Profiler, EstimatedTrialsAreMarkedAndGetTheNodesSpeed) {
+  Rules(
+      "single 1 estimated analytic: cannot run here\n"
+      "ddp 2 estimated analytic: cannot run here\n");
+  std::string text =
+      "cluster: {nodes: [{name: h0, gpus: 2, gpu_memory_gib: 80, gpu_type: H100}]}\ntasks:\n" +
+      std::string(kGptGrid).substr(0, std::string(kGptGrid).find("    sweep")) +
+      "    precision: bf16\n    techniques: [single, ddp]\n";
+  Workload w = ParseWorkload(text, dir_ + "/workload.yaml", dir_);
+  ProfileRun run = RunProfiler(w, options_);
+  EXPECT_EQ(run.analytic, 2);
+  std::string csv = ProfileToCsv(run.table);
+  EXPECT_THAT(csv, HasSubstr("estimated_from"));
+  EXPECT_THAT(csv, HasSubstr("analytic: cannot run here (estimate=auto tflops=989 link=450)"));
+  EXPECT_THAT(ProfileSummary(w, run),
+              HasSubstr("2 trials estimated analytically, not measured (the first: analytic"));
+
+  // fp32 tasks get the fp32 figure; a node's own fields win.
+  std::string fp32 =
+      "cluster: {nodes: [{name: h0, gpus: 2, gpu_type: H100, link_gb_s: 100}]}\ntasks:\n" +
+      std::string(kGptGrid).substr(0, std::string(kGptGrid).find("    sweep")) +
+      "    techniques: [single]\n";
+  ProfileRun own = RunProfiler(ParseWorkload(fp32, dir_ + "/workload.yaml", dir_), options_);
+  EXPECT_THAT(ProfileToCsv(own.table), HasSubstr("(estimate=auto tflops=67 link=100)"));
+}
+
+TEST_F(Profiler, EstimatingEverythingNeedsEveryNodesSpeed) {
+  std::string text =
+      "cluster: {nodes: [{name: h0, gpus: 2, gpu_type: H100},"
+      " {name: lab0, gpus: 2, gpu_type: RTX6000}]}\ntasks:\n" +
+      std::string(kGptGrid).substr(0, std::string(kGptGrid).find("    sweep"));
+  Workload w = ParseWorkload(text, dir_ + "/workload.yaml", dir_);
+  options_.estimate = "always";
+  try {
+    RunProfiler(w, options_);
+    FAIL() << "expected an InputError";
+  } catch (const InputError& e) {
+    EXPECT_THAT(std::string(e.what()), HasSubstr("cluster.nodes[1].tflops"));
+    EXPECT_THAT(std::string(e.what()), HasSubstr("no published figures for gpu_type 'RTX6000'"));
+  }
+  EXPECT_EQ(Calls(), 0) << "nothing ran";
+  Rules("single 1 estimated analytic\nddp 2 estimated analytic\n");
+  std::string declared =
+      "cluster: {nodes: [{name: lab0, gpus: 2, gpu_type: RTX6000, tflops: 182, link_gb_s: "
+      "32}]}\ntasks:\n" +
+      std::string(kGptGrid).substr(0, std::string(kGptGrid).find("    sweep")) +
+      "    techniques: [single]\n";
+  ProfileRun run = RunProfiler(ParseWorkload(declared, dir_ + "/workload.yaml", dir_), options_);
+  EXPECT_THAT(ProfileToCsv(run.table), HasSubstr("(estimate=always tflops=182 link=32)"));
+}
+
+}  // namespace
+}  // namespace saturn

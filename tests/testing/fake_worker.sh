@@ -7,6 +7,8 @@
 # only, "task/technique gpus action [arg]" (task rules win):
 #   ok STEP_S | samples S1,S2,... (a search measures these) | infeasible REASON |
 #   crash | hang | oom | crash_at STEP |
+#   estimated NOTE (an analytic estimate: "estimated" says NOTE and the
+#   --estimate, --peak-tflops and --link-gb-s it was given) |
 #   crash_once MARKER (crashes if the file MARKER does not exist, creating it;
 #   else as ok) | bad_result (trains, then writes a result that breaks the
 #   protocol and exits 0)
@@ -37,7 +39,7 @@ if [ "$mode" = techniques ]; then
   exit 0
 fi
 technique=""; gpus=1; out=""; from=0; to=0; ckdir=""; every=0; model=""; task=""; from_env=0
-threads=1
+threads=1; estimate=""; peak=0; link=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --task) task=$2; shift 2 ;;
@@ -51,6 +53,9 @@ while [ $# -gt 0 ]; do
     --checkpoint-every) every=$2; shift 2 ;;
     --save-model) model=$2; shift 2 ;;
     --rank-from-env) from_env=1; shift ;;
+    --estimate) estimate=$2; shift 2 ;;
+    --peak-tflops) peak=$2; shift 2 ;;
+    --link-gb-s) link=$2; shift 2 ;;
     *) shift ;;
   esac
 done
@@ -94,6 +99,10 @@ case "$action" in
   crash) steplog end crashed; echo "fake worker: segmentation fault in the model" >&2; exit 1 ;;
   oom) steplog end oom; echo "fake worker: rank 0 out of memory" >&2; exit 3 ;;
   hang) sleep 1000; exit 0 ;;
+  estimated)
+    printf '{"protocol": 1, "feasible": true, "technique": "%s", "gpus": %s, "step_s": %s, "peak_memory_bytes": [1073741824], "knobs": {}, "reason": "", "estimated": "%s (estimate=%s tflops=%s link=%s)"}\n' \
+      "$technique" "$gpus" "$step_s" "$arg" "$estimate" "$peak" "$link" > "$out.tmp" && mv "$out.tmp" "$out"
+    exit 0 ;;
 esac
 if [ "$mode" = search ]; then
   printf '{"protocol": 1, "feasible": true, "technique": "%s", "gpus": %s, "step_s": %s, "step_samples_s": [%s], "peak_memory_bytes": [1073741824], "knobs": {"fake": true}, "reason": ""}\n' \

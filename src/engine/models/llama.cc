@@ -317,6 +317,19 @@ class Llama final : public Model {
     double layer = 2.0 * t * (d * q + 2.0 * d * kv + q * d + 3.0 * d * ffn) + 4.0 * t * t * q;
     return static_cast<double>(c_.layers) * layer + 2.0 * t * d * static_cast<double>(c_.vocab);
   }
+  std::optional<TransformerShape> Transformer() const override {
+    TransformerShape s;
+    s.layers = c_.layers;
+    s.d_model = c_.width;
+    s.heads = c_.heads;
+    s.ffn = c_.ffn;
+    s.vocab = c_.vocab;
+    s.seq_len = c_.seq_len;
+    s.q_dim = c_.heads * c_.head_dim;
+    s.kv_dim = c_.kv_heads * c_.head_dim;
+    s.gated = true;
+    return s;
+  }
   std::vector<TiedParam> TiedParams() const override {
     if (!c_.tied) return {};
     return {TiedParam{{{0, "embed_tokens.weight"}, {NumBlocks() - 1, "lm_head.weight"}}}};

@@ -16,6 +16,7 @@
 #include <map>
 
 #include "engine/blocks.h"
+#include "engine/estimate.h"
 #include "engine/phases.h"
 #include "engine/trainers.h"
 
@@ -170,6 +171,30 @@ class Ddp final : public Technique {
   std::vector<Knobs> MemorySavingSpace(TrainContext& ctx) const override {
     return WithMemorySavers({Knobs::object()}, ctx.BatchSize() / ctx.comm.Size(),
                             /*accumulation=*/true);
+  }
+  // A whole replica per rank, its slice of the batch, one ring all-reduce
+  // of the fp32 gradients (not counted as overlapping backward).
+  SearchResult Estimate(const EstimateContext& ctx) const override {
+    Estimator est(ctx);
+    if (!est.Unsupported().empty()) return est.NotEstimated();
+    const int n = est.Blocks();
+    const int64_t samples = (est.BatchSize() + ctx.gpus - 1) / ctx.gpus;
+    const int64_t state = est.StateBytes(0, n);
+    std::vector<EstimateSetting> settings;
+    for (const SaverSetting& saver : SaverSettings(est.BatchSize() / ctx.gpus, true)) {
+      EstimateSetting s;
+      s.knobs = saver.Apply(Knobs::object());
+      double chunk = static_cast<double>(samples) / static_cast<double>(saver.accumulation);
+      int64_t peak = state + est.DataBytes(static_cast<double>(samples)) +
+                     est.ActivationBytes(0, n, chunk, saver.checkpointing);
+      s.peak_bytes.assign(static_cast<size_t>(ctx.gpus), peak);
+      s.resident_bytes.assign(static_cast<size_t>(ctx.gpus), state);
+      s.compute_s = est.ComputeSeconds(static_cast<double>(samples), saver.checkpointing);
+      s.comm_s = est.AllReduceSeconds(4.0 * static_cast<double>(est.TotalTrainable()), ctx.gpus);
+      s.step_s = s.compute_s + s.comm_s;
+      settings.push_back(std::move(s));
+    }
+    return est.Pick(settings);
   }
   std::unique_ptr<Trainer> MakeTrainer(TrainContext& ctx, const Knobs& knobs) const override {
     return MakeDdpTrainer(ctx, knobs);

@@ -24,16 +24,21 @@
 #include <torch/csrc/autograd/autograd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <optional>
 #include <set>
 
 #include "common/error.h"
 #include "engine/blocks.h"
+#include "engine/estimate.h"
 #include "engine/phases.h"
 
 namespace saturn::engine {
 namespace {
+
+// Host to device and back for offloaded shards (PCIe 4.0 x16, as measured).
+constexpr double kHostLinkBytesS = 25e9;
 
 // Some of a block's parameters as one flat buffer, cut into a shard per rank.
 struct Flat {
@@ -433,6 +438,39 @@ class Fsdp final : public Technique {
             ? 0
             : sharded + sharded_train * (1 + static_cast<int64_t>(ctx.optimizer.Slots().size()));
     return static_cast<int64_t>(sizeof(float)) * (kept + largest);
+  }
+
+  // Shards of everything (in host memory with offload), three blocks'
+  // parameters gathered at a time (one computing, the next arriving, the
+  // last being released) and one block's full gradient; every parameter
+  // gathered for forward and again for backward, the trainable gradients
+  // reduce-scattered; offloaded shards cross the host link both ways.
+  SearchResult Estimate(const EstimateContext& ctx) const override {
+    Estimator est(ctx);
+    if (!est.Unsupported().empty()) return est.NotEstimated();
+    const int n = est.Blocks();
+    const double samples = std::ceil(static_cast<double>(est.BatchSize()) / ctx.gpus);
+    const double params = 4.0 * static_cast<double>(est.TotalParams());
+    const double trainable = 4.0 * static_cast<double>(est.TotalTrainable());
+    const int64_t gathered = 4 * (3 * est.LargestBlockParams() + est.LargestBlockTrainable());
+    std::vector<EstimateSetting> settings;
+    for (bool offload : {false, true}) {
+      const int64_t state = offload ? 0 : est.StateBytes(0, n, ctx.gpus);
+      for (bool checkpointing : {false, true}) {
+        EstimateSetting s;
+        s.knobs = {{"checkpointing", checkpointing}, {"offload", offload}};
+        int64_t peak = state + gathered + est.DataBytes(samples) +
+                       est.ActivationBytes(0, n, samples, checkpointing);
+        s.peak_bytes.assign(static_cast<size_t>(ctx.gpus), peak);
+        s.resident_bytes.assign(static_cast<size_t>(ctx.gpus), state);
+        s.compute_s = est.ComputeSeconds(samples, checkpointing);
+        s.comm_s = 2 * est.GatherSeconds(params, ctx.gpus) + est.GatherSeconds(trainable, ctx.gpus);
+        if (offload) s.comm_s += (params + trainable) / ctx.gpus / kHostLinkBytesS;
+        s.step_s = s.compute_s + s.comm_s;
+        settings.push_back(std::move(s));
+      }
+    }
+    return est.Pick(settings);
   }
 
   std::unique_ptr<Trainer> MakeTrainer(TrainContext& ctx, const Knobs& knobs) const override {

@@ -15,10 +15,12 @@
 
 #include <algorithm>
 #include <limits>
+#include <numeric>
 
 #include "common/clock.h"
 #include "common/error.h"
 #include "engine/blocks.h"
+#include "engine/estimate.h"
 #include "engine/phases.h"
 #include "engine/trainers.h"
 
@@ -345,8 +347,53 @@ class Pipeline final : public Technique {
     return WithMemorySavers(SearchSpace(ctx), 1, /*accumulation=*/false);
   }
 
+  SearchResult Estimate(const EstimateContext& ctx) const override {
+    Estimator est(ctx);
+    if (!est.Unsupported().empty()) return est.NotEstimated();
+    std::vector<int64_t> bounds = BalancedPartition(est.BlockFlops(), ctx.gpus);
+    std::vector<EstimateSetting> settings;
+    for (bool checkpointing : {false, true}) {
+      for (int64_t m = 1; m <= est.BatchSize() && m <= 32; m *= 2) {
+        Knobs knobs = {{"micro_batches", m}, {"partition", bounds}};
+        if (checkpointing) knobs["checkpointing"] = true;
+        settings.push_back(EstimateStages(est, bounds, m, checkpointing, std::move(knobs)));
+      }
+    }
+    return est.Pick(settings);
+  }
+
   std::unique_ptr<Trainer> MakeTrainer(TrainContext& ctx, const Knobs& knobs) const override {
     return MakePipelineTrainer(ctx, knobs);
+  }
+
+ private:
+  // GPipe: every stage keeps the whole batch's activations of its blocks
+  // (all micro-batches go forward before any goes back) and a micro-batch
+  // in and out; the step is the slowest stage's compute stretched by the
+  // bubble, (m + p - 1) / m, plus filling and draining the pipe.
+  static EstimateSetting EstimateStages(const Estimator& est, const std::vector<int64_t>& bounds,
+                                        int64_t m, bool checkpointing, Knobs knobs) {
+    const int p = static_cast<int>(bounds.size()) - 1;
+    const double batch = static_cast<double>(est.BatchSize());
+    const double micro = batch / static_cast<double>(m);
+    std::vector<double> flops = est.BlockFlops();
+    double total = std::accumulate(flops.begin(), flops.end(), 0.0), slowest = 0.0;
+    EstimateSetting s;
+    s.knobs = std::move(knobs);
+    for (int stage = 0; stage < p; ++stage) {
+      int begin = static_cast<int>(bounds[stage]), end = static_cast<int>(bounds[stage + 1]);
+      int64_t state = est.StateBytes(begin, end, 1, 1, /*grads=*/false);
+      s.resident_bytes.push_back(state);
+      s.peak_bytes.push_back(state + 4 * est.LargestTrainable(begin, end) + est.DataBytes(batch) +
+                             est.ActivationBytes(begin, end, batch, checkpointing) +
+                             static_cast<int64_t>(2 * micro * est.BoundaryBytes()));
+      slowest = std::max(slowest, std::accumulate(flops.begin() + begin, flops.begin() + end, 0.0));
+    }
+    double bubble = static_cast<double>(m + p - 1) / static_cast<double>(m);
+    s.compute_s = est.ComputeSeconds(batch, checkpointing, slowest / total) * bubble;
+    s.comm_s = 2.0 * (p - 1) * est.SendSeconds(micro * est.BoundaryBytes());
+    s.step_s = s.compute_s + s.comm_s;
+    return s;
   }
 };
 

@@ -3,6 +3,7 @@
 // accumulation (blocks.h's MemorySavers), tried only when the plain step
 // does not fit.
 #include "engine/blocks.h"
+#include "engine/estimate.h"
 #include "engine/trainers.h"
 
 namespace saturn::engine {
@@ -44,6 +45,9 @@ class Single final : public Technique {
   }
   std::vector<Knobs> MemorySavingSpace(TrainContext& ctx) const override {
     return WithMemorySavers({Knobs::object()}, ctx.BatchSize(), /*accumulation=*/true);
+  }
+  SearchResult Estimate(const EstimateContext& ctx) const override {
+    return EstimateWholeBatch(ctx, 1);
   }
   std::unique_ptr<Trainer> MakeTrainer(TrainContext& ctx, const Knobs& knobs) const override {
     return MakeWholeBatchTrainer(ctx, MemorySavers::FromKnobs(knobs, ctx.BatchSize()));

@@ -25,6 +25,7 @@
 
 #include "common/error.h"
 #include "engine/blocks.h"
+#include "engine/estimate.h"
 #include "engine/trainers.h"
 
 namespace saturn::engine {
@@ -142,6 +143,10 @@ class Tp final : public Technique {
 
   std::vector<Knobs> MemorySavingSpace(TrainContext& ctx) const override {
     return WithMemorySavers({Knobs::object()}, ctx.BatchSize(), /*accumulation=*/true);
+  }
+
+  SearchResult Estimate(const EstimateContext& ctx) const override {
+    return EstimateWholeBatch(ctx, ctx.gpus);
   }
 
   std::unique_ptr<Trainer> MakeTrainer(TrainContext& ctx, const Knobs& knobs) const override {
