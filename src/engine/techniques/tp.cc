@@ -84,8 +84,8 @@ std::unique_ptr<Trainer> MakeGridTrainer(TrainContext& ctx, int tp, const OuterT
 
 std::string TensorParallelUnsupported(const TaskSpec& task, const Model& model, int degree) {
   if (task.lora.Enabled()) {
-    return "tensor parallelism does not split LoRA adapters: fine-tune with LoRA under ddp, fsdp "
-           "or pipeline";
+    return "tensor parallelism does not split LoRA adapters: fine-tune with LoRA under single, "
+           "ddp, fsdp, pipeline or spill";
   }
   bool splits = false;
   for (int i = 0; i < model.NumBlocks(); ++i) {
