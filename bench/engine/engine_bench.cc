@@ -2,7 +2,8 @@
 // PyTorch a user would otherwise write, and how do the techniques compare
 // with PyTorch and with theory? Everything is measured in this run:
 //   1. single against idiomatic PyTorch (idiomatic.py: standard modules,
-//      torch.optim) for every zoo family at three sizes, 1 and 2 threads,
+//      torch.optim) for every zoo family at three sizes (llama: Hugging
+//      Face's modeling_llama at two), 1 and 2 threads,
 //      every optimizer on the middle size; with our step's phase breakdown
 //      (data, forward, backward, optimizer, communication, bookkeeping) and
 //      model FLOPs utilisation on both sides;
@@ -38,7 +39,7 @@ struct Options {
   int rounds = 3;
   int warmup = 2, measure = 6;
   std::vector<int> threads{1, 2};
-  std::vector<std::string> families{"gpt", "vit", "resnet", "mlp"};
+  std::vector<std::string> families{"gpt", "vit", "resnet", "mlp", "llama"};
   std::vector<std::string> sizes{"S", "M", "L"};
   bool single = true, techniques = true, lora = false, tp = true;
   std::string device = "cpu";      // or cuda (a CUDA LibTorch; scripts/gpu-check.sh)
@@ -162,8 +163,30 @@ std::string Ratio(double numerator, double denominator) {
   return text;
 }
 
+// A Llama with SmolLM-135M's shapes (d_model 576, 9 heads over 3 key/value
+// heads, SwiGLU 1536, vocabulary 49152, untied head) at 4 of its 30 layers,
+// sequence `seq_len`: its task.json model as the workload reader writes it.
+json SmolLlama(int seq_len) {
+  return {{"type", "llama"},
+          {"flavor", "llama"},
+          {"layers", 4},
+          {"d_model", 576},
+          {"heads", 9},
+          {"kv_heads", 3},
+          {"head_dim", 64},
+          {"ffn", 1536},
+          {"vocab", 49152},
+          {"positions", 2048},
+          {"seq_len", seq_len},
+          {"rope_theta", 10000.0},
+          {"norm_eps", 1e-5},
+          {"tie_embeddings", false},
+          {"attention_bias", false}};
+}
+
 // The zoo at three sizes per family; GPT's first two are the configurations
-// a user compared by hand, the third has sequence 512.
+// a user compared by hand, the third has sequence 512. Llama has two sizes,
+// sequence 256 and 512 with the same tokens per batch.
 std::vector<Case> Cases(const Options& o) {
   struct Size {
     std::string family, size;
@@ -216,6 +239,8 @@ std::vector<Case> Cases(const Options& o) {
       {"mlp", "S", {{"type", "mlp"}, {"layers", 4}, {"width", 512}}, 64},
       {"mlp", "M", {{"type", "mlp"}, {"layers", 4}, {"width", 1024}}, 64},
       {"mlp", "L", {{"type", "mlp"}, {"layers", 4}, {"width", 2048}}, 128},
+      {"llama", "S", SmolLlama(256), 4},
+      {"llama", "L", SmolLlama(512), 2},
   };
   std::vector<Case> cases;
   if (o.gpt2) {
@@ -506,6 +531,10 @@ int main(int argc, char** argv) {
       o.quick = true, o.rounds = 1, o.warmup = 1, o.measure = 3, o.threads = {1};
     } else if (arg == "--rounds" && has_value) {
       o.rounds = std::max(1, std::atoi(argv[++i]));
+    } else if (arg == "--warmup" && has_value) {
+      o.warmup = std::max(0, std::atoi(argv[++i]));
+    } else if (arg == "--measure" && has_value) {
+      o.measure = std::max(1, std::atoi(argv[++i]));
     } else if (arg == "--threads" && has_value) {
       o.threads.clear();
       for (const std::string& t : Split(argv[++i]))
@@ -529,8 +558,9 @@ int main(int argc, char** argv) {
     } else {
       std::fprintf(
           stderr,
-          "usage: engine_bench [--quick] [--rounds R] [--threads 1,2] "
-          "[--families gpt,vit,resnet,mlp] [--sizes S,M,L] [--only single|techniques|lora|tp] "
+          "usage: engine_bench [--quick] [--rounds R] [--warmup 2] [--measure 6] [--threads 1,2] "
+          "[--families gpt,vit,resnet,mlp,llama] [--sizes S,M,L] [--only "
+          "single|techniques|lora|tp] "
           "[--device cpu|cuda] "
           "[--precision fp32|bf16] [--gpt2]\n");
       return 2;

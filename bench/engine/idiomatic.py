@@ -15,6 +15,13 @@ trained with standard optimizers:
   resnet  torchvision-style basic blocks (conv3x3-BN-ReLU-conv3x3-BN, +x,
           ReLU) at constant width, a conv3x3-BN-ReLU stem, average pool, fc
   mlp     nn.Sequential of nn.Linear + nn.ReLU, then a linear head
+  llama   Hugging Face's modeling_llama on its eager path: nn.Embedding, an
+          RMSNorm module computing in fp32, rotate-half rotary embeddings
+          shared by the layers, repeat_kv for grouped-query attention,
+          matmul + softmax attention with an additive causal mask made per
+          forward pass, a SwiGLU MLP of nn.Linear(bias=False), an untied
+          nn.Linear head (the model fields as task.json's llama model says
+          them: layers, d_model, heads, kv_heads, ffn, vocab, seq_len, ...)
 
 Optimizers are torch.optim's SGD (momentum 0.9), Adam and AdamW with their
 defaults (the foreach/fused choice is PyTorch's own). Data are random
@@ -33,6 +40,7 @@ communication model): {"allreduce_s": median seconds, ...}.
 """
 import argparse
 import json
+import math
 import os
 import statistics
 import sys
@@ -86,6 +94,123 @@ class Gpt(nn.Module):
         for block in self.blocks:
             x = block(x, self.mask[:t, :t])
         return self.head(self.ln(x))
+
+
+class RmsNorm(nn.Module):
+    """LlamaRMSNorm: in fp32, then the weight in the input's dtype."""
+
+    def __init__(self, width, eps):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(width))
+        self.eps = eps
+
+    def forward(self, x):
+        dtype = x.dtype
+        x = x.to(torch.float32)
+        x = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps)
+        return self.weight * x.to(dtype)
+
+
+def rotate_half(x):
+    x1, x2 = x[..., :x.shape[-1] // 2], x[..., x.shape[-1] // 2:]
+    return torch.cat((-x2, x1), dim=-1)
+
+
+def repeat_kv(x, n_rep):
+    b, kv_heads, t, hd = x.shape
+    if n_rep == 1:
+        return x
+    return x[:, :, None, :, :].expand(b, kv_heads, n_rep, t, hd).reshape(b, kv_heads * n_rep, t, hd)
+
+
+class LlamaAttention(nn.Module):
+    def __init__(self, d, heads, kv_heads, head_dim, bias):
+        super().__init__()
+        self.heads, self.kv_heads, self.head_dim = heads, kv_heads, head_dim
+        self.q_proj = nn.Linear(d, heads * head_dim, bias=bias)
+        self.k_proj = nn.Linear(d, kv_heads * head_dim, bias=bias)
+        self.v_proj = nn.Linear(d, kv_heads * head_dim, bias=bias)
+        self.o_proj = nn.Linear(heads * head_dim, d, bias=False)
+
+    def forward(self, x, cos, sin, mask):
+        b, t, _ = x.shape
+        q = self.q_proj(x).view(b, t, self.heads, self.head_dim).transpose(1, 2)
+        k = self.k_proj(x).view(b, t, self.kv_heads, self.head_dim).transpose(1, 2)
+        v = self.v_proj(x).view(b, t, self.kv_heads, self.head_dim).transpose(1, 2)
+        cos, sin = cos.unsqueeze(1), sin.unsqueeze(1)
+        q = q * cos + rotate_half(q) * sin
+        k = k * cos + rotate_half(k) * sin
+        k = repeat_kv(k, self.heads // self.kv_heads)
+        v = repeat_kv(v, self.heads // self.kv_heads)
+        scores = torch.matmul(q, k.transpose(2, 3)) / math.sqrt(self.head_dim) + mask
+        weights = F.softmax(scores, dim=-1, dtype=torch.float32).to(q.dtype)
+        weights = F.dropout(weights, p=0.0, training=self.training)
+        out = torch.matmul(weights, v).transpose(1, 2).contiguous().reshape(b, t, -1)
+        return self.o_proj(out)
+
+
+class LlamaMlp(nn.Module):
+    def __init__(self, d, ffn):
+        super().__init__()
+        self.gate_proj = nn.Linear(d, ffn, bias=False)
+        self.up_proj = nn.Linear(d, ffn, bias=False)
+        self.down_proj = nn.Linear(ffn, d, bias=False)
+        self.act_fn = nn.SiLU()
+
+    def forward(self, x):
+        return self.down_proj(self.act_fn(self.gate_proj(x)) * self.up_proj(x))
+
+
+class LlamaLayer(nn.Module):
+    def __init__(self, d, heads, kv_heads, head_dim, ffn, eps, bias):
+        super().__init__()
+        self.self_attn = LlamaAttention(d, heads, kv_heads, head_dim, bias)
+        self.mlp = LlamaMlp(d, ffn)
+        self.input_layernorm = RmsNorm(d, eps)
+        self.post_attention_layernorm = RmsNorm(d, eps)
+
+    def forward(self, x, cos, sin, mask):
+        x = x + self.self_attn(self.input_layernorm(x), cos, sin, mask)
+        return x + self.mlp(self.post_attention_layernorm(x))
+
+
+class Llama(nn.Module):
+    """LlamaForCausalLM's eager path (no rope scaling: the bench's cases have none)."""
+
+    def __init__(self, m):
+        super().__init__()
+        d, heads = m["d_model"], m["heads"]
+        kv_heads = m.get("kv_heads", heads)
+        head_dim = m.get("head_dim", d // heads)
+        eps = m.get("norm_eps", 1e-6)
+        self.embed_tokens = nn.Embedding(m["vocab"], d)
+        self.layers = nn.ModuleList(
+            LlamaLayer(d, heads, kv_heads, head_dim, m["ffn"], eps, m.get("attention_bias", False))
+            for _ in range(m["layers"]))
+        self.norm = RmsNorm(d, eps)
+        self.lm_head = nn.Linear(d, m["vocab"], bias=False)
+        exponents = torch.arange(0, head_dim, 2, dtype=torch.int64).float() / head_dim
+        inv_freq = 1.0 / (m.get("rope_theta", 10000.0) ** exponents)
+        self.register_buffer("inv_freq", inv_freq, persistent=False)
+
+    def rotary(self, x, positions):
+        """LlamaRotaryEmbedding: cos and sin [B, T, head_dim], once per forward pass."""
+        inv = self.inv_freq[None, :, None].float().expand(positions.shape[0], -1, 1)
+        freqs = (inv @ positions[:, None, :].float()).transpose(1, 2)
+        emb = torch.cat((freqs, freqs), dim=-1)
+        return emb.cos().to(x.dtype), emb.sin().to(x.dtype)
+
+    def forward(self, idx):
+        b, t = idx.shape
+        x = self.embed_tokens(idx)
+        positions = torch.arange(t, device=idx.device).unsqueeze(0).expand(b, -1)
+        cos, sin = self.rotary(x, positions)
+        lowest = torch.finfo(x.dtype).min
+        mask = torch.full((t, t), lowest, dtype=x.dtype, device=x.device).triu(1)
+        mask = mask[None, None, :, :].expand(b, 1, -1, -1)
+        for layer in self.layers:
+            x = layer(x, cos, sin, mask)
+        return self.lm_head(self.norm(x))
 
 
 GPT2_PRESETS = {"small": (12, 768, 12), "medium": (24, 1024, 16), "large": (36, 1280, 20),
@@ -163,6 +288,16 @@ def build(family, m):
         seq = m.get("seq_len", positions)
         model = Gpt(m.get("layers", layers), m.get("d_model", d_model), m.get("heads", heads),
                     positions, vocab=vocab, gpt2=True)
+
+        def batch(n, g):
+            window = torch.randint(0, vocab, (n, seq + 1), generator=g)
+            return window[:, :-1].contiguous(), window[:, 1:].contiguous()
+
+        def loss(out, y):
+            return F.cross_entropy(out.reshape(-1, vocab), y.reshape(-1))
+        return model, batch, loss
+    if family == "llama":
+        model, vocab, seq = Llama(m), m["vocab"], m["seq_len"]
 
         def batch(n, g):
             window = torch.randint(0, vocab, (n, seq + 1), generator=g)
