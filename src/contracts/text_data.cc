@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include "common/cache_dir.h"
 #include "common/checksum.h"
 #include "common/error.h"
 #include "common/format.h"
@@ -198,15 +199,7 @@ std::map<std::string, TextTokens>& Memo() {
 
 std::string TokenCacheDir() {
   if (const char* env = std::getenv("SATURN_TOKEN_CACHE"); env && *env) return env;
-  fs::path base;
-  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) {
-    base = xdg;
-  } else if (const char* home = std::getenv("HOME"); home && *home) {
-    base = fs::path(home) / ".cache";
-  } else {
-    base = ".cache";
-  }
-  return (base / "saturn" / "tokens").string();
+  return (fs::path(SaturnCacheDir()) / "tokens").string();
 }
 
 TextTokens ReadTextTokens(const YamlFields& d, const std::string& base_dir, long model_vocab,

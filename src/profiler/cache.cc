@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <stdexcept>
 
+#include "common/cache_dir.h"
 #include "common/error.h"
 #include "common/fs.h"
 #include "common/sqlite_error.h"
@@ -45,15 +46,7 @@ std::optional<std::string> QueryOne(sqlite3* db, const char* sql, const std::str
 std::string ProfileCache::DefaultPath() {
   namespace fs = std::filesystem;
   if (const char* env = std::getenv("SATURN_CACHE"); env && *env) return env;
-  fs::path base;
-  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) {
-    base = xdg;
-  } else if (const char* home = std::getenv("HOME"); home && *home) {
-    base = fs::path(home) / ".cache";
-  } else {
-    base = ".cache";
-  }
-  return (base / "saturn" / "profiles.sqlite").string();
+  return (fs::path(SaturnCacheDir()) / "profiles.sqlite").string();
 }
 
 ProfileCache ProfileCache::Open(const std::string& path) {
