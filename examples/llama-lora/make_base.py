@@ -12,7 +12,7 @@ No model hub is reachable here, so the script makes all of it itself:
     follow one of two others (a fixed random table); the fine-tuning text is
     a dialect of it, with the successors of every third word changed;
   - the base: a Llama with grouped-query attention (saturn_models.Llama),
-    pretrained briefly on the first language with PyTorch (a minute or two
+    pretrained briefly on the first language with PyTorch (150 steps: a minute
     on two cores; longer on a loaded machine: it runs a fixed number of
     steps).
 A real model goes in the same way (docs/llama.md): download its folder and
@@ -226,7 +226,7 @@ def main():
         stream += encode(d, vocab, merges) + [eos]
     print("base: %s (%d tokens of pretraining text)" % (base, len(stream)), flush=True)
     model = saturn_models.build(saturn_models.llama_model_of_hf(CONFIG))
-    pretrain(model, stream, steps=int(os.environ.get("PRETRAIN_STEPS", "300")))
+    pretrain(model, stream, steps=int(os.environ.get("PRETRAIN_STEPS", "150")))
     saturn_models.save_hf(model, base)
     print("wrote %s, %s and %s" % (base, os.path.join(folder, "train.jsonl"),
                                    os.path.join(folder, "eval.jsonl")))
