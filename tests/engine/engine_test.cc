@@ -124,8 +124,8 @@ TEST(Models, BadFieldsAreInputErrors) {
     BuildModel(Task({{"type", "bert"}}));
     FAIL();
   } catch (const InputError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("unknown model type 'bert'; expected one of: gpt, gpt2, vit, "
-                                    "resnet, mlp, torchscript"));
+    EXPECT_THAT(e.what(), HasSubstr("unknown model type 'bert'; expected one of: gpt, gpt2, llama, "
+                                    "vit, resnet, mlp, torchscript"));
   }
 }
 
