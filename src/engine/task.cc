@@ -139,9 +139,10 @@ void ParseFinetune(const JsonFields& task, TaskSpec& spec) {
       if (!t.is_string() || !accepted.contains(t.get<std::string>())) {
         lora.Fail("targets", std::string("expected ") + listed + ", got " + Shown(t));
       }
-      if (std::find(spec.lora.targets.begin(), spec.lora.targets.end(), t) ==
+      const std::string name = t.get<std::string>();
+      if (std::find(spec.lora.targets.begin(), spec.lora.targets.end(), name) ==
           spec.lora.targets.end()) {
-        spec.lora.targets.push_back(t);
+        spec.lora.targets.push_back(name);
       }
     }
   }
