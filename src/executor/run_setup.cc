@@ -161,11 +161,45 @@ ProfileTable Profile(RunContext& run) {
   return profiled.table;
 }
 
+// `saturn run` trains what it plans, so a row the profiler could only
+// estimate because its devices would need more memory than this machine has
+// (the worker's estimate says "cannot run here") is no option for it: such
+// rows become infeasible (the saved profile keeps them, for `saturn plan`).
+// A task left with no feasible row is an input error that says where it can
+// be planned.
+void KeepRowsThatTrainHere(RunContext& run) {
+  ProfileTable& table = run.tasks.profile();
+  if (table.ExtraColumn("estimated_from") < 0) return;
+  std::map<std::string, int> feasible_left;
+  std::map<std::string, std::string> why;
+  for (ProfileRow& row : table.rows) {
+    if (!row.feasible) continue;
+    std::string from = table.Extra(row, "estimated_from");
+    size_t at = from.find("cannot run here");
+    if (at == std::string::npos) {
+      ++feasible_left[row.task];
+      continue;
+    }
+    feasible_left.emplace(row.task, 0);
+    row.feasible = false;
+    if (why[row.task].empty()) why[row.task] = from.substr(at);
+  }
+  for (const auto& [task, left] : feasible_left) {
+    if (left > 0) continue;
+    throw InputError(run.tasks.workload().source, 0, "tasks",
+                     "task " + Quote(task) + " cannot train on this machine (" + why[task] +
+                         "): `saturn run` trains for real; plan it without training with "
+                         "`saturn plan` on this run's profile.csv (docs/estimates.md), and train "
+                         "it where its devices are");
+  }
+}
+
 void ProfileAndPlan(RunContext& run) {
   const Clock& clock = run.clock.base();
   double t0 = clock.Now();
   run.tasks.profile() = Profile(run);
   run.SaveProfile();
+  KeepRowsThatTrainHere(run);
   double profiling_s = clock.Now() - t0;
   run.tasks.Build(run.ProfileSource());
   t0 = clock.Now();

@@ -330,6 +330,44 @@ TEST_F(Cli, AWorkloadPastItsTaskLimitExitsTwoNamingTheSweep) {
   EXPECT_THAT(Saturn("run --help").output, HasSubstr("--max-tasks"));
 }
 
+// `saturn run` trains what it plans: a row the profile could only estimate
+// because its devices need more memory than this machine has is no option
+// for it. With no other row the task is an input error that points at
+// `saturn plan` (and the run folder stays reusable); with another row, the
+// plan takes that one although the estimate is faster.
+TEST_F(Cli, RunNeverPlansARowThatCannotTrainHere) {
+  WriteFileAtomic(Path("w.yaml"),
+                  "cluster: {nodes: [{name: n0, gpus: 2}]}\n"
+                  "tasks:\n"
+                  "  - name: a\n"
+                  "    type: command\n"
+                  "    steps: 5\n"
+                  "    commands: {single: 'true', ddp: 'true'}\n");
+  const std::string why =
+      "analytic: 989 TFLOP/s x 0.40; cannot run here: needs 64.0 GiB of memory, this machine "
+      "has 20.0 GiB";
+  WriteFileAtomic(Path("only.csv"),
+                  "task,technique,gpus,runtime_s,estimated_from\na,single,1,10,\"" + why + "\"\n");
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    Result r = Saturn("run " + Path("w.yaml") + " --profile " + Path("only.csv") + " --run-dir " +
+                      Path("run"));
+    EXPECT_EQ(r.status, 2) << r.output;
+    EXPECT_THAT(r.output, HasSubstr("task 'a' cannot train on this machine (cannot run here: "
+                                    "needs 64.0 GiB of memory"));
+    EXPECT_THAT(r.output, HasSubstr("`saturn plan`"));
+    EXPECT_THAT(r.output, Not(HasSubstr("a run already lives here")));
+  }
+  WriteFileAtomic(
+      Path("both.csv"),
+      "task,technique,gpus,runtime_s,estimated_from\na,single,1,10,\"" + why + "\"\na,ddp,2,30,\n");
+  Result r = Saturn("run " + Path("w.yaml") + " --profile " + Path("both.csv") + " --run-dir " +
+                    Path("run2"));
+  EXPECT_EQ(r.status, 0) << r.output;
+  nlohmann::json plan = nlohmann::json::parse(ReadFile(Path("run2/plan-0.json")));
+  ASSERT_EQ(plan["tasks"].size(), 1u) << plan.dump();
+  EXPECT_EQ(plan["tasks"][0]["technique"], "ddp") << plan.dump();
+}
+
 // On a cluster of several GPU types, `saturn plan` says what went to each
 // type: tasks, GPU-time and how busy the type's GPUs are until the end.
 TEST_F(Cli, PlanSaysWhatEachGpuTypeGets) {
