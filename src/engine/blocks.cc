@@ -316,7 +316,8 @@ void BlockSet::Update(int64_t optimizer_step, Grads grads) {
     for (size_t p = 0; p < params.size(); ++p) {
       at::Tensor& param = *params[p].tensor;
       if (!param.grad().defined() || IsSharedCopy(begin_ + static_cast<int>(b), p)) continue;
-      ctx_.optimizer.Update(param, param.grad(), state_[b][p], optimizer_step);
+      ctx_.optimizer.ForParam(params[p].name)
+          .Update(param, param.grad(), state_[b][p], optimizer_step);
       // A released gradient lets the next backward hand its buffer over
       // instead of adding into a zeroed one (one pass less, no memset).
       if (grads == Grads::kRelease) {

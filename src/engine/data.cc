@@ -10,6 +10,7 @@
 #include "common/fs.h"
 #include "common/mix.h"
 #include "engine/device.h"
+#include "engine/pack.h"
 #include "tokenizer/token_file.h"
 
 namespace saturn::engine {
@@ -423,6 +424,7 @@ std::unique_ptr<Dataset> MakeSplit(const TaskSpec& task, const Model& model, Spl
 }  // namespace
 
 std::unique_ptr<Dataset> MakeDataset(const TaskSpec& task, const Model& model) {
+  if (!task.pack.empty()) return MakePackDataset(task, model);
   return MakeSplit(task, model, Split::kTrain);
 }
 

@@ -6,6 +6,7 @@
 #include "common/mix.h"
 #include "engine/device.h"
 #include "engine/formats/weight_index.h"
+#include "engine/pack.h"
 #include "engine/phases.h"
 #include "engine/weights.h"
 
@@ -67,14 +68,31 @@ at::Tensor ParamFactory::Ones(at::IntArrayRef shape) {
   return t;
 }
 
+namespace {
+
+// The generator of a block's adapters for the task seeded `seed`.
+at::Generator AdapterGenerator(uint64_t seed, int block_index) {
+  return at::make_generator<at::CPUGeneratorImpl>(
+      SplitMix64(SplitMix64(seed ^ 0x10a4da97e45ULL) ^ static_cast<uint64_t>(block_index)));
+}
+
+}  // namespace
+
 at::Tensor ParamFactory::AdapterUniform(at::IntArrayRef shape, double bound) {
   at::Tensor t = Empty(shape);
   if (!Materializes()) return t;
-  if (!adapter_generator_.defined()) {
-    adapter_generator_ = at::make_generator<at::CPUGeneratorImpl>(
-        SplitMix64(SplitMix64(seed_ ^ 0x10a4da97e45ULL) ^ static_cast<uint64_t>(block_index_)));
-  }
+  if (!adapter_generator_.defined()) adapter_generator_ = AdapterGenerator(seed_, block_index_);
   t.uniform_(-bound, bound, adapter_generator_);
+  return t;
+}
+
+at::Tensor ParamFactory::AdapterUniform(at::IntArrayRef shape, double bound, uint64_t seed) {
+  at::Tensor t = Empty(shape);
+  if (!Materializes()) return t;
+  auto it = member_generators_.find(seed);
+  if (it == member_generators_.end())
+    it = member_generators_.emplace(seed, AdapterGenerator(seed, block_index_)).first;
+  t.uniform_(-bound, bound, it->second);
   return t;
 }
 
@@ -99,6 +117,7 @@ std::string ShapeText(const at::Tensor& t) {
 
 at::Tensor Model::LossSum(const at::Tensor& outputs, const at::Tensor& targets) const {
   PhaseScope phase(Phase::kForward);
+  PackRows* pack = ActivePackRows();
   at::Tensor sum;
   if (Loss() == LossKind::kMse) {
     if (outputs.sizes() != targets.sizes() || !at::isFloatingType(targets.scalar_type())) {
@@ -106,7 +125,7 @@ at::Tensor Model::LossSum(const at::Tensor& outputs, const at::Tensor& targets) 
                        "mse needs float targets shaped like the model's outputs " +
                            ShapeText(outputs) + ", got targets " + ShapeText(targets));
     }
-    sum = at::mse_loss(outputs, targets, at::Reduction::Sum);
+    sum = at::mse_loss(outputs, targets, pack ? at::Reduction::None : at::Reduction::Sum);
   } else {
     bool fits = outputs.dim() == targets.dim() + 1 && targets.scalar_type() == at::kLong &&
                 outputs.sizes().slice(0, targets.dim()) == targets.sizes();
@@ -117,11 +136,13 @@ at::Tensor Model::LossSum(const at::Tensor& outputs, const at::Tensor& targets) 
                            ShapeText(outputs) + " and targets " + ShapeText(targets));
     }
     sum = at::cross_entropy_loss(outputs.reshape({-1, outputs.size(-1)}), targets.reshape({-1}), {},
-                                 at::Reduction::Sum);
+                                 pack ? at::Reduction::None : at::Reduction::Sum);
   }
-  if (targets.dim() == 0 || targets.size(0) == 0) return sum;
+  if (targets.dim() == 0 || targets.size(0) == 0) return pack ? sum.sum() : sum;
   int64_t terms = targets.numel() / targets.size(0);
   int64_t items = LossItemsPerSample();
+  // A pack's members each get their own mean (engine/pack.h).
+  if (pack) sum = pack->WeightedLossSum(sum.reshape({targets.size(0), -1}).sum(1));
   if (terms == items) return sum;
   return sum * (static_cast<double>(items) / static_cast<double>(terms));
 }

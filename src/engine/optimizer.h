@@ -32,6 +32,12 @@ class Optimizer {
                       std::vector<at::Tensor>& state, int64_t step) const = 0;
   // Zero-initialised state for `param`, allocated like `param`.
   std::vector<at::Tensor> NewState(const at::Tensor& param) const;
+  // The optimizer of the parameter named `name` (a block's slot name): this
+  // one, but for a pack's (engine/pack.h), whose members each step their
+  // own adapters with their own hyper-parameters (same slots).
+  virtual const Optimizer& ForParam(const std::string& /*name*/) const { return *this; }
+  // Whether ForParam may answer another optimizer than this one.
+  virtual bool PerParam() const { return false; }
 };
 
 std::unique_ptr<Optimizer> MakeOptimizer(const OptimizerSpec& spec);

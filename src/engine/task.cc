@@ -151,6 +151,15 @@ void ParseFinetune(const JsonFields& task, TaskSpec& spec) {
 }  // namespace
 
 TaskSpec ParseTask(const nlohmann::json& json, const std::string& source) {
+  // A pack (engine/pack.h): {"pack": [task, task, ...]}.
+  if (json.is_object() && json.contains("pack")) {
+    const nlohmann::json& list = json["pack"];
+    if (!list.is_array()) throw InputError(source, 0, "pack", "expected a list of tasks");
+    std::vector<TaskSpec> members;
+    for (const nlohmann::json& member : list)
+      members.push_back(ParseTask(member, source));
+    return PackTasks(std::move(members), source);
+  }
   JsonFields task(json, source, "");
   TaskSpec spec;
   spec.source = source;

@@ -59,7 +59,13 @@ struct LoraSpec {
   double alpha = 0.0;
   std::vector<std::string> targets;  // as given, without repeats: "attn", "mlp", "q_proj", ...
 
-  bool Enabled() const { return rank > 0; }
+  // A pack (engine/pack.h): one adapter set per member, in member order,
+  // each drawn from its member's seed (`seed`); rank, alpha and targets of
+  // the pack's own spec are then unused.
+  uint64_t seed = 0;
+  std::vector<LoraSpec> pack;
+
+  bool Enabled() const { return rank > 0 || !pack.empty(); }
   double Scale() const { return alpha / static_cast<double>(rank); }
   // Whether `part` is adapted: listed itself, or a PEFT module name whose
   // shorthand is listed (Targets("q_proj") with targets [attn]). "attn" and
@@ -84,6 +90,9 @@ struct TaskSpec {
   LoraSpec lora;
   // The task's `finetune` object as given (part of a checkpoint's identity).
   nlohmann::json finetune = nlohmann::json::object();
+  // A pack's members (engine/pack.h: LoRA tasks over one frozen base trained
+  // as this one task); empty for a task alone.
+  std::vector<TaskSpec> pack;
 };
 
 // Typed, checked access to the fields of one JSON object. `path` prefixes
@@ -113,6 +122,13 @@ class JsonFields {
   std::string path_;
 };
 
+// The pack of `members` (engine/pack.h) as one task, its `pack` holding
+// them: InputError, naming the member and the field, when they cannot share
+// a base (not LoRA tasks; different models, precisions, optimizer state or
+// seeds without model.init; evaluation) or are fewer than two.
+TaskSpec PackTasks(std::vector<TaskSpec> members, const std::string& source);
+
+// A task object, or a pack: {"pack": [task, task, ...]}.
 TaskSpec ParseTask(const nlohmann::json& json, const std::string& source);
 // Reads and parses a task file; InputError if unreadable or not valid JSON.
 TaskSpec LoadTask(const std::string& path);

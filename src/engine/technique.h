@@ -207,6 +207,10 @@ class Technique {
   virtual int MinGpus() const { return 1; }
   virtual int MaxGpus() const { return ProcessLayout() == Layout::kOneProcess ? 1 : 0; }
   virtual bool SplitsBatch() const { return false; }
+  // Whether it trains a pack (engine/pack.h): true for the techniques that
+  // only see a step's samples through TrainContext::StepSamples, in slices
+  // that each go through the whole model before the next is fetched.
+  virtual bool TakesPacks() const { return false; }
 
   // Why the technique cannot train `task` on `gpus` devices at all ("needs at
   // least 2 devices"), or "" when it can. Called before any process starts.

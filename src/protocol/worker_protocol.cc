@@ -153,7 +153,8 @@ json ToJson(const WorkerExecuteResult& r) {
           {"resident_bytes", r.resident_bytes},
           {"losses", r.losses},
           {"knobs", r.knobs},
-          {"stats", r.stats}};
+          {"stats", r.stats},
+          {"members", r.members}};
 }
 
 WorkerExecuteResult ExecuteResultFromJson(const json& j) {
@@ -168,6 +169,7 @@ WorkerExecuteResult ExecuteResultFromJson(const json& j) {
   r.losses = Numbers(j, "losses");
   r.knobs = Field(j, "knobs", json::object());
   r.stats = Field(j, "stats", json::object());
+  r.members = Field(j, "members", json::array());
   return r;
 }
 

@@ -74,6 +74,9 @@ struct WorkerExecuteResult {
   std::vector<double> losses;  // one per step run
   nlohmann::json knobs = nlohmann::json::object();
   nlohmann::json stats = nlohmann::json::object();
+  // A pack's members (engine/pack.h), in order: {"name", "losses"} with
+  // each member's own mean loss per step; empty for a task alone.
+  nlohmann::json members = nlohmann::json::array();
 };
 
 // `saturn-worker techniques`: one technique it can train with, and the

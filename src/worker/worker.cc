@@ -19,6 +19,7 @@
 #include "engine/errors.h"
 #include "engine/estimate.h"
 #include "engine/eval.h"
+#include "engine/pack.h"
 #include "engine/plugin.h"
 #include "engine/technique.h"
 #include "protocol/worker_protocol.h"
@@ -205,11 +206,24 @@ int RunExecute(const WorkerRequest& o, const Job& job, engine::TrainContext& ctx
   run.keep_checkpoints = o.keep_checkpoints;
   run.stop = &g_stop;
   std::vector<double> losses;
+  // A pack's members' own mean losses, step by step (summed over the ranks).
+  std::vector<std::vector<double>> member_losses(job.task.pack.size());
+  auto record_members = [&] {
+    engine::PackRows* rows = engine::ActivePackRows();
+    if (!rows) return;
+    std::vector<double> sums = rows->TakeMemberLosses();
+    double items = static_cast<double>(job.model->LossItemsPerSample());
+    for (size_t m = 0; m < member_losses.size(); ++m) {
+      double sum = ctx.comm.SumOf(sums[m]);
+      member_losses[m].push_back(sum / (items * static_cast<double>(job.task.pack[m].batch_size)));
+    }
+  };
   // Step times in progress lines include evaluation's share (the last
   // evaluation's seconds over eval.every), as the profile's step_s does.
   double eval_share_s = 0.0;
   run.on_step = [&](int64_t step, double loss, double step_s) {
     losses.push_back(loss);
+    record_members();
     if (rank != 0) return;
     std::printf(
         "%s\n",
@@ -233,7 +247,7 @@ int RunExecute(const WorkerRequest& o, const Job& job, engine::TrainContext& ctx
   Knobs knobs = ParseKnobs(o.knobs);
   engine::ExecuteResult done = job.technique->Execute(ctx, knobs, run);
   if (rank != 0) return 0;
-  if (!o.save_model.empty()) {
+  if (!o.save_model.empty() && job.task.pack.empty()) {
     // model.pt, and for a torchscript task trained.pt beside it.
     std::filesystem::path folder = std::filesystem::path(o.save_model).parent_path();
     engine::ExportModel(done.checkpoint, *job.model, job.task.lora,
@@ -250,6 +264,8 @@ int RunExecute(const WorkerRequest& o, const Job& job, engine::TrainContext& ctx
   result.losses = losses;
   result.knobs = knobs;
   result.stats = done.stats;
+  for (size_t m = 0; m < member_losses.size(); ++m)
+    result.members.push_back({{"name", job.task.pack[m].name}, {"losses", member_losses[m]}});
   WriteResult(o.out_path, result);
   return 0;
 }
@@ -281,7 +297,7 @@ int RunRank(const WorkerRequest& o, const Job& job, int rank, int world_size) {
   comm_options.timeout_s = o.timeout_s;
   std::unique_ptr<engine::Communicator> comm = engine::Communicator::Create(comm_options, device);
   std::unique_ptr<engine::Dataset> data = engine::MakeDataset(job.task, *job.model);
-  std::unique_ptr<engine::Optimizer> optimizer = engine::MakeOptimizer(job.task.optimizer);
+  std::unique_ptr<engine::Optimizer> optimizer = engine::MakeTaskOptimizer(job.task);
   engine::TrainContext ctx{job.task, *job.model, *data, *optimizer, device, *comm, o.gpus};
   double flops_per_step =
       3.0 * job.model->ForwardFlopsPerSample() * static_cast<double>(job.task.batch_size);
@@ -365,6 +381,9 @@ int RunWorker(const WorkerRequest& o) {
     job.model = engine::BuildModel(job.task);
     if (o.IsRank()) return RunRank(o, job, o.rank, o.world_size);
     std::string unsupported = job.technique->Unsupported(job.task, *job.model, o.gpus);
+    if (unsupported.empty() && !job.task.pack.empty() && !job.technique->TakesPacks()) {
+      unsupported = o.technique + " does not train packs yet (single, ddp, fsdp and spill do)";
+    }
     if (!unsupported.empty()) {
       if (o.mode == WorkerMode::kExecute) throw InputError("", 0, "--technique", unsupported);
       WriteResult(o.out_path, Infeasible(o, unsupported));

@@ -26,6 +26,7 @@
 #include "common/model_presets.h"
 #include "engine/formats/weight_index.h"
 #include "engine/models/layers.h"
+#include "engine/pack.h"
 
 namespace saturn::engine {
 namespace {
@@ -99,7 +100,7 @@ class Gpt2 final : public Model {
       std::string from(ours);
       if (name.rfind(from, 0) != 0) continue;
       std::string rest = name.substr(from.size());  // weight, bias, lora_A, lora_B
-      if (rest == "lora_A" || rest == "lora_B") return std::nullopt;
+      if (rest == "lora_A" || rest == "lora_B" || PackMemberOf(rest) >= 0) return std::nullopt;
       // The linear maps keep Conv1D's [in, out] layout: read as stored.
       return p + "h." + std::to_string(block - 1) + "." + theirs + rest;
     }

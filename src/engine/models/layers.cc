@@ -1,9 +1,11 @@
 #include "engine/models/layers.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
 
+#include "engine/pack.h"
 #include "engine/tensor_parallel.h"
 #include "engine/torch_version.h"
 
@@ -12,6 +14,13 @@ namespace saturn::engine {
 Tuning Tuning::Of(const LoraSpec& lora, const std::string& part) {
   Tuning tuning;
   tuning.frozen = lora.Enabled();
+  for (size_t k = 0; k < lora.pack.size(); ++k) {
+    const LoraSpec& member = lora.pack[k];
+    if (member.Targets(part)) {
+      tuning.pack.push_back({static_cast<int>(k), member.rank, member.Scale(), member.seed});
+    }
+  }
+  if (!lora.pack.empty()) return tuning;
   if (lora.Enabled() && lora.Targets(part)) {
     tuning.lora_rank = lora.rank;
     tuning.lora_scale = lora.Scale();
@@ -32,25 +41,57 @@ Linear::Linear(Block& block, ParamFactory& factory, const std::string& name, int
     bias_ = factory.Zeros({out});
     block.Register(name + ".bias", &bias_, !tuning.frozen);
   }
+  // As peft initialises adapters: A like a default nn.Linear, B zero, so the
+  // adapted map starts as the pretrained one.
+  double bound = 1.0 / std::sqrt(static_cast<double>(in));
+  auto a_shape = [&](int64_t r) {
+    return in_out ? std::vector<int64_t>{in, r} : std::vector<int64_t>{r, in};
+  };
+  auto b_shape = [&](int64_t r) {
+    return in_out ? std::vector<int64_t>{r, out} : std::vector<int64_t>{out, r};
+  };
   if (tuning.lora_rank > 0) {
-    // As peft initialises them: A like a default nn.Linear, B zero, so the
-    // adapted map starts as the pretrained one.
-    int64_t r = tuning.lora_rank;
-    double bound = 1.0 / std::sqrt(static_cast<double>(in));
-    std::vector<int64_t> a = in_out ? std::vector<int64_t>{in, r} : std::vector<int64_t>{r, in};
-    std::vector<int64_t> b = in_out ? std::vector<int64_t>{r, out} : std::vector<int64_t>{out, r};
-    lora_a_ = factory.AdapterUniform(a, bound);
-    lora_b_ = factory.AdapterZeros(b);
+    lora_a_ = factory.AdapterUniform(a_shape(tuning.lora_rank), bound);
+    lora_b_ = factory.AdapterZeros(b_shape(tuning.lora_rank));
     lora_scale_ = tuning.lora_scale;
     block.Register(name + ".lora_A", &lora_a_, /*trainable=*/true, /*adapter=*/true);
     block.Register(name + ".lora_B", &lora_b_, /*trainable=*/true, /*adapter=*/true);
   }
+  pack_.reserve(tuning.pack.size());
+  for (const Tuning::PackAdapter& p : tuning.pack) {
+    pack_.push_back({p.member, factory.AdapterUniform(a_shape(p.rank), bound, p.seed),
+                     factory.AdapterZeros(b_shape(p.rank)), p.scale});
+    std::string member = "@" + std::to_string(p.member);
+    block.Register(name + ".lora_A" + member, &pack_.back().a, true, true);
+    block.Register(name + ".lora_B" + member, &pack_.back().b, true, true);
+  }
+}
+
+at::Tensor Linear::PackDelta(const at::Tensor& x, const at::Tensor& y) const {
+  const PackRows* rows = ActivePackRows();
+  if (!rows) throw std::logic_error("a pack's layer ran outside its pack");
+  std::vector<at::Tensor> parts;
+  for (const PackRows::Segment& s : rows->Segments(x.size(0))) {
+    auto adapter = std::find_if(pack_.begin(), pack_.end(),
+                                [&](const MemberAdapter& m) { return m.member == s.member; });
+    if (adapter == pack_.end()) {
+      parts.push_back(at::zeros_like(y.narrow(0, s.begin, s.count)));
+      continue;
+    }
+    at::Tensor xs = x.narrow(0, s.begin, s.count);
+    at::Tensor low = layout_ == WeightLayout::kOutIn
+                         ? at::linear(at::linear(xs, adapter->a), adapter->b)
+                         : at::matmul(at::matmul(xs, adapter->a), adapter->b);
+    parts.push_back(low * adapter->scale);
+  }
+  return parts.size() == 1 ? parts[0] : at::cat(parts, 0);
 }
 
 at::Tensor Linear::operator()(const at::Tensor& x) const {
   const at::Tensor& bias = bias_after_sum_ ? at::Tensor() : bias_;
   if (layout_ == WeightLayout::kOutIn) {
     at::Tensor y = at::linear(x, weight_, bias);
+    if (!pack_.empty()) return y + PackDelta(x, y);
     if (!lora_a_.defined()) return y;
     return y + at::linear(at::linear(x, lora_a_), lora_b_) * lora_scale_;
   }
@@ -60,6 +101,7 @@ at::Tensor Linear::operator()(const at::Tensor& x) const {
   at::Tensor flat = x.reshape({-1, x.size(-1)});
   at::Tensor y = bias.defined() ? at::addmm(bias, flat, weight_) : at::mm(flat, weight_);
   if (lora_a_.defined()) y = y + at::mm(at::mm(flat, lora_a_), lora_b_) * lora_scale_;
+  if (!pack_.empty()) y = y + PackDelta(flat, y);
   return y.view(shape);
 }
 
@@ -149,14 +191,14 @@ at::Tensor TransformerLayer::Attention(const at::Tensor& x) const {
   qkv = qkv.contiguous().view({3, batch * heads, tokens, head_width});
   at::Tensor q = qkv[0], k = qkv[1], v = qkv[2];
   double scale = 1.0 / std::sqrt(static_cast<double>(head_width));
-  at::Tensor scores = causal_ ? at::baddbmm(CausalMask(tokens, x), q, k.transpose(1, 2), 1.0, scale)
+  at::Tensor scores = causal_ ? at::baddbmm(mask_.Of(tokens, x), q, k.transpose(1, 2), 1.0, scale)
                               : at::bmm(q * scale, k.transpose(1, 2));
   at::Tensor mixed = at::bmm(at::softmax(scores, -1), v).view({batch, heads, tokens, head_width});
 #endif
   return proj_(mixed.transpose(1, 2).reshape({batch, tokens, width}));
 }
 
-const at::Tensor& TransformerLayer::CausalMask(int64_t tokens, const at::Tensor& like) const {
+const at::Tensor& CausalMask::Of(int64_t tokens, const at::Tensor& like) const {
   if (!mask_.defined() || mask_.size(0) != tokens || mask_.device() != like.device() ||
       mask_.scalar_type() != like.scalar_type()) {
     mask_ =

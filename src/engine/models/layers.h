@@ -13,6 +13,7 @@
 
 #include <map>
 #include <string>
+#include <vector>
 
 #include "engine/model.h"
 
@@ -24,6 +25,15 @@ struct Tuning {
   bool frozen = false;
   int64_t lora_rank = 0;  // > 0: adapters (frozen must be true)
   double lora_scale = 1.0;
+  // A pack's adapters on this map (engine/pack.h): one per member that
+  // targets it, each acting on that member's rows only.
+  struct PackAdapter {
+    int member;
+    int64_t rank;
+    double scale;
+    uint64_t seed;
+  };
+  std::vector<PackAdapter> pack;
 
   // A task's tuning of the linear maps of one part ("attn", "mlp") and of
   // everything else (lora_rank 0).
@@ -64,12 +74,22 @@ class Linear {
   at::Tensor AddBias(const at::Tensor& y) const;
 
  private:
+  // A pack's adapters: each member's low-rank product on its own rows of
+  // `x` (engine/pack.h's active rows), zero on the others' (shaped like y).
+  at::Tensor PackDelta(const at::Tensor& x, const at::Tensor& y) const;
+
+  struct MemberAdapter {
+    int member;
+    at::Tensor a, b;
+    double scale;
+  };
   WeightLayout layout_;
   at::Tensor weight_;
   at::Tensor bias_;
   at::Tensor lora_a_, lora_b_;
   double lora_scale_ = 0.0;
-  bool bias_after_sum_ = false;  // row-parallel: AddBias adds it
+  std::vector<MemberAdapter> pack_;  // reserved up front: slots point into it
+  bool bias_after_sum_ = false;      // row-parallel: AddBias adds it
 };
 
 class LayerNorm {
@@ -112,6 +132,17 @@ class TokenEmbedding final : public Block {
   at::Tensor tokens_, positions_;
 };
 
+// The additive causal mask (0 on and below the diagonal, -inf above) for
+// `tokens`, on `like`'s device and dtype: built on first use and kept until
+// the length, device or dtype changes. Every causal attention holds one.
+class CausalMask {
+ public:
+  const at::Tensor& Of(int64_t tokens, const at::Tensor& like) const;
+
+ private:
+  mutable at::Tensor mask_;
+};
+
 // A pre-norm transformer layer: x + attention(ln(x)), then x + mlp(ln(x)).
 class TransformerLayer {
  public:
@@ -131,9 +162,6 @@ class TransformerLayer {
 
  private:
   at::Tensor Attention(const at::Tensor& x) const;
-  // The additive causal mask (0 on and below the diagonal, -inf above) for
-  // `tokens`, on `like`'s device and dtype; built once and kept.
-  const at::Tensor& CausalMask(int64_t tokens, const at::Tensor& like) const;
 
   int64_t width_;
   int64_t heads_;
@@ -146,7 +174,7 @@ class TransformerLayer {
   Linear fc1_;
   Linear fc2_;
   TensorGroup group_;  // size 1 unless split
-  mutable at::Tensor mask_;
+  CausalMask mask_;
 };
 
 // A block that is one transformer layer (the gpt, gpt2 and vit families'

@@ -47,6 +47,7 @@
 #include "common/error.h"
 #include "common/model_presets.h"
 #include "engine/models/layers.h"
+#include "engine/pack.h"
 #include "engine/tensor_parallel.h"
 #include "engine/torch_version.h"
 
@@ -75,7 +76,7 @@ struct LlamaConfig {
 // shorthand of its part (attn, mlp).
 Tuning ProjectionTuning(const LoraSpec& lora, const char* part, const char* name) {
   Tuning tuning = Tuning::Of(lora, name);
-  return tuning.lora_rank > 0 ? tuning : Tuning::Of(lora, part);
+  return tuning.lora_rank > 0 || !lora.pack.empty() ? tuning : Tuning::Of(lora, part);
 }
 
 class RmsNorm {
@@ -243,19 +244,10 @@ class DecoderLayer final : public Block {
     at::Tensor q3 = q.reshape({batch * heads, tokens, hd});
     at::Tensor k3 = k.reshape({batch * heads, tokens, hd});
     at::Tensor v3 = v.reshape({batch * heads, tokens, hd});
-    at::Tensor scores = at::baddbmm(CausalMask(tokens, q3), q3, k3.transpose(1, 2), 1.0, scale);
+    at::Tensor scores = at::baddbmm(mask_.Of(tokens, q3), q3, k3.transpose(1, 2), 1.0, scale);
     at::Tensor mixed = at::bmm(at::softmax(scores, -1), v3).view({batch, heads, tokens, hd});
 #endif
     return mixed.transpose(1, 2).reshape({batch, tokens, heads * hd});
-  }
-
-  const at::Tensor& CausalMask(int64_t tokens, const at::Tensor& like) const {
-    if (!mask_.defined() || mask_.size(0) != tokens || mask_.device() != like.device() ||
-        mask_.scalar_type() != like.scalar_type()) {
-      mask_ = at::full({tokens, tokens}, -std::numeric_limits<float>::infinity(), like.options())
-                  .triu(1);
-    }
-    return mask_;
   }
 
   LlamaConfig c_;
@@ -268,7 +260,7 @@ class DecoderLayer final : public Block {
   TensorGroup group_;
   bool kv_split_ = true;
   at::Tensor kv_of_head_;  // replicated key/value heads: which one each query head reads
-  mutable at::Tensor mask_;
+  CausalMask mask_;
 };
 
 class Embedding final : public Block {
@@ -346,7 +338,8 @@ class Llama final : public Model {
   }
   std::optional<std::string> InitKeyOf(int block, const std::string& name,
                                        const WeightIndex& index) const override {
-    if (EndsWith(name, ".lora_A") || EndsWith(name, ".lora_B")) return std::nullopt;
+    if (EndsWith(name, ".lora_A") || EndsWith(name, ".lora_B") || PackMemberOf(name) >= 0)
+      return std::nullopt;
     return Model::InitKeyOf(block, name, index);
   }
   bool IgnorableInitKey(const std::string& key) const override {

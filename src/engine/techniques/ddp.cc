@@ -158,6 +158,7 @@ class DdpTrainer final : public Trainer {
 class Ddp final : public Technique {
  public:
   std::string_view Name() const override { return "ddp"; }
+  bool TakesPacks() const override { return true; }
   std::string_view Description() const override {
     return "data parallel: a replica per device, bucketed gradient all-reduce overlapping backward";
   }

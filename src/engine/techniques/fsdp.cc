@@ -156,10 +156,37 @@ class FsdpTrainer final : public Trainer {
       if (offload_) host.emplace();
       for (ShardedBlock& sharded : blocks_) {
         if (sharded.train.padded == 0) continue;
-        ctx_.optimizer.Update(sharded.train.shard, sharded.grad, sharded.state, step + 1);
+        if (ctx_.optimizer.PerParam()) {
+          UpdateEachParam(sharded, step + 1);
+        } else {
+          ctx_.optimizer.Update(sharded.train.shard, sharded.grad, sharded.state, step + 1);
+        }
       }
     }
     return ctx_.comm.SumOf(loss.item<double>());
+  }
+
+  // An optimizer that differs by parameter (a pack's: engine/pack.h) steps
+  // each parameter's part of this rank's shard with its own (element-wise
+  // updates: the same as stepping the whole parameter).
+  void UpdateEachParam(ShardedBlock& sharded, int64_t optimizer_step) {
+    const Flat& train = sharded.train;
+    int64_t size = train.shard.numel(), first = size * ctx_.comm.Rank();
+    const std::vector<ParamSlot>& slots = sharded.block->Params();
+    for (size_t k = 0; k < train.params.size(); ++k) {
+      int64_t numel = 1;
+      for (int64_t d : train.shapes[k])
+        numel *= d;
+      int64_t begin = std::max(train.offsets[k], first);
+      int64_t end = std::min(train.offsets[k] + numel, first + size);
+      if (end <= begin) continue;
+      auto part = [&](const at::Tensor& t) { return t.narrow(0, begin - first, end - begin); };
+      std::vector<at::Tensor> state;
+      for (const at::Tensor& slot : sharded.state)
+        state.push_back(part(slot));
+      ctx_.optimizer.ForParam(slots[train.params[k]].name)
+          .Update(part(sharded.train.shard), part(sharded.grad), state, optimizer_step);
+    }
   }
 
   // Each block is gathered whole (parameters and state) and written by one
@@ -399,6 +426,7 @@ class FsdpTrainer final : public Trainer {
 class Fsdp final : public Technique {
  public:
   std::string_view Name() const override { return "fsdp"; }
+  bool TakesPacks() const override { return true; }
   std::string_view Description() const override {
     return "fully sharded data parallel (ZeRO-3), optional activation checkpointing and CPU "
            "offload";

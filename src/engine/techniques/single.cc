@@ -37,6 +37,7 @@ class WholeBatchTrainer final : public Trainer {
 class Single final : public Technique {
  public:
   std::string_view Name() const override { return "single"; }
+  bool TakesPacks() const override { return true; }
   std::string_view Description() const override { return "the whole model on one device"; }
   Layout ProcessLayout() const override { return Layout::kOneProcess; }
   std::optional<int64_t> StaticBytesPerDevice(const TrainContext& ctx,

@@ -209,7 +209,8 @@ class SpillTrainer final : public Trainer {
           tied_grads_[tied->second].push_back({b, static_cast<int>(p), grad});
           continue;
         }
-        ctx_.optimizer.Update(*params[p].tensor, grad, state[p], optimizer_step);
+        ctx_.optimizer.ForParam(params[p].name)
+            .Update(*params[p].tensor, grad, state[p], optimizer_step);
       }
     }
   }
@@ -255,6 +256,7 @@ class SpillTrainer final : public Trainer {
 class Spill final : public Technique {
  public:
   std::string_view Name() const override { return "spill"; }
+  bool TakesPacks() const override { return true; }
   std::string_view Description() const override {
     return "Hydra-style spilling: parameters and optimizer state in host memory, "
            "shards of blocks paged onto one device";

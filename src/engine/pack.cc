@@ -1,0 +1,158 @@
+#include "engine/pack.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <utility>
+
+#include "common/error.h"
+#include "engine/data.h"
+#include "engine/model.h"
+
+namespace saturn::engine {
+namespace {
+
+PackRows* g_active = nullptr;
+
+class PackDataset final : public Dataset {
+ public:
+  PackDataset(std::vector<std::unique_ptr<Dataset>> members, std::vector<int64_t> batch_sizes)
+      : members_(std::move(members)), rows_(std::move(batch_sizes)) {
+    SetActivePackRows(&rows_);
+  }
+  ~PackDataset() override {
+    if (ActivePackRows() == &rows_) SetActivePackRows(nullptr);
+  }
+
+  // Samples [first, first + count) of the pack: of step first / B, its
+  // samples first % B on; they never span two steps (techniques fetch
+  // within one step).
+  Batch Samples(int64_t first, int64_t count) const override {
+    int64_t batch = rows_.BatchSize();
+    int64_t step = first / batch, offset = first % batch;
+    if (offset + count > batch) {
+      throw std::logic_error("a pack's samples were fetched across two steps");
+    }
+    rows_.Activate(offset, count);
+    std::vector<at::Tensor> inputs, targets;
+    for (const PackRows::Segment& s : rows_.Segments(count)) {
+      int64_t b = rows_.SizeOf(s.member), start = rows_.StartOf(s.member);
+      Batch part = members_[static_cast<size_t>(s.member)]->Samples(
+          step * b + (offset + s.begin - start), s.count);
+      inputs.push_back(part.inputs);
+      targets.push_back(part.targets);
+    }
+    if (inputs.size() == 1) return {inputs[0], targets[0]};
+    return {at::cat(inputs, 0), at::cat(targets, 0)};
+  }
+
+ private:
+  std::vector<std::unique_ptr<Dataset>> members_;
+  mutable PackRows rows_;
+};
+
+class PackOptimizer final : public Optimizer {
+ public:
+  explicit PackOptimizer(std::vector<std::unique_ptr<Optimizer>> members)
+      : members_(std::move(members)) {}
+  std::vector<std::string> Slots() const override { return members_[0]->Slots(); }
+  // Parameters of no member (none train in a LoRA pack) take member 0's.
+  void Update(const at::Tensor& param, const at::Tensor& grad, std::vector<at::Tensor>& state,
+              int64_t step) const override {
+    members_[0]->Update(param, grad, state, step);
+  }
+  const Optimizer& ForParam(const std::string& name) const override {
+    int k = PackMemberOf(name);
+    if (k < 0 || k >= static_cast<int>(members_.size())) return *members_[0];
+    return *members_[static_cast<size_t>(k)];
+  }
+  bool PerParam() const override { return true; }
+
+ private:
+  std::vector<std::unique_ptr<Optimizer>> members_;
+};
+
+}  // namespace
+
+PackRows::PackRows(std::vector<int64_t> batch_sizes)
+    : sizes_(std::move(batch_sizes)), sums_(sizes_.size(), 0.0) {
+  for (int64_t b : sizes_) {
+    starts_.push_back(total_);
+    total_ += b;
+  }
+  count_ = total_;
+}
+
+void PackRows::Activate(int64_t offset, int64_t count) {
+  offset_ = offset;
+  count_ = count;
+}
+
+std::vector<PackRows::Segment> PackRows::Segments(int64_t rows) const {
+  std::vector<Segment> out;
+  if (count_ <= 0 || rows % count_ != 0) {
+    throw std::logic_error("a pack's layer saw " + std::to_string(rows) + " rows for " +
+                           std::to_string(count_) + " samples");
+  }
+  int64_t per_sample = rows / count_;
+  for (size_t m = 0; m < sizes_.size(); ++m) {
+    int64_t begin = std::max(offset_, starts_[m]);
+    int64_t end = std::min(offset_ + count_, starts_[m] + sizes_[m]);
+    if (end <= begin) continue;
+    out.push_back(
+        {static_cast<int>(m), (begin - offset_) * per_sample, (end - begin) * per_sample});
+  }
+  return out;
+}
+
+at::Tensor PackRows::WeightedLossSum(const at::Tensor& per_sample) {
+  std::vector<at::Tensor> weighted;
+  for (const Segment& s : Segments(per_sample.size(0))) {
+    at::Tensor part = per_sample.narrow(0, s.begin, s.count).sum();
+    sums_[static_cast<size_t>(s.member)] += part.item<double>();
+    double weight = static_cast<double>(total_) / static_cast<double>(sizes_[s.member]);
+    weighted.push_back(part * weight);
+  }
+  return at::stack(weighted).sum();
+}
+
+std::vector<double> PackRows::TakeMemberLosses() {
+  std::vector<double> out = sums_;
+  std::fill(sums_.begin(), sums_.end(), 0.0);
+  return out;
+}
+
+PackRows* ActivePackRows() {
+  return g_active;
+}
+
+void SetActivePackRows(PackRows* rows) {
+  g_active = rows;
+}
+
+std::unique_ptr<Dataset> MakePackDataset(const TaskSpec& pack, const Model& model) {
+  std::vector<std::unique_ptr<Dataset>> data;
+  std::vector<int64_t> sizes;
+  for (const TaskSpec& m : pack.pack) {
+    data.push_back(MakeDataset(m, model));
+    sizes.push_back(m.batch_size);
+  }
+  return std::make_unique<PackDataset>(std::move(data), std::move(sizes));
+}
+
+std::unique_ptr<Optimizer> MakeTaskOptimizer(const TaskSpec& task) {
+  if (task.pack.empty()) return MakeOptimizer(task.optimizer);
+  std::vector<std::unique_ptr<Optimizer>> members;
+  for (const TaskSpec& m : task.pack)
+    members.push_back(MakeOptimizer(m.optimizer));
+  return std::make_unique<PackOptimizer>(std::move(members));
+}
+
+int PackMemberOf(const std::string& slot_name) {
+  size_t at = slot_name.rfind('@');
+  if (at == std::string::npos || at + 1 >= slot_name.size()) return -1;
+  char* end = nullptr;
+  long k = std::strtol(slot_name.c_str() + at + 1, &end, 10);
+  return *end == '\0' ? static_cast<int>(k) : -1;
+}
+
+}  // namespace saturn::engine
