@@ -158,6 +158,43 @@ TEST_F(Packs, EachMemberTrainsAsItsTwinAloneUnderEveryTechniqueThatTakesPacks) {
   }
 }
 
+// The llama family, adapters by peft's module names, a random base (no
+// init: the members then share the seed) and an SGD-with-momentum pair.
+TEST_F(Packs, LlamaMembersTargetedByPeftNamesTrainAsAlone) {
+  TestDir dir("packs_llama");
+  auto member = [](const std::string& name, double lr, int64_t batch, nlohmann::json lora) {
+    nlohmann::json task = TinyTask("gpt");
+    task["name"] = name;
+    task["model"] = {{"type", "llama"}, {"layers", 2},     {"d_model", 32},
+                     {"heads", 4},      {"kv_heads", 2},   {"ffn", 64},
+                     {"vocab", 256},    {"positions", 32}, {"seq_len", 16}};
+    task["batch_size"] = batch;
+    task["optimizer"] = {{"type", "sgd"}, {"lr", lr}, {"momentum", 0.9}};
+    task["finetune"] = {{"lora", std::move(lora)}};
+    return task;
+  };
+  std::vector<nlohmann::json> members{
+      member("qv", 0.5, 3, {{"rank", 4}, {"targets", {"q_proj", "v_proj"}}}),
+      member("down", 0.2, 5, {{"rank", 2}, {"alpha", 4}, {"targets", {"down_proj"}}})};
+  std::vector<std::vector<double>> alone;
+  for (const nlohmann::json& m : members) {
+    std::string name = "alone-" + m["name"].get<std::string>();
+    Outcome r = Execute(dir, dir.Write(name + ".task", m.dump()), name, "single", 1);
+    ASSERT_EQ(r.status, 0) << r.err;
+    alone.push_back(r.result["losses"].get<std::vector<double>>());
+  }
+  std::string pack = dir.Write("pack.json", nlohmann::json{{"pack", members}}.dump());
+  for (std::string technique : {"single", "fsdp"}) {
+    int gpus = technique == "fsdp" ? 2 : 1;
+    Outcome r = Execute(dir, pack, "pack-" + technique, technique, gpus);
+    ASSERT_EQ(r.status, 0) << technique << ": " << r.err;
+    for (size_t m = 0; m < members.size(); ++m) {
+      ExpectSameLosses(r.result["members"][m]["losses"].get<std::vector<double>>(), alone[m],
+                       technique + ", llama member " + members[m]["name"].dump());
+    }
+  }
+}
+
 TEST_F(Packs, WhatCannotShareABaseIsAnInputErrorNamingTheMember) {
   nlohmann::json full = (*members_)[1];
   full.erase("finetune");
