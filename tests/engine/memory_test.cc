@@ -29,21 +29,7 @@ std::vector<int64_t> BlockParams(const nlohmann::json& task) {
 
 WorkerRun Execute(const TestDir& dir, const std::string& task, const std::string& technique,
                   int gpus, const std::string& name, const std::vector<std::string>& extra = {}) {
-  std::vector<std::string> args{"execute",
-                                "--task",
-                                task,
-                                "--technique",
-                                technique,
-                                "--gpus",
-                                std::to_string(gpus),
-                                "--out",
-                                dir.Path(name + ".json"),
-                                "--from-step",
-                                "0",
-                                "--to-step",
-                                "3",
-                                "--checkpoint-dir",
-                                dir.Path(name)};
+  std::vector<std::string> args = ExecuteArgs(dir, task, technique, gpus, name, 3);
   args.insert(args.end(), extra.begin(), extra.end());
   return RunWorker(args, dir.Path(name));
 }

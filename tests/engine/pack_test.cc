@@ -26,23 +26,8 @@ struct Outcome {
 
 Outcome Execute(const TestDir& dir, const std::string& task, const std::string& name,
                 const std::string& technique, int gpus, const std::string& extra_flag = "") {
-  std::vector<std::string> args{"execute",
-                                "--task",
-                                task,
-                                "--technique",
-                                technique,
-                                "--gpus",
-                                std::to_string(gpus),
-                                "--out",
-                                dir.Path(name + ".json"),
-                                "--from-step",
-                                "0",
-                                "--to-step",
-                                std::to_string(kSteps),
-                                "--checkpoint-dir",
-                                dir.Path(name),
-                                "--timeout-s",
-                                "120"};
+  std::vector<std::string> args = ExecuteArgs(dir, task, technique, gpus, name, kSteps);
+  args.insert(args.end(), {"--timeout-s", "120"});
   if (!extra_flag.empty()) {
     args.push_back(extra_flag);
     args.push_back(dir.Path(name + "/model.pt"));

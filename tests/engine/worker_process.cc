@@ -110,6 +110,26 @@ std::string WorkerProcess::Stderr() const {
   return Slurp(err_path_);
 }
 
+std::vector<std::string> ExecuteArgs(const TestDir& dir, const std::string& task,
+                                     const std::string& technique, int gpus,
+                                     const std::string& name, int64_t to_step) {
+  return {"execute",
+          "--task",
+          task,
+          "--technique",
+          technique,
+          "--gpus",
+          std::to_string(gpus),
+          "--out",
+          dir.Path(name + ".json"),
+          "--from-step",
+          "0",
+          "--to-step",
+          std::to_string(to_step),
+          "--checkpoint-dir",
+          dir.Path(name)};
+}
+
 WorkerRun RunWorker(const std::vector<std::string>& args, const std::string& log_prefix,
                     double timeout_s) {
   WorkerProcess process(args, log_prefix);

@@ -69,6 +69,13 @@ class WorkerProcess {
 WorkerRun RunWorker(const std::vector<std::string>& args, const std::string& log_prefix,
                     double timeout_s = 600);
 
+// `saturn-worker execute` of `task` under `technique` on `gpus` devices for
+// steps [0, to_step): its result in dir/<name>.json, checkpoints in
+// dir/<name>/.
+std::vector<std::string> ExecuteArgs(const TestDir& dir, const std::string& task,
+                                     const std::string& technique, int gpus,
+                                     const std::string& name, int64_t to_step);
+
 // The pids of a process's children (the launcher's ranks).
 std::vector<pid_t> ChildPids(pid_t parent);
 
