@@ -1,17 +1,32 @@
 // saturn run: profile, plan, train and re-plan a workload end to end
 // (executor/run.h).
 #include <cstdio>
+#include <filesystem>
 #include <memory>
+#include <string>
 
 #include "cli/commands.h"
 #include "cli/executor_options.h"
 #include "common/format.h"
+#include "common/fs.h"
 #include "executor/run.h"
 #include "planner/registry.h"
 #include "report/phrases.h"
 
 namespace saturn {
 namespace {
+
+// The report's warning that tasks trained markedly slower than profiled,
+// or "" (none, or no report to read).
+std::string SlowdownWarning(const std::string& run_dir) {
+  const std::string path = run_dir + "/report.json";
+  if (!std::filesystem::exists(path)) return "";
+  const nlohmann::json report = nlohmann::json::parse(ReadFile(path), nullptr, false);
+  if (!report.is_object() || !report.contains("slowdown_vs_profile")) return "";
+  const nlohmann::json& slowdown = report["slowdown_vs_profile"];
+  if (!slowdown.is_object() || !slowdown.value("warning", nlohmann::json()).is_string()) return "";
+  return slowdown["warning"].get<std::string>();
+}
 
 int RunRun(const RunOptions& o) {
   BuiltinSolvers().Get(o.solve.solver);
@@ -41,6 +56,11 @@ int RunRun(const RunOptions& o) {
                  "current practice (each task on a whole node, one after another) would take "
                  "~%s, estimated from the profile: %s\n",
                  FormatDuration(f.current_practice_s).c_str(), SpeedupVerdict(f, false).c_str());
+  }
+  // Tasks that trained markedly slower than profiled (report.json's
+  // "slowdown_vs_profile"): said after the comparison it qualifies.
+  if (const std::string warning = SlowdownWarning(s.run_dir); !warning.empty()) {
+    std::fprintf(stderr, "warning: %s\n", warning.c_str());
   }
   for (const nlohmann::json& b : s.best) {
     std::fprintf(stderr, "best of %s: %s, evaluation loss %s; model: %s/tasks/%s/model.pt\n",

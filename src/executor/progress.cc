@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <deque>
+#include <filesystem>
 #include <string>
 
 #include "common/format.h"
@@ -33,6 +34,10 @@ std::string RunningLine(const RunContext& run, int j) {
   const Option& o = run.tasks.problem().tasks[j].options[on->option];
   return "  " + l.record.name + " " + FormatFixed(pct, 0) + "% (" + o.technique + " x" +
          std::to_string(o.gpus) + ", ETA " + eta + ")";
+}
+
+std::string PlanFile(const RunContext& run, int n) {
+  return run.site.run_dir + "/plan-" + std::to_string(n) + ".json";
 }
 
 }  // namespace
@@ -99,6 +104,10 @@ nlohmann::json WriteReport(RunContext& run, const RunSummary& summary) {
   report.makespan_s = summary.makespan_s;
   report.profiling_s = run.profiling_s();
   report.planning_s = run.planning_s();
+  // The plans as solved, in order: the first and each switched to.
+  std::vector<Plan> solved_plans = {report.first_plan};
+  for (int n = 1; std::filesystem::exists(PlanFile(run, n)); ++n)
+    solved_plans.push_back(LoadPlanFile(PlanFile(run, n)));
   for (int j = 0; j < run.NumTasks(); ++j) {
     const TaskRecord& r = run.tasks[j].record;
     bool finished = r.status == TaskStatus::kFinished;
@@ -110,17 +119,40 @@ nlohmann::json WriteReport(RunContext& run, const RunSummary& summary) {
     t.steps_done = finished ? run.Steps(j) : r.checkpoint_step;
     t.losses = run.site.state->Losses(r.name);
     t.sweep = run.WorkloadTaskOf(j).sweep;
+    t.settings = run.WorkloadTaskOf(j).spec;
+    // Its profiled paces, on every node each configuration fits: the
+    // profile's runtime (launch and checkpoints included, as a run's) over
+    // its steps.
+    const Problem& problem = run.tasks.problem();
+    for (const Option& o : problem.tasks[j].options) {
+      if (o.starts_now || o.runtime_s <= 0) continue;
+      for (int n = 0; n < problem.NumNodes(); ++n) {
+        if (!problem.Fits(o, n)) continue;
+        t.profiled.push_back({o.technique, o.gpus, problem.nodes[static_cast<size_t>(n)].name,
+                              o.runtime_s / std::max(1L, run.Steps(j))});
+      }
+    }
+    t.disk_bytes = FolderBytes(run.TaskDirOf(j));
     if (ran) {
-      // The plan it ran under: the one followed last, else the first.
+      // The plan that chose its configuration: the first of the plans as
+      // solved (plan-<n>.json) that runs it so, else the one followed last.
+      // Not the plan followed at the end: that one is re-timed to how the
+      // run went, and no solver made it, so a configuration that would end
+      // sooner there says nothing of what the solver found.
       const Option& o = run.tasks.problem().tasks[j].options[ran->option];
       auto runs_it = [&](const Plan& plan) {
         return std::any_of(plan.tasks.begin(), plan.tasks.end(), [&](const PlanTask& e) {
           return e.task == r.name && e.technique == o.technique && e.gpus == o.gpus;
         });
       };
-      const Plan* plan = runs_it(run.plan())          ? &run.plan()
-                         : runs_it(report.first_plan) ? &report.first_plan
-                                                      : nullptr;
+      const Plan* plan = nullptr;
+      for (const Plan& solved : solved_plans) {
+        if (runs_it(solved)) {
+          plan = &solved;
+          break;
+        }
+      }
+      if (plan == nullptr && runs_it(run.plan())) plan = &run.plan();
       t.why = WhyThisOption(run.tasks.problem(), j, ran->option, plan);
     }
     report.tasks.push_back(std::move(t));

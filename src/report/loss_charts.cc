@@ -12,6 +12,10 @@ namespace {
 // Two charts side by side on a report 1400 px wide.
 constexpr double kLeft = 56, kPlotW = 360, kTop = 34, kPlotH = 200, kBottom = 34;
 constexpr double kLegendX = kLeft + kPlotW + 22, kLegendW = 200, kLegendRow = 16;
+// A legend name's lines: as many characters as fit beside the sample, and
+// the line step of a name wrapped onto more.
+constexpr size_t kLegendChars = 28;
+constexpr double kLegendWrapRow = 12.5;
 constexpr double kWidth = kLegendX + kLegendW;
 constexpr size_t kMaxPoints = 600;  // per curve: more adds nothing a chart this wide shows
 
@@ -146,6 +150,52 @@ void Sample(SvgWriter& svg, double y, const std::string& stroke, const std::stri
   }
 }
 
+// What a legend entry says after the name: its note, or that it has no loss.
+std::string LegendNote(const LossSeries& s) {
+  return s.train.empty() && s.eval.empty() ? "no loss reported" : s.note;
+}
+
+// A task's name in the legend, whole: in lines of at most kLegendChars,
+// broken after a '-', '_' or '.' where one is near the end of a line (else
+// where the line is full); the note (if any) on the last line where it
+// fits, else on a line of its own ("" name then).
+std::vector<std::pair<std::string, std::string>> LegendLines(const LossSeries& s) {
+  std::vector<std::pair<std::string, std::string>> lines;  // name part, note
+  std::string rest = s.task;
+  while (rest.size() > kLegendChars) {
+    size_t cut = kLegendChars;
+    for (size_t i = kLegendChars; i > kLegendChars / 2; --i) {
+      if (rest[i - 1] == '-' || rest[i - 1] == '_' || rest[i - 1] == '.') {
+        cut = i;
+        break;
+      }
+    }
+    // Never inside a UTF-8 character.
+    while (cut > 1 && (static_cast<unsigned char>(rest[cut]) & 0xC0) == 0x80)
+      --cut;
+    lines.push_back({rest.substr(0, cut), ""});
+    rest = rest.substr(cut);
+  }
+  const std::string note = LegendNote(s);
+  if (note.empty() || rest.size() + 1 + note.size() <= kLegendChars) {
+    lines.push_back({rest, note});
+  } else {
+    lines.push_back({rest, ""});
+    lines.push_back({"", note});
+  }
+  return lines;
+}
+
+// The legend's height below kTop: its key rows and every task's lines.
+double LegendHeight(const std::vector<const LossSeries*>& group) {
+  bool evaluates =
+      std::any_of(group.begin(), group.end(), [](const LossSeries* s) { return !s->eval.empty(); });
+  double h = 4 + (evaluates ? kLegendRow : 0) + kLegendRow * 0.5;
+  for (const LossSeries* s : group)
+    h += kLegendRow + kLegendWrapRow * static_cast<double>(LegendLines(*s).size() - 1);
+  return h;
+}
+
 void DrawLegend(SvgWriter& svg, const std::vector<const LossSeries*>& group) {
   bool evaluates =
       std::any_of(group.begin(), group.end(), [](const LossSeries* s) { return !s->eval.empty(); });
@@ -162,13 +212,29 @@ void DrawLegend(SvgWriter& svg, const std::vector<const LossSeries*>& group) {
     y += kLegendRow;
     // The task's training line, with the evaluation marker when it evaluates.
     Sample(svg, y, s->color.line, s->color.dash, !s->eval.empty());
-    std::string note = s->train.empty() && s->eval.empty() ? "no loss reported" : s->note;
-    std::string name = Ellipsize(s->task, note.empty() ? 28 : 20);
-    svg.Raw("<text class=\"legend\" data-task=\"" + XmlEscape(s->task) + "\" x=\"" +
-            FormatFixed(kLegendX + 32, 1) + "\" y=\"" + FormatFixed(y + 3.5, 1) +
-            "\" font-size=\"10.5\" fill=\"#222\">" + XmlEscape(name) +
-            (note.empty() ? "" : "<tspan fill=\"#777\"> " + XmlEscape(note) + "</tspan>") +
-            "</text>\n");
+    // Its whole name, wrapped; a tooltip names it too.
+    const std::string x = FormatFixed(kLegendX + 32, 1);
+    std::string text = "<text class=\"legend\" data-task=\"" + XmlEscape(s->task) + "\" x=\"" + x +
+                       "\" y=\"" + FormatFixed(y + 3.5, 1) +
+                       "\" font-size=\"10.5\" fill=\"#222\"><title>" + XmlEscape(s->task) +
+                       "</title>";
+    const auto lines = LegendLines(*s);
+    for (size_t i = 0; i < lines.size(); ++i) {
+      const auto& [name, note] = lines[i];
+      // A line after the first: a tspan of its own, back at the left.
+      if (i > 0) {
+        text +=
+            "<tspan class=\"wrap\" x=\"" + x + "\" dy=\"" + FormatFixed(kLegendWrapRow, 1) + "\">";
+        y += kLegendWrapRow;
+      }
+      text += XmlEscape(name);
+      if (!note.empty()) {
+        text += "<tspan fill=\"#777\">" + std::string(name.empty() ? "" : " ") + XmlEscape(note) +
+                "</tspan>";
+      }
+      if (i > 0) text += "</tspan>";
+    }
+    svg.Raw(text + "</text>\n");
   }
 }
 
@@ -186,7 +252,7 @@ std::vector<std::vector<const LossSeries*>> GroupLossSeries(const std::vector<Lo
 }
 
 std::string RenderLossChart(const std::string& title, const std::vector<const LossSeries*>& group) {
-  double legend_h = kTop + kLegendRow * (static_cast<double>(group.size()) + 2.5) + 10;
+  double legend_h = kTop + LegendHeight(group) + 10;
   SvgWriter svg(kWidth, std::max(kTop + kPlotH + kBottom, legend_h));
   svg.Text(kLeft, 18, title, 12.5, "start", "font-weight=\"bold\"");
   const Axes axes(group);

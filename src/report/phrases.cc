@@ -1,5 +1,7 @@
 #include "report/phrases.h"
 
+#include <iterator>
+
 #include "common/format.h"
 
 namespace saturn {
@@ -50,6 +52,29 @@ std::string SpeedupVerdict(const SpeedupFigures& f, bool html) {
          "the trials (a re-run of these tasks profiles almost nothing) and for longer training "
          "(profiling does not grow with steps" +
          longer + "); " + promised;
+}
+
+std::string ContentionWarning(double median, int tasks, bool compared) {
+  std::string text = "tasks trained " + FormatFixed(median, 1) +
+                     "x slower than profiled (median over " + Plural(tasks, "task") +
+                     "): is the machine shared with other work?";
+  if (compared) {
+    text +=
+        " Current practice's time is estimated from the same profile, so the comparison above "
+        "favours it by about that factor.";
+  }
+  return text;
+}
+
+std::string FormatBytes(double bytes) {
+  static const char* const kUnits[] = {"B", "kB", "MB", "GB", "TB"};
+  size_t unit = 0;
+  while (bytes >= 999.95 && unit + 1 < std::size(kUnits)) {
+    bytes /= 1000;
+    ++unit;
+  }
+  if (unit == 0) return FormatFixed(bytes, 0) + " B";
+  return FormatFixed(bytes, bytes < 100 ? 1 : 0) + " " + kUnits[unit];
 }
 
 }  // namespace saturn

@@ -40,4 +40,17 @@ struct SpeedupFigures {
 // the figures that answer in bold.
 std::string SpeedupVerdict(const SpeedupFigures& f, bool html);
 
+// Tasks that trained markedly slower than profiled (the median over
+// `tasks` tasks of measured over profiled seconds per step): "tasks
+// trained 2.6x slower than profiled (median over 4 tasks): is the machine
+// shared with other work?", and where the run was compared with current
+// practice (`compared`), " Current practice's time is estimated from the
+// same profile, so the comparison above favours it by about that factor."
+std::string ContentionWarning(double median, int tasks, bool compared);
+
+// Bytes as the report and docs/finetune.md show a size, in decimal units
+// (1 MB = 10^6 bytes): "512 B", "4.2 kB", "16.9 MB", "153 MB", "6.2 GB" (one
+// decimal below 100 of the unit, none from 100).
+std::string FormatBytes(double bytes);
+
 }  // namespace saturn

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <map>
+#include <optional>
 
 #include "common/format.h"
 #include "common/fs.h"
@@ -61,6 +63,68 @@ bool NamesTypes(const Cluster& cluster) {
 std::string TypeOf(const Cluster& cluster, const RunReportTask& t) {
   int node = t.node.empty() ? -1 : cluster.NodeIndex(t.node);
   return node < 0 ? "" : cluster.nodes[static_cast<size_t>(node)].gpu_type;
+}
+
+// A task's measured wall seconds per step over its profiled ones, from its
+// runs that ended with a known step (started -> stopped or finished) in a
+// configuration with a pace; nullopt where there is none.
+std::optional<double> SlowdownOf(const RunReportTask& t, const std::vector<Event>& events) {
+  if (t.profiled.empty()) return std::nullopt;
+  auto pace = [&](const Event& e) -> double {
+    for (const ProfiledPace& p : t.profiled) {
+      if (p.technique == e.technique && p.gpus == e.gpus && p.node == e.node) return p.s_per_step;
+    }
+    return 0.0;
+  };
+  double measured_s = 0, profiled_s = 0;
+  const Event* started = nullptr;
+  for (const Event& e : events) {
+    if (e.task != t.name) continue;
+    if (e.kind == EventKind::kTaskStarted) {
+      started = &e;
+      continue;
+    }
+    if (e.kind != EventKind::kTaskStopped && e.kind != EventKind::kTaskFinished &&
+        e.kind != EventKind::kTaskFailed && e.kind != EventKind::kTaskCancelled)
+      continue;
+    const Event* from = started;
+    started = nullptr;
+    // A failed or cancelled run's steps since its last checkpoint are not
+    // counted: its time is not a pace.
+    if (from == nullptr || e.kind == EventKind::kTaskFailed || e.kind == EventKind::kTaskCancelled)
+      continue;
+    const char* field = e.kind == EventKind::kTaskFinished ? "steps" : "step";
+    if (!e.extra.contains(field) || !from->extra.contains("step")) continue;
+    const long steps = e.extra[field].get<long>() - from->extra["step"].get<long>();
+    const double s_per_step = pace(*from);
+    if (steps <= 0 || s_per_step <= 0 || e.t <= from->t) continue;
+    measured_s += e.t - from->t;
+    profiled_s += static_cast<double>(steps) * s_per_step;
+  }
+  if (profiled_s <= 0) return std::nullopt;
+  return measured_s / profiled_s;
+}
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+// report.json's "slowdown_vs_profile": the median over tasks of each one's
+// slowdown, and the warning from kMarkedSlowdown up; null without any.
+json SlowdownVsProfile(const std::vector<std::optional<double>>& slowdowns, bool compared) {
+  std::vector<double> known;
+  for (const std::optional<double>& s : slowdowns) {
+    if (s) known.push_back(*s);
+  }
+  if (known.empty()) return nullptr;
+  const double median = Median(known);
+  const int tasks = static_cast<int>(known.size());
+  return {{"median", median},
+          {"tasks", tasks},
+          {"warning",
+           median >= kMarkedSlowdown ? json(ContentionWarning(median, tasks, compared)) : json()}};
 }
 
 }  // namespace
@@ -288,6 +352,34 @@ std::vector<std::pair<std::string, std::string>> HyperParameterColumns(const Run
   return columns;
 }
 
+// The bytes of every task folder whose size is known; nullopt where none is.
+std::optional<long long> TotalDiskBytes(const RunReportInput& in) {
+  std::optional<long long> total;
+  for (const RunReportTask& t : in.tasks) {
+    if (t.disk_bytes >= 0) total = total.value_or(0) + t.disk_bytes;
+  }
+  return total;
+}
+
+// A task's value in a hyper-parameter column: the one its sweep gave it,
+// else its own setting as written (a task of no sweep, or of a sweep that
+// varied other fields); null where it has none.
+json ColumnValue(const RunReportTask& t, const std::string& path) {
+  for (const auto& [swept, value] : t.hyperparameters) {
+    if (swept == path) return value;
+  }
+  const json* at = &t.settings;
+  for (size_t begin = 0;;) {
+    const size_t dot = path.find('.', begin);
+    const std::string key = path.substr(begin, dot == std::string::npos ? dot : dot - begin);
+    if (!at->is_object() || !at->contains(key)) return nullptr;
+    at = &(*at)[key];
+    if (dot == std::string::npos) break;
+    begin = dot + 1;
+  }
+  return at->is_object() ? json() : *at;
+}
+
 // The task table. A task that never started (cancelled or failed before its
 // first worker) ran nowhere: no technique, GPUs, node or times.
 std::string TableHtml(const RunReportInput& in, const Evals& evals,
@@ -304,7 +396,9 @@ std::string TableHtml(const RunReportInput& in, const Evals& evals,
       "<th>GPUs</th><th>node</th>" +
       std::string(types ? "<th>GPU type</th>" : "") +
       "<th>why this configuration</th><th>start</th><th>end</th>"
-      "<th>steps</th><th>final loss</th><th>eval loss</th><th>attempts</th><th>error</th></tr>\n";
+      "<th>steps</th><th>final loss</th><th>eval loss</th><th>attempts</th>"
+      "<th title=\"bytes of its task folder: checkpoints kept, model.pt, adapters.pt, ...\">"
+      "disk</th><th>error</th></tr>\n";
   const std::string none = "<span class=\"none\">–</span>";
   for (const RunReportTask& t : in.tasks) {
     const EvalPoint* final_eval = FinalEval(t, EvalsOfTask(evals, t.name));
@@ -316,11 +410,10 @@ std::string TableHtml(const RunReportInput& in, const Evals& evals,
     };
     std::string hp_cells;
     for (const auto& [path, header] : columns) {
-      auto it = std::find_if(t.hyperparameters.begin(), t.hyperparameters.end(),
-                             [&](const auto& hp) { return hp.first == path; });
-      hp_cells += it == t.hyperparameters.end()
+      const json value = ColumnValue(t, path);
+      hp_cells += value.is_null()
                       ? cell(false, "")
-                      : "<td class=\"hp\">" + XmlEscape(HyperParameterText(it->second)) + "</td>";
+                      : "<td class=\"hp\">" + XmlEscape(HyperParameterText(value)) + "</td>";
     }
     html += std::string("<tr") + (t.status == TaskStatus::kFailed ? " class=\"failed\"" : "") +
             "><td><span class=\"swatch\" style=\"background:" + colors.at(t.name).line +
@@ -337,22 +430,39 @@ std::string TableHtml(const RunReportInput& in, const Evals& evals,
             std::to_string(t.steps_done) + "/" + std::to_string(t.steps) + "</td>" +
             cell(t.status == TaskStatus::kFinished, FormatLoss(t.final_loss)) + "<td>" + eval_cell +
             "</td><td>" + std::to_string(t.attempts) +
-            (t.failures > 0 ? " (" + std::to_string(t.failures) + " failed)" : "") + "</td><td>" +
-            XmlEscape(t.error) + "</td></tr>\n";
+            (t.failures > 0 ? " (" + std::to_string(t.failures) + " failed)" : "") + "</td>" +
+            (t.disk_bytes >= 0
+                 ? "<td class=\"disk\">" + FormatBytes(static_cast<double>(t.disk_bytes)) + "</td>"
+                 : cell(false, "")) +
+            "<td>" + XmlEscape(t.error) + "</td></tr>\n";
   }
-  return html + "</table>\n";
+  html += "</table>\n";
+  if (const std::optional<long long> total = TotalDiskBytes(in)) {
+    html += "<p class=\"disk\">The tasks' folders hold <b>" +
+            FormatBytes(static_cast<double>(*total)) + "</b> on disk (<code>" +
+            XmlEscape(in.run_dir) + "/tasks/</code>).</p>\n";
+  }
+  return html;
+}
+
+// The warning that tasks ran markedly slower than profiled, or "".
+std::string WarningHtml(const json& slowdown) {
+  if (slowdown.is_null() || slowdown["warning"].is_null()) return "";
+  std::string text = slowdown["warning"].get<std::string>();
+  return "<p class=\"warning\"><b>Slower than profiled:</b> " + XmlEscape(text) + "</p>\n";
 }
 
 // report.html: Gantts, best models, loss curves, task table.
 std::string ReportHtml(const RunReportInput& in, const Evals& evals, const json& best,
                        const std::map<std::string, std::string>& best_of, int switches,
-                       double ratio) {
+                       double ratio, const json& slowdown) {
   const std::map<std::string, TaskColor> colors = TaskColors(in);
   return "<!doctype html><html><head><meta charset=\"utf-8\"><title>Saturn run report</title>"
          "<style>body{font-family:Helvetica,Arial,sans-serif;margin:24px;color:#222}"
          "table{border-collapse:collapse}td,th{border:1px solid #ddd;padding:4px 8px;"
          "font-size:13px}th{background:#f4f4f4}.curves{display:flex;flex-wrap:wrap;gap:12px}"
-         ".failed{color:#b00}.hp{font-variant-numeric:tabular-nums}.none{color:#999}.no-loss{width:"
+         ".failed{color:#b00}.hp{font-variant-numeric:tabular-nums}.disk{white-space:nowrap}.none{"
+         "color:#999}.no-loss{width:"
          "100%;color:#555;font-size:14px}."
          "swatch{display:inline-block;width:10px;"
          "height:10px;border-radius:2px;margin-right:6px}</style></head><body>\n"
@@ -361,7 +471,7 @@ std::string ReportHtml(const RunReportInput& in, const Evals& evals, const json&
          "</b>, first plan " + FormatDuration(in.first_plan.makespan_s) + " (ratio " +
          FormatFixed(ratio, 3) + "), " + Plural(switches, "plan switch") + ", profiling " +
          FormatDuration(in.profiling_s) + ", planning " + FormatDuration(in.planning_s) +
-         ".</p>\n" + CurrentPracticeHtml(in, CurrentPractice(in)) +
+         ".</p>\n" + CurrentPracticeHtml(in, CurrentPractice(in)) + WarningHtml(slowdown) +
          GanttsHtml(in, switches, colors) + BestHtml(best) + LossHtml(in, evals, best_of, colors) +
          TableHtml(in, evals, best_of, colors) + "</body></html>\n";
 }
@@ -386,11 +496,20 @@ json WriteRunReport(const RunReportInput& in) {
   if (in.first_plan.extra.contains("baselines")) {
     report["baselines"] = in.first_plan.extra["baselines"];
   }
+  std::vector<std::optional<double>> slowdowns;
+  for (const RunReportTask& t : in.tasks)
+    slowdowns.push_back(SlowdownOf(t, in.events));
+  const json slowdown = SlowdownVsProfile(slowdowns, !report["current_practice"].is_null());
+  report["slowdown_vs_profile"] = slowdown;
+  const std::optional<long long> disk = TotalDiskBytes(in);
+  report["disk_bytes"] = disk ? json(*disk) : json();
+  const auto columns = HyperParameterColumns(in);
   const std::map<std::string, std::map<long, EvalPoint>> evals = EvalsOf(in.events);
   auto evals_of = [&](const std::string& task) { return EvalsOfTask(evals, task); };
   std::map<std::string, std::string> best_of;  // sweep -> task
   const json best = BestOfSweeps(in, evals, best_of);
-  for (const RunReportTask& t : in.tasks) {
+  for (size_t i = 0; i < in.tasks.size(); ++i) {
+    const RunReportTask& t = in.tasks[i];
     json losses = json::array();
     for (const auto& [s, l] : t.losses)
       losses.push_back({s, l});
@@ -429,13 +548,35 @@ json WriteRunReport(const RunReportInput& in) {
     for (const auto& [path, value] : t.hyperparameters)
       hyperparameters[path] = value;
     report["tasks"].back()["hyperparameters"] = std::move(hyperparameters);
+    json values = json::object();
+    for (const auto& [path, header] : columns) {
+      json value = ColumnValue(t, path);
+      if (!value.is_null()) values[path] = std::move(value);
+    }
+    report["tasks"].back()["hyperparameter_values"] = std::move(values);
+    report["tasks"].back()["slowdown_vs_profile"] = slowdowns[i] ? json(*slowdowns[i]) : json();
+    report["tasks"].back()["disk_bytes"] = t.disk_bytes >= 0 ? json(t.disk_bytes) : json();
   }
   report["best"] = best;
   WriteFileAtomic(in.run_dir + "/report.json", report.dump(2) + "\n");
 
   WriteFileAtomic(in.run_dir + "/report.html",
-                  ReportHtml(in, evals, best, best_of, switches, ratio));
+                  ReportHtml(in, evals, best, best_of, switches, ratio, slowdown));
   return report;
+}
+
+long long FolderBytes(const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  long long total = 0;
+  for (fs::recursive_directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    std::error_code size_ec;
+    if (it->is_regular_file(size_ec)) {
+      const std::uintmax_t size = it->file_size(size_ec);
+      if (!size_ec) total += static_cast<long long>(size);
+    }
+  }
+  return total;
 }
 
 }  // namespace saturn

@@ -14,6 +14,20 @@
 // one task), the task with the lowest final evaluation loss among those
 // that have one.
 //
+// Contention: each task's measured wall seconds per step, over its runs that
+// ended with a known step (started -> stopped or finished), against the
+// profiled seconds per step of the configurations it ran in (the profile's
+// runtime over its steps, launch and checkpoints included as a run's are):
+// per task "slowdown_vs_profile" (null where it did not run or no
+// configuration it ran in has a pace), and the run's
+// "slowdown_vs_profile": {"median", "tasks", "warning"} (null where no task
+// has one; "warning" is ContentionWarning's sentence from a median of
+// kMarkedSlowdown up, else null), also said under the headline.
+//
+// Disk: each task's "disk_bytes" (its task folder: checkpoints kept,
+// model.pt, adapters.pt, ...; null where unknown), the run's "disk_bytes"
+// (their sum), a column of the task table and a line under it.
+//
 //   RunReportInput in; ... (from the run's state and event log)
 //   nlohmann::json report = WriteRunReport(in);
 #pragma once
@@ -31,6 +45,15 @@
 
 namespace saturn {
 
+// A configuration a task may run in, on a node, and its profiled seconds
+// per step.
+struct ProfiledPace {
+  std::string technique;
+  int gpus = 0;
+  std::string node;
+  double s_per_step = 0.0;
+};
+
 // A task as the report shows it: where it stands (contracts/task_view.h)
 // and what the report draws beside it.
 struct RunReportTask : TaskState {
@@ -42,6 +65,15 @@ struct RunReportTask : TaskState {
   // The values its sweep varied (report/hyperparameters.h, SweptValues):
   // report.json's "hyperparameters" and a column each in the task table.
   HyperParameters hyperparameters;
+  // Its settings as written (WorkloadTask::spec): the task table shows a
+  // task's own value in every hyper-parameter column, swept or not
+  // (report.json's "hyperparameter_values").
+  nlohmann::json settings = nlohmann::json::object();
+  // Its profiled paces (the configurations it may run in), for
+  // "slowdown_vs_profile"; none: not known.
+  std::vector<ProfiledPace> profiled;
+  // Bytes of its task folder; < 0: not known.
+  long long disk_bytes = -1;
   // Why it got its configuration, in a few words (planner/explain.h); "" if
   // it never ran.
   std::string why;
@@ -59,7 +91,14 @@ struct RunReportInput {
   std::vector<Event> events;
 };
 
+// From this median slowdown over tasks up, the report and `saturn run`'s
+// summary warn that tasks ran markedly slower than profiled.
+constexpr double kMarkedSlowdown = 1.5;
+
 // Writes report.json and report.html into in.run_dir; returns the JSON.
 nlohmann::json WriteRunReport(const RunReportInput& in);
+
+// The bytes of the files under `dir` (0 where there is none).
+long long FolderBytes(const std::string& dir);
 
 }  // namespace saturn

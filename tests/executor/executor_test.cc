@@ -23,6 +23,7 @@
 #include "contracts/plan.h"
 #include "contracts/profile.h"
 #include "protocol/checkpoint_files.h"
+#include "report/run_report.h"
 #include "tests/testing/wait.h"
 
 namespace saturn {
@@ -154,6 +155,21 @@ TEST_F(Run, TrainsEveryTaskToItsStepsAndNeverSharesADevice) {
     EXPECT_FALSE(t["loss_curve"].empty());
     EXPECT_TRUE(fs::exists(dir_ + "/run/tasks/" + t["task"].get<std::string>() + "/model.pt"));
   }
+  // What each task's folder holds on disk (model.pt at least), and the sum.
+  long long disk = 0;
+  for (const json& t : report["tasks"]) {
+    const std::string folder = dir_ + "/run/tasks/" + t["task"].get<std::string>();
+    EXPECT_EQ(t["disk_bytes"].get<long long>(), FolderBytes(folder)) << t["task"];
+    EXPECT_GE(t["disk_bytes"].get<long long>(),
+              static_cast<long long>(fs::file_size(folder + "/model.pt")));
+    disk += t["disk_bytes"].get<long long>();
+  }
+  EXPECT_EQ(report["disk_bytes"].get<long long>(), disk);
+  // Every task's measured pace against its profiled one (its value is the
+  // machine's: only that it is there).
+  for (const json& t : report["tasks"])
+    EXPECT_GT(t["slowdown_vs_profile"].get<double>(), 0) << t["task"];
+  EXPECT_EQ(report["slowdown_vs_profile"]["tasks"], 4);
   EXPECT_TRUE(fs::exists(dir_ + "/run/report.html"));
   EXPECT_TRUE(fs::exists(dir_ + "/run/plan-0.json"));
   ExpectNoSharing();

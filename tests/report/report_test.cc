@@ -583,7 +583,8 @@ TEST_F(RunReport, ATaskThatNeverStartedShowsNoPlacement) {
   const std::string none = "<td><span class=\"none\">–</span></td>";
   std::string row = html.substr(html.find("</span>late</td>"));
   row = row.substr(0, row.find("</tr>"));
-  EXPECT_EQ(Count(row, none), 7);  // technique, GPUs, node, why, start, end, final loss
+  // technique, GPUs, node, why, start, end, final loss, disk (not known here)
+  EXPECT_EQ(Count(row, none), 8);
   EXPECT_THAT(row, Not(HasSubstr("ddp")));
   EXPECT_THAT(row, Not(HasSubstr("n1")));
   EXPECT_THAT(row, HasSubstr("<td>0/50</td>"));
@@ -769,6 +770,212 @@ TEST_F(RunReport, TheHeadlineSaysWhenProfilingDidNotPayOff) {
               HasSubstr("(estimated from the same profile): training was 1.11&times; faster, but "
                         "counting profiling and planning (1m43s) this run took <b>1.16&times; as "
                         "long as current practice</b>"));
+}
+
+// Contention: each task's measured seconds per step against its profiled
+// ones, from its runs that ended with a known step; the median over tasks
+// in report.json and, from 1.5x, a warning under the headline.
+Event WithStep(Event e, const char* field, long step) {
+  e.extra[field] = step;
+  return e;
+}
+
+TEST_F(RunReport, WarnsWhenTasksTrainedMarkedlySlowerThanProfiled) {
+  in_.tasks[1].status = TaskStatus::kFinished;
+  in_.first_plan.extra["baselines"] = {{"current-practice", {{"makespan_s", 750.0}}}};
+  // gpt: 100 steps in 360 s on fsdp x3 of n0, profiled at 1.2 s a step: 3x.
+  in_.tasks[0].profiled = {{"fsdp", 3, "n0", 1.2}, {"ddp", 2, "n1", 0.1}};
+  // vit: 20 steps in 60 s, pre-empted; then a failed run (not a pace); then
+  // 30 steps in 60 s on another node: 120 s for 50 steps at 1.0 s: 2.4x.
+  in_.tasks[1].profiled = {{"ddp", 2, "n1", 1.0}, {"ddp", 2, "n0", 1.0}};
+  Event vit_on_n0 = Started(200, "vit", "ddp", "n0", {0, 1});
+  in_.events = {WithStep(Started(0, "gpt", "fsdp", "n0", {0, 1, 2}), "step", 0),
+                WithStep(Started(0, "vit", "ddp", "n1", {0, 1}), "step", 0),
+                WithStep(Happened(60, EventKind::kTaskStopped, "vit"), "step", 20),
+                WithStep(Started(70, "vit", "ddp", "n1", {0, 1}), "step", 20),
+                WithStep(Happened(170, EventKind::kTaskFailed, "vit"), "step", 20),
+                WithStep(vit_on_n0, "step", 20),
+                WithStep(Happened(260, EventKind::kTaskFinished, "vit"), "steps", 50),
+                WithStep(Happened(360, EventKind::kTaskFinished, "gpt"), "steps", 100)};
+  nlohmann::json r = WriteRunReport(in_);
+  EXPECT_NEAR(r["tasks"][0]["slowdown_vs_profile"].get<double>(), 3.0, 1e-9);
+  EXPECT_NEAR(r["tasks"][1]["slowdown_vs_profile"].get<double>(), 2.4, 1e-9);
+  EXPECT_NEAR(r["slowdown_vs_profile"]["median"].get<double>(), 2.7, 1e-9);
+  EXPECT_EQ(r["slowdown_vs_profile"]["tasks"], 2);
+  const std::string warning =
+      "tasks trained 2.7x slower than profiled (median over 2 tasks): is the machine shared "
+      "with other work? Current practice's time is estimated from the same profile, so the "
+      "comparison above favours it by about that factor.";
+  EXPECT_EQ(r["slowdown_vs_profile"]["warning"], warning);
+  std::string html = ReadFile(in_.run_dir + "/report.html");
+  EXPECT_THAT(html, HasSubstr("<p class=\"warning\"><b>Slower than profiled:</b> " +
+                              warning.substr(0, 60)));
+  // Under the headline: after the comparison it qualifies, before the Gantt.
+  EXPECT_LT(html.find("class=\"baseline\""), html.find("class=\"warning\""));
+  EXPECT_LT(html.find("class=\"warning\""), html.find("<svg"));
+
+  // Trained about as profiled: the figures, no warning.
+  in_.tasks[0].profiled = {{"fsdp", 3, "n0", 3.0}};                        // 1.2x
+  in_.tasks[1].profiled = {{"ddp", 2, "n1", 2.4}, {"ddp", 2, "n0", 2.4}};  // 1.0x
+  r = WriteRunReport(in_);
+  EXPECT_NEAR(r["slowdown_vs_profile"]["median"].get<double>(), 1.1, 1e-9);
+  EXPECT_TRUE(r["slowdown_vs_profile"]["warning"].is_null());
+  EXPECT_THAT(ReadFile(in_.run_dir + "/report.html"), Not(HasSubstr("class=\"warning\"")));
+
+  // No pace known (the simulator, a task that never ran): null.
+  for (RunReportTask& t : in_.tasks)
+    t.profiled.clear();
+  r = WriteRunReport(in_);
+  EXPECT_TRUE(r["slowdown_vs_profile"].is_null());
+  EXPECT_TRUE(r["tasks"][0]["slowdown_vs_profile"].is_null());
+}
+
+TEST(Phrases, TheContentionWarningNamesTheFactorAndWhatItMeans) {
+  EXPECT_EQ(ContentionWarning(2.6, 4, true),
+            "tasks trained 2.6x slower than profiled (median over 4 tasks): is the machine shared "
+            "with other work? Current practice's time is estimated from the same profile, so the "
+            "comparison above favours it by about that factor.");
+  EXPECT_EQ(ContentionWarning(1.5, 1, false),
+            "tasks trained 1.5x slower than profiled (median over 1 task): is the machine shared "
+            "with other work?");
+}
+
+// Disk use: each task's folder in bytes, a column in human units and the
+// run's total.
+TEST(Phrases, BytesInTheDocsUnits) {
+  EXPECT_EQ(FormatBytes(0), "0 B");
+  EXPECT_EQ(FormatBytes(999), "999 B");
+  EXPECT_EQ(FormatBytes(4200), "4.2 kB");
+  EXPECT_EQ(FormatBytes(16.9e6), "16.9 MB");   // docs/finetune.md's model.pt
+  EXPECT_EQ(FormatBytes(999.96e3), "1.0 MB");  // not "1000.0 kB"
+  EXPECT_EQ(FormatBytes(153.2e6), "153 MB");
+  EXPECT_EQ(FormatBytes(6.2e9), "6.2 GB");
+}
+
+TEST_F(RunReport, SaysWhatEachTasksFilesCostOnDisk) {
+  const std::string dir = in_.run_dir + "/tasks/gpt";
+  fs::create_directories(dir + "/checkpoints/step-100");
+  WriteFileAtomic(dir + "/model.pt", std::string(3000, 'm'));
+  WriteFileAtomic(dir + "/checkpoints/step-100/state.pt", std::string(1200, 's'));
+  EXPECT_EQ(FolderBytes(dir), 4200);
+  EXPECT_EQ(FolderBytes(in_.run_dir + "/tasks/absent"), 0);
+  in_.tasks[0].disk_bytes = FolderBytes(dir);
+  in_.tasks[1].disk_bytes = 18900000;
+  nlohmann::json r = WriteRunReport(in_);
+  EXPECT_EQ(r["tasks"][0]["disk_bytes"], 4200);
+  EXPECT_EQ(r["tasks"][1]["disk_bytes"], 18900000);
+  EXPECT_EQ(r["disk_bytes"], 4200 + 18900000);
+  std::string html = ReadFile(in_.run_dir + "/report.html");
+  EXPECT_THAT(html, HasSubstr("disk</th><th>error</th>"));
+  EXPECT_THAT(html, HasSubstr("<td class=\"disk\">4.2 kB</td>"));
+  EXPECT_THAT(html, HasSubstr("<td class=\"disk\">18.9 MB</td>"));
+  EXPECT_THAT(html, HasSubstr("The tasks' folders hold <b>18.9 MB</b> on disk"));
+  // Not known: null, and no total.
+  in_.tasks[0].disk_bytes = in_.tasks[1].disk_bytes = -1;
+  r = WriteRunReport(in_);
+  EXPECT_TRUE(r["disk_bytes"].is_null());
+  EXPECT_TRUE(r["tasks"][0]["disk_bytes"].is_null());
+  EXPECT_THAT(ReadFile(in_.run_dir + "/report.html"), Not(HasSubstr("folders hold")));
+}
+
+// A task of no sweep shows its own values in the hyper-parameter columns
+// (examples/llama-lora: lora-all-maps sets lr 3e-3 and rank 8).
+TEST_F(RunReport, ATaskOfNoSweepShowsItsOwnHyperParameters) {
+  in_.tasks.clear();
+  in_.first_plan.tasks.clear();
+  in_.events.clear();
+  auto settings = [](double lr, int rank) {
+    return nlohmann::json{{"name", "x"},
+                          {"optimizer", {{"type", "adamw"}, {"lr", lr}}},
+                          {"finetune", {{"lora", {{"rank", rank}, {"alpha", 16}}}}}};
+  };
+  for (double lr : {1e-3, 3e-3}) {
+    RunReportTask t =
+        Task("lora-lr" + FormatNumber(lr) + "-rank4", "finished", "spill", 1, "n0", 150, 150);
+    t.sweep = "lora";
+    t.hyperparameters = {{"optimizer.lr", lr}, {"finetune.lora.rank", 4}};
+    t.settings = settings(lr, 4);
+    in_.tasks.push_back(t);
+  }
+  RunReportTask all = Task("lora-all-maps", "finished", "single", 1, "n0", 150, 150);
+  all.sweep = "lora-all-maps";
+  all.settings = settings(3e-3, 8);
+  in_.tasks.push_back(all);
+  RunReportTask other = Task("vit", "finished", "ddp", 2, "n1", 50, 50);  // sets neither
+  other.settings = {{"name", "vit"}, {"optimizer", {{"type", "sgd"}}}};
+  in_.tasks.push_back(other);
+  nlohmann::json r = WriteRunReport(in_);
+  // "hyperparameters" stays what its sweep varied; the columns' values are
+  // its own.
+  EXPECT_EQ(r["tasks"][2]["hyperparameters"], nlohmann::json::object());
+  EXPECT_EQ(r["tasks"][2]["hyperparameter_values"],
+            (nlohmann::json{{"optimizer.lr", 3e-3}, {"finetune.lora.rank", 8}}));
+  EXPECT_EQ(r["tasks"][0]["hyperparameter_values"],
+            (nlohmann::json{{"optimizer.lr", 1e-3}, {"finetune.lora.rank", 4}}));
+  EXPECT_EQ(r["tasks"][3]["hyperparameter_values"], nlohmann::json::object());
+  std::string html = ReadFile(in_.run_dir + "/report.html");
+  auto row = [&](const std::string& task) {
+    std::string r = html.substr(html.find("</span>" + task + "</td>"));
+    return r.substr(0, r.find("</tr>"));
+  };
+  EXPECT_THAT(row("lora-all-maps"),
+              HasSubstr("</span>lora-all-maps</td><td class=\"hp\">0.003</td><td "
+                        "class=\"hp\">8</td><td>finished"));
+  const std::string none = "<td><span class=\"none\">–</span></td>";
+  EXPECT_THAT(row("vit"), HasSubstr("</span>vit</td>" + none + none + "<td>finished"));
+}
+
+// The legend names every task whole, however long: wrapped onto more lines
+// (the chart grows to hold them), the note after the name, a tooltip too.
+TEST(LossCharts, TheLegendShowsLongNamesWhole) {
+  LossSeries a;
+  a.task = "mygrid-lr3.0e-3-rank16-seed1-warmup100";
+  a.group = "mygrid";
+  a.train = {{0, 3.0}, {10, 2.0}};
+  a.note = "best";
+  a.color = PaletteColor(0);
+  LossSeries b = a;
+  b.task = "mygrid-lr1.0e-3-rank16-seed1-warmup100";
+  b.note = "";
+  b.color = PaletteColor(1);
+  LossSeries short_name = a;
+  short_name.task = "mygrid-a";
+  short_name.color = PaletteColor(2);
+  std::string svg = RenderLossChart("sweep mygrid", {&a, &b, &short_name});
+  EXPECT_THAT(svg, Not(HasSubstr("…")));
+  // Each legend entry's text, less its tags, is the whole name (and note).
+  std::regex entry("<text class=\"legend\" data-task=\"([^\"]*)\"[^>]*>(.*?)</text>");
+  std::vector<std::string> shown;
+  for (std::sregex_iterator it(svg.begin(), svg.end(), entry), end; it != end; ++it) {
+    std::string inner = std::regex_replace((*it)[2].str(), std::regex("<title>[^<]*</title>"), "");
+    shown.push_back(std::regex_replace(inner, std::regex("<[^>]*>"), ""));
+  }
+  EXPECT_EQ(shown,
+            (std::vector<std::string>{"mygrid-lr3.0e-3-rank16-seed1-warmup100 best",
+                                      "mygrid-lr1.0e-3-rank16-seed1-warmup100", "mygrid-a best"}));
+  // Broken after a '-', onto a second line back at the legend's left.
+  EXPECT_THAT(svg, HasSubstr(">mygrid-lr3.0e-3-rank16-<tspan class=\"wrap\""));
+  EXPECT_THAT(svg, HasSubstr("<title>mygrid-lr3.0e-3-rank16-seed1-warmup100</title>"));
+  // Where the legend is what sets a chart's height, long names make it
+  // taller than the same chart of short ones.
+  auto height = [](const std::vector<LossSeries>& series) {
+    std::vector<const LossSeries*> group;
+    for (const LossSeries& s : series)
+      group.push_back(&s);
+    std::string svg = RenderLossChart("sweep mygrid", group);
+    std::smatch m;
+    std::regex_search(svg, m, std::regex("height=\"([0-9.]+)\""));
+    return std::stod(m[1]);
+  };
+  std::vector<LossSeries> longs, shorts;
+  for (int k = 0; k < 10; ++k) {
+    LossSeries s = b;
+    s.task = "mygrid-lr3.0e-3-rank16-seed" + std::to_string(k) + "-warmup100";
+    longs.push_back(s);
+    s.task = "mygrid-" + std::to_string(k);
+    shorts.push_back(s);
+  }
+  EXPECT_GT(height(longs), height(shorts));
 }
 
 }  // namespace
