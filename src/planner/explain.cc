@@ -124,8 +124,20 @@ std::string WhyThisOption(const Problem& problem, int task, int option, const Pl
            held + ")";
   }
   if (entry->end_s >= plan->makespan_s - eps) {
-    return what + " (" + alt + " could end at " + FormatDuration(*end) + " instead of " +
-           FormatDuration(entry->end_s) + ", which the solver did not find)";
+    // It ends last: the run ends sooner only if no other task ends then too,
+    // and only a plan not proven optimal can have missed that.
+    const std::string sooner = what + " (" + alt + " could end it at " + FormatDuration(*end) +
+                               " instead of " + FormatDuration(entry->end_s);
+    for (const PlanTask& other : plan->tasks) {
+      if (other.task != entry->task && other.end_s >= plan->makespan_s - eps) {
+        return sooner + ", but the run would not end sooner: " + other.task + " also ends at " +
+               FormatDuration(plan->makespan_s) + ")";
+      }
+    }
+    if (plan->status == "optimal") return sooner + ")";
+    return sooner + ": a shorter plan the solver did not find" +
+           (plan->status.empty() ? "" : " (its plan is " + plan->status + ", not proven optimal)") +
+           ")";
   }
   return what + " (" + alt + " would be " + speed +
          "; this task does not set the plan's end, so either serves)";

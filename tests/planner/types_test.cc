@@ -204,11 +204,23 @@ TEST(Explain, AFasterConfigurationThatWouldNotWaitSaysWhetherTheTaskSetsTheEnd) 
   EXPECT_EQ(WhyThisOption(p, 0, 0, &beside),
             "fewer GPUs than its fastest (ddp x2 would be 1.67x faster; this task does not set "
             "the plan's end, so either serves)");
-  // Alone, the task sets the end: a shorter plan the solver did not find.
+  // Alone, the task sets the end: a shorter plan the solver did not find,
+  // which only a plan not proven optimal can say.
   Plan alone = PlanOf({At("a", "single", 1, "node0", 0, 100)});
+  alone.status = "time_limit";
   EXPECT_EQ(WhyThisOption(p, 0, 0, &alone),
-            "fewer GPUs than its fastest (ddp x2 could end at 1m00s instead of 1m40s, which the "
-            "solver did not find)");
+            "fewer GPUs than its fastest (ddp x2 could end it at 1m00s instead of 1m40s: a shorter "
+            "plan the solver did not find (its plan is time_limit, not proven optimal))");
+  alone.status = "optimal";
+  EXPECT_EQ(WhyThisOption(p, 0, 0, &alone),
+            "fewer GPUs than its fastest (ddp x2 could end it at 1m00s instead of 1m40s)");
+  // Another task ends at the same time: the run would not end sooner.
+  Plan tied = PlanOf({At("a", "single", 1, "node0", 0, 100), At("c", "spill", 1, "node0", 0, 100)});
+  tied.status = "time_limit";
+  p.tasks[1].options[0].runtime_s = 100;
+  EXPECT_EQ(WhyThisOption(p, 0, 0, &tied),
+            "fewer GPUs than its fastest (ddp x2 could end it at 1m00s instead of 1m40s, but the "
+            "run would not end sooner: c also ends at 1m40s)");
 }
 
 TEST(Explain, AnotherGpuTypeWhileTheFasterOneIsBusy) {
