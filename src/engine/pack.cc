@@ -5,7 +5,10 @@
 #include <utility>
 
 #include "common/error.h"
+#include "engine/checkpoint.h"
+#include "engine/comm.h"
 #include "engine/data.h"
+#include "engine/device.h"
 #include "engine/model.h"
 
 namespace saturn::engine {
@@ -153,6 +156,40 @@ int PackMemberOf(const std::string& slot_name) {
   char* end = nullptr;
   long k = std::strtol(slot_name.c_str() + at + 1, &end, 10);
   return *end == '\0' ? static_cast<int>(k) : -1;
+}
+
+std::string WriteMemberCheckpoint(const std::string& pack_checkpoint, const TaskSpec& pack, int m,
+                                  const Model& member_model, double loss, const std::string& dir,
+                                  const Device& device) {
+  const TaskSpec& member = pack.pack[static_cast<size_t>(m)];
+  CheckpointReader in(pack_checkpoint);
+  const CheckpointMeta& from = in.Meta();
+  std::unique_ptr<Communicator> solo = Communicator::Create(CommOptions{}, device);
+  const std::string suffix = "@" + std::to_string(m);
+  std::string path;
+  {
+    CheckpointWriter out(dir, from.step, *solo);
+    for (int b = 0; b < from.blocks; ++b) {
+      NamedTensors mine;
+      for (auto& [name, tensor] : in.ReadBlock(b)) {
+        if (name.size() <= suffix.size() ||
+            name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0)
+          continue;
+        mine.emplace_back(name.substr(0, name.size() - suffix.size()), tensor);
+      }
+      out.WriteBlock(b, mine);
+    }
+    CheckpointMeta meta = from;
+    meta.data_cursor = from.step * member.batch_size;
+    meta.batch_size = member.batch_size;
+    meta.seed = member.seed;
+    meta.finetune = member.finetune;
+    meta.optimizer = member.optimizer.type;
+    meta.loss = loss;
+    meta.base = FrozenBaseOf(member_model, member.seed);
+    path = out.Commit(meta);
+  }
+  return path;
 }
 
 }  // namespace saturn::engine

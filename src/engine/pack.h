@@ -47,6 +47,7 @@
 namespace saturn::engine {
 
 class Dataset;
+class Device;
 class Model;
 
 // Which member each sample of a pack's step belongs to, for the layers and
@@ -99,5 +100,17 @@ std::unique_ptr<Optimizer> MakeTaskOptimizer(const TaskSpec& task);
 
 // The member (k) of a pack's parameter slot named "...@k"; -1 otherwise.
 int PackMemberOf(const std::string& slot_name);
+
+// Member `m`'s checkpoint, exactly as its task alone would have written it
+// at the same step (its adapters and their optimizer state under their own
+// names, its data cursor, batch size, seed, finetune and base), from the
+// pack's checkpoint `pack`, written into `dir` (checkpoint-<step>/); returns
+// its path. `member_model` is BuildModel(pack.pack[m]); `loss` the member's
+// last loss. What makes a member leave a pack, or a pack split, at any
+// checkpoint with nothing lost: the member resumes from it alone (or in
+// another pack) as from its own.
+std::string WriteMemberCheckpoint(const std::string& pack_checkpoint, const TaskSpec& pack, int m,
+                                  const Model& member_model, double loss, const std::string& dir,
+                                  const Device& device);
 
 }  // namespace saturn::engine

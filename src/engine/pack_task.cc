@@ -57,6 +57,14 @@ TaskSpec PackTasks(std::vector<TaskSpec> members, const std::string& source) {
     if (!m.lora.Enabled() || !m.lora.pack.empty()) {
       MemberFails(m, k, "finetune.lora", "only LoRA tasks pack (they share a frozen base)");
     }
+    // Language models whose LoRA tasks train adapters only (ViT's head
+    // trains too, and one head cannot serve several members).
+    if (m.model_type != "gpt" && m.model_type != "gpt2" && m.model_type != "llama") {
+      MemberFails(m, k, "model.type",
+                  "packs take gpt, gpt2 and llama models (their LoRA tasks train adapters only), "
+                  "not " +
+                      m.model_type);
+    }
     if (m.model != first.model) {
       MemberFails(m, k, "model",
                   "members share one base, so their models are equal; this one differs from " +

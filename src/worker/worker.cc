@@ -254,6 +254,24 @@ int RunExecute(const WorkerRequest& o, const Job& job, engine::TrainContext& ctx
                         {o.save_model, (folder / "trained.pt").string(),
                          job.task.lora.Enabled() ? (folder / "adapters.pt").string() : ""});
   }
+  if (!job.task.pack.empty() && !done.checkpoint.empty()) {
+    // Each member's own checkpoint (and trained model) beside the pack's,
+    // under its name: from there it resumes alone as from its own.
+    std::filesystem::path models = std::filesystem::path(o.save_model).parent_path();
+    for (size_t m = 0; m < job.task.pack.size(); ++m) {
+      const engine::TaskSpec& member = job.task.pack[m];
+      std::unique_ptr<engine::Model> model = engine::BuildModel(member);
+      std::string written =
+          engine::WriteMemberCheckpoint(done.checkpoint, job.task, static_cast<int>(m), *model,
+                                        member_losses[m].empty() ? 0.0 : member_losses[m].back(),
+                                        o.checkpoint_dir + "/" + member.name, ctx.device);
+      if (o.save_model.empty()) continue;
+      std::filesystem::path folder = models / member.name;
+      std::filesystem::create_directories(folder);
+      engine::ExportModel(written, *model, member.lora,
+                          {(folder / "model.pt").string(), "", (folder / "adapters.pt").string()});
+    }
+  }
   WorkerExecuteResult result;
   result.completed_steps = static_cast<long>(done.completed_steps);
   result.final_loss = done.final_loss;

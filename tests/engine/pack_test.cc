@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 
 #include "tests/engine/worker_process.h"
 
@@ -141,6 +142,36 @@ TEST_F(Packs, EachMemberTrainsAsItsTwinAloneUnderEveryTechniqueThatTakesPacks) {
     double last = r.result["losses"].back().get<double>();
     EXPECT_NEAR(last, sum_of_means, 1e-4 * sum_of_means) << name;
   }
+}
+
+// A member leaves the pack at its checkpoint and goes on alone: the
+// worker writes each member's checkpoint as the task alone would have (and
+// its model.pt and adapters.pt), and from it the member's steps 6..8 alone
+// are those of its twin trained alone from the start.
+TEST_F(Packs, AMemberLeavesThePackAtACheckpointAndGoesOnAloneWithNothingLost) {
+  std::string pack = dir_->Write("leave.json", nlohmann::json{{"pack", *members_}}.dump());
+  Outcome packed = Execute(*dir_, pack, "leave", "fsdp", 2, "--save-model");
+  ASSERT_EQ(packed.status, 0) << packed.err;
+  for (const std::string file : {"model.pt", "adapters.pt", "checkpoint-6/meta.json"}) {
+    EXPECT_TRUE(std::filesystem::exists(dir_->Path("leave/c/" + file))) << file;
+  }
+  const nlohmann::json& c = (*members_)[2];
+  std::string task = dir_->Write("c-alone.task", c.dump());
+  auto run = [&](const std::string& name, int64_t from, const std::string& checkpoints) {
+    WorkerRun r =
+        RunWorker({"execute", "--task", task, "--technique", "single", "--gpus", "1", "--out",
+                   dir_->Path(name + ".json"), "--from-step", std::to_string(from), "--to-step",
+                   "9", "--checkpoint-dir", checkpoints},
+                  dir_->Path(name));
+    EXPECT_EQ(r.status, 0) << name << ": " << r.err;
+    return r.status == 0 ? ReadJson(dir_->Path(name + ".json"))["losses"].get<std::vector<double>>()
+                         : std::vector<double>{};
+  };
+  std::vector<double> twin = run("c-twin", 0, dir_->Path("c-twin"));
+  std::vector<double> after = run("c-after", 6, dir_->Path("leave/c"));
+  ASSERT_EQ(twin.size(), 9u);
+  ExpectSameLosses(after, std::vector<double>(twin.begin() + 6, twin.end()),
+                   "member c alone after the pack");
 }
 
 // The llama family, adapters by peft's module names, a random base (no

@@ -67,31 +67,27 @@ Linear::Linear(Block& block, ParamFactory& factory, const std::string& name, int
   }
 }
 
-at::Tensor Linear::PackDelta(const at::Tensor& x, const at::Tensor& y) const {
+void Linear::AddPackDeltas(const at::Tensor& x, at::Tensor& y) const {
   const PackRows* rows = ActivePackRows();
   if (!rows) throw std::logic_error("a pack's layer ran outside its pack");
-  std::vector<at::Tensor> parts;
   for (const PackRows::Segment& s : rows->Segments(x.size(0))) {
     auto adapter = std::find_if(pack_.begin(), pack_.end(),
                                 [&](const MemberAdapter& m) { return m.member == s.member; });
-    if (adapter == pack_.end()) {
-      parts.push_back(at::zeros_like(y.narrow(0, s.begin, s.count)));
-      continue;
-    }
+    if (adapter == pack_.end()) continue;
     at::Tensor xs = x.narrow(0, s.begin, s.count);
     at::Tensor low = layout_ == WeightLayout::kOutIn
                          ? at::linear(at::linear(xs, adapter->a), adapter->b)
-                         : at::matmul(at::matmul(xs, adapter->a), adapter->b);
-    parts.push_back(low * adapter->scale);
+                         : at::mm(at::mm(xs, adapter->a), adapter->b);
+    // In place on this member's rows: nothing keeps y for backward.
+    y.narrow(0, s.begin, s.count).add_(low, adapter->scale);
   }
-  return parts.size() == 1 ? parts[0] : at::cat(parts, 0);
 }
 
 at::Tensor Linear::operator()(const at::Tensor& x) const {
   const at::Tensor& bias = bias_after_sum_ ? at::Tensor() : bias_;
   if (layout_ == WeightLayout::kOutIn) {
     at::Tensor y = at::linear(x, weight_, bias);
-    if (!pack_.empty()) return y + PackDelta(x, y);
+    if (!pack_.empty()) AddPackDeltas(x, y);
     if (!lora_a_.defined()) return y;
     return y + at::linear(at::linear(x, lora_a_), lora_b_) * lora_scale_;
   }
@@ -101,7 +97,7 @@ at::Tensor Linear::operator()(const at::Tensor& x) const {
   at::Tensor flat = x.reshape({-1, x.size(-1)});
   at::Tensor y = bias.defined() ? at::addmm(bias, flat, weight_) : at::mm(flat, weight_);
   if (lora_a_.defined()) y = y + at::mm(at::mm(flat, lora_a_), lora_b_) * lora_scale_;
-  if (!pack_.empty()) y = y + PackDelta(flat, y);
+  if (!pack_.empty()) AddPackDeltas(flat, y);
   return y.view(shape);
 }
 

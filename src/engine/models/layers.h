@@ -74,9 +74,9 @@ class Linear {
   at::Tensor AddBias(const at::Tensor& y) const;
 
  private:
-  // A pack's adapters: each member's low-rank product on its own rows of
-  // `x` (engine/pack.h's active rows), zero on the others' (shaped like y).
-  at::Tensor PackDelta(const at::Tensor& x, const at::Tensor& y) const;
+  // A pack's adapters: adds each member's low-rank product of its own rows
+  // of `x` (engine/pack.h's active rows) to those rows of y, in place.
+  void AddPackDeltas(const at::Tensor& x, at::Tensor& y) const;
 
   struct MemberAdapter {
     int member;
