@@ -1,21 +1,34 @@
 #!/usr/bin/env python3
-"""Runs every example of README.md and docs/*.md as written, one after another.
+"""Runs every example of README.md and docs/*.md as written.
 
-An example is a fenced block of ```sh, ```bash or ```python. They run in
-document order (README.md first, then docs/ by name) in ONE bash session, in
-one scratch folder that looks like a fresh clone: every top-level entry of
-the source tree is linked in, `build` is the real build folder, and HOME is
-a folder of its own (so `~/.local` and `~/.saturn-token` stay inside). What
-the examples write (out/, saturn-runs/, saturn-service/, venv/) lands there,
-but for scripts/quickstart.sh, which works in the repository it is in (its
-out/quickstart/), since CMake must configure `build` for the real source
-folder: a configure from the linked folder would rebuild everything.
+An example is a fenced block of ```sh, ```bash or ```python. The examples of
+one document (`--only FILE`; ctest has one test per document,
+doc_examples:README.md, doc_examples:docs/llama.md, ...) or of all of them
+(README.md first, then docs/ by name) run in order in ONE bash session, in a
+scratch folder of their own that looks like a fresh clone: every top-level
+entry of the source tree is linked in, `build` is the real build folder, and
+HOME is a folder of its own (so `~/.local` and `~/.saturn-token` stay
+inside). What the examples write (out/, saturn-runs/, saturn-service/,
+venv/) lands there, but for scripts/quickstart.sh, which works in the
+repository it is in (its out/quickstart/), since CMake must configure
+`build` for the real source folder: a configure from the linked folder would
+rebuild everything; and for the example scripts that write next to
+themselves in examples/ (make_base.py, make_checkpoint.py, export.py).
+Each of these is run by one document only, so two documents' tests can run
+at once.
 
 A block may be preceded by one HTML comment that tells this script more:
   <!-- doc-test: skip REASON -->        not run (needs a Slurm cluster, a GPU, ...)
   <!-- doc-test: background READY -->   started in the background (a server);
                                         READY is a command retried until it
                                         succeeds before the next block runs
+  <!-- doc-test: setup REASON -->       also run before another document's
+                                        examples when that one runs alone
+                                        (--only): README's install, which
+                                        puts `saturn` on PATH for docs/; so
+                                        it needs no earlier block, and it
+                                        writes only in the scratch folder
+                                        (every document's test runs it)
 Every skipped block is listed with its reason, so none goes unnoticed.
 Synopses that are not meant to be run use ``` or ```text fences.
 
@@ -31,7 +44,13 @@ have it: with a `python3` first on PATH that cannot import torch (a venv
 without the system's site packages, as pyenv's or a fresh venv's), which
 also runs the ```python blocks.
 
-  doc_examples.py --source DIR --build DIR [--list] [--only FILE]
+With --only, the setup blocks of the other documents run first, in
+document order, then the document's own examples; the Python rule is left
+to ctest doc_examples_harness (doc_examples_test.py), which checks it over
+every document once. Each '===' line says when its block started (seconds
+since the first), so the time of every block is in the log.
+
+  doc_examples.py --source DIR --build DIR [--list] [--only FILE] [--keep]
 Exit 0 when every example ran, 1 naming the first that failed.
 """
 import argparse
@@ -46,7 +65,7 @@ import tempfile
 RUN_LANGS = {"sh", "bash", "python"}
 # The interpreter with PyTorch (scripts/setup.sh installs python3-torch there).
 PYTHON = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
-MARK = re.compile(r"<!--\s*doc-test:\s*(skip|background)\b\s*(.*?)\s*-->")
+MARK = re.compile(r"<!--\s*doc-test:\s*(skip|background|setup)\b\s*(.*?)\s*-->")
 
 
 class Block:
@@ -199,7 +218,7 @@ def script_for(blocks, root):
     for k, b in enumerate(blocks):
         if b.mark == "skip":
             continue
-        parts.append(f"echo '=== {b.where()} ({b.lang})' >&2")
+        parts.append(f"echo \"=== {b.where()} ({b.lang}) at ${{SECONDS}}s\" >&2")
         parts.append(f"export DOC_BLOCK='{b.where()}'")
         body_file = os.path.join(root, f".doc-block-{k}.{ 'py' if b.lang == 'python' else 'sh'}")
         with open(body_file, "w", encoding="utf-8") as f:
@@ -216,6 +235,7 @@ def script_for(blocks, root):
         else:
             # The block's text itself, so that its exports and cd's carry on.
             parts.append(b.text)
+    parts.append('echo "=== all ran in ${SECONDS}s" >&2')
     return "\n".join(parts) + "\n"
 
 
@@ -228,9 +248,14 @@ def main():
     ap.add_argument("--keep", action="store_true", help="keep the scratch folder")
     a = ap.parse_args()
     source = os.path.abspath(a.source)
+    if a.only and a.only not in documents(source):
+        print(f"--only {a.only}: not one of {', '.join(documents(source))}", file=sys.stderr)
+        return 1
     blocks = []
     for rel in documents(source):
         if a.only and rel != a.only:
+            # Another document's setup (README's install) comes first.
+            blocks += [b for b in blocks_of(source, rel) if b.mark == "setup"]
             continue
         blocks += blocks_of(source, rel)
     for b in blocks:
@@ -242,12 +267,16 @@ def main():
     runnable = [b for b in blocks if b.mark != "skip"]
     if a.list:
         for b in runnable:
-            print(f"{b.where()} ({b.lang}{', background' if b.mark else ''})")
+            print(f"{b.where()} ({b.lang}{', ' + b.mark if b.mark else ''})")
         return 0
-    violations = python_rule_violations(source)
-    if violations:
-        print("\n".join(violations), file=sys.stderr)
-        return 1
+    if a.only and not any(b.path == a.only for b in runnable):
+        print(f"{a.only} has no examples to run", file=sys.stderr)
+        return 0
+    if not a.only:  # one run of every document: the rule too (else doc_examples_harness)
+        violations = python_rule_violations(source)
+        if violations:
+            print("\n".join(violations), file=sys.stderr)
+            return 1
     root = scratch_folder(source, a.build)
     env = dict(os.environ, HOME=os.path.join(root, "home"))
     env["PATH"] = python_without_torch(root) + os.pathsep + env.get("PATH", "")

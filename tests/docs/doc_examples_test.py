@@ -132,6 +132,51 @@ class Running(unittest.TestCase):
         MADE.append(kept)
         self.assertTrue(os.path.exists(os.path.join(kept, "stopped")), r.stderr)
 
+    def test_one_document_runs_alone_after_the_other_documents_setup(self):
+        readme = ("```sh\ntouch readme-ran\n```\n\n"
+                  "<!-- doc-test: setup the docs use it -->\n"
+                  "```sh\nexport TOOL=installed\n```\n")
+        doc = "```sh\ntest \"$TOOL\" = installed\n! test -f readme-ran\n```\n"
+        root = tree({"README.md": readme, "docs/guide.md": doc, "docs/other.md": "```sh\nfalse\n```\n"})
+        self.assertEqual(doc_examples.blocks_of(root, "README.md")[1].mark, "setup")
+        r = run(root, "--only", "docs/guide.md")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("running 2 examples", r.stderr)
+        self.assertIn("=== README.md:6 (sh) at ", r.stderr)
+        self.assertIn("=== docs/guide.md:1 (sh) at ", r.stderr)
+        self.assertNotIn("docs/other.md", r.stderr)
+        listed = run(root, "--only", "docs/guide.md", "--list")
+        self.assertEqual(listed.stdout.split("\n")[:2],
+                         ["README.md:6 (sh, setup)", "docs/guide.md:1 (sh)"])
+
+    def test_a_document_runs_its_own_setup_in_place(self):
+        readme = ("```sh\nexport STEP=one\n```\n\n"
+                  "<!-- doc-test: setup the docs use it -->\n"
+                  "```sh\ntest \"$STEP\" = one\n```\n")
+        r = run(tree({"README.md": readme}), "--only", "README.md")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("running 2 examples", r.stderr)
+
+    def test_a_document_without_examples_passes_without_a_scratch_folder(self):
+        root = tree({"README.md": "<!-- doc-test: setup why -->\n```sh\ntrue\n```\n",
+                     "docs/guide.md": "Text.\n\n```text\nnot run\n```\n"})
+        r = run(root, "--only", "docs/guide.md")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("docs/guide.md has no examples to run", r.stderr)
+        self.assertNotIn("running", r.stderr)
+
+    def test_only_names_a_document(self):
+        r = run(tree({"README.md": "```sh\ntrue\n```\n"}), "--only", "docs/missing.md")
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("--only docs/missing.md: not one of README.md", r.stderr)
+
+    def test_each_example_says_when_it_started(self):
+        r = run(tree({"README.md": "```sh\nsleep 1\n```\n\n```sh\ntrue\n```\n"}))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertRegex(r.stderr, r"=== README.md:1 \(sh\) at 0s\n")
+        self.assertRegex(r.stderr, r"=== README.md:5 \(sh\) at [12]s\n")
+        self.assertRegex(r.stderr, r"=== all ran in [12]s\n")
+
     def test_home_is_the_scratch_folders_own(self):
         root = tree({"README.md": "```sh\ntouch ~/mine\ntest -f home/mine\n```\n"})
         r = run(root)
@@ -188,6 +233,10 @@ class PythonInTheExamples(unittest.TestCase):
         self.assertEqual(r.returncode, 1)
         self.assertIn("README.md:5: `Load it with", r.stderr)
         self.assertNotIn("running", r.stderr)
+        # One document's run (ctest's doc_examples:FILE) leaves the rule to
+        # doc_examples_harness, which is this test and the next.
+        r = run(root, "--only", "README.md")
+        self.assertEqual(r.returncode, 0, r.stderr)
 
     def test_the_repositorys_examples_follow_the_rule(self):
         source = os.path.dirname(os.path.dirname(HERE))
