@@ -5,6 +5,7 @@
 // Real worker processes, as the executor runs them.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -64,13 +65,18 @@ void ExpectSameLosses(const std::vector<double>& got, const std::vector<double>&
 class Packs : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    dir_ = new TestDir("packs");
+    // One folder per process: ctest runs this suite's tests side by side.
+    dir_ = new TestDir("packs_" + std::to_string(::getpid()));
+    setup_error_ = new std::string;
     // The shared base: a tiny GPT trained a few steps, saved as model.pt.
     nlohmann::json base = TinyTask("gpt");
     base["name"] = "base";
     Outcome made =
         Execute(*dir_, dir_->Write("base.json", base.dump()), "base", "single", 1, "--save-model");
-    ASSERT_EQ(made.status, 0) << made.err;
+    if (made.status != 0) {
+      *setup_error_ = "the base: " + made.err;
+      return;
+    }
     std::string init = dir_->Path("base/model.pt");
     // Members differing in everything a member may: learning rate,
     // optimizer hyper-parameters, rank, alpha, targets, batch size, data and
@@ -87,24 +93,32 @@ class Packs : public ::testing::Test {
     for (const nlohmann::json& m : *members_) {
       std::string name = "alone-" + m["name"].get<std::string>();
       Outcome r = Execute(*dir_, dir_->Write(name + ".json.task", m.dump()), name, "single", 1);
-      ASSERT_EQ(r.status, 0) << r.err;
+      if (r.status != 0) {
+        *setup_error_ = name + ": " + r.err;
+        return;
+      }
       alone_->push_back(r.result["losses"].get<std::vector<double>>());
     }
   }
+  // A failure in SetUpTestSuite would skip the tests; this fails them.
+  void SetUp() override { ASSERT_TRUE(setup_error_->empty()) << *setup_error_; }
   static void TearDownTestSuite() {
     delete dir_;
     delete members_;
     delete alone_;
+    delete setup_error_;
   }
 
   static TestDir* dir_;
   static std::vector<nlohmann::json>* members_;
   static std::vector<std::vector<double>>* alone_;
+  static std::string* setup_error_;
 };
 
 TestDir* Packs::dir_ = nullptr;
 std::vector<nlohmann::json>* Packs::members_ = nullptr;
 std::vector<std::vector<double>>* Packs::alone_ = nullptr;
+std::string* Packs::setup_error_ = nullptr;
 
 TEST_F(Packs, EachMemberTrainsAsItsTwinAloneUnderEveryTechniqueThatTakesPacks) {
   ASSERT_EQ(alone_->size(), 3u);
@@ -177,7 +191,7 @@ TEST_F(Packs, AMemberLeavesThePackAtACheckpointAndGoesOnAloneWithNothingLost) {
 // The llama family, adapters by peft's module names, a random base (no
 // init: the members then share the seed) and an SGD-with-momentum pair.
 TEST_F(Packs, LlamaMembersTargetedByPeftNamesTrainAsAlone) {
-  TestDir dir("packs_llama");
+  TestDir dir("packs_llama_" + std::to_string(::getpid()));
   auto member = [](const std::string& name, double lr, int64_t batch, nlohmann::json lora) {
     nlohmann::json task = TinyTask("gpt");
     task["name"] = name;
