@@ -2,9 +2,9 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <stdexcept>
 #include <utility>
 
-#include "common/error.h"
 #include "engine/checkpoint.h"
 #include "engine/comm.h"
 #include "engine/data.h"
