@@ -10,6 +10,7 @@
 #include "common/format.h"
 #include "planner/explain.h"
 #include "report/phrases.h"
+#include "report/run_costs.h"
 #include "report/run_report.h"
 
 namespace saturn {

@@ -13,6 +13,7 @@
 #include "report/gantt.h"
 #include "report/loss_charts.h"
 #include "report/phrases.h"
+#include "report/run_costs.h"
 #include "report/svg.h"
 
 namespace saturn {
@@ -63,68 +64,6 @@ bool NamesTypes(const Cluster& cluster) {
 std::string TypeOf(const Cluster& cluster, const RunReportTask& t) {
   int node = t.node.empty() ? -1 : cluster.NodeIndex(t.node);
   return node < 0 ? "" : cluster.nodes[static_cast<size_t>(node)].gpu_type;
-}
-
-// A task's measured wall seconds per step over its profiled ones, from its
-// runs that ended with a known step (started -> stopped or finished) in a
-// configuration with a pace; nullopt where there is none.
-std::optional<double> SlowdownOf(const RunReportTask& t, const std::vector<Event>& events) {
-  if (t.profiled.empty()) return std::nullopt;
-  auto pace = [&](const Event& e) -> double {
-    for (const ProfiledPace& p : t.profiled) {
-      if (p.technique == e.technique && p.gpus == e.gpus && p.node == e.node) return p.s_per_step;
-    }
-    return 0.0;
-  };
-  double measured_s = 0, profiled_s = 0;
-  const Event* started = nullptr;
-  for (const Event& e : events) {
-    if (e.task != t.name) continue;
-    if (e.kind == EventKind::kTaskStarted) {
-      started = &e;
-      continue;
-    }
-    if (e.kind != EventKind::kTaskStopped && e.kind != EventKind::kTaskFinished &&
-        e.kind != EventKind::kTaskFailed && e.kind != EventKind::kTaskCancelled)
-      continue;
-    const Event* from = started;
-    started = nullptr;
-    // A failed or cancelled run's steps since its last checkpoint are not
-    // counted: its time is not a pace.
-    if (from == nullptr || e.kind == EventKind::kTaskFailed || e.kind == EventKind::kTaskCancelled)
-      continue;
-    const char* field = e.kind == EventKind::kTaskFinished ? "steps" : "step";
-    if (!e.extra.contains(field) || !from->extra.contains("step")) continue;
-    const long steps = e.extra[field].get<long>() - from->extra["step"].get<long>();
-    const double s_per_step = pace(*from);
-    if (steps <= 0 || s_per_step <= 0 || e.t <= from->t) continue;
-    measured_s += e.t - from->t;
-    profiled_s += static_cast<double>(steps) * s_per_step;
-  }
-  if (profiled_s <= 0) return std::nullopt;
-  return measured_s / profiled_s;
-}
-
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
-// report.json's "slowdown_vs_profile": the median over tasks of each one's
-// slowdown, and the warning from kMarkedSlowdown up; null without any.
-json SlowdownVsProfile(const std::vector<std::optional<double>>& slowdowns, bool compared) {
-  std::vector<double> known;
-  for (const std::optional<double>& s : slowdowns) {
-    if (s) known.push_back(*s);
-  }
-  if (known.empty()) return nullptr;
-  const double median = Median(known);
-  const int tasks = static_cast<int>(known.size());
-  return {{"median", median},
-          {"tasks", tasks},
-          {"warning",
-           median >= kMarkedSlowdown ? json(ContentionWarning(median, tasks, compared)) : json()}};
 }
 
 }  // namespace
@@ -353,13 +292,6 @@ std::vector<std::pair<std::string, std::string>> HyperParameterColumns(const Run
 }
 
 // The bytes of every task folder whose size is known; nullopt where none is.
-std::optional<long long> TotalDiskBytes(const RunReportInput& in) {
-  std::optional<long long> total;
-  for (const RunReportTask& t : in.tasks) {
-    if (t.disk_bytes >= 0) total = total.value_or(0) + t.disk_bytes;
-  }
-  return total;
-}
 
 // A task's value in a hyper-parameter column: the one its sweep gave it,
 // else its own setting as written (a task of no sweep, or of a sweep that
@@ -563,20 +495,6 @@ json WriteRunReport(const RunReportInput& in) {
   WriteFileAtomic(in.run_dir + "/report.html",
                   ReportHtml(in, evals, best, best_of, switches, ratio, slowdown));
   return report;
-}
-
-long long FolderBytes(const std::string& dir) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  long long total = 0;
-  for (fs::recursive_directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-    std::error_code size_ec;
-    if (it->is_regular_file(size_ec)) {
-      const std::uintmax_t size = it->file_size(size_ec);
-      if (!size_ec) total += static_cast<long long>(size);
-    }
-  }
-  return total;
 }
 
 }  // namespace saturn

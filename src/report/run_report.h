@@ -98,7 +98,4 @@ constexpr double kMarkedSlowdown = 1.5;
 // Writes report.json and report.html into in.run_dir; returns the JSON.
 nlohmann::json WriteRunReport(const RunReportInput& in);
 
-// The bytes of the files under `dir` (0 where there is none).
-long long FolderBytes(const std::string& dir);
-
 }  // namespace saturn

@@ -23,6 +23,7 @@
 #include "contracts/plan.h"
 #include "contracts/profile.h"
 #include "protocol/checkpoint_files.h"
+#include "report/run_costs.h"
 #include "report/run_report.h"
 #include "tests/testing/wait.h"
 

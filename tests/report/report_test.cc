@@ -16,6 +16,7 @@
 #include "report/hyperparameters.h"
 #include "report/loss_charts.h"
 #include "report/phrases.h"
+#include "report/run_costs.h"
 #include "report/run_report.h"
 #include "report/svg.h"
 
