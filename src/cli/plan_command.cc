@@ -14,6 +14,7 @@
 #include "contracts/profile.h"
 #include "contracts/yaml_fields.h"
 #include "planner/baselines.h"
+#include "planner/pack_search.h"
 #include "planner/planner.h"
 #include "report/gantt.h"
 
@@ -32,6 +33,7 @@ struct PlanOptions {
   int threads = 1;
   std::string output;
   std::string gantt;
+  bool no_pack = false;
 };
 
 // On a cluster of several GPU types, what the plan gives each type: "on
@@ -153,7 +155,9 @@ int RunPlan(const PlanOptions& o) {
                Plural(cluster.TotalGpus(), "GPU").c_str(),
                Plural(static_cast<long>(cluster.nodes.size()), "node").c_str(), o.solver.c_str(),
                FormatDuration(o.time_limit_s).c_str());
-  PlanResult result = RunPlanner(problem, request);
+  PackTerms terms = PackTermsFromProfile(profile, problem, o.profile);
+  PackedPlanResult packed = PlanWithPacks(problem, terms, request, !o.no_pack);
+  PlanResult& result = packed.result;
   result.plan.extra["baselines"] = BaselineMakespans(problem, result.plan.lower_bound_s);
   const Plan& plan = result.plan;
   std::string json = PlanToJson(plan).dump(2) + "\n";
@@ -175,6 +179,7 @@ int RunPlan(const PlanOptions& o) {
                DescribePlanStatus(plan.status).c_str(), FormatDuration(plan.makespan_s).c_str(),
                bound.c_str(), FormatDuration(plan.solve_time_s).c_str());
   std::fputs(PerTypeLines(plan, cluster).c_str(), stderr);
+  std::fputs(DescribePacks(problem, terms, packed, o.no_pack).c_str(), stderr);
   std::fputs(EstimatedLine(plan, profile, cluster).c_str(), stderr);
   if (std::string line = BaselineLine(plan); !line.empty())
     std::fprintf(stderr, "%s\n", line.c_str());
@@ -214,6 +219,9 @@ void AddPlanCommand(CLI::App& app, int* status) {
   cmd->add_option("--seed", o->seed, "Random seed (solvers are deterministic for a seed)")
       ->capture_default_str();
   cmd->add_option("--threads", o->threads, "Solver threads")->check(CLI::Range(1, 256));
+  cmd->add_flag("--no-pack", o->no_pack,
+                "Never train tasks in packs (several LoRA tasks on one base in one worker); "
+                "every task alone, as before packs");
   cmd->add_option("--output", o->output, "Write the plan JSON here (default: stdout)");
   cmd->add_option("--gantt", o->gantt, "Write a Gantt chart of the plan (SVG)");
   cmd->callback([o, status] { *status = RunPlan(*o); });

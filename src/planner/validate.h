@@ -16,11 +16,21 @@
 #include <string>
 #include <vector>
 
-#include "planner/problem.h"
 #include "contracts/plan.h"
+#include "planner/problem.h"
 
 namespace saturn {
 
 std::vector<std::string> ValidatePlan(const Problem& problem, const Plan& plan);
+
+// A plan that may have packs (tasks sharing a `pack`; planner/packing.h):
+// each pack's members must be of one class and share technique, GPUs, node,
+// gpu_ids and start; each member's end_s is what the pack model gives; the
+// pack must fit (its rows within what was measured). Then the plan with each
+// pack as one task is checked by the rules above. A plan without packs is
+// checked exactly as ValidatePlan(problem, plan).
+struct PackTerms;
+std::vector<std::string> ValidatePlan(const Problem& problem, const PackTerms& terms,
+                                      const Plan& plan);
 
 }  // namespace saturn

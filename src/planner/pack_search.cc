@@ -1,0 +1,387 @@
+#include "planner/pack_search.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <string>
+#include <utility>
+
+#include "common/format.h"
+#include "planner/construct.h"
+#include "planner/lower_bound.h"
+
+namespace saturn {
+namespace {
+
+// Within a class of more than this many packs, a pack tries merging only
+// with its nearest neighbours in step count (members of similar length pack
+// best: none waits long for the others).
+constexpr int kAllPairsUpTo = 16;
+constexpr int kNeighbours = 3;
+
+double MaxSteps(const PackTerms& terms, const std::vector<int>& group) {
+  double s = 0.0;
+  for (int j : group)
+    s = std::max(s, terms.tasks[j].steps);
+  return s;
+}
+
+// Pairs of packs (indices into `packing`) worth trying to merge.
+std::vector<std::pair<int, int>> MergeCandidates(const PackTerms& terms, const Packing& packing) {
+  std::map<std::string, std::vector<int>> by_class;
+  for (int g = 0; g < static_cast<int>(packing.size()); ++g) {
+    const std::string& cls = terms.tasks[packing[g][0]].cls;
+    if (!cls.empty()) by_class[cls].push_back(g);
+  }
+  std::vector<std::pair<int, int>> pairs;
+  for (auto& [cls, groups] : by_class) {
+    std::stable_sort(groups.begin(), groups.end(), [&](int a, int b) {
+      return MaxSteps(terms, packing[a]) < MaxSteps(terms, packing[b]);
+    });
+    const int n = static_cast<int>(groups.size());
+    const int reach = n <= kAllPairsUpTo ? n : kNeighbours;
+    for (int a = 0; a < n; ++a) {
+      for (int b = a + 1; b < n && b <= a + reach; ++b)
+        pairs.emplace_back(groups[a], groups[b]);
+    }
+  }
+  return pairs;
+}
+
+Packing Merged(const Packing& packing, int a, int b) {
+  Packing out;
+  for (int g = 0; g < static_cast<int>(packing.size()); ++g) {
+    if (g == b) continue;
+    out.push_back(packing[g]);
+    if (g == a) out.back().insert(out.back().end(), packing[b].begin(), packing[b].end());
+  }
+  return out;
+}
+
+nlohmann::json PacksJson(const Plan& plan) {
+  nlohmann::json packs = nlohmann::json::array();
+  for (const PlanTask& t : plan.tasks) {
+    if (t.pack.empty()) continue;
+    if (packs.empty() || packs.back()["name"] != t.pack) {
+      packs.push_back({{"name", t.pack},
+                       {"technique", t.technique},
+                       {"gpus", t.gpus},
+                       {"node", t.node},
+                       {"start_s", t.start_s},
+                       {"end_s", t.end_s},
+                       {"members", nlohmann::json::array()}});
+    }
+    packs.back()["members"].push_back(t.task);
+    packs.back()["end_s"] = std::max(packs.back()["end_s"].get<double>(), t.end_s);
+  }
+  return packs;
+}
+
+}  // namespace
+
+bool PackingScore::operator<(const PackingScore& o) const {
+  const double eps = 1e-9 * std::max(1.0, std::abs(o.makespan));
+  if (makespan < o.makespan - eps) return true;
+  if (makespan > o.makespan + eps) return false;
+  return area < o.area * (1 - 1e-9);
+}
+
+PackingScore ScorePacking(const Problem& problem, const PackTerms& terms, const Packing& packing) {
+  const double inf = std::numeric_limits<double>::infinity();
+  PackedProblem packed = BuildPackedProblem(problem, terms, packing);
+  for (const Task& t : packed.problem.tasks) {
+    bool any = false;
+    for (const Option& o : t.options)
+      any = any || packed.problem.FitsSomewhere(o);
+    if (!any) return {inf, inf};
+  }
+  std::vector<Candidate> c =
+      ConstructiveCandidates(packed.problem, MakespanLowerBound(packed.problem));
+  if (c.empty()) return {inf, inf};
+  PackingScore score{c[0].makespan, 0.0};
+  for (int g = 0; g < packed.problem.NumTasks(); ++g) {
+    const Option& o = packed.problem.tasks[g].options[c[0].option[g]];
+    score.area += o.gpus * o.runtime_s;
+  }
+  return score;
+}
+
+namespace {
+
+// Most packings one search scores (each a constructive plan of the packed
+// problem: about a millisecond at tens of tasks).
+constexpr int kMaxEvaluations = 3000;
+
+Packing Canonical(Packing p) {
+  for (std::vector<int>& group : p)
+    std::sort(group.begin(), group.end());
+  std::sort(p.begin(), p.end());
+  return p;
+}
+
+// The packings a search has scored, best first on request.
+class PackingSearch {
+ public:
+  PackingSearch(const Problem& problem, const PackTerms& terms)
+      : problem_(problem), terms_(terms) {}
+
+  PackingScore Score(const Packing& packing) {
+    Packing key = Canonical(packing);
+    auto it = seen_.find(key);
+    if (it != seen_.end()) return it->second;
+    ++evaluations_;
+    return seen_[key] = ScorePacking(problem_, terms_, key);
+  }
+  bool Spent() const { return evaluations_ >= kMaxEvaluations; }
+  int evaluations() const { return evaluations_; }
+
+  // Each class cut into p packs of consecutive members by step count, for
+  // the p that scores best, one class after another.
+  Packing Chunked() {
+    Packing packing = Unpacked(problem_.NumTasks());
+    std::map<std::string, std::vector<int>> classes;
+    for (int j = 0; j < problem_.NumTasks(); ++j)
+      if (!terms_.tasks[j].cls.empty()) classes[terms_.tasks[j].cls].push_back(j);
+    for (auto& [cls, members] : classes) {
+      std::stable_sort(members.begin(), members.end(),
+                       [&](int a, int b) { return terms_.tasks[a].steps > terms_.tasks[b].steps; });
+      Packing others;
+      for (const std::vector<int>& g : packing)
+        if (terms_.tasks[g[0]].cls != cls) others.push_back(g);
+      Packing best = packing;
+      PackingScore best_score = Score(packing);
+      const int n = static_cast<int>(members.size());
+      for (int p = 1; p < n && !Spent(); ++p) {
+        Packing trial = others;
+        for (int c = 0; c < p; ++c)
+          trial.emplace_back(members.begin() + c * n / p, members.begin() + (c + 1) * n / p);
+        PackingScore s = Score(trial);
+        if (s < best_score) best_score = s, best = trial;
+      }
+      packing = best;
+    }
+    return packing;
+  }
+
+  // Merges the two packs whose merge helps most, while one helps.
+  Packing Greedy() {
+    Packing packing = Unpacked(problem_.NumTasks());
+    PackingScore best = Score(packing);
+    while (!Spent()) {
+      int best_a = -1, best_b = -1;
+      PackingScore best_merge = best;
+      for (auto [a, b] : MergeCandidates(terms_, packing)) {
+        PackingScore s = Score(Merged(packing, a, b));
+        if (s < best_merge) best_merge = s, best_a = a, best_b = b;
+      }
+      if (best_a < 0) break;
+      packing = Merged(packing, best_a, best_b);
+      best = best_merge;
+    }
+    return packing;
+  }
+
+  // Hill climbing: moves one task to another pack of its class (or alone),
+  // or swaps two tasks of one class between packs, while that helps.
+  Packing Improve(Packing packing) {
+    PackingScore best = Score(packing);
+    for (bool improved = true; improved && !Spent();) {
+      improved = false;
+      for (size_t g = 0; g < packing.size() && !improved && !Spent(); ++g) {
+        for (size_t i = 0; i < packing[g].size() && !improved && !Spent(); ++i) {
+          const int j = packing[g][i];
+          if (terms_.tasks[j].cls.empty()) continue;
+          for (size_t h = 0; h <= packing.size() && !improved && !Spent(); ++h) {
+            if (h == g || (h < packing.size() && !terms_.Compatible(j, packing[h][0]))) continue;
+            if (h == packing.size() && packing[g].size() == 1) continue;
+            Packing trial = Moved(packing, g, i, h);
+            PackingScore s = Score(trial);
+            if (s < best) best = s, packing = trial, improved = true;
+          }
+          for (size_t h = g + 1; h < packing.size() && !improved && !Spent(); ++h) {
+            for (size_t k = 0; k < packing[h].size() && !improved; ++k) {
+              if (!terms_.Compatible(j, packing[h][k])) continue;
+              Packing trial = packing;
+              std::swap(trial[g][i], trial[h][k]);
+              PackingScore s = Score(trial);
+              if (s < best) best = s, packing = trial, improved = true;
+            }
+          }
+        }
+      }
+    }
+    return packing;
+  }
+
+  // The `keep` best packings scored, best first.
+  std::vector<Packing> Best(int keep) const {
+    std::vector<std::pair<PackingScore, Packing>> all;
+    for (const auto& [p, s] : seen_)
+      if (!std::isinf(s.makespan)) all.emplace_back(s, p);
+    std::stable_sort(all.begin(), all.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    std::vector<Packing> out;
+    for (size_t i = 0; i < all.size() && static_cast<int>(i) < keep; ++i)
+      out.push_back(all[i].second);
+    return out;
+  }
+
+ private:
+  static Packing Moved(Packing p, size_t g, size_t i, size_t h) {
+    const int j = p[g][i];
+    if (h == p.size())
+      p.push_back({j});
+    else
+      p[h].push_back(j);
+    p[g].erase(p[g].begin() + static_cast<long>(i));
+    if (p[g].empty()) p.erase(p.begin() + static_cast<long>(g));
+    return p;
+  }
+
+  const Problem& problem_;
+  const PackTerms& terms_;
+  std::map<Packing, PackingScore> seen_;
+  int evaluations_ = 0;
+};
+
+}  // namespace
+
+std::vector<Packing> SearchPackings(const Problem& problem, const PackTerms& terms, int keep,
+                                    int* evaluations) {
+  PackingSearch search(problem, terms);
+  search.Improve(search.Chunked());
+  search.Improve(search.Greedy());
+  if (evaluations) *evaluations = search.evaluations();
+  return search.Best(keep);
+}
+
+Packing ChoosePacking(const Problem& problem, const PackTerms& terms, int* evaluations) {
+  std::vector<Packing> best = SearchPackings(problem, terms, 1, evaluations);
+  return best.empty() ? Unpacked(problem.NumTasks()) : best[0];
+}
+
+PackedPlanResult PlanWithPacks(const Problem& problem, const PackTerms& terms,
+                               const PlanRequest& request, bool allow_packs) {
+  PackedPlanResult out;
+  out.packing = Unpacked(problem.NumTasks());
+  const bool may_pack = allow_packs && terms.Any();
+  std::vector<Packing> candidates;
+  if (may_pack) {
+    for (Packing& p : SearchPackings(problem, terms, kPackingsSolved, &out.evaluations))
+      if (p.size() < static_cast<size_t>(problem.NumTasks())) candidates.push_back(std::move(p));
+  }
+  PlanRequest share = request;
+  if (request.anytime) share.time_limit_s /= 1.0 + static_cast<double>(candidates.size());
+  out.result = RunPlanner(problem, share);
+  if (!may_pack) return out;
+  out.unpacked_makespan_s = out.result.plan.makespan_s;
+  double solve_s = out.result.plan.solve_time_s;
+  for (const Packing& chosen : candidates) {
+    PackedProblem packed = BuildPackedProblem(problem, terms, chosen);
+    PlanResult r = RunPlanner(packed.problem, share);
+    solve_s += r.plan.solve_time_s;
+    if (r.status == SolveStatus::kInfeasible ||
+        !(r.plan.makespan_s < out.result.plan.makespan_s * (1 - 1e-9)))
+      continue;
+    r.plan = ExpandPackedPlan(problem, packed, std::move(r.plan));
+    // Optimal for this packing only: no bound over every packing is known.
+    if (r.status == SolveStatus::kOptimal) {
+      r.status = SolveStatus::kFeasible;
+      r.plan.status = SolveStatusName(SolveStatus::kFeasible);
+    }
+    r.plan.extra["packs"] = PacksJson(r.plan);
+    r.plan.extra["unpacked_makespan_s"] = out.unpacked_makespan_s;
+    r.plan.extra["lower_bound_of"] = "the chosen packing";
+    out.result = std::move(r);
+    out.packing = chosen;
+  }
+  out.result.plan.solve_time_s = solve_s;
+  return out;
+}
+
+namespace {
+
+std::string FormatSeconds(double s) {
+  return s < 60 ? FormatFixed(s, s < 1 ? 3 : 2) + " s" : FormatDuration(s);
+}
+
+// "a step of all 4 takes 0.62 s, alone they take 1.20 s one after another".
+std::string StepComparison(const Problem& problem, const PackTerms& terms,
+                           const std::vector<int>& group, const PlanTask& entry) {
+  double rows = 0.0, alone = 0.0;
+  const PackTerms::Curve* curve = nullptr;
+  for (int j : group) {
+    const Task& t = problem.tasks[j];
+    for (size_t o = 0; o < t.options.size(); ++o) {
+      if (t.options[o].technique != entry.technique || t.options[o].gpus != entry.gpus) continue;
+      if (!curve) curve = &terms.curves[j][o];
+      alone += terms.curves[j][o].step_s;
+      break;
+    }
+    rows += terms.tasks[j].rows;
+  }
+  if (!curve) return "";
+  double together = PackStepAt(*curve, rows);
+  return "a step of all " + std::to_string(group.size()) + " takes " + FormatSeconds(together) +
+         ", alone they take " + FormatSeconds(alone) + " one after another";
+}
+
+// "with pack-2 as well the plan would take 1h20m", or why it could not grow.
+std::string WhyNotLarger(const Problem& problem, const PackTerms& terms, const Packing& packing,
+                         int g, const PackingScore& chosen) {
+  PackingScore best{std::numeric_limits<double>::infinity(), 0.0};
+  int with = -1;
+  for (int h = 0; h < static_cast<int>(packing.size()); ++h) {
+    if (h == g || !terms.Compatible(packing[g][0], packing[h][0])) continue;
+    PackingScore s = ScorePacking(problem, terms, Merged(packing, std::min(g, h), std::max(g, h)));
+    if (with < 0 || s < best) best = s, with = h;
+  }
+  if (with < 0) return "every task of its class is in it";
+  std::string other = packing[with].size() == 1
+                          ? "task '" + problem.tasks[packing[with][0]].name + "'"
+                          : "another pack";
+  if (std::isinf(best.makespan)) return "with " + other + " as well it would not fit";
+  return "with " + other + " as well the plan would take " + FormatDuration(best.makespan) +
+         " instead of " + FormatDuration(chosen.makespan) + " (by the fast scheduler)";
+}
+
+}  // namespace
+
+std::string DescribePacks(const Problem& problem, const PackTerms& terms,
+                          const PackedPlanResult& result, bool no_pack) {
+  if (!terms.Any()) return "";
+  if (no_pack) return "packs: none (--no-pack); tasks that could share a base train alone\n";
+  const Plan& plan = result.result.plan;
+  const int packs = static_cast<int>(std::count_if(result.packing.begin(), result.packing.end(),
+                                                   [](const auto& g) { return g.size() > 1; }));
+  if (packs == 0) {
+    return "packs: none: no packing of the tasks that could share a base shortened the plan (" +
+           std::to_string(result.evaluations) + " packings scored)\n";
+  }
+  PackingScore chosen = ScorePacking(problem, terms, result.packing);
+  std::map<std::string, const PlanTask*> entry;
+  for (const PlanTask& t : plan.tasks)
+    entry[t.task] = &t;
+  std::string out;
+  for (int g = 0; g < static_cast<int>(result.packing.size()); ++g) {
+    const std::vector<int>& group = result.packing[g];
+    if (group.size() == 1) continue;
+    const PlanTask& e = *entry.at(problem.tasks[group[0]].name);
+    std::string names;
+    double end = e.end_s;
+    for (int j : group) {
+      names += (names.empty() ? "" : ", ") + problem.tasks[j].name;
+      end = std::max(end, entry.at(problem.tasks[j].name)->end_s);
+    }
+    out += "  " + e.pack + ": " + std::to_string(group.size()) + " tasks (" + names + "), " +
+           e.technique + " on " + Plural(e.gpus, "GPU") + ", " + FormatDuration(end - e.start_s) +
+           "; " + StepComparison(problem, terms, group, e) + "; " +
+           WhyNotLarger(problem, terms, result.packing, g, chosen) + "\n";
+  }
+  return "packs: " + std::to_string(packs) + " (" + FormatDuration(plan.makespan_s) +
+         " with them, " + FormatDuration(result.unpacked_makespan_s) + " with every task alone)\n" +
+         out;
+}
+
+}  // namespace saturn

@@ -1,0 +1,282 @@
+#include "planner/packing.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <map>
+#include <numeric>
+#include <set>
+#include <sstream>
+
+#include "common/error.h"
+
+namespace saturn {
+namespace {
+
+// The option of `task` run with key's technique, GPU count and type, or -1.
+int MatchingOption(const Task& task, const Option& key) {
+  for (int o = 0; o < static_cast<int>(task.options.size()); ++o) {
+    const Option& x = task.options[o];
+    if (x.technique == key.technique && x.gpus == key.gpus && x.type == key.type && x.node < 0 &&
+        !x.starts_now)
+      return o;
+  }
+  return -1;
+}
+
+// The option of `task` a profile row describes, or -1.
+int OptionOfRow(const Problem& problem, const Task& task, const ProfileRow& row) {
+  for (int o = 0; o < static_cast<int>(task.options.size()); ++o) {
+    const Option& x = task.options[o];
+    if (x.technique == row.technique && x.gpus == row.gpus &&
+        (row.gpu_type.empty() || problem.TypeName(x.type) == row.gpu_type))
+      return o;
+  }
+  return -1;
+}
+
+double Number(const std::string& text, bool* ok) {
+  errno = 0;
+  char* end = nullptr;
+  double v = std::strtod(text.c_str(), &end);
+  *ok = !text.empty() && end == text.c_str() + text.size() && errno == 0 && v == v;
+  return v;
+}
+
+// "ROWS:SECONDS ..." ascending, every value > 0.
+std::vector<std::pair<double, double>> ParseCurve(const std::string& text, std::string_view source,
+                                                  int line) {
+  std::vector<std::pair<double, double>> points;
+  std::istringstream in(text);
+  std::string item;
+  while (in >> item) {
+    size_t colon = item.find(':');
+    bool ok_rows = false, ok_s = false;
+    double rows = colon == std::string::npos ? 0 : Number(item.substr(0, colon), &ok_rows);
+    double s = colon == std::string::npos ? 0 : Number(item.substr(colon + 1), &ok_s);
+    if (!ok_rows || !ok_s || rows <= 0 || s <= 0 ||
+        (!points.empty() && rows <= points.back().first)) {
+      throw InputError(source, line, "pack_step_s",
+                       "expected ROWS:SECONDS pairs with ascending ROWS > 0 and SECONDS > 0 "
+                       "(\"4:0.31 8:0.42\"), got '" +
+                           item + "'");
+    }
+    points.emplace_back(rows, s);
+  }
+  return points;
+}
+
+double PositiveExtra(const ProfileTable& profile, const ProfileRow& row, std::string_view column,
+                     std::string_view source, double fallback) {
+  std::string text = profile.Extra(row, column);
+  if (text.empty()) return fallback;
+  bool ok = false;
+  double v = Number(text, &ok);
+  if (!ok || v <= 0) {
+    throw InputError(source, row.line, column,
+                     "expected a number > 0 for a task with a pack_class, got '" + text + "'");
+  }
+  return v;
+}
+
+}  // namespace
+
+bool PackTerms::Any() const {
+  std::map<std::string, int> count;
+  for (const Member& m : tasks) {
+    if (!m.cls.empty() && ++count[m.cls] >= 2) return true;
+  }
+  return false;
+}
+
+bool PackTerms::Compatible(int a, int b) const {
+  return !tasks[a].cls.empty() && tasks[a].cls == tasks[b].cls;
+}
+
+PackTerms PackTermsFromProfile(const ProfileTable& profile, const Problem& problem,
+                               std::string_view source) {
+  PackTerms terms;
+  terms.tasks.resize(problem.NumTasks());
+  terms.curves.resize(problem.NumTasks());
+  for (int j = 0; j < problem.NumTasks(); ++j)
+    terms.curves[j].resize(problem.tasks[j].options.size());
+  if (profile.ExtraColumn("pack_class") < 0) return terms;
+  std::map<std::string, int> index;
+  for (int j = 0; j < problem.NumTasks(); ++j)
+    index[problem.tasks[j].name] = j;
+  std::vector<bool> seen(problem.NumTasks(), false);
+  for (const ProfileRow& row : profile.rows) {
+    auto it = index.find(row.task);
+    if (it == index.end()) continue;
+    const int j = it->second;
+    PackTerms::Member& m = terms.tasks[j];
+    std::string cls = profile.Extra(row, "pack_class");
+    if (seen[j] && cls != m.cls) {
+      throw InputError(source, row.line, "pack_class",
+                       "task '" + row.task + "' has pack_class '" + m.cls +
+                           "' on an earlier row and '" + cls + "' here; a task has one class");
+    }
+    seen[j] = true;
+    m.cls = cls;
+    if (cls.empty() || !row.feasible) continue;
+    m.rows = PositiveExtra(profile, row, "pack_rows", source, 1.0);
+    m.steps = PositiveExtra(profile, row, "steps", source, 0.0);
+    int o = OptionOfRow(problem, problem.tasks[j], row);
+    if (o < 0) continue;
+    PackTerms::Curve& c = terms.curves[j][o];
+    c.step_s = PositiveExtra(profile, row, "step_s", source, 0.0);
+    c.points = ParseCurve(profile.Extra(row, "pack_step_s"), source, row.line);
+  }
+  // A task without steps or step times cannot be modelled in a pack.
+  for (int j = 0; j < problem.NumTasks(); ++j) {
+    bool known = terms.tasks[j].steps > 0;
+    for (const PackTerms::Curve& c : terms.curves[j])
+      known = known && c.step_s > 0;
+    if (!known) terms.tasks[j].cls.clear();
+  }
+  return terms;
+}
+
+double PackStepAt(const PackTerms::Curve& curve, double rows) {
+  const auto& p = curve.points;
+  if (p.empty() || rows > p.back().first * (1 + 1e-9)) return -1.0;
+  if (rows <= p.front().first) return p.front().second;
+  for (size_t i = 1; i < p.size(); ++i) {
+    if (rows <= p[i].first) {
+      double f = (rows - p[i - 1].first) / (p[i].first - p[i - 1].first);
+      return p[i - 1].second + f * (p[i].second - p[i - 1].second);
+    }
+  }
+  return p.back().second;
+}
+
+std::vector<double> PackMemberEnds(const Problem& problem, const PackTerms& terms,
+                                   const std::vector<int>& members, const Option& key) {
+  const int k = static_cast<int>(members.size());
+  std::vector<int> option(k);
+  double overhead = 0.0, rows = 0.0;
+  for (int i = 0; i < k; ++i) {
+    const int j = members[i];
+    option[i] = MatchingOption(problem.tasks[j], key);
+    if (option[i] < 0) return {};
+    if (k == 1) return {problem.tasks[j].options[option[i]].runtime_s};
+    if (i > 0 && !terms.Compatible(members[0], j)) return {};
+    const PackTerms::Curve& c = terms.curves[j][option[i]];
+    overhead = std::max(
+        overhead, problem.tasks[j].options[option[i]].runtime_s - terms.tasks[j].steps * c.step_s);
+    rows += terms.tasks[j].rows;
+  }
+  const PackTerms::Curve& curve = terms.curves[members[0]][option[0]];
+  std::vector<int> by_steps(k);
+  std::iota(by_steps.begin(), by_steps.end(), 0);
+  std::stable_sort(by_steps.begin(), by_steps.end(), [&](int a, int b) {
+    return terms.tasks[members[a]].steps < terms.tasks[members[b]].steps;
+  });
+  std::vector<double> ends(k);
+  double t = overhead, done = 0.0;
+  for (int i : by_steps) {
+    const PackTerms::Member& m = terms.tasks[members[i]];
+    double step = PackStepAt(curve, rows);
+    if (step < 0) return {};
+    t += (m.steps - done) * step;
+    done = m.steps;
+    ends[i] = t;
+    rows -= m.rows;
+  }
+  return ends;
+}
+
+Packing Unpacked(int tasks) {
+  Packing p(tasks);
+  for (int j = 0; j < tasks; ++j)
+    p[j] = {j};
+  return p;
+}
+
+PackedProblem BuildPackedProblem(const Problem& problem, const PackTerms& terms,
+                                 const Packing& packing) {
+  PackedProblem out;
+  out.problem.nodes = problem.nodes;
+  out.problem.types = problem.types;
+  out.groups = packing;
+  std::set<std::string> names;
+  for (const Task& t : problem.tasks)
+    names.insert(t.name);
+  int packs = 0;
+  for (const std::vector<int>& group : packing) {
+    out.ends.emplace_back();
+    if (group.size() == 1) {
+      out.problem.tasks.push_back(problem.tasks[group[0]]);
+      out.ends.back().resize(problem.tasks[group[0]].options.size());
+      continue;
+    }
+    Task task{"pack-" + std::to_string(++packs), {}};
+    while (names.count(task.name))
+      task.name += "'";  // a task already has that name
+    for (const Option& key : problem.tasks[group[0]].options) {
+      if (key.node >= 0 || key.starts_now) continue;
+      std::vector<double> ends = PackMemberEnds(problem, terms, group, key);
+      if (ends.empty()) continue;
+      Option o = key;
+      o.runtime_s = *std::max_element(ends.begin(), ends.end());
+      task.options.push_back(o);
+      out.ends.back().push_back(std::move(ends));
+    }
+    out.problem.tasks.push_back(std::move(task));
+  }
+  return out;
+}
+
+Plan ExpandPackedPlan(const Problem& problem, const PackedProblem& packed, Plan plan) {
+  std::map<std::string, int> group_of;
+  for (int g = 0; g < packed.problem.NumTasks(); ++g)
+    group_of[packed.problem.tasks[g].name] = g;
+  std::vector<PlanTask> tasks;
+  for (const PlanTask& t : plan.tasks) {
+    auto it = group_of.find(t.task);
+    if (it == group_of.end() || packed.groups[it->second].size() == 1) {
+      tasks.push_back(t);
+      continue;
+    }
+    const int g = it->second;
+    const Task& pack = packed.problem.tasks[g];
+    int o = 0;
+    while (o < static_cast<int>(pack.options.size()) &&
+           !(pack.options[o].technique == t.technique && pack.options[o].gpus == t.gpus &&
+             (t.gpu_type.empty() || packed.problem.TypeName(pack.options[o].type) == t.gpu_type)))
+      ++o;
+    if (o == static_cast<int>(pack.options.size()))
+      throw std::logic_error("pack plan names an option its pack does not have: " + t.task);
+    for (size_t i = 0; i < packed.groups[g].size(); ++i) {
+      PlanTask member = t;
+      member.task = problem.tasks[packed.groups[g][i]].name;
+      member.end_s = t.start_s + packed.ends[g][o][i];
+      member.pack = t.task;
+      tasks.push_back(std::move(member));
+    }
+  }
+  plan.tasks = std::move(tasks);
+  return plan;
+}
+
+Packing PackingOfPlan(const Problem& problem, const Plan& plan) {
+  std::map<std::string, int> index;
+  for (int j = 0; j < problem.NumTasks(); ++j)
+    index[problem.tasks[j].name] = j;
+  Packing packing;
+  std::map<std::string, size_t> group_of_pack;
+  for (const PlanTask& t : plan.tasks) {
+    auto it = index.find(t.task);
+    if (it == index.end()) continue;
+    if (t.pack.empty()) {
+      packing.push_back({it->second});
+      continue;
+    }
+    auto [g, added] = group_of_pack.emplace(t.pack, packing.size());
+    if (added) packing.emplace_back();
+    packing[g->second].push_back(it->second);
+  }
+  return packing;
+}
+
+}  // namespace saturn

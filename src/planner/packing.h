@@ -1,0 +1,105 @@
+// Packs in the plan: several LoRA tasks over one frozen base that train in
+// one worker (engine/pack.h), the base held once, every member's rows in one
+// pass. Which tasks share a pack is a decision of the plan (pack_search.h);
+// this file holds what that decision rests on: the profile's pack columns,
+// a pack's runtime, and the problem whose tasks are packs.
+//
+// Profile columns (Contract 2 amendment; all optional, on a task's rows):
+//   pack_class   tasks with the same non-empty value may share a pack (same
+//                base, architecture, precision and optimizer state kind);
+//   pack_rows    rows (samples) this task sends through the base per step;
+//   pack_step_s  "ROWS:SECONDS ..." (ascending ROWS): the step time of a pack
+//                whose members together send ROWS rows per step, measured on
+//                this row's technique, GPU count and type. A pack needing
+//                more rows than the last point does not fit the device;
+//   step_s, steps (existing) the task's own step time and step count.
+//
+// A pack's runtime follows its members: with members' steps s1 <= s2 <= ...,
+// all members step together until s1, then the rest (fewer rows, faster
+// steps) until s2, and so on; member i ends when its steps are done. Step
+// time at R rows is linear between the measured points (the first point's
+// time below it). The pack's fixed costs (start, checkpoints) are its
+// members' largest: runtime_s - steps x step_s of each member's row.
+//
+//   PackTerms terms = PackTermsFromProfile(profile, problem, "profile.csv");
+//   PackedProblem packed = BuildPackedProblem(problem, terms, {{0, 1, 2}, {3}});
+//   Plan plan = ExpandPackedPlan(problem, packed, RunPlanner(packed.problem, req).plan);
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "contracts/plan.h"
+#include "contracts/profile.h"
+#include "planner/problem.h"
+
+namespace saturn {
+
+// What the profile says about packing each task of a problem.
+struct PackTerms {
+  struct Member {
+    std::string cls;  // "": trains alone
+    double rows = 1.0;
+    double steps = 0.0;
+  };
+  // Per option of a task: its own step time and its class's pack curve.
+  struct Curve {
+    double step_s = 0.0;
+    std::vector<std::pair<double, double>> points;  // (rows, step seconds), ascending
+  };
+  std::vector<Member> tasks;               // per problem task
+  std::vector<std::vector<Curve>> curves;  // [task][option]
+
+  // Whether some class has at least two tasks (a pack could form).
+  bool Any() const;
+  // Whether tasks a and b may share a pack.
+  bool Compatible(int a, int b) const;
+};
+
+// Reads the pack columns of `profile` for the tasks and options of `problem`
+// (built from the same profile by ProblemFromProfile). Empty terms (no class)
+// when the profile has no pack_class column. InputError naming `source`, the
+// line and the column for a bad value.
+PackTerms PackTermsFromProfile(const ProfileTable& profile, const Problem& problem,
+                               std::string_view source);
+
+// Step time of `curve` at `rows` rows per step; < 0 beyond its last point.
+double PackStepAt(const PackTerms::Curve& curve, double rows);
+
+// A pack of `members` (task indices) run with option `key` (technique, GPU
+// count, type): each member's end after the start, in the order of
+// `members`; empty if some member has no such option or the pack does not
+// fit (more rows than measured).
+std::vector<double> PackMemberEnds(const Problem& problem, const PackTerms& terms,
+                                   const std::vector<int>& members, const Option& key);
+
+// A partition of a problem's tasks: groups of task indices, one per pack (a
+// group of one trains alone).
+using Packing = std::vector<std::vector<int>>;
+// Every task alone.
+Packing Unpacked(int tasks);
+
+// The problem whose tasks are the packing's groups: a group of one is its
+// task unchanged, a larger one is named "pack-N" (N counting packs in
+// order) and has an option for each (technique, gpus, type) every member
+// has and the pack fits, its runtime the last member's end.
+struct PackedProblem {
+  Problem problem;
+  Packing groups;
+  // [group][option]: each member's end after the start (groups of one: empty).
+  std::vector<std::vector<std::vector<double>>> ends;
+};
+PackedProblem BuildPackedProblem(const Problem& problem, const PackTerms& terms,
+                                 const Packing& packing);
+
+// A plan of `packed.problem` as a plan of the original tasks: each member of
+// a pack gets the pack's placement, its own end_s and `pack` = the pack's name.
+Plan ExpandPackedPlan(const Problem& problem, const PackedProblem& packed, Plan plan);
+
+// The packing a plan records (tasks sharing a `pack`), as groups of task
+// indices of `problem`; tasks the plan does not list are left out.
+Packing PackingOfPlan(const Problem& problem, const Plan& plan);
+
+}  // namespace saturn

@@ -1,0 +1,331 @@
+// Packs chosen by the planner (planner/packing.h, pack_search.h): the pack
+// model against a step-by-step reference, the validator, and the greedy
+// search against an exhaustive search over every packing.
+#include <gtest/gtest.h>
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+#include "contracts/cluster.h"
+#include "contracts/profile.h"
+#include "planner/pack_search.h"
+#include "planner/packing.h"
+#include "planner/validate.h"
+
+namespace saturn {
+namespace {
+
+// One task of a test profile: its class, rows, steps and step time alone on
+// one GPU; ddp on 2 GPUs steps `ddp_speedup` times faster.
+struct Spec {
+  std::string name;
+  std::string cls;
+  double rows = 4;
+  int steps = 100;
+  double step_s = 0.3;
+};
+
+// A pack's step time at `rows` rows on one GPU for a class whose member
+// steps in `base` alone at `rows0` rows: memory-bound below the knee (the
+// base's weights read once a step whatever the batch), then linear in rows.
+double TrueStep(double base, double rows0, double rows) {
+  return base * (0.6 + 0.4 * rows / rows0);
+}
+
+struct Instance {
+  Cluster cluster;
+  ProfileTable profile;
+  Problem problem;
+  PackTerms terms;
+};
+
+// The profile: rows for single (1 GPU) and ddp (2 GPUs, 0.55x the step);
+// pack curves measured at 1, 2, 4 (and on 2 GPUs 8) members' rows.
+std::string ProfileCsv(const std::vector<Spec>& specs, double overhead_s) {
+  std::ostringstream csv;
+  csv << "task,technique,gpus,runtime_s,step_s,steps,pack_class,pack_rows,pack_step_s\n";
+  for (const Spec& s : specs) {
+    for (int gpus : {1, 2}) {
+      double scale = gpus == 1 ? 1.0 : 0.55;
+      double step = s.step_s * scale;
+      std::string curve;
+      for (int k : {1, 2, 4, 8}) {
+        if (gpus == 1 && k == 8) break;  // 8 members do not fit one device
+        double rows = k * s.rows;
+        curve += (curve.empty() ? "" : " ") + std::to_string(rows) + ":" +
+                 std::to_string(TrueStep(step, s.rows, rows));
+      }
+      csv << s.name << "," << (gpus == 1 ? "single" : "ddp") << "," << gpus << ","
+          << overhead_s + s.steps * step << "," << step << "," << s.steps << "," << s.cls << ","
+          << s.rows << "," << (s.cls.empty() ? "" : curve) << "\n";
+    }
+  }
+  return csv.str();
+}
+
+Instance MakeInstance(const std::vector<Spec>& specs, int nodes, double overhead_s = 5.0) {
+  Instance in;
+  std::string yaml = "nodes:\n";
+  for (int n = 0; n < nodes; ++n)
+    yaml += "  - {name: node" + std::to_string(n) + ", gpus: 2}\n";
+  in.cluster = ParseCluster(YAML::Load(yaml), "cluster.yaml");
+  in.profile = ParseProfileCsv(ProfileCsv(specs, overhead_s), "profile.csv", in.cluster);
+  in.problem = ProblemFromProfile(in.profile, in.cluster);
+  in.terms = PackTermsFromProfile(in.profile, in.problem, "profile.csv");
+  return in;
+}
+
+// The reference: steps one at a time, every member still training sends its
+// rows; the step time is interpolated in the measured curve (written here
+// again, not taken from packing.cc).
+std::vector<double> StepByStepEnds(const std::vector<Spec>& members, double step_alone,
+                                   const std::vector<std::pair<double, double>>& curve,
+                                   double overhead) {
+  auto at = [&](double rows) {
+    for (size_t i = 1; i < curve.size(); ++i) {
+      if (rows <= curve[i].first) {
+        double f = (rows - curve[i - 1].first) / (curve[i].first - curve[i - 1].first);
+        return curve[i - 1].second * (1 - f) + curve[i].second * f;
+      }
+    }
+    return curve.back().second;
+  };
+  (void)step_alone;
+  std::vector<double> ends(members.size());
+  double t = overhead;
+  int longest = 0;
+  for (const Spec& m : members)
+    longest = std::max(longest, m.steps);
+  for (int step = 0; step < longest; ++step) {
+    double rows = 0;
+    for (const Spec& m : members)
+      rows += step < m.steps ? m.rows : 0;
+    t += at(rows);
+    for (size_t i = 0; i < members.size(); ++i) {
+      if (members[i].steps == step + 1) ends[i] = t;
+    }
+  }
+  return ends;
+}
+
+TEST(Packing, MemberEndsFollowTheMembersStepByStep) {
+  std::vector<Spec> specs = {
+      {"a", "gpt", 4, 300, 0.3}, {"b", "gpt", 2, 100, 0.3}, {"c", "gpt", 6, 200, 0.3}};
+  Instance in = MakeInstance(specs, 1, 7.0);
+  ASSERT_TRUE(in.terms.Any());
+  const Option& ddp = in.problem.tasks[0].options[1];
+  ASSERT_EQ(ddp.technique, "ddp");
+  std::vector<double> ends = PackMemberEnds(in.problem, in.terms, {0, 1, 2}, ddp);
+  ASSERT_EQ(ends.size(), 3u);
+  std::vector<std::pair<double, double>> curve;
+  for (int k : {1, 2, 4, 8})
+    curve.emplace_back(k * 4.0, TrueStep(0.3 * 0.55, 4, k * 4.0));
+  std::vector<double> want = StepByStepEnds(specs, 0.3 * 0.55, curve, 7.0);
+  for (size_t i = 0; i < 3; ++i)
+    EXPECT_NEAR(ends[i], want[i], 1e-6 * want[i]) << specs[i].name;
+  // b leaves first, then c, then a.
+  EXPECT_LT(ends[1], ends[2]);
+  EXPECT_LT(ends[2], ends[0]);
+  // 12 rows fit one GPU's curve (up to 16), 4 members of 6 rows do not.
+  const Option& single = in.problem.tasks[0].options[0];
+  EXPECT_FALSE(PackMemberEnds(in.problem, in.terms, {0, 1, 2}, single).empty());
+  // One GPU's curve ends at 4 members' rows (16): 5 members do not fit it,
+  // but do fit ddp's (up to 32).
+  std::vector<Spec> five(5, Spec{"m", "gpt", 4});
+  for (int i = 0; i < 5; ++i)
+    five[i].name = "m" + std::to_string(i);
+  Instance large = MakeInstance(five, 1);
+  EXPECT_TRUE(
+      PackMemberEnds(large.problem, large.terms, {0, 1, 2, 3, 4}, large.problem.tasks[0].options[0])
+          .empty());
+  EXPECT_EQ(
+      PackMemberEnds(large.problem, large.terms, {0, 1, 2, 3, 4}, large.problem.tasks[0].options[1])
+          .size(),
+      5u);
+}
+
+TEST(Packing, TasksOfDifferentClassesNeverShareAPack) {
+  Instance in = MakeInstance({{"a", "gpt"}, {"b", "llama"}, {"c", ""}}, 1);
+  EXPECT_FALSE(in.terms.Any());
+  EXPECT_TRUE(PackMemberEnds(in.problem, in.terms, {0, 1}, in.problem.tasks[0].options[0]).empty());
+  PackedPlanResult r = PlanWithPacks(in.problem, in.terms, PlanRequest(), true);
+  for (const PlanTask& t : r.result.plan.tasks)
+    EXPECT_EQ(t.pack, "") << t.task;
+}
+
+TEST(Packing, BadPackColumnsNameTheFileLineAndColumn) {
+  Cluster cluster = ParseCluster(YAML::Load("nodes: [{name: n0, gpus: 2}]"), "c.yaml");
+  auto terms_of = [&](const std::string& csv) {
+    ProfileTable p = ParseProfileCsv(csv, "p.csv", cluster);
+    return PackTermsFromProfile(p, ProblemFromProfile(p, cluster), "p.csv");
+  };
+  const std::string head =
+      "task,technique,gpus,runtime_s,step_s,steps,pack_class,pack_rows,pack_step_s\n";
+  try {
+    terms_of(head + "a,single,1,30,0.3,100,gpt,4,4:0.3 2:0.4\n");
+    FAIL() << "descending rows accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("p.csv"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("pack_step_s"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("'2:0.4'"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(terms_of(head + "a,single,1,30,0.3,100,gpt,-1,4:0.3\n"), InputError);
+  EXPECT_THROW(terms_of(head + "a,single,1,30,0.3,100,gpt,4,4:0.3\na,ddp,2,20,0.2,100,x,4,4:0.2\n"),
+               InputError);
+}
+
+TEST(Packing, PlannerPacksALoraGridAndTheValidatorAcceptsIt) {
+  // 4 learning rates x 2 ranks on one node of 2 devices.
+  std::vector<Spec> specs;
+  for (int i = 0; i < 8; ++i)
+    specs.push_back({"lr" + std::to_string(i / 2) + "-r" + std::to_string(4 << (i % 2)), "gpt2"});
+  Instance in = MakeInstance(specs, 1);
+  PlanRequest req;
+  PackedPlanResult packed = PlanWithPacks(in.problem, in.terms, req, true);
+  PackedPlanResult alone = PlanWithPacks(in.problem, in.terms, req, false);
+  const Plan& plan = packed.result.plan;
+  EXPECT_TRUE(ValidatePlan(in.problem, in.terms, plan).empty())
+      << ValidatePlan(in.problem, in.terms, plan).front();
+  int in_packs = 0;
+  for (const PlanTask& t : plan.tasks)
+    in_packs += !t.pack.empty();
+  EXPECT_GE(in_packs, 4);
+  for (const PlanTask& t : alone.result.plan.tasks)
+    EXPECT_EQ(t.pack, "");
+  // The memory-bound step makes packing a clear gain: each pack of k steps
+  // in 0.6 + 0.4 k of one member's time.
+  EXPECT_LT(plan.makespan_s, 0.8 * alone.result.plan.makespan_s);
+  EXPECT_NEAR(packed.unpacked_makespan_s, alone.result.plan.makespan_s,
+              1e-6 * alone.result.plan.makespan_s);
+  ASSERT_TRUE(plan.extra.contains("packs"));
+  EXPECT_FALSE(DescribePacks(in.problem, in.terms, packed, false).empty());
+  // Without pack columns the plan is checked as before and packs are refused.
+  EXPECT_FALSE(ValidatePlan(in.problem, plan).empty());
+}
+
+TEST(Packing, ValidatorRejectsBrokenPacks) {
+  std::vector<Spec> specs = {{"a", "gpt"}, {"b", "gpt"}, {"c", "other"}};
+  Instance in = MakeInstance(specs, 1);
+  Plan good = ExpandPackedPlan(
+      in.problem, BuildPackedProblem(in.problem, in.terms, {{0, 1}, {2}}),
+      RunPlanner(BuildPackedProblem(in.problem, in.terms, {{0, 1}, {2}}).problem, PlanRequest())
+          .plan);
+  ASSERT_TRUE(ValidatePlan(in.problem, in.terms, good).empty());
+  auto errors_after = [&](const std::function<void(Plan&)>& change) {
+    Plan p = good;
+    change(p);
+    std::string all;
+    for (const std::string& e : ValidatePlan(in.problem, in.terms, p))
+      all += e + "\n";
+    return all;
+  };
+  auto find = [&](Plan& p, const std::string& name) -> PlanTask& {
+    return *std::find_if(p.tasks.begin(), p.tasks.end(),
+                         [&](const PlanTask& t) { return t.task == name; });
+  };
+  EXPECT_NE(errors_after([&](Plan& p) { find(p, "b").start_s += 1; }).find("share one worker"),
+            std::string::npos);
+  EXPECT_NE(errors_after([&](Plan& p) { find(p, "b").end_s += 3; }).find("pack model says"),
+            std::string::npos);
+  EXPECT_NE(errors_after([&](Plan& p) {
+              find(p, "c").pack = find(p, "a").pack;
+            }).find("cannot share a pack"),
+            std::string::npos);
+}
+
+// Every partition of `items` into groups, each passed to `visit`.
+void Partitions(const std::vector<int>& items, size_t i, Packing& groups,
+                const std::function<void(const Packing&)>& visit) {
+  if (i == items.size()) {
+    visit(groups);
+    return;
+  }
+  for (size_t g = 0; g < groups.size(); ++g) {
+    groups[g].push_back(items[i]);
+    Partitions(items, i + 1, groups, visit);
+    groups[g].pop_back();
+  }
+  groups.push_back({items[i]});
+  Partitions(items, i + 1, groups, visit);
+  groups.pop_back();
+}
+
+// The shortest plan over every packing (each class partitioned every way,
+// each packing solved by auto), as the reference for the greedy search.
+double ExhaustiveBest(const Instance& in, const PlanRequest& req, int* packings) {
+  std::map<std::string, std::vector<int>> classes;
+  Packing fixed;
+  for (int j = 0; j < in.problem.NumTasks(); ++j) {
+    if (in.terms.tasks[j].cls.empty())
+      fixed.push_back({j});
+    else
+      classes[in.terms.tasks[j].cls].push_back(j);
+  }
+  std::vector<std::vector<Packing>> per_class;
+  for (auto& [cls, items] : classes) {
+    per_class.emplace_back();
+    Packing groups;
+    Partitions(items, 0, groups, [&](const Packing& p) { per_class.back().push_back(p); });
+  }
+  double best = std::numeric_limits<double>::infinity();
+  *packings = 0;
+  std::function<void(size_t, Packing)> combine = [&](size_t c, Packing acc) {
+    if (c == per_class.size()) {
+      PackedProblem packed = BuildPackedProblem(in.problem, in.terms, acc);
+      for (const Task& t : packed.problem.tasks)
+        if (t.options.empty()) return;
+      ++*packings;
+      best = std::min(best, RunPlanner(packed.problem, req).plan.makespan_s);
+      return;
+    }
+    for (const Packing& p : per_class[c]) {
+      Packing next = acc;
+      next.insert(next.end(), p.begin(), p.end());
+      combine(c + 1, next);
+    }
+  };
+  combine(0, fixed);
+  return best;
+}
+
+TEST(Packing, GreedyPackingIsWithinTwoPercentOfEveryPacking) {
+  std::mt19937 rng(7);
+  PlanRequest req;
+  req.work_scale = 0.02;
+  struct Shape {
+    int tasks, classes, nodes;
+  };
+  for (Shape shape :
+       {Shape{5, 1, 1}, Shape{6, 2, 2}, Shape{7, 2, 1}, Shape{8, 2, 2}, Shape{8, 3, 1}}) {
+    std::vector<Spec> specs;
+    std::uniform_int_distribution<int> steps(1, 4), rows(1, 3), step(2, 6);
+    for (int i = 0; i < shape.tasks; ++i) {
+      specs.push_back({"t" + std::to_string(i), "c" + std::to_string(i % shape.classes),
+                       2.0 * rows(rng), 100 * steps(rng), 0.1 * step(rng)});
+    }
+    Instance in = MakeInstance(specs, shape.nodes);
+    int packings = 0;
+    double best = ExhaustiveBest(in, req, &packings);
+    PackedPlanResult r = PlanWithPacks(in.problem, in.terms, req, true);
+    EXPECT_TRUE(ValidatePlan(in.problem, in.terms, r.result.plan).empty());
+    EXPECT_LE(r.result.plan.makespan_s, 1.02 * best)
+        << shape.tasks << " tasks, " << shape.classes << " classes: exhaustive over " << packings
+        << " packings " << best << ", greedy " << r.result.plan.makespan_s;
+    std::printf(
+        "[ packing  ] %d tasks, %d classes, %d nodes: greedy %.1f s, exhaustive %.1f s "
+        "over %d packings (%.3fx), %d scored\n",
+        shape.tasks, shape.classes, shape.nodes, r.result.plan.makespan_s, best, packings,
+        r.result.plan.makespan_s / best, r.evaluations);
+  }
+}
+
+}  // namespace
+}  // namespace saturn
