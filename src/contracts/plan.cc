@@ -72,6 +72,7 @@ json PlanToJson(const Plan& plan) {
                      {"start_s", t.start_s},
                      {"end_s", t.end_s}});
     if (!t.gpu_type.empty()) tasks.back()["gpu_type"] = t.gpu_type;
+    if (!t.pack.empty()) tasks.back()["pack"] = t.pack;
   }
   out["tasks"] = std::move(tasks);
   for (const auto& [key, value] : plan.extra.items()) {
@@ -116,6 +117,7 @@ Plan PlanFromJson(const json& in, std::string_view source) {
     task.start_s = GetNumber(t, "start_s", source, path);
     task.end_s = GetNumber(t, "end_s", source, path);
     if (t.contains("gpu_type")) task.gpu_type = GetString(t, "gpu_type", source, path);
+    if (t.contains("pack")) task.pack = GetString(t, "pack", source, path);
     plan.tasks.push_back(std::move(task));
   }
   for (const auto& [key, value] : in.items()) {

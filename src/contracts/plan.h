@@ -5,6 +5,9 @@
 //    "tasks": [{"task": "a", "technique": "fsdp", "gpus": 4, "node": "node0",
 //               "gpu_ids": [0,1,2,3], "start_s": 0.0, "end_s": 600.0}]}
 //
+// A task that trains in a pack with others (several LoRA tasks on one frozen
+// base, one worker) carries "pack": the pack's name, the same for each member.
+//
 // Reading checks the shape and types (InputError naming the field); whether a
 // plan is *valid* for a cluster and profile is planner/validate.h's job.
 //
@@ -31,6 +34,10 @@ struct PlanTask {
   // The GPU type of its node (mixed clusters; "" for a cluster's one
   // unnamed type): in the JSON only when set.
   std::string gpu_type = {};
+  // The pack this task trains in (planner/packing.h): the pack's name, shared
+  // by its members, which then have the same technique, node, gpu_ids and
+  // start, and each its own end_s; in the JSON only when set ("" trains alone).
+  std::string pack = {};
 };
 
 struct Plan {
