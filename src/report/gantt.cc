@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <tuple>
 
 #include "common/format.h"
 #include "contracts/plan_status.h"
@@ -116,6 +117,48 @@ std::string RunsText(const std::vector<std::pair<int, int>>& runs) {
   return text;
 }
 
+// The marks of one box of a bar (y, h): from each, the rest of a filled bar
+// pales by its fade (a pack with fewer members left), and a tick in the
+// task's dark colour (dotted on an outline) carries its tooltip, over a wider
+// transparent line that makes it easy to point at. A tick left of
+// `text_end` stops short of the label's line (`font` high) to keep it legible.
+void DrawMarks(SvgWriter& svg, const Layout& at, const GanttBar& b, const TaskColor& color,
+               double y, double h, double text_end, double font) {
+  const std::string dash = b.outline_only ? "stroke-dasharray=\"2 2\"" : "";
+  for (size_t i = 0; i < b.marks.size(); ++i) {
+    const GanttMark& m = b.marks[i];
+    if (!(m.t > b.start && m.t < b.end)) continue;
+    const double x = at.X(m.t);
+    if (!b.outline_only && m.fade > 0) {
+      const double next = i + 1 < b.marks.size() ? std::min(b.marks[i + 1].t, b.end) : b.end;
+      svg.Rect(x, y, at.X(next) - x, h, "white", "",
+               "fill-opacity=\"" + FormatFixed(0.5 * std::min(m.fade, 1.0), 2) + "\"");
+    }
+    svg.Raw("<g class=\"mark\"><title>" + XmlEscape(m.detail) + "</title>");
+    svg.Line(x, y, x, y + h, "transparent", 7);
+    if (x < text_end) {
+      const double gap_top = y + h / 2 - font * 0.45, gap_bottom = y + h / 2 + font * 0.5;
+      if (gap_top > y) svg.Line(x, y, x, gap_top, color.line, 2, dash);
+      if (gap_bottom < y + h) svg.Line(x, gap_bottom, x, y + h, color.line, 2, dash);
+    } else {
+      svg.Line(x, y, x, y + h, color.line, 2, dash);
+    }
+    svg.Raw("</g>\n");
+  }
+}
+
+// How many characters (UTF-8 code points) `text` has.
+size_t CodePoints(const std::string& text) {
+  return static_cast<size_t>(std::count_if(text.begin(), text.end(), [](char c) {
+    return (static_cast<unsigned char>(c) & 0xC0) != 0x80;
+  }));
+}
+
+// What a bar is, in its tooltips: "task" or "pack".
+std::string Unit(const GanttBar& b) {
+  return b.members > 0 ? "pack" : "task";
+}
+
 // One bar: a box per run of consecutive GPUs. A filled bar in parts carries
 // the label on every part (and says so in its tooltip); DrawJoins joins them.
 void DrawBar(SvgWriter& svg, const GanttChart& chart, const Layout& at, const GanttBar& b) {
@@ -123,8 +166,9 @@ void DrawBar(SvgWriter& svg, const GanttChart& chart, const Layout& at, const Ga
   const std::vector<std::pair<int, int>> runs = Runs(b.gpu_ids);
   const bool parts = runs.size() > 1;
   const std::string title = parts && !b.outline_only
-                                ? b.detail + " [one task, drawn in " + std::to_string(runs.size()) +
-                                      " parts: GPUs " + RunsText(runs) + "]"
+                                ? b.detail + " [one " + Unit(b) + ", drawn in " +
+                                      std::to_string(runs.size()) + " parts: GPUs " +
+                                      RunsText(runs) + "]"
                                 : b.detail;
   double x = at.X(b.start), w = at.X(b.end) - x;
   for (const auto& [lo, hi] : runs) {
@@ -134,15 +178,19 @@ void DrawBar(SvgWriter& svg, const GanttChart& chart, const Layout& at, const Ga
       // task's bar, and shows on it where the task ran as planned.
       svg.Rect(x, y, w, h, "none", title,
                "stroke=\"" + color.line + "\" stroke-dasharray=\"5 2\" stroke-width=\"2\"");
+      DrawMarks(svg, at, b, color, y, h, x, 0);
       continue;
     }
     svg.Rect(x, y, w, h, color.fill, title, "stroke=\"white\" stroke-width=\"0.5\"");
-    double font = std::min(10.0, h - 2);
-    size_t fits = static_cast<size_t>((w - 4) / (font * 0.58));
-    if (font >= 7 && fits >= 4) {
-      svg.Text(x + 4, y + h / 2 + font * 0.35, Ellipsize(b.label, fits), font, "start",
-               "fill=\"#111\"");
-    }
+    const double font = std::min(10.0, h - 2);
+    const size_t fits = static_cast<size_t>((w - 4) / (font * 0.58));
+    const bool labelled = font >= 7 && fits >= 4;
+    const std::string label = labelled ? Ellipsize(b.label, fits) : "";
+    // The label is drawn over the marks; they leave its line clear (its width
+    // as the box's fit reckons it, slightly over most text's).
+    DrawMarks(svg, at, b, color, y, h, x + 4 + static_cast<double>(CodePoints(label)) * font * 0.58,
+              font);
+    if (labelled) svg.Text(x + 4, y + h / 2 + font * 0.35, label, font, "start", "fill=\"#111\"");
   }
 }
 
@@ -161,9 +209,10 @@ void DrawJoins(SvgWriter& svg, const GanttChart& chart, const Layout& at, const 
     // From the middle of one part's last row to the middle of the next one's first.
     double y1 = at.Y(b.node, runs[i].second) + at.row_h / 2,
            y2 = at.Y(b.node, runs[i + 1].first) + at.row_h / 2;
-    svg.Raw("<g class=\"join\"><title>" +
-            XmlEscape(b.label + ": one task on GPUs " + RunsText(runs) + " of " + b.node) +
-            "</title>");
+    svg.Raw(
+        "<g class=\"join\"><title>" +
+        XmlEscape(b.label + ": one " + Unit(b) + " on GPUs " + RunsText(runs) + " of " + b.node) +
+        "</title>");
     svg.Line(x, y1, x, y2, color.line, 3);
     for (double y : {y1, y2}) {
       svg.Raw("<circle cx=\"" + FormatFixed(x, 1) + "\" cy=\"" + FormatFixed(y, 1) +
@@ -171,6 +220,59 @@ void DrawJoins(SvgWriter& svg, const GanttChart& chart, const Layout& at, const 
     }
     svg.Raw("</g>\n");
   }
+}
+
+// A task that trains alone: its bar, label and tooltip.
+GanttBar AloneBar(const PlanTask& t) {
+  GanttBar bar;
+  bar.node = t.node;
+  bar.gpu_ids = t.gpu_ids;
+  bar.start = t.start_s;
+  bar.end = t.end_s;
+  bar.label = t.task + " · " + t.technique + " ×" + std::to_string(t.gpus);
+  bar.detail = t.task + ": " + t.technique + " on " + std::to_string(t.gpus) + " GPU(s) of " +
+               t.node + ", " + GanttSpan(t.start_s, t.end_s);
+  bar.color_key = t.task;
+  return bar;
+}
+
+// A pack's members (the same node, GPUs and start; plan order) as one bar to
+// its last member's end: "pack-1 · 3 tasks · lora ×2: a, b, c" (the names cut
+// first where the box is short), each member's end in the tooltip, and a mark
+// where members end before the pack (those ending together share one).
+GanttBar PackBar(const std::vector<const PlanTask*>& members) {
+  const PlanTask& first = *members.front();
+  GanttBar bar = AloneBar(first);
+  std::string names;
+  for (const PlanTask* m : members) {
+    bar.end = std::max(bar.end, m->end_s);
+    names += (names.empty() ? "" : ", ") + m->task;
+  }
+  const long n = static_cast<long>(members.size());
+  bar.members = static_cast<int>(n);
+  const std::string gpus = std::to_string(first.gpus);
+  bar.label =
+      first.pack + " · " + Plural(n, "task") + " · " + first.technique + " ×" + gpus + ": " + names;
+  bar.detail = first.pack + ": " + Plural(n, "task") + " training together, " + first.technique +
+               " on " + gpus + " GPU(s) of " + first.node + ", " + GanttSpan(bar.start, bar.end);
+  bar.color_key = "pack " + first.pack;
+  std::vector<const PlanTask*> by_end = members;
+  std::stable_sort(by_end.begin(), by_end.end(),
+                   [](const PlanTask* a, const PlanTask* b) { return a->end_s < b->end_s; });
+  for (size_t i = 0, j = 0; i < by_end.size(); i = j) {
+    const double end = by_end[i]->end_s;
+    std::string who;
+    for (j = i; j < by_end.size() && by_end[j]->end_s == end; ++j) {
+      who += (who.empty() ? "" : ", ") + by_end[j]->task;
+      bar.detail += "\n  " + by_end[j]->task + ": " + GanttSpan(bar.start, end);
+    }
+    if (end >= bar.end) continue;
+    bar.marks.push_back({end, static_cast<double>(j) / static_cast<double>(n),
+                         first.pack + ": " + who + (j - i > 1 ? " end" : " ends") + " at " +
+                             FormatDuration(end) + ", " +
+                             Plural(n - static_cast<long>(j), "member") + " left"});
+  }
+  return bar;
 }
 
 }  // namespace
@@ -188,18 +290,35 @@ GanttChart GanttFromPlan(const Plan& plan, const Cluster& cluster, const std::st
                    FormatDuration(plan.lower_bound_s) + " · " +
                    Plural(static_cast<long>(plan.tasks.size()), "task");
   chart.nodes = cluster.nodes;
+  // Each bar's tasks in plan order: a task alone, or a pack's members placed
+  // together (a member placed elsewhere, which a valid plan has not, gets a
+  // bar of its own rather than a wrong place on another's).
+  std::vector<std::vector<const PlanTask*>> groups;
+  std::map<std::tuple<std::string, std::string, std::vector<int>, double>, size_t> pack_group;
+  std::map<std::string, long> packed;  // members by pack name
   for (const PlanTask& t : plan.tasks) {
-    GanttBar bar;
-    bar.node = t.node;
-    bar.gpu_ids = t.gpu_ids;
-    bar.start = t.start_s;
-    bar.end = t.end_s;
-    bar.label = t.task + " · " + t.technique + " ×" + std::to_string(t.gpus);
-    bar.detail = t.task + ": " + t.technique + " on " + std::to_string(t.gpus) + " GPU(s) of " +
-                 t.node + ", " + GanttSpan(t.start_s, t.end_s);
-    bar.color_key = t.task;
-    if (!chart.colors.count(t.task)) {
-      chart.colors[t.task] = PaletteColor(chart.colors.size());
+    if (t.pack.empty()) {
+      groups.push_back({&t});
+      continue;
+    }
+    ++packed[t.pack];
+    auto [it, added] =
+        pack_group.try_emplace({t.pack, t.node, t.gpu_ids, t.start_s}, groups.size());
+    if (added) groups.emplace_back();
+    groups[it->second].push_back(&t);
+  }
+  if (!packed.empty()) {
+    long members = 0;
+    for (const auto& [name, count] : packed)
+      members += count;
+    chart.subtitle += " (" + std::to_string(members) + " in " +
+                      Plural(static_cast<long>(packed.size()), "pack") + ")";
+  }
+  for (const std::vector<const PlanTask*>& group : groups) {
+    const PlanTask& t = *group.front();
+    GanttBar bar = t.pack.empty() ? AloneBar(t) : PackBar(group);
+    if (!chart.colors.count(bar.color_key)) {
+      chart.colors[bar.color_key] = PaletteColor(chart.colors.size());
     }
     chart.bars.push_back(std::move(bar));
   }

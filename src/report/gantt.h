@@ -7,6 +7,10 @@
 // Outline-only bars draw a second timeline (e.g. the plan, dashed, over the
 // run's filled bars: drawn after them, so neither hides the other).
 // Times in tooltips read as the terminal prints them (FormatDuration).
+// A pack (several tasks training in one worker, PlanTask::pack) is one bar
+// from its start to its last member's end, labelled with the pack, its
+// member count and names; a tick marks each member that ends earlier, and
+// the bar pales a step after each (fewer members left on the GPUs).
 //
 //   GanttChart chart = GanttFromPlan(plan, cluster, "Saturn plan");
 //   std::string svg = RenderGanttSvg(chart);
@@ -22,6 +26,15 @@
 
 namespace saturn {
 
+// A time inside a bar marked with a tick, e.g. where members of a pack end
+// before the pack does: `detail` (its tooltip) says whose end; `fade` is the
+// share of the bar's work gone from then on (0..1), drawn paler the more.
+struct GanttMark {
+  double t = 0.0;
+  double fade = 0.0;
+  std::string detail;
+};
+
 struct GanttBar {
   std::string node;
   std::vector<int> gpu_ids;
@@ -31,6 +44,8 @@ struct GanttBar {
   std::string detail;     // tooltip
   std::string color_key;  // bars with the same key share a colour
   bool outline_only = false;
+  std::vector<GanttMark> marks = {};  // in time order, inside (start, end)
+  int members = 0;                    // a pack's member count; 0: one task
 };
 
 struct GanttChart {
@@ -48,7 +63,8 @@ struct GanttChart {
 // length in FormatDuration, as `saturn plan` and `saturn run` print times.
 std::string GanttSpan(double start, double end);
 
-// A bar per plan entry, coloured by the plan's order (PaletteColor).
+// A bar per plan entry, coloured by the plan's order (PaletteColor); the
+// members of a pack (the same pack, node, GPUs and start) share one bar.
 GanttChart GanttFromPlan(const Plan& plan, const Cluster& cluster, const std::string& title);
 std::string RenderGanttSvg(const GanttChart& chart);
 
