@@ -2,6 +2,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <map>
 #include <memory>
 
 #include "cli/commands.h"
@@ -50,12 +51,19 @@ std::string PerTypeLines(const Plan& plan, const Cluster& cluster) {
       ++nodes;
       gpus += n.gpus;
     }
+    std::map<std::string, const PlanTask*> longest;  // a pack holds its GPUs once
     for (const PlanTask& t : plan.tasks) {
       int node = cluster.NodeIndex(t.node);
       if (node < 0 || cluster.nodes[static_cast<size_t>(node)].gpu_type != type) continue;
       ++tasks;
-      gpu_s += t.gpus * (t.end_s - t.start_s);
+      if (t.pack.empty()) {
+        gpu_s += t.gpus * (t.end_s - t.start_s);
+      } else if (!longest[t.pack] || longest[t.pack]->end_s < t.end_s) {
+        longest[t.pack] = &t;
+      }
     }
+    for (const auto& [pack, t] : longest)
+      gpu_s += t->gpus * (t->end_s - t->start_s);
     double capacity = gpus * plan.makespan_s;
     out +=
         "  on " + GpuTypeLabel(type) + " (" + Plural(nodes, "node") + ", " + Plural(gpus, "GPU") +
@@ -175,6 +183,9 @@ int RunPlan(const PlanOptions& o) {
                           ? DescribeGapToBound(plan.makespan_s, plan.lower_bound_s) + " " +
                                 FormatDuration(plan.lower_bound_s)
                           : "lower bound " + FormatDuration(plan.lower_bound_s);
+  // With packs the bound is of the chosen packing: none over every packing is known.
+  if (plan.extra.contains("lower_bound_of"))
+    bound += " of " + plan.extra["lower_bound_of"].get<std::string>();
   std::fprintf(stderr, "plan: %s, makespan %s, %s, solved in %s\n",
                DescribePlanStatus(plan.status).c_str(), FormatDuration(plan.makespan_s).c_str(),
                bound.c_str(), FormatDuration(plan.solve_time_s).c_str());

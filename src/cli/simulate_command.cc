@@ -15,6 +15,8 @@
 #include "common/progress.h"
 #include "contracts/cluster.h"
 #include "contracts/profile.h"
+#include "planner/pack_search.h"
+#include "planner/packing.h"
 #include "planner/registry.h"
 #include "report/gantt.h"
 #include "sim/simulator.h"
@@ -31,6 +33,7 @@ struct SimulateOptions {
   double threshold_s = defaults::kPaperThresholdS;
   double switch_cost_s = defaults::kSwitchCostS;
   bool no_introspection = false;
+  bool no_pack = false;
   double time_limit_s = defaults::kSolverTimeLimitS;
   uint64_t seed = 0;
 };
@@ -104,6 +107,47 @@ SimResult SimulateShowingProgress(const Problem& believed,
   return r;
 }
 
+// Packs (planner/packing.h) are chosen once, by the planner on what it
+// believes, and then simulated as units: each pack one task whose runtime
+// is its last member's end, true runtime the pack's belief times its
+// members' mean truth / belief, arriving when its last member arrives.
+// Re-planning keeps the packs (it does not split or regroup them).
+void PackForSimulation(const PackTerms& terms, const SimulateOptions& o, Problem* believed,
+                       std::vector<std::vector<double>>* truth, std::vector<double>* arrival) {
+  PlanRequest request;
+  request.solver = o.solver;
+  request.time_limit_s = o.time_limit_s;
+  request.seed = o.seed;
+  PackedPlanResult chosen = PlanWithPacks(*believed, terms, request, true);
+  std::fputs(DescribePacks(*believed, terms, chosen, false).c_str(), stderr);
+  PackedProblem packed = BuildPackedProblem(*believed, terms, chosen.packing);
+  std::vector<std::vector<double>> packed_truth;
+  std::vector<double> packed_arrival;
+  for (size_t g = 0; g < packed.groups.size(); ++g) {
+    const std::vector<int>& group = packed.groups[g];
+    double ratio = 0.0, arrives = 0.0;
+    for (int j : group) {
+      // A task's truth / belief: the same for each of its options unless
+      // --config-noise or --truth says otherwise; the mean over options.
+      double sum = 0.0;
+      const Task& t = believed->tasks[j];
+      for (size_t k = 0; k < t.options.size(); ++k)
+        sum += (*truth)[j][k] / t.options[k].runtime_s;
+      ratio += sum / static_cast<double>(t.options.size()) / static_cast<double>(group.size());
+      arrives = std::max(arrives, (*arrival)[j]);
+    }
+    const Task& pack = packed.problem.tasks[g];
+    packed_truth.emplace_back();
+    for (size_t k = 0; k < pack.options.size(); ++k)
+      packed_truth.back().push_back(group.size() == 1 ? (*truth)[group[0]][k]
+                                                      : pack.options[k].runtime_s * ratio);
+    packed_arrival.push_back(arrives);
+  }
+  *believed = std::move(packed.problem);
+  *truth = std::move(packed_truth);
+  *arrival = std::move(packed_arrival);
+}
+
 int RunSimulate(const SimulateOptions& o) {
   Cluster cluster = LoadClusterFile(o.cluster);
   ProfileTable profile = LoadProfileFile(o.profile, cluster);
@@ -126,6 +170,9 @@ int RunSimulate(const SimulateOptions& o) {
   } else {
     truth = TruthEqualsBelief(believed);
   }
+  std::vector<double> arrival = Arrivals(profile, believed, o.profile);
+  PackTerms terms = PackTermsFromProfile(profile, believed, o.profile);
+  if (!o.no_pack && terms.Any()) PackForSimulation(terms, o, &believed, &truth, &arrival);
   SimOptions options;
   options.policy.solver = o.solver;
   options.policy.time_limit_s = o.time_limit_s;
@@ -139,8 +186,7 @@ int RunSimulate(const SimulateOptions& o) {
       Plural(cluster.TotalGpus(), "GPU").c_str(), o.solver.c_str(),
       o.no_introspection ? ", no introspection"
                          : (", introspection every " + FormatDuration(o.interval_s)).c_str());
-  SimResult r = SimulateShowingProgress(believed, truth, Arrivals(profile, believed, o.profile),
-                                        std::move(options));
+  SimResult r = SimulateShowingProgress(believed, truth, arrival, std::move(options));
 
   std::string json = ResultJson(r).dump(2) + "\n";
   std::string svg;
@@ -192,6 +238,8 @@ void AddSimulateCommand(CLI::App& app, int* status) {
   cmd->add_option("--profile", o->profile,
                   "What the planner believes (profile CSV; optional arrival_s column)")
       ->required();
+  cmd->add_flag("--no-pack", o->no_pack,
+                "Never train tasks in packs (several LoRA tasks on one base in one worker)");
   cmd->add_option("--truth", o->truth, "What tasks really take (another profile CSV)");
   cmd->add_option("--noise", o->noise, "Truth = profile x U(1-SIGMA, 1+SIGMA) per task")
       ->capture_default_str();

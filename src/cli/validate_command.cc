@@ -6,10 +6,11 @@
 
 #include "cli/commands.h"
 #include "common/format.h"
-#include "planner/validate.h"
 #include "contracts/cluster.h"
 #include "contracts/plan.h"
 #include "contracts/profile.h"
+#include "planner/packing.h"
+#include "planner/validate.h"
 
 namespace saturn {
 namespace {
@@ -22,7 +23,10 @@ int RunValidate(const ValidateOptions& o) {
   Cluster cluster = LoadClusterFile(o.cluster);
   ProfileTable profile = LoadProfileFile(o.profile, cluster);
   Plan plan = LoadPlanFile(o.plan);
-  std::vector<std::string> errors = ValidatePlan(ProblemFromProfile(profile, cluster), plan);
+  // Packs are checked against the profile's pack columns (planner/packing.h).
+  Problem problem = ProblemFromProfile(profile, cluster);
+  PackTerms terms = PackTermsFromProfile(profile, problem, o.profile);
+  std::vector<std::string> errors = ValidatePlan(problem, terms, plan);
   if (errors.empty()) {
     std::printf("%s: valid plan (%s, makespan %s)\n", o.plan.c_str(),
                 Plural(static_cast<long>(plan.tasks.size()), "task").c_str(),

@@ -434,5 +434,36 @@ TEST_F(Cli, PlanTakesAWorkloadsClusterSection) {
               HasSubstr("cluster: no such cluster file: " + normal(Path("nowhere.yaml"))));
 }
 
+// Packs (planner/packing.h): four LoRA tasks over one base, a step of all
+// four costing 1.6x one alone; the plan packs them, validate accepts it,
+// --no-pack trains each alone, and simulate runs the packs.
+TEST_F(Cli, PlanPacksTasksThatShareABaseUnlessToldNot) {
+  std::string csv = "task,technique,gpus,runtime_s,step_s,steps,pack_class,pack_rows,pack_step_s\n";
+  for (std::string t : {"a", "b", "c", "d"})
+    csv += t + ",single,1,105,1.0,100,gpt2-lora,4,4:1.0 8:1.2 16:1.6\n";
+  WriteFileAtomic(Path("lora.csv"), csv);
+  WriteFileAtomic(Path("one.yaml"), "nodes:\n  - {name: n0, gpus: 1}\n");
+  std::string args = "--cluster " + Path("one.yaml") + " --profile " + Path("lora.csv");
+  Result r = Saturn("plan " + args + " --output " + Path("plan.json"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  nlohmann::json plan = nlohmann::json::parse(ReadFile(Path("plan.json")));
+  EXPECT_NEAR(plan["makespan_s"].get<double>(), 5 + 100 * 1.6, 1e-6);  // one pack of 4
+  for (const auto& t : plan["tasks"])
+    EXPECT_EQ(t.value("pack", ""), "pack-1") << t.dump();
+  EXPECT_THAT(r.output, HasSubstr("pack-1: 4 tasks (a, b, c, d)"));
+  EXPECT_EQ(Saturn("validate " + args + " --plan " + Path("plan.json")).status, 0);
+  Result alone = Saturn("plan " + args + " --no-pack --output " + Path("alone.json"));
+  ASSERT_EQ(alone.status, 0) << alone.output;
+  nlohmann::json unpacked = nlohmann::json::parse(ReadFile(Path("alone.json")));
+  EXPECT_NEAR(unpacked["makespan_s"].get<double>(), 4 * 105, 1e-6);
+  for (const auto& t : unpacked["tasks"])
+    EXPECT_FALSE(t.contains("pack"));
+  EXPECT_THAT(alone.output, HasSubstr("packs: none (--no-pack)"));
+  Result sim = Saturn("simulate " + args + " --output " + Path("sim.json"));
+  ASSERT_EQ(sim.status, 0) << sim.output;
+  EXPECT_NEAR(nlohmann::json::parse(ReadFile(Path("sim.json")))["makespan_s"].get<double>(), 165,
+              1e-6);
+}
+
 }  // namespace
 }  // namespace saturn
