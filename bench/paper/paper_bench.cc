@@ -32,14 +32,14 @@ namespace saturn::bench {
 namespace {
 
 const char* const kSections[] = {"fig5",   "noise", "ladder", "sensitivity",
-                                 "online", "types", "scale"};
+                                 "online", "types", "lora",   "scale"};
 
 void Usage() {
   std::fprintf(stderr,
                "usage: paper_bench [--quick | --full] [--out DIR] [--seeds N] [--solve-limit S]\n"
                "                   [--replan-work W] [--interval S] [--jobs N] [--no-scale]\n"
                "                   [--only SECTION,...]   sections: fig5 noise ladder "
-               "sensitivity online types scale\n");
+               "sensitivity online types lora scale\n");
 }
 
 // Parses argv into `c`; false on a bad argument. --quick and --full set
@@ -251,7 +251,8 @@ int Main(int argc, char** argv) {
   };
   const Step steps[] = {{"fig5", Fig5Section},     {"noise", NoiseSection},
                         {"ladder", LadderSection}, {"sensitivity", SensitivitySection},
-                        {"online", OnlineSection}, {"types", TypesSection}};
+                        {"online", OnlineSection}, {"types", TypesSection},
+                        {"lora", LoraSection}};
   std::string timings;
   for (const Step& step : steps) {
     if (!cfg.Wants(step.name)) continue;

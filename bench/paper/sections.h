@@ -30,5 +30,6 @@ void LadderSection(Lab& lab, Report& report);
 void SensitivitySection(Lab& lab, Report& report);
 void OnlineSection(Lab& lab, Report& report);
 void TypesSection(Lab& lab, Report& report);
+void LoraSection(Lab& lab, Report& report);  // lora_grid.cc
 
 }  // namespace saturn::bench
