@@ -62,6 +62,10 @@ void AddProfileCommand(CLI::App& app, int* status) {
   cmd->add_option("workload", o->workload, "Workload file (YAML, Contract 5)")->required();
   cmd->add_option("--output", o->output, "Write the profile CSV here (default: stdout)");
   cmd->add_flag("--refresh", p->refresh, "Re-measure every trial, replacing cached results");
+  p->packs = true;
+  cmd->add_flag_callback(
+      "--no-pack", [p] { p->packs = false; },
+      "Measure no packs (LoRA tasks sharing a base): the profile gets no pack columns");
   cmd->add_flag_callback(
       "--no-cache", [p] { p->use_cache = false; }, "Neither read nor write the profile cache");
   cmd->add_option("--parallel", p->parallel, "Trials at once (1: exact timings on shared cores)")

@@ -24,6 +24,7 @@
 #include "common/process.h"
 #include "common/progress.h"
 #include "profiler/cache.h"
+#include "profiler/pack_trials.h"
 #include "profiler/table.h"
 #include "profiler/trial_runner.h"
 #include "profiler/trial_set.h"
@@ -427,12 +428,21 @@ ProfileRun RunProfiler(const Workload& workload, const ProfilerOptions& options)
         return cache.Fill(probe);
       });
 
+  std::vector<PackClassTrials> packs;
+  if (options.packs) {
+    std::map<std::string, json> specs = trials.TrialTasks();
+    const size_t from = run.trials.size();
+    packs = AddPackTrials(workload, run, &specs);
+    RunTrials(TrialsToRun(run, cache, from), specs, options, runner, cache, run, "profiling packs");
+    Settle(run, from);
+  }
   BuildTable(
       workload, options,
       [&](const WorkloadTask& task, const std::string& name) {
         return techniques.Rank(task, name);
       },
       run);
+  AddPackColumns(workload, packs, run);
   run.wall_s = clock.Now() - started;
   if (options.work_dir.empty()) {
     std::error_code ec;

@@ -84,6 +84,9 @@ struct ProfilerOptions {
   // than it has), "always" (`--estimate`) for every trial. Estimated rows
   // say so in the profile (`estimated_from`: "analytic: ...").
   std::string estimate = "auto";
+  // Measure packs of the tasks that may share a base (profiler/pack_trials.h)
+  // and write the profile's pack columns: `saturn profile` (not --no-pack).
+  bool packs = false;
 };
 
 // The step time a task's runtime is extrapolated from: the mean of the
@@ -186,6 +189,9 @@ struct ProfileRun {
   double wall_s = 0.0;
   long checkpoint_every = 0;              // the options' (runtimes count its checkpoints)
   std::vector<WithinNoise> within_noise;  // configurations left out of the table
+  // The packs measured (ProfilerOptions::packs), a few lines for the
+  // summary; "" when none.
+  std::string pack_summary;
 };
 
 // Throws InputError if a task has no feasible configuration at all (naming

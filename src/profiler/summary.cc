@@ -76,8 +76,7 @@ void TaskLines(const WorkloadTask& task, size_t k, const ProfileRun& run, std::o
     out << "    " << Gpus(at.second, at.first) << (pad ? " " : "") << ": fastest "
         << f.trial->technique << " " << FormatDuration(f.runtime_s) << " ("
         << FormatFixed(PlannedResult(task, *f.trial).step_s, 4) << " s/step"
-        << (EvalEvery(task) > 0 ? ", evaluation included" : "")
-        << EstimatedNote(*f.trial) << ")\n";
+        << (EvalEvery(task) > 0 ? ", evaluation included" : "") << EstimatedNote(*f.trial) << ")\n";
   }
   for (const WithinNoise* w : noise)
     out << "    " << WithinNoiseLine(task, run, *w) << "\n";
@@ -232,6 +231,7 @@ std::string ProfileSummary(const Workload& workload, const ProfileRun& run) {
     for (const TypeContradiction& c : suspect)
       out << "  " << ContradictionLine(workload, run, c) << "\n";
   }
+  if (!run.pack_summary.empty()) out << "packs (planner/packing.h):\n" << run.pack_summary;
   return out.str();
 }
 

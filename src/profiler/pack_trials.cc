@@ -1,0 +1,178 @@
+#include "profiler/pack_trials.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <set>
+
+#include "common/format.h"
+
+namespace saturn {
+namespace {
+
+using nlohmann::json;
+
+// Techniques whose workers train packs (engine Technique::TakesPacks).
+bool TakesPacks(const std::string& technique) {
+  return technique == "single" || technique == "ddp" || technique == "fsdp" || technique == "spill";
+}
+
+// Pack sizes measured for a class of `size` tasks: 2, 4, 8, while a pack of
+// half as many is smaller than the class.
+std::vector<int> PackSizes(size_t size) {
+  std::vector<int> out;
+  for (int k = 2; k <= 8 && static_cast<size_t>(k / 2) < size; k *= 2)
+    out.push_back(k);
+  return out;
+}
+
+double Rows(const WorkloadTask& task) {
+  return task.spec.value("batch_size", 1.0);
+}
+
+// The task file of a pack of k copies of `spec`.
+json PackOf(const json& spec, int k) {
+  json members = json::array();
+  for (int i = 0; i < k; ++i) {
+    json m = spec;
+    m["name"] = spec.value("name", std::string("task")) + "-member" + std::to_string(i + 1);
+    members.push_back(std::move(m));
+  }
+  return {{"pack", std::move(members)}};
+}
+
+std::string Number(double v) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.6g", v);
+  return text;
+}
+
+std::string Curve(const std::vector<std::pair<double, double>>& points) {
+  std::string out;
+  for (const auto& [rows, s] : points)
+    out += (out.empty() ? "" : " ") + Number(rows) + ":" + Number(s);
+  return out;
+}
+
+}  // namespace
+
+std::string PackClassOf(const WorkloadTask& task, std::string* why_not) {
+  auto no = [&](const std::string& why) {
+    if (why_not) *why_not = why;
+    return std::string();
+  };
+  const json& s = task.spec;
+  if (task.is_command) return no("a command task (the user's own program)");
+  if (!s.contains("finetune") || !s["finetune"].contains("lora"))
+    return no("not a LoRA task (only LoRA tasks share a frozen base)");
+  const json& model = s.value("model", json::object());
+  std::string type = model.value("type", std::string());
+  if (type != "gpt" && type != "gpt2" && type != "llama")
+    return no("a " + type + " model (packs take gpt, gpt2 and llama)");
+  if (s.contains("eval") && s["eval"].value("every", 0) > 0)
+    return no("it evaluates (evaluation in a pack is not supported yet)");
+  const json& opt = s.value("optimizer", json::object());
+  std::string kind = opt.value("type", std::string("sgd"));
+  if (kind == "sgd") kind += opt.value("momentum", 0.0) == 0.0 ? "" : "+momentum";
+  json key = {{"model", model},
+              {"precision", s.value("precision", std::string("fp32"))},
+              {"optimizer", kind}};
+  if (!model.contains("init")) key["seed"] = s.value("seed", 0);
+  return key.dump();
+}
+
+std::vector<PackClassTrials> AddPackTrials(const Workload& workload, ProfileRun& run,
+                                           std::map<std::string, json>* specs) {
+  std::map<std::string, std::vector<size_t>> members;
+  std::vector<std::string> order;
+  for (size_t k = 0; k < workload.tasks.size(); ++k) {
+    std::string cls = PackClassOf(workload.tasks[k]);
+    if (cls.empty()) continue;
+    if (members[cls].empty()) order.push_back(cls);
+    members[cls].push_back(k);
+  }
+  std::vector<PackClassTrials> out;
+  for (const std::string& cls : order) {
+    const std::vector<size_t>& tasks = members[cls];
+    if (tasks.size() < 2) continue;
+    PackClassTrials c{cls, tasks, {}};
+    const WorkloadTask& first = workload.tasks[tasks[0]];
+    for (int base : run.task_trials[tasks[0]]) {
+      const Trial t = run.trials[base];  // a copy: run.trials grows below
+      if (!t.result.feasible || !t.estimated_from.empty() || !TakesPacks(t.technique)) continue;
+      PackClassTrials::Config config{base, {}};
+      for (int k : PackSizes(tasks.size())) {
+        Trial pack;
+        pack.trial_key = json{{"pack_of", json::parse(t.trial_key)}, {"members", k}}.dump();
+        pack.technique = t.technique;
+        pack.gpus = t.gpus;
+        pack.device_kind = t.device_kind;
+        pack.memory_gib = t.memory_gib;
+        pack.threads = t.threads;
+        pack.gpu_type = t.gpu_type;
+        pack.node = t.node;
+        pack.example_task = first.name + " (pack of " + std::to_string(k) + ")";
+        (*specs)[pack.trial_key] = PackOf(first.spec, k);
+        config.pack_trials.emplace_back(k, static_cast<int>(run.trials.size()));
+        run.trials.push_back(std::move(pack));
+      }
+      c.configs.push_back(std::move(config));
+    }
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+void AddPackColumns(const Workload& workload, const std::vector<PackClassTrials>& classes,
+                    ProfileRun& run) {
+  if (classes.empty()) return;
+  ProfileTable& table = run.table;
+  for (const char* column : {"pack_class", "pack_rows", "pack_step_s"})
+    table.extra_columns.push_back(column);
+  const size_t columns = table.extra_columns.size();
+  for (ProfileRow& row : table.rows)
+    row.extra.resize(columns);
+  std::map<std::string, size_t> task_index;
+  for (size_t k = 0; k < workload.tasks.size(); ++k)
+    task_index[workload.tasks[k].name] = k;
+  for (size_t c = 0; c < classes.size(); ++c) {
+    const PackClassTrials& cls = classes[c];
+    const double rows0 = Rows(workload.tasks[cls.tasks[0]]);
+    std::string label = "pack" + std::to_string(c + 1);
+    std::string line;
+    std::set<size_t> in_class(cls.tasks.begin(), cls.tasks.end());
+    for (const PackClassTrials::Config& config : cls.configs) {
+      const Trial& base = run.trials[config.base_trial];
+      std::vector<std::pair<double, double>> points = {{rows0, base.result.step_s}};
+      std::string ended;
+      for (auto [k, i] : config.pack_trials) {
+        const Trial& t = run.trials[i];
+        if (!t.result.feasible || !t.estimated_from.empty() || !t.result.estimated.empty()) {
+          ended = "; " + std::to_string(k) + " do not fit";
+          break;
+        }
+        points.emplace_back(k * rows0, t.result.step_s);
+      }
+      std::string curve = Curve(points);
+      for (ProfileRow& row : table.rows) {
+        auto it = task_index.find(row.task);
+        if (it == task_index.end() || !in_class.count(it->second)) continue;
+        if (row.technique != base.technique || row.gpus != base.gpus ||
+            row.gpu_type != base.gpu_type)
+          continue;
+        row.extra[columns - 1] = curve;
+      }
+      line += "\n    " + base.technique + " x" + std::to_string(base.gpus) + ": " + curve + ended;
+    }
+    for (ProfileRow& row : table.rows) {
+      auto it = task_index.find(row.task);
+      if (it == task_index.end() || !in_class.count(it->second)) continue;
+      row.extra[columns - 3] = label;
+      row.extra[columns - 2] = Number(Rows(workload.tasks[it->second]));
+    }
+    run.pack_summary += "  " + label + ": " + Plural(static_cast<long>(cls.tasks.size()), "task") +
+                        " may share a base (measured with " + workload.tasks[cls.tasks[0]].name +
+                        "), step seconds at ROWS rows:" + line + "\n";
+  }
+}
+
+}  // namespace saturn

@@ -1,0 +1,147 @@
+// Measuring packs (profiler/pack_trials.h) against the fake worker
+// (tests/testing/fake_worker.sh): which tasks form a class, which pack
+// trials run, and the profile columns the planner reads back.
+#include "profiler/pack_trials.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "common/fs.h"
+#include "planner/packing.h"
+
+namespace saturn {
+namespace {
+
+using ::testing::HasSubstr;
+namespace fs = std::filesystem;
+
+class PackTrials : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = ::testing::TempDir() + "/saturn_pack_trials_" +
+           ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    WriteFileAtomic(dir_ + "/corpus.txt", std::string(5000, 'x'));
+    setenv("FAKE_WORKER_LOG", (dir_ + "/calls.log").c_str(), 1);
+    setenv("FAKE_WORKER_RULES", (dir_ + "/rules.txt").c_str(), 1);
+    options_.worker = SATURN_SOURCE_DIR "/tests/testing/fake_worker.sh";
+    options_.cache_path = dir_ + "/cache.sqlite";
+    options_.work_dir = dir_ + "/trials";
+    options_.progress = false;
+    options_.packs = true;
+  }
+  Workload Load(const std::string& tasks) {
+    std::string text =
+        "cluster: {nodes: [{name: n0, gpus: 2, gpu_memory_gib: 1}]}\ntasks:\n" + tasks;
+    return ParseWorkload(text, dir_ + "/workload.yaml", dir_);
+  }
+  std::string dir_;
+  ProfilerOptions options_;
+};
+
+// A LoRA grid of three (one class), a LoRA task that evaluates and a full
+// fine-tune (neither packs).
+const char* kTasks =
+    "  - name: grid\n"
+    "    model: {type: gpt, layers: 2, d_model: 32, heads: 2, seq_len: 16}\n"
+    "    data: {type: text, path: corpus.txt}\n"
+    "    batch_size: 8\n"
+    "    optimizer: {type: adamw, lr: 1.0e-4}\n"
+    "    finetune: {lora: {rank: 4, targets: [attn]}}\n"
+    "    steps: 100\n"
+    "    sweep: {optimizer.lr: [1.0e-5, 1.0e-4, 3.0e-3]}\n"
+    "  - name: evaluates\n"
+    "    model: {type: gpt, layers: 2, d_model: 32, heads: 2, seq_len: 16}\n"
+    "    data: {type: text, path: corpus.txt}\n"
+    "    batch_size: 8\n"
+    "    optimizer: {type: adamw, lr: 1.0e-4}\n"
+    "    finetune: {lora: {rank: 4, targets: [attn]}}\n"
+    "    steps: 100\n"
+    "    eval: {every: 50, batches: 1}\n"
+    "  - name: full\n"
+    "    model: {type: gpt, layers: 2, d_model: 32, heads: 2, seq_len: 16}\n"
+    "    data: {type: text, path: corpus.txt}\n"
+    "    batch_size: 4\n"
+    "    optimizer: {type: adamw, lr: 1.0e-4}\n"
+    "    steps: 100\n";
+
+TEST_F(PackTrials, ClassesFollowTheWorkersPackRules) {
+  Workload w = Load(kTasks);
+  ASSERT_EQ(w.tasks.size(), 5u);
+  std::string why;
+  std::string cls = PackClassOf(w.tasks[0]);
+  EXPECT_FALSE(cls.empty());
+  EXPECT_EQ(PackClassOf(w.tasks[1]), cls);  // another learning rate
+  EXPECT_EQ(PackClassOf(w.tasks[3], &why), "");
+  EXPECT_THAT(why, HasSubstr("evaluat"));
+  EXPECT_EQ(PackClassOf(w.tasks[4], &why), "");
+  EXPECT_THAT(why, HasSubstr("LoRA"));
+  // Without model.init the base comes from the seed: another seed, another class.
+  WorkloadTask other_seed = w.tasks[0];
+  other_seed.spec["seed"] = 7;
+  EXPECT_NE(PackClassOf(other_seed), cls);
+  WorkloadTask other_model = w.tasks[0];
+  other_model.spec["model"]["d_model"] = 64;
+  EXPECT_NE(PackClassOf(other_model), cls);
+}
+
+TEST_F(PackTrials, PacksOfTwoAndFourAreMeasuredPerConfigurationAndWrittenForThePlanner) {
+  // ddp packs do not fit: the ddp curve stops at one member.
+  Workload w = Load(kTasks);
+  WriteFileAtomic(dir_ + "/rules.txt", w.tasks[0].name + "-member1/ddp 2 oom\n");
+  ProfileRun run = RunProfiler(w, options_);
+  int pack_trials = 0;
+  for (const Trial& t : run.trials)
+    pack_trials += t.trial_key.find("pack_of") != std::string::npos;
+  // single x1, spill x1, ddp x2, fsdp x2 (not pipeline) x k = 2, 4.
+  EXPECT_EQ(pack_trials, 8);
+  const ProfileTable& table = run.table;
+  ASSERT_GE(table.ExtraColumn("pack_step_s"), 0);
+  for (const ProfileRow& row : table.rows) {
+    bool grid = row.task.rfind("grid", 0) == 0;
+    EXPECT_EQ(table.Extra(row, "pack_class").empty(), !grid) << row.task;
+    if (!grid) continue;
+    EXPECT_EQ(table.Extra(row, "pack_rows"), "8");
+    std::string curve = table.Extra(row, "pack_step_s");
+    if (row.technique == "pipeline") {
+      EXPECT_EQ(curve, "") << row.task;
+    } else {
+      // One point per measured pack size: 8 rows (alone), 16 and 32 (packs of 2 and 4).
+      std::vector<std::string> rows;
+      for (size_t at = 0; at < curve.size();) {
+        size_t space = curve.find(' ', at);
+        std::string point = curve.substr(at, space == std::string::npos ? space : space - at);
+        rows.push_back(point.substr(0, point.find(':')));
+        at = space == std::string::npos ? curve.size() : space + 1;
+      }
+      std::vector<std::string> want = {"8", "16", "32"};
+      if (row.technique == "ddp") want = {"8"};
+      EXPECT_EQ(rows, want) << row.technique << ": " << curve;
+    }
+  }
+  EXPECT_THAT(run.pack_summary, HasSubstr("3 tasks may share a base"));
+  EXPECT_THAT(run.pack_summary, HasSubstr("2 do not fit"));
+  // The planner reads it back: the grid may pack, single packs of up to 4 fit.
+  Cluster cluster = w.cluster;
+  ProfileTable back = ParseProfileCsv(ProfileToCsv(table), "profile.csv", cluster);
+  Problem problem = ProblemFromProfile(back, cluster);
+  PackTerms terms = PackTermsFromProfile(back, problem, "profile.csv");
+  EXPECT_TRUE(terms.Any());
+  const Option* single = nullptr;
+  for (const Option& o : problem.tasks[0].options)
+    if (o.technique == "single") single = &o;
+  ASSERT_NE(single, nullptr);
+  EXPECT_EQ(PackMemberEnds(problem, terms, {0, 1, 2}, *single).size(), 3u);
+  // Without packs: no pack trials, no pack columns.
+  options_.packs = false;
+  options_.use_cache = false;
+  ProfileRun plain = RunProfiler(w, options_);
+  EXPECT_LT(plain.table.ExtraColumn("pack_class"), 0);
+  EXPECT_EQ(plain.trials.size() + 8, run.trials.size());
+}
+
+}  // namespace
+}  // namespace saturn
