@@ -19,8 +19,16 @@
 // Then the cost of one switch: a worker is pre-empted (SIGTERM) mid-run and
 // resumed: seconds to checkpoint and stop, and from relaunch to its first step.
 //
+// With --lora-grid [PATH] (default bench/executor/lora_grid.yaml), only the
+// packing experiment (issue 43): a LoRA grid run three ways, each from its
+// own empty cache so that each pays its own profiling: `saturn run` (packs
+// allowed), `saturn run --no-pack`, and current practice (each task alone
+// on the whole node, one after another); end to end (profiling and planning
+// counted) and on training alone, and real / planned makespan (targets:
+// >= 1.3x over --no-pack, >= 2x over current practice, real / planned <= 1.1).
+//
 //   executor_bench [--saturn PATH] [--worker PATH] [--misled PATH [--wrong-task NAME]]
-//                  [--misled-only | --no-misled] [WORKLOAD...]
+//                  [--misled-only | --no-misled] [--lora-grid [PATH]] [WORKLOAD...]
 #include <signal.h>
 
 #include <algorithm>
@@ -30,6 +38,7 @@
 #include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "bench/common/instances.h"
 #include "common/fs.h"
@@ -196,12 +205,55 @@ void WrongProfile(const std::string& saturn, const std::string& workload, const 
   std::fflush(stdout);
 }
 
+// The packing experiment (see the top).
+void LoraGrid(const std::string& saturn, const std::string& workload, const std::string& dir) {
+  std::string name = fs::path(workload).stem().string();
+  auto run = [&](const std::string& how, const std::vector<std::string>& flags) {
+    std::string cache = dir + "/" + name + "-" + how + ".cache.sqlite";
+    fs::remove(cache);
+    return SaturnRun(saturn, workload, dir + "/" + name + "-" + how, cache, flags);
+  };
+  RunResult packed = run("packed", {"--no-introspection"});
+  RunResult alone = run("alone", {"--no-pack", "--no-introspection"});
+  RunResult current =
+      run("current", {"--no-pack", "--solver", "current-practice", "--no-introspection"});
+  std::printf("\n%s (packs)\n", workload.c_str());
+  if (!packed.ok || !alone.ok || !current.ok) {
+    std::printf("  a run failed; see %s/%s-*.log\n", dir.c_str(), name.c_str());
+    return;
+  }
+  std::set<std::string> packs;
+  for (const json& t : packed.report["tasks"])
+    if (t.contains("pack")) packs.insert(t["pack"].get<std::string>());
+  auto line = [](const char* what, const RunResult& r) {
+    const json& s = r.report;
+    std::printf(
+        "  %-17s end to end %7.1f s = profiling %6.1f + planning %5.1f + training %7.1f s "
+        "(planned %7.1f s, real / planned %.3f)\n",
+        what, r.wall_s, s["profiling_s"].get<double>(), s["planning_s"].get<double>(),
+        s["makespan_s"].get<double>(), s["planned_makespan_s"].get<double>(),
+        s["actual_over_planned"].get<double>());
+  };
+  line("packs allowed:", packed);
+  line("--no-pack:", alone);
+  line("current practice:", current);
+  std::printf("  packs formed: %zu\n", packs.size());
+  double p = packed.report["makespan_s"], a = alone.report["makespan_s"],
+         c = current.report["makespan_s"];
+  std::printf(
+      "  speed-up of packs allowed end to end: %.2fx over --no-pack (target >= 1.3x), %.2fx "
+      "over current practice (target >= 2x); on training alone %.2fx and %.2fx\n",
+      alone.wall_s / packed.wall_s, current.wall_s / packed.wall_s, a / p, c / p);
+  std::fflush(stdout);
+}
+
 int Main(int argc, char** argv) {
   std::string saturn = SourceDir() + "/build/src/cli/saturn";
   std::string worker;
   std::string misled = SourceDir() + "/bench/executor/misled.yaml";
   std::string wrong_task = "x";  // misled.yaml's; another workload: its longest task
   bool misled_only = false;
+  std::string lora_grid;
   std::vector<std::string> workloads;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--saturn") && i + 1 < argc) {
@@ -217,6 +269,9 @@ int Main(int argc, char** argv) {
       misled_only = true;
     } else if (!std::strcmp(argv[i], "--no-misled")) {
       misled.clear();
+    } else if (!std::strcmp(argv[i], "--lora-grid")) {
+      bool path = i + 1 < argc && std::strncmp(argv[i + 1], "--", 2) != 0;
+      lora_grid = path ? argv[++i] : SourceDir() + "/bench/executor/lora_grid.yaml";
     } else {
       workloads.push_back(argv[i]);
     }
@@ -232,6 +287,10 @@ int Main(int argc, char** argv) {
   }
   std::string dir = fs::temp_directory_path() / "saturn-executor-bench";
   MakeDirectories(dir);
+  if (!lora_grid.empty()) {
+    LoraGrid(saturn, lora_grid, dir);
+    return 0;
+  }
   for (const std::string& path : workloads) {
     std::string name =
         fs::path(path).stem().string() + "-" + fs::path(path).parent_path().filename().string();

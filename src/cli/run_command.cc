@@ -89,8 +89,13 @@ void AddRunCommand(CLI::App& app, int* status) {
   AddExecutorOptions(cmd, o.get(), no_introspection.get());
   cmd->add_option("--profile", o->profile_path, "Use this profile table instead of profiling");
   cmd->add_option("--plugin", o->plugins, "Technique plug-in (shared library); repeatable");
-  cmd->callback([o, no_introspection, status] {
+  auto no_pack = std::make_shared<bool>(false);
+  cmd->add_flag("--no-pack", *no_pack,
+                "Never train tasks in packs (several LoRA tasks on one base in one worker): "
+                "profiling does not measure packs and every task trains alone");
+  cmd->callback([o, no_introspection, no_pack, status] {
     o->introspection = !*no_introspection;
+    o->pack = !*no_pack;
     *status = RunRun(*o);
   });
 }

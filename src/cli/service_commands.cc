@@ -99,8 +99,12 @@ int Status(const ClientFlags& f) {
     return 0;
   }
   double now = r.body.value("now_s", 0.0);
-  std::printf("%-24s %-10s %-10s %5s %-8s %13s %10s %9s\n", "TASK", "STATUS", "TECHNIQUE", "GPUS",
-              "NODE", "STEPS", "ETA", "LOSS");
+  // Tasks that share a pack (one worker, one base) say which, in a last column.
+  bool packs = false;
+  for (const json& t : r.body["tasks"])
+    packs = packs || t.contains("pack");
+  std::printf("%-24s %-10s %-10s %5s %-8s %13s %10s %9s%s\n", "TASK", "STATUS", "TECHNIQUE", "GPUS",
+              "NODE", "STEPS", "ETA", "LOSS", packs ? "  PACK" : "");
   for (const json& t : r.body["tasks"]) {
     // Before planning (profiling, queued) a task has no step count yet.
     std::string steps = t["steps"].is_null() ? "-" : Text(t["steps_done"]) + "/" + Text(t["steps"]);
@@ -108,10 +112,12 @@ int Status(const ClientFlags& f) {
     std::string eta = t["eta_s"].is_number() && StatusOf(t) != TaskStatus::kFinished
                           ? FormatDuration(std::max(0.0, t["eta_s"].get<double>() - now))
                           : "-";
-    std::printf("%-24s %-10s %-10s %5s %-8s %13s %10s %9s\n", Text(t["id"]).c_str(),
+    std::string pack = packs ? "  " + t.value("pack", std::string("-")) : "";
+    std::printf("%-24s %-10s %-10s %5s %-8s %13s %10s %9s%s\n", Text(t["id"]).c_str(),
                 Text(t["status"]).c_str(), Text(t["technique"]).c_str(), Text(t["gpus"]).c_str(),
                 Text(t["node"]).c_str(), steps.c_str(), eta.c_str(),
-                loss.is_number() ? FormatLoss(loss.get<double>()).c_str() : Text(loss).c_str());
+                loss.is_number() ? FormatLoss(loss.get<double>()).c_str() : Text(loss).c_str(),
+                pack.c_str());
     if (!t.value("error", "").empty()) std::printf("    %s\n", Text(t["error"]).c_str());
   }
   return 0;

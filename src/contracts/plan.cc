@@ -152,4 +152,10 @@ std::optional<double> BaselineMakespan(const Plan& plan, std::string_view solver
   return m->get<double>();
 }
 
+bool PlanHasPacks(const Plan& plan) {
+  for (const PlanTask& t : plan.tasks)
+    if (!t.pack.empty()) return true;
+  return false;
+}
+
 }  // namespace saturn

@@ -56,6 +56,8 @@ Plan PlanFromJson(const nlohmann::json& json, std::string_view source);
 // Plan JSON text (`source` names it in errors); LoadPlanFile reads a file.
 Plan ParsePlanJson(std::string_view text, std::string_view source);
 Plan LoadPlanFile(const std::string& path);
+// Whether some task of the plan trains in a pack.
+bool PlanHasPacks(const Plan& plan);
 
 // The makespan the plan records for a baseline solver (its extra
 // "baselines": {"current-practice": {"makespan_s": ...}, ...}, which Saturn

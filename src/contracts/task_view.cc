@@ -50,22 +50,24 @@ bool IsEnded(TaskStatus status) {
 nlohmann::json TaskViewToJson(const TaskView& v) {
   using nlohmann::json;
   bool finished = v.status == TaskStatus::kFinished;
-  return {{"id", v.name},
-          {"status", std::string(ToString(v.status))},
-          {"technique", v.placed ? json(v.technique) : json()},
-          {"gpus", v.placed ? json(v.gpus) : json()},
-          {"node", v.placed ? json(v.node) : json()},
-          {"gpu_ids", v.placed ? json(v.gpu_ids) : json::array()},
-          {"steps_done", v.steps_done},
-          {"steps", OrNull(v.steps)},
-          {"eta_s", OrNull(v.eta_s)},
-          {"planned_start_s", OrNull(v.planned_start_s)},
-          {"loss", OrNull(v.loss)},
-          {"final_loss", finished ? json(v.final_loss) : json()},
-          {"attempts", v.attempts},
-          {"failures", v.failures},
-          {"submitted_s", OrNull(v.submitted_s)},
-          {"error", v.error}};
+  json out = {{"id", v.name},
+              {"status", std::string(ToString(v.status))},
+              {"technique", v.placed ? json(v.technique) : json()},
+              {"gpus", v.placed ? json(v.gpus) : json()},
+              {"node", v.placed ? json(v.node) : json()},
+              {"gpu_ids", v.placed ? json(v.gpu_ids) : json::array()},
+              {"steps_done", v.steps_done},
+              {"steps", OrNull(v.steps)},
+              {"eta_s", OrNull(v.eta_s)},
+              {"planned_start_s", OrNull(v.planned_start_s)},
+              {"loss", OrNull(v.loss)},
+              {"final_loss", finished ? json(v.final_loss) : json()},
+              {"attempts", v.attempts},
+              {"failures", v.failures},
+              {"submitted_s", OrNull(v.submitted_s)},
+              {"error", v.error}};
+  if (!v.pack.empty()) out["pack"] = v.pack;
+  return out;
 }
 
 }  // namespace saturn

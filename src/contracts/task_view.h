@@ -59,11 +59,14 @@ struct TaskView : TaskState {
   std::optional<double> planned_start_s;
   std::optional<double> submitted_s;
   bool placed = false;  // technique, gpus, node known (where it runs, ran or is planned)
+  // The pack it trains, trained or is planned to train in ("" alone).
+  std::string pack;
 };
 
 // Contract 6's Task: {"id", "status", "technique", "gpus", "node",
 // "gpu_ids", "steps_done", "steps", "eta_s", "planned_start_s", "loss",
-// "final_loss", "attempts", "failures", "submitted_s", "error"}.
+// "final_loss", "attempts", "failures", "submitted_s", "error"}, and
+// "pack" for a task in a pack.
 nlohmann::json TaskViewToJson(const TaskView& view);
 
 }  // namespace saturn

@@ -86,12 +86,13 @@ at::Tensor ParamFactory::AdapterUniform(at::IntArrayRef shape, double bound) {
   return t;
 }
 
-at::Tensor ParamFactory::AdapterUniform(at::IntArrayRef shape, double bound, uint64_t seed) {
+at::Tensor ParamFactory::AdapterUniform(at::IntArrayRef shape, double bound, uint64_t seed,
+                                        int member) {
   at::Tensor t = Empty(shape);
   if (!Materializes()) return t;
-  auto it = member_generators_.find(seed);
+  auto it = member_generators_.find(member);
   if (it == member_generators_.end())
-    it = member_generators_.emplace(seed, AdapterGenerator(seed, block_index_)).first;
+    it = member_generators_.emplace(member, AdapterGenerator(seed, block_index_)).first;
   t.uniform_(-bound, bound, it->second);
   return t;
 }

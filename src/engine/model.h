@@ -128,9 +128,11 @@ class ParamFactory {
   at::Tensor Zeros(at::IntArrayRef shape);
   at::Tensor Ones(at::IntArrayRef shape);
   at::Tensor AdapterUniform(at::IntArrayRef shape, double bound);
-  // ... from the generator of another seed's adapters (a pack member's:
-  // the same values as that seed's task alone draws, in the same order).
-  at::Tensor AdapterUniform(at::IntArrayRef shape, double bound, uint64_t seed);
+  // ... from pack member `member`'s own generator of its seed's adapters:
+  // the same values as that seed's task alone draws, in the same order.
+  // One generator per member, not per seed: members without model.init
+  // share one seed, and each must draw as if it were alone.
+  at::Tensor AdapterUniform(at::IntArrayRef shape, double bound, uint64_t seed, int member);
   at::Tensor AdapterZeros(at::IntArrayRef shape);
   // Whether tensors are real (kRandom, kEmpty) rather than shapes only.
   bool Materializes() const { return mode_ != Mode::kShapes; }
@@ -143,8 +145,8 @@ class ParamFactory {
   uint64_t seed_;
   int block_index_;
   at::Generator generator_;
-  at::Generator adapter_generator_;                      // made on first use
-  std::map<uint64_t, at::Generator> member_generators_;  // a pack's, by member seed
+  at::Generator adapter_generator_;                 // made on first use
+  std::map<int, at::Generator> member_generators_;  // a pack's, by member
 };
 
 // A parameter held by several blocks: (block, slot name) of each copy. The

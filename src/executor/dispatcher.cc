@@ -22,12 +22,11 @@ void AppendText(const std::string& path, const std::string& text) {
 
 }  // namespace
 
-WorkerJob Dispatcher::MakeJob(int j, const Assignment& a) {
+WorkerRequest Dispatcher::RequestFor(int j, const Assignment& a, const std::string& dir) {
   const LiveTask& l = run_.tasks[j];
   const WorkloadTask& task = run_.WorkloadTaskOf(j);
   const Option& option = run_.tasks.problem().tasks[j].options[a.option];
   const ClusterNode& node = run_.tasks.workload().cluster.nodes[a.node];
-  std::string dir = run_.TaskDirOf(j);
   WorkerRequest call;
   call.mode = WorkerMode::kExecute;
   call.task_path = dir + "/task.json";
@@ -49,12 +48,21 @@ WorkerJob Dispatcher::MakeJob(int j, const Assignment& a) {
     call.rendezvous = dir + "/rendezvous-" + std::to_string(++launches_);
   }
   call.plugins = run_.tasks.workload().plugins;
+  std::error_code ec;
+  fs::remove(call.out_path, ec);
+  return call;
+}
+
+WorkerJob Dispatcher::MakeJob(int j, const Assignment& a) {
+  const WorkloadTask& task = run_.WorkloadTaskOf(j);
+  const Option& option = run_.tasks.problem().tasks[j].options[a.option];
+  const ClusterNode& node = run_.tasks.workload().cluster.nodes[a.node];
+  std::string dir = run_.TaskDirOf(j);
+  WorkerRequest call = RequestFor(j, a, dir);
   if (const ProfileRow* row = run_.tasks.profile().Find(
           task.name, option.technique, option.gpus, run_.tasks.problem().TypeName(option.type))) {
     call.knobs = run_.tasks.profile().Extra(*row, "knobs");
   }
-  std::error_code ec;
-  fs::remove(call.out_path, ec);
   WorkerJob job =
       TaskJob(task.spec, run_.site.worker, call, JobTarget{node.name, a.gpu_ids, option.gpus, ""});
   job.pipe_stdout = true;
@@ -63,6 +71,7 @@ WorkerJob Dispatcher::MakeJob(int j, const Assignment& a) {
 }
 
 void Dispatcher::Start(int j, const Assignment& a) {
+  if (StartPack(j, a) != PackStart::kAlone) return;
   // A profiling trial of an arrival holds one of the devices: start later.
   if (!run_.tasks.placements().Place(j, a)) return;
   try {
@@ -77,6 +86,8 @@ void Dispatcher::Start(int j, const Assignment& a) {
 void Dispatcher::MarkStarted(int j) {
   LiveTask& l = run_.tasks[j];
   l.stop.pending = false;
+  l.pack.clear();
+  l.pack_host = -1;
   l.reported.step = l.record.checkpoint_step;
   l.reported.recent_step_s.clear();
   l.record.status = TaskStatus::kRunning;
@@ -90,6 +101,10 @@ void Dispatcher::MarkStarted(int j) {
 
 void Dispatcher::ReadProgress(int j) {
   LiveTask& l = run_.tasks[j];
+  // A pack's lines are the pack's: its loss is the sum of its members' own
+  // (each member's curve comes with the pack's result), its steps theirs.
+  bool pack = IsPackHost(j);
+  std::vector<int> members = pack ? MembersHostedBy(j) : std::vector<int>{};
   std::string lines;
   while (auto line = l.process->ReadLine(0.0)) {
     lines += *line + "\n";
@@ -106,12 +121,20 @@ void Dispatcher::ReadProgress(int j) {
       l.reported.recent_step_s.push_back(r.step_s);
       if (l.reported.recent_step_s.size() > 20) l.reported.recent_step_s.pop_front();
     }
+    if (pack) {
+      for (int m : members) {
+        run_.tasks[m].reported.step = l.reported.step;
+        run_.tasks[m].reported.recent_step_s = l.reported.recent_step_s;
+      }
+      continue;
+    }
     long every = std::max(1L, run_.Steps(j) / 500);
     if (r.step % every == 0 || l.reported.step == run_.Steps(j)) {
       run_.site.state->AddLoss(l.record.name, r.step, r.loss);
     }
   }
-  if (!lines.empty()) AppendText(run_.TaskDirOf(j) + "/worker.out", lines);
+  if (!lines.empty())
+    AppendText((pack ? PackDir(l.pack) : run_.TaskDirOf(j)) + "/worker.out", lines);
 }
 
 // The worker's result, if it left one; a result that breaks the protocol
@@ -137,6 +160,7 @@ std::optional<WorkerExecuteResult> Dispatcher::ReadResult(int j, bool was_stoppi
 }
 
 void Dispatcher::HandleExit(int j, int status) {
+  if (IsPackHost(j)) return HandlePackExit(j, status);
   LiveTask& l = run_.tasks[j];
   ReadProgress(j);
   run_.tasks.placements().Free(j);
@@ -234,7 +258,9 @@ void Dispatcher::Cancel(int j) {
   LiveTask& l = run_.tasks[j];
   if (run_.Done(j)) return;
   if (l.record.status == TaskStatus::kRunning) {
-    Preempt(j);
+    // In a pack: its worker stops, this member ends cancelled and the others
+    // continue (dispatcher_packs.cc).
+    Preempt(l.pack_host >= 0 ? l.pack_host : j);
     l.stop.cancel = true;
     return;
   }
@@ -244,7 +270,7 @@ void Dispatcher::Cancel(int j) {
 void Dispatcher::Poll() {
   for (int j = 0; j < run_.NumTasks(); ++j) {
     LiveTask& l = run_.tasks[j];
-    if (l.record.status != TaskStatus::kRunning) continue;
+    if (l.record.status != TaskStatus::kRunning || !l.process) continue;
     ReadProgress(j);
     if (auto status = l.process->Poll()) {
       HandleExit(j, *status);
@@ -266,6 +292,7 @@ void Dispatcher::Dispatch() {
 }
 
 void Dispatcher::Preempt(int j) {
+  if (int host = run_.tasks[j].pack_host; host >= 0 && host != j) j = host;
   LiveTask& l = run_.tasks[j];
   if (l.record.status != TaskStatus::kRunning || l.stop.pending) return;
   l.stop.pending = true;

@@ -4,6 +4,16 @@
 // its exit: finished, pre-empted with a checkpoint, or failed (retried from
 // its last checkpoint up to max_retries times).
 //
+// Packs (planner/packing.h): the plan's members of a pack start together in
+// one worker (engine/pack.h) on the pack's devices, held by the first member
+// dispatched (the pack's host), from the pack's folder packs/<pack>/. When
+// the worker exits each member settles as a task of its own: its checkpoint
+// and trained model move into its folder, its loss curve is its own, and it
+// ends finished, cancelled or queued to continue. A pack trains to its
+// shortest member's steps; the members left then continue alone, as do the
+// members of a pack whose worker failed (so that a failing member fails
+// alone, with its reason) and those of a pack that cannot resume as one.
+//
 //   Dispatcher dispatcher(run);
 //   dispatcher.Poll();       // progress and exits of running workers
 //   dispatcher.Dispatch();   // starts what the plan lets start
@@ -11,8 +21,10 @@
 //   dispatcher.Cancel(j);    // the same, and the task ends cancelled
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "executor/run_context.h"
 #include "launch/worker.h"
@@ -34,7 +46,23 @@ class Dispatcher {
 
  private:
   void Start(int j, const Assignment& a);
+  WorkerRequest RequestFor(int j, const Assignment& a, const std::string& dir);
   WorkerJob MakeJob(int j, const Assignment& a);
+  // Packs (dispatcher_packs.cc).
+  enum class PackStart { kAlone, kStarted, kWait };
+  // Starts task j's planned pack with j as host, when j trains in one.
+  PackStart StartPack(int j, const Assignment& a);
+  std::vector<int> PackMembers(const std::string& pack) const;
+  // The step a pack of `members` starts from, or -1 if it cannot start as one.
+  long PackStartStep(const std::string& pack, const std::vector<int>& members);
+  std::string PackDir(const std::string& pack) const;
+  bool IsPackHost(int j) const;
+  std::vector<int> MembersHostedBy(int host) const;
+  void HandlePackExit(int host, int status);
+  void SettleMember(int m, const std::string& dir, const nlohmann::json& member,
+                    const WorkerExecuteResult& result);
+  void SplitFailedPack(int host, const std::vector<int>& members, int status,
+                       const std::string& protocol_error);
   void MarkStarted(int j);
   void ReadProgress(int j);
   void HandleExit(int j, int status);

@@ -96,6 +96,25 @@ RunSummary Summarize(const RunContext& run, bool interrupted) {
   return s;
 }
 
+namespace {
+
+// "in pack-1 with 2 other tasks (the plan with packs 5m00s, every task alone
+// 8m00s); ": why a member trained where its pack did.
+std::string WhyInPack(const Plan& plan, const std::string& pack) {
+  long others = -1;
+  for (const PlanTask& t : plan.tasks)
+    others += t.pack == pack;
+  std::string why = "in " + pack;
+  if (others > 0) why += " with " + Plural(others, "other task");
+  if (plan.extra.contains("unpacked_makespan_s")) {
+    why += " (the plan with packs " + FormatDuration(plan.makespan_s) + ", every task alone " +
+           FormatDuration(plan.extra["unpacked_makespan_s"].get<double>()) + ")";
+  }
+  return why + "; ";
+}
+
+}  // namespace
+
 nlohmann::json WriteReport(RunContext& run, const RunSummary& summary) {
   RunReportInput report;
   report.workload = run.options().workload_path;
@@ -113,7 +132,9 @@ nlohmann::json WriteReport(RunContext& run, const RunSummary& summary) {
     const TaskRecord& r = run.tasks[j].record;
     bool finished = r.status == TaskStatus::kFinished;
     // On resume, where it ran before is in the record only: no reason then.
-    std::optional<Assignment> ran = run.tasks.placements().Last(j);
+    // A pack's member ran where its host's worker did.
+    int holder = run.tasks[j].pack_host >= 0 ? run.tasks[j].pack_host : j;
+    std::optional<Assignment> ran = run.tasks.placements().Last(holder);
     RunReportTask t;
     static_cast<TaskState&>(t) = r;
     t.steps = run.Steps(j);
@@ -133,6 +154,9 @@ nlohmann::json WriteReport(RunContext& run, const RunSummary& summary) {
                               o.runtime_s / std::max(1L, run.Steps(j))});
       }
     }
+    t.pack = run.tasks[j].pack;
+    // In a pack its pace is the pack's, not the one profiled alone.
+    if (!t.pack.empty()) t.profiled.clear();
     t.disk_bytes = FolderBytes(run.TaskDirOf(j));
     if (ran) {
       // The plan that chose its configuration: the first of the plans as
@@ -155,6 +179,7 @@ nlohmann::json WriteReport(RunContext& run, const RunSummary& summary) {
       }
       if (plan == nullptr && runs_it(run.plan())) plan = &run.plan();
       t.why = WhyThisOption(run.tasks.problem(), j, ran->option, plan);
+      if (!t.pack.empty()) t.why = WhyInPack(run.plan(), t.pack) + t.why;
     }
     report.tasks.push_back(std::move(t));
   }

@@ -30,7 +30,8 @@ void BackgroundReplanner::Wait() {
 }
 
 void Replanner::Poll() {
-  if (!run_.options().introspection) return;
+  // The re-planner sees every task alone: it would take a pack apart.
+  if (!run_.options().introspection || PlanHasPacks(run_.plan())) return;
   auto prepare = [&] {
     double time_limit_s =
         std::min(run_.options().solve.time_limit_s, std::max(1.0, run_.interval_s() / 4));

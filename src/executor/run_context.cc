@@ -36,7 +36,9 @@ events::TaskPlace RunContext::Where(int j) const {
   events::TaskPlace at;
   const Problem& problem = tasks.problem();
   at.task = problem.tasks[j].name;
-  if (std::optional<Assignment> a = tasks.placements().Last(j)) {
+  // A pack's member runs where its host's worker does.
+  int holder = tasks[j].pack_host >= 0 ? tasks[j].pack_host : j;
+  if (std::optional<Assignment> a = tasks.placements().Last(holder)) {
     const Option& o = problem.tasks[j].options[a->option];
     at.technique = o.technique;
     at.gpus = o.gpus;
@@ -48,7 +50,7 @@ events::TaskPlace RunContext::Where(int j) const {
 
 void RunContext::SaveTask(int j) {
   TaskRecord& r = tasks[j].record;
-  if (tasks.placements().Last(j)) {
+  if (tasks.placements().Last(tasks[j].pack_host >= 0 ? tasks[j].pack_host : j)) {
     events::TaskPlace at = Where(j);
     r.technique = at.technique;
     r.gpus = at.gpus;

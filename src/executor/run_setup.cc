@@ -21,6 +21,7 @@
 #include "launch/worker.h"
 #include "planner/baselines.h"
 #include "planner/lower_bound.h"
+#include "planner/pack_search.h"
 #include "planner/planner.h"
 #include "profiler/profiler.h"
 
@@ -155,6 +156,7 @@ ProfileTable Profile(RunContext& run) {
   p.progress = o.progress;
   p.backend = run.site.backend.get();
   p.checkpoint_every = o.checkpoint_every;
+  p.packs = o.pack;
   if (p.work_dir.empty()) p.work_dir = run.site.run_dir + "/trials";
   ProfileRun profiled = RunProfiler(run.tasks.workload(), p);
   if (o.progress) std::fputs(ProfileSummary(run.tasks.workload(), profiled).c_str(), stderr);
@@ -208,7 +210,10 @@ void ProfileAndPlan(RunContext& run) {
   // for seconds of planning to pay (defaults.h).
   request.anytime = MakespanLowerBound(run.tasks.problem()) >= defaults::kAnytimeFirstPlanFromS;
   request.gap = request.anytime ? defaults::kFirstPlanGap : 0.0;
-  Plan plan = RunPlanner(run.tasks.problem(), request).plan;
+  const Problem& problem = run.tasks.problem();
+  PackTerms terms = PackTermsFromProfile(run.tasks.profile(), problem, run.ProfileSource());
+  PackedPlanResult packed = PlanWithPacks(problem, terms, request, run.options().pack);
+  Plan plan = packed.result.plan;
   double planning_s = clock.Now() - t0;
   plan.extra["baselines"] = BaselineMakespans(run.tasks.problem(), plan.lower_bound_s);
   // Plan times are on the run clock, which starts after profiling and planning.
@@ -225,6 +230,11 @@ void ProfileAndPlan(RunContext& run) {
                  FormatDuration(run.plan().lower_bound_s).c_str());
     if (std::string line = BaselineLine(run.plan()); !line.empty()) {
       std::fprintf(stderr, "%s\n", line.c_str());
+    }
+    std::fputs(DescribePacks(problem, terms, packed, !run.options().pack).c_str(), stderr);
+    if (PlanHasPacks(run.plan()) && run.options().introspection) {
+      std::fputs("re-planning is off while the plan has packs (it does not regroup them yet)\n",
+                 stderr);
     }
   }
 }

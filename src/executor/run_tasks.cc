@@ -270,9 +270,11 @@ std::vector<TaskView> Run::Tasks() const {
     if (p) v.planned_start_s = p->start_s;
     if (finished) {
       v.loss = r.final_loss;
-    } else if (l.reported.step > 0) {
+    } else if (l.reported.step > 0 && !(run.Running(j) && l.pack_host >= 0)) {
+      // A member's own loss is known when its pack's worker exits.
       v.loss = l.reported.last_loss;
     }
+    v.pack = !l.pack.empty() ? l.pack : to_run && !l.unpacked ? to_run->pack : "";
     v.submitted_s = submitted_at(r.name);
     views.push_back(std::move(v));
   }

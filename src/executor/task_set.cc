@@ -67,8 +67,13 @@ std::vector<int> TaskSet::Rebuild(const std::string& profile_source) {
     old_of_new[static_cast<size_t>(j)] = it->second.first;
     live_[static_cast<size_t>(j)] = std::move(it->second.second);
   }
-  // Devices held by tasks and lent to trials stay as they are.
+  // Devices held by tasks and lent to trials stay as they are; so do packs.
   placements_.Renumber(old_of_new);
+  std::vector<int> new_of_old(before.size(), -1);
+  for (size_t j = 0; j < old_of_new.size(); ++j)
+    if (old_of_new[j] >= 0) new_of_old[static_cast<size_t>(old_of_new[j])] = static_cast<int>(j);
+  for (LiveTask& l : live_)
+    if (l.pack_host >= 0) l.pack_host = new_of_old[static_cast<size_t>(l.pack_host)];
   ++version_;
   return added;
 }

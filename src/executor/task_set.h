@@ -55,6 +55,14 @@ struct LiveTask {
   WorkerReports reported;
   std::optional<Process> process;
   StopOrder stop;
+  // While it trains in a pack (executor/dispatcher.h): the pack's name and
+  // the task whose `process` and devices the pack's worker holds (the pack's
+  // host, itself for one member); -1 otherwise.
+  std::string pack;
+  int pack_host = -1;
+  // It trains alone from now on although the plan packs it: its pack failed
+  // (so a failing member fails alone), or the pack cannot resume as one.
+  bool unpacked = false;
 };
 
 class TaskSet {

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <map>
 #include <optional>
+#include <tuple>
 
 #include "common/format.h"
 #include "common/fs.h"
@@ -200,11 +201,38 @@ std::string GanttsHtml(const RunReportInput& in, int switches,
                    Plural(switches, "plan switch");
   chart.nodes = in.cluster.nodes;
   chart.colors = colors;
-  for (const BusyInterval& b : BusyIntervals(in.events, in.makespan_s)) {
-    chart.bars.push_back(
-        {b.node, b.gpu_ids, b.start, b.end, b.task + " · " + b.technique,
-         b.task + " (" + b.technique + ") " + GanttSpan(b.start, b.end) + ", " + b.how_it_ended,
-         b.task, false});
+  // A pack's members ran in one worker: one bar per launch (intervals of its
+  // members that overlap on its devices) to the last one's end.
+  std::map<std::string, std::string> pack_of;
+  for (const RunReportTask& t : in.tasks)
+    if (!t.pack.empty()) pack_of[t.name] = t.pack;
+  std::vector<BusyInterval> busy = BusyIntervals(in.events, in.makespan_s);
+  std::stable_sort(busy.begin(), busy.end(),
+                   [](const BusyInterval& a, const BusyInterval& b) { return a.start < b.start; });
+  std::map<std::tuple<std::string, std::string, std::vector<int>>, size_t> pack_bar;
+  std::map<size_t, long> members;
+  for (const BusyInterval& b : busy) {
+    auto pack = pack_of.find(b.task);
+    if (pack == pack_of.end()) {
+      chart.bars.push_back(
+          {b.node, b.gpu_ids, b.start, b.end, b.task + " · " + b.technique,
+           b.task + " (" + b.technique + ") " + GanttSpan(b.start, b.end) + ", " + b.how_it_ended,
+           b.task, false});
+      continue;
+    }
+    auto it = pack_bar.find({pack->second, b.node, b.gpu_ids});
+    if (it == pack_bar.end() || b.start >= chart.bars[it->second].end) {
+      it = pack_bar.insert_or_assign({pack->second, b.node, b.gpu_ids}, chart.bars.size()).first;
+      chart.bars.push_back(
+          {b.node, b.gpu_ids, b.start, b.end, "", "", "pack " + pack->second, false});
+    }
+    GanttBar* bar = &chart.bars[it->second];
+    bar->end = std::max(bar->end, b.end);
+    long n = ++members[it->second];
+    bar->members = static_cast<int>(n);
+    bar->label = pack->second + " · " + Plural(n, "task") + " · " + b.technique;
+    bar->detail = pack->second + ": " + Plural(n, "task") + " in one worker (" + b.technique +
+                  ") " + GanttSpan(bar->start, bar->end);
   }
   for (GanttBar bar : GanttFromPlan(in.first_plan, in.cluster, "").bars) {
     bar.outline_only = true;
@@ -476,6 +504,7 @@ json WriteRunReport(const RunReportInput& in) {
       report["tasks"].back()["final_eval_accuracy"] = final_eval->accuracy;
     }
     if (NamesTypes(in.cluster)) report["tasks"].back()["gpu_type"] = TypeOf(in.cluster, t);
+    if (!t.pack.empty()) report["tasks"].back()["pack"] = t.pack;
     json hyperparameters = json::object();
     for (const auto& [path, value] : t.hyperparameters)
       hyperparameters[path] = value;

@@ -77,6 +77,9 @@ struct RunReportTask : TaskState {
   // Why it got its configuration, in a few words (planner/explain.h); "" if
   // it never ran.
   std::string why;
+  // The pack it trained in last ("" alone): report.json's "pack"; the
+  // actual Gantt chart draws a pack's members as one bar.
+  std::string pack;
 };
 
 struct RunReportInput {

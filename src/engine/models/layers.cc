@@ -59,7 +59,7 @@ Linear::Linear(Block& block, ParamFactory& factory, const std::string& name, int
   }
   pack_.reserve(tuning.pack.size());
   for (const Tuning::PackAdapter& p : tuning.pack) {
-    pack_.push_back({p.member, factory.AdapterUniform(a_shape(p.rank), bound, p.seed),
+    pack_.push_back({p.member, factory.AdapterUniform(a_shape(p.rank), bound, p.seed, p.member),
                      factory.AdapterZeros(b_shape(p.rank)), p.scale});
     std::string member = "@" + std::to_string(p.member);
     block.Register(name + ".lora_A" + member, &pack_.back().a, true, true);

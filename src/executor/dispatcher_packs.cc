@@ -1,0 +1,287 @@
+// Packs in a run (part of the dispatcher, dispatcher.h): the plan's members
+// of a pack start in one worker and settle, when it exits, as tasks of their
+// own.
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "common/format.h"
+#include "common/fs.h"
+#include "executor/dispatcher.h"
+#include "launch/command_task.h"
+#include "protocol/checkpoint_files.h"
+
+namespace saturn {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+// The pack task `name` is planned in, "" if none.
+std::string PlannedPack(const Plan& plan, const std::string& name) {
+  for (const PlanTask& p : plan.tasks)
+    if (p.task == name) return p.pack;
+  return "";
+}
+
+std::vector<std::string> NamesOf(const RunContext& run, const std::vector<int>& members) {
+  std::vector<std::string> names;
+  for (int m : members)
+    names.push_back(run.tasks[m].record.name);
+  return names;
+}
+
+// Moves `from` over `to` (a folder or a file), replacing what is there.
+void MoveOver(const fs::path& from, const fs::path& to) {
+  std::error_code ec;
+  if (!fs::exists(from, ec)) return;
+  fs::remove_all(to, ec);
+  fs::create_directories(to.parent_path(), ec);
+  fs::rename(from, to);
+}
+
+}  // namespace
+
+std::string Dispatcher::PackDir(const std::string& pack) const {
+  return run_.site.run_dir + "/packs/" + pack;
+}
+
+bool Dispatcher::IsPackHost(int j) const {
+  return run_.tasks[j].pack_host == j;
+}
+
+std::vector<int> Dispatcher::MembersHostedBy(int host) const {
+  std::vector<int> members;
+  for (int m = 0; m < run_.NumTasks(); ++m)
+    if (run_.tasks[m].pack_host == host && run_.tasks[m].record.status == TaskStatus::kRunning)
+      members.push_back(m);
+  return members;
+}
+
+// The plan's members of `pack` that have not ended and still train packed,
+// in plan order (the pack's rows: member 0's batch first).
+std::vector<int> Dispatcher::PackMembers(const std::string& pack) const {
+  std::vector<int> members;
+  for (const PlanTask& p : run_.plan().tasks) {
+    if (p.pack != pack) continue;
+    int m = run_.tasks.IndexOf(p.task);
+    if (m < 0 || run_.Done(m) || run_.tasks[m].unpacked) continue;
+    members.push_back(m);
+  }
+  return members;
+}
+
+// A pack resumes from its own newest checkpoint when it holds these very
+// members and no member has trained beyond it alone; a fresh pack starts
+// where every member stands, at 0. Otherwise -1: they train alone.
+long Dispatcher::PackStartStep(const std::string& pack, const std::vector<int>& members) {
+  std::string dir = PackDir(pack);
+  json names = NamesOf(run_, members);
+  long ahead = 0;
+  for (int m : members)
+    ahead = std::max(ahead, run_.tasks[m].record.checkpoint_step);
+  long newest = 0;
+  std::error_code ec;
+  if (fs::exists(dir + "/members.json", ec) &&
+      json::parse(ReadFile(dir + "/members.json")) == names) {
+    RemoveCheckpointLeftovers(dir + "/checkpoints");
+    newest = FindNewestCheckpoint(dir + "/checkpoints").step;
+  } else {
+    // Another set of members trained here: nothing of it serves these.
+    fs::remove_all(dir, ec);
+  }
+  if (ahead > newest) return -1;
+  MakeDirectories(dir + "/checkpoints");
+  WriteFileAtomic(dir + "/members.json", names.dump() + "\n");
+  return newest;
+}
+
+Dispatcher::PackStart Dispatcher::StartPack(int j, const Assignment& a) {
+  LiveTask& l = run_.tasks[j];
+  std::string pack = PlannedPack(run_.plan(), l.record.name);
+  if (pack.empty() || l.unpacked) return PackStart::kAlone;
+  std::vector<int> members = PackMembers(pack);
+  bool all_queued = std::all_of(members.begin(), members.end(), [&](int m) {
+    return run_.tasks[m].record.status == TaskStatus::kQueued;
+  });
+  long from = members.size() >= 2 && all_queued ? PackStartStep(pack, members) : -1;
+  if (from < 0) {
+    // One member left, or members that cannot continue together: alone.
+    for (int m : members)
+      run_.tasks[m].unpacked = true;
+    l.unpacked = true;
+    return PackStart::kAlone;
+  }
+  if (!run_.tasks.placements().Place(j, a)) return PackStart::kWait;
+  std::string dir = PackDir(pack);
+  json spec = {{"pack", json::array()}};
+  long to_step = run_.Steps(members[0]);
+  for (int m : members) {
+    json member = run_.WorkloadTaskOf(m).spec;
+    member["name"] = run_.tasks[m].record.name;
+    spec["pack"].push_back(std::move(member));
+    to_step = std::min(to_step, run_.Steps(m));
+  }
+  WriteFileAtomic(dir + "/task.json", spec.dump(2) + "\n");
+  WorkerRequest call = RequestFor(j, a, dir);
+  call.from_step = from;
+  call.to_step = to_step;
+  call.checkpoint_every = CheckpointInterval(to_step, run_.options().checkpoint_every);
+  const ClusterNode& node = run_.tasks.workload().cluster.nodes[a.node];
+  WorkerJob job =
+      TaskJob(spec, run_.site.worker, call, JobTarget{node.name, a.gpu_ids, call.gpus, ""});
+  job.pipe_stdout = true;
+  job.stderr_path = dir + "/worker.log";
+  try {
+    l.process.emplace(run_.site.backend->Start(job));
+  } catch (...) {
+    run_.tasks.placements().Undo(j);
+    throw;
+  }
+  for (int m : members) {
+    LiveTask& member = run_.tasks[m];
+    member.stop = StopOrder{};
+    member.pack = pack;
+    member.pack_host = j;
+    member.reported = WorkerReports{};
+    member.reported.step = from;
+    member.record.status = TaskStatus::kRunning;
+    member.record.worker_pgid = l.process->pid();
+    ++member.record.attempts;
+    if (member.record.start_s < 0) member.record.start_s = run_.Now();
+    run_.SaveTask(m);
+    run_.Emit(events::TaskStarted(run_.Now(), run_.Where(m), run_.ProgressAt(m, from)));
+  }
+  if (run_.options().progress) {
+    std::fprintf(stderr, "%s: %s train together from step %ld\n", pack.c_str(),
+                 Plural(static_cast<long>(members.size()), "task").c_str(), from);
+  }
+  return PackStart::kStarted;
+}
+
+void Dispatcher::HandlePackExit(int host, int status) {
+  LiveTask& h = run_.tasks[host];
+  std::string dir = PackDir(h.pack);
+  std::vector<int> members = MembersHostedBy(host);
+  ReadProgress(host);
+  run_.tasks.placements().Free(host);
+  bool was_stopping = h.stop.pending;
+  h.process.reset();
+  std::optional<WorkerExecuteResult> result;
+  std::string protocol_error;
+  if (ExitedCleanly(status)) {
+    try {
+      result = ReadExecuteResult(dir + "/result.json");
+    } catch (const std::exception& e) {
+      protocol_error = e.what();
+    }
+  }
+  for (int m : members) {
+    run_.tasks[m].record.worker_pgid = 0;
+    run_.tasks[m].stop.pending = false;
+  }
+  // Each member's entry of the result, by name (the pack's order is the plan's).
+  std::vector<const json*> entries;
+  for (int m : members) {
+    const json* entry = nullptr;
+    if (result) {
+      for (const json& e : result->members)
+        if (e.value("name", "") == run_.tasks[m].record.name) entry = &e;
+    }
+    if (entry) entries.push_back(entry);
+  }
+  if (result && entries.size() == members.size()) {
+    for (size_t i = 0; i < members.size(); ++i)
+      SettleMember(members[i], dir, *entries[i], *result);
+  } else if (was_stopping) {
+    // Killed after the grace period: the pack resumes from its checkpoint.
+    for (int m : members) {
+      if (run_.tasks[m].stop.cancel) {
+        run_.tasks[m].stop.cancel = false;
+        MarkCancelled(m, run_.tasks[m].record.checkpoint_step);
+      } else {
+        MarkPreempted(m, std::nullopt);
+      }
+    }
+  } else {
+    SplitFailedPack(host, members, status, protocol_error);
+  }
+}
+
+// Member m's own files out of the pack's folder into its own (its
+// checkpoint at the pack's last step, its trained model and adapters), its
+// own loss curve, and its end: finished, cancelled, or queued to go on.
+void Dispatcher::SettleMember(int m, const std::string& dir, const json& member,
+                              const WorkerExecuteResult& result) {
+  LiveTask& l = run_.tasks[m];
+  const std::string& name = l.record.name;
+  std::string own = run_.TaskDirOf(m);
+  long step = result.completed_steps;
+  fs::path theirs = fs::path(dir) / "checkpoints" / name;
+  MoveOver(theirs / ("checkpoint-" + std::to_string(step)),
+           fs::path(own) / "checkpoints" / ("checkpoint-" + std::to_string(step)));
+  std::error_code ec;
+  fs::remove_all(theirs, ec);
+  PruneCheckpoints(own + "/checkpoints", step, run_.options().keep_checkpoints);
+  for (const char* file : {"model.pt", "adapters.pt"})
+    MoveOver(fs::path(dir) / name / file, fs::path(own) / file);
+  fs::remove_all(fs::path(dir) / name, ec);
+  std::vector<double> losses = member.value("losses", std::vector<double>{});
+  long from_step = step - static_cast<long>(losses.size());
+  long every = std::max(1L, run_.Steps(m) / 500);
+  for (size_t i = 0; i < losses.size(); ++i) {
+    long s = from_step + static_cast<long>(i);
+    if (s % every == 0) run_.site.state->AddLoss(name, s, losses[i]);
+  }
+  l.record.steps_done = step;
+  l.reported.step = step;
+  if (!losses.empty()) l.reported.last_loss = losses.back();
+  WorkerExecuteResult own_result = result;
+  own_result.final_loss = losses.empty() ? 0.0 : losses.back();
+  if (l.stop.cancel) {
+    l.stop.cancel = false;
+    MarkCancelled(m, step);
+  } else if (step >= run_.Steps(m)) {
+    MarkFinished(m, own_result);
+  } else {
+    MarkPreempted(m, own_result);
+  }
+}
+
+// The pack's worker failed: nobody knows which member made it fail, so each
+// member is queued to train alone from its own checkpoint, without a
+// failure counted against it; a member that fails alone fails with its
+// own reason.
+void Dispatcher::SplitFailedPack(int host, const std::vector<int>& members, int status,
+                                 const std::string& protocol_error) {
+  std::string dir = PackDir(run_.tasks[host].pack);
+  std::string tail = LastLines(dir + "/worker.log", 8);
+  std::string how = protocol_error.empty() ? DescribeExit(status)
+                                           : "its result breaks the protocol: " + protocol_error;
+  std::string why = "its pack " + run_.tasks[host].pack + " failed (" + how +
+                    (tail.empty() ? "" : ": " + tail) + "); it continues alone";
+  for (int m : members) {
+    LiveTask& l = run_.tasks[m];
+    l.unpacked = true;
+    if (l.stop.cancel) {
+      l.stop.cancel = false;
+      MarkCancelled(m, LatestCheckpointOf(m));
+      continue;
+    }
+    TaskRecord& r = l.record;
+    r.status = TaskStatus::kQueued;
+    r.error = why;
+    r.checkpoint_step = LatestCheckpointOf(m);
+    run_.SaveTask(m);
+    run_.Emit(events::TaskFailed(run_.Now(), run_.Where(m), r.error, r.failures, false,
+                                 r.checkpoint_step));
+  }
+  if (run_.options().progress) {
+    std::fprintf(stderr, "%s failed (%s); its %s continue alone\n", run_.tasks[host].pack.c_str(),
+                 how.c_str(), Plural(static_cast<long>(members.size()), "task").c_str());
+  }
+}
+
+}  // namespace saturn

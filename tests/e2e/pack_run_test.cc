@@ -1,0 +1,200 @@
+// `saturn run` trains a plan's packs (executor/dispatcher.h) with the real
+// engine: the members of a pack start in one worker, and each ends as the
+// same task trained alone would (`--no-pack`, beside it), with its own
+// checkpoint, model, adapters and loss curve in its own folder.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/fs.h"
+#include "common/process.h"
+#include "contracts/events.h"
+#include "tests/e2e/saturn_test_base.h"
+
+namespace saturn {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+class PackRun : public SaturnTestBase {
+ protected:
+  // Three LoRA tasks over one random base (one seed): learning rates and
+  // ranks differ; each trains `steps` steps, the third `last_steps` (0: as
+  // many). `bad_data`: the third reads a text too short for a sequence, so
+  // that it fails.
+  void Write(bool bad_data = false, int steps = 30, int last_steps = 0) {
+    if (last_steps == 0) last_steps = steps;
+    std::string corpus;
+    for (int i = 0; i < 400; ++i)
+      corpus += "the pack trains every member as alone " + std::to_string(i % 13) + "\n";
+    WriteFileAtomic(dir_ + "/corpus.txt", corpus);
+    WriteFileAtomic(dir_ + "/short.txt", "abc");
+    std::string text = "cluster: {nodes: [{name: n0, gpus: 1, gpu_memory_gib: 2}]}\ntasks:\n";
+    const char* lrs[] = {"0.01", "0.003", "0.03"};
+    const char* ranks[] = {"2", "4", "2"};
+    for (int i = 0; i < 3; ++i) {
+      text += std::string("  - name: m") + std::to_string(i) +
+              "\n    model: {type: gpt, layers: 1, d_model: 16, heads: 2, seq_len: 8}"
+              "\n    data: {type: text, path: " +
+              (bad_data && i == 2 ? "short.txt" : "corpus.txt") +
+              "}\n    batch_size: 4\n    seed: 7\n    optimizer: {type: adamw, lr: " + lrs[i] +
+              "}\n    finetune: {lora: {rank: " + ranks[i] +
+              "}}\n    steps: " + std::to_string(i == 2 ? last_steps : steps) + "\n";
+    }
+    WriteFileAtomic(dir_ + "/w.yaml", text);
+    // Alone a task takes 1 s a step; a pack of 3 (12 rows) 1.2 s: the plan packs.
+    std::string profile =
+        "task,technique,gpus,runtime_s,step_s,steps,pack_class,pack_rows,pack_step_s\n";
+    for (int i = 0; i < 3; ++i) {
+      int n = i == 2 ? last_steps : steps;
+      profile += "m" + std::to_string(i) + ",single,1," + std::to_string(n + 2) + ",1.0," +
+                 std::to_string(n) + ",gpt-lora,4,4:1.0 8:1.1 12:1.2\n";
+    }
+    WriteFileAtomic(dir_ + "/profile.csv", profile);
+  }
+
+  std::vector<std::string> Args(const std::string& run, const std::string& flag) {
+    std::vector<std::string> args = {
+        "run",       dir_ + "/w.yaml",      "--run-dir",     dir_ + "/" + run,
+        "--profile", dir_ + "/profile.csv", "--max-retries", "0"};
+    if (!flag.empty()) args.push_back(flag);
+    return args;
+  }
+  json RunReport(const std::string& run, const std::string& flag, int* code) {
+    *code = Run(Args(run, flag));
+    std::string path = dir_ + "/" + run + "/report.json";
+    return fs::exists(path) ? json::parse(ReadFile(path)) : json();
+  }
+
+  static std::map<std::string, json> ByName(const json& report) {
+    std::map<std::string, json> out;
+    for (const json& t : report["tasks"])
+      out[t["task"].get<std::string>()] = t;
+    return out;
+  }
+};
+
+TEST_F(PackRun, MembersEndAsTheSameTasksTrainedAlone) {
+  Write();
+  int code = 0;
+  json packed = RunReport("packed", "", &code);
+  ASSERT_EQ(code, 0) << Log();
+  EXPECT_THAT(Log(), HasSubstr("pack-1: 3 tasks train together from step 0"));
+  json alone = RunReport("alone", "--no-pack", &code);
+  ASSERT_EQ(code, 0) << Log();
+  std::map<std::string, json> p = ByName(packed), a = ByName(alone);
+  ASSERT_EQ(p.size(), 3u);
+  for (const auto& [name, t] : p) {
+    EXPECT_EQ(t["status"], "finished") << name;
+    EXPECT_EQ(t.value("pack", ""), "pack-1") << name;
+    EXPECT_FALSE(a[name].contains("pack")) << name;
+    // Its own trajectory: the final loss of the same task trained alone.
+    EXPECT_NEAR(t["final_loss"].get<double>(), a[name]["final_loss"].get<double>(), 1e-4) << name;
+    EXPECT_GE(t["loss_curve"].size(), 10u) << name;
+    std::string folder = dir_ + "/packed/tasks/" + name;
+    EXPECT_TRUE(fs::exists(folder + "/model.pt")) << name;
+    EXPECT_TRUE(fs::exists(folder + "/adapters.pt")) << name;
+    EXPECT_TRUE(fs::exists(folder + "/checkpoints/checkpoint-30")) << name;
+  }
+  // The members' curves differ (their learning rates do): not one curve copied.
+  EXPECT_NE(p["m0"]["final_loss"], p["m2"]["final_loss"]);
+  // One worker: every member started at once on the one device.
+  std::set<double> starts;
+  for (const Event& e : ParseEventLines(ReadFile(dir_ + "/packed/events.jsonl"), "events")) {
+    if (e.kind == EventKind::kTaskStarted) starts.insert(e.t);
+  }
+  ASSERT_EQ(starts.size(), 3u);
+  EXPECT_LT(*starts.rbegin() - *starts.begin(), 0.5);
+  json plan = json::parse(ReadFile(dir_ + "/packed/plan-0.json"));
+  for (const json& t : plan["tasks"])
+    EXPECT_EQ(t.value("pack", ""), "pack-1");
+  EXPECT_THAT(ReadFile(dir_ + "/packed/report.html"), HasSubstr("pack-1: 3 tasks in one worker"));
+}
+
+TEST_F(PackRun, AMemberThatFailsFailsAloneAndTheOthersFinish) {
+  Write(/*bad_data=*/true);
+  int code = 0;
+  json report = RunReport("run", "", &code);
+  EXPECT_EQ(code, 1) << Log();
+  EXPECT_THAT(Log(), HasSubstr("pack-1 failed"));
+  std::map<std::string, json> t = ByName(report);
+  ASSERT_EQ(t.size(), 3u);
+  EXPECT_EQ(t["m0"]["status"], "finished");
+  EXPECT_EQ(t["m1"]["status"], "finished");
+  EXPECT_EQ(t["m2"]["status"], "failed");
+  // Its own reason, from its own worker alone (not only "its pack failed").
+  EXPECT_THAT(t["m2"]["error"].get<std::string>(), HasSubstr("short.txt"));
+  EXPECT_EQ(t["m2"]["failures"], 1);
+  EXPECT_EQ(t["m0"]["failures"], 0);
+}
+
+TEST_F(PackRun, MembersWithMoreStepsContinueAloneAsTheirTwins) {
+  Write(/*bad_data=*/false, /*steps=*/20, /*last_steps=*/32);
+  int code = 0;
+  json packed = RunReport("packed", "", &code);
+  ASSERT_EQ(code, 0) << Log();
+  json alone = RunReport("alone", "--no-pack", &code);
+  ASSERT_EQ(code, 0) << Log();
+  std::map<std::string, json> p = ByName(packed), a = ByName(alone);
+  for (const auto& [name, t] : p) {
+    EXPECT_EQ(t["status"], "finished") << name;
+    EXPECT_NEAR(t["final_loss"].get<double>(), a[name]["final_loss"].get<double>(), 1e-4) << name;
+  }
+  // m2 left the pack at step 20 with its own checkpoint and went on alone.
+  EXPECT_EQ(p["m2"]["steps_done"], 32);
+  EXPECT_EQ(p["m2"]["attempts"], 2);
+  EXPECT_TRUE(fs::exists(dir_ + "/packed/tasks/m2/checkpoints/checkpoint-32"));
+}
+
+// Against the same pack run without a kill: over 400 steps at these learning
+// rates a member and its twin alone part by more than 1e-4 (they differ by
+// rounding from step ~60, as the same task under ddp and single does: 1.9e-3
+// by step 400), so "nothing lost" is checked against the uninterrupted pack.
+TEST_F(PackRun, AKilledRunResumesEveryMemberWithNothingLost) {
+  Write(/*bad_data=*/false, /*steps=*/400);
+  int code = 0;
+  json straight = RunReport("straight", "", &code);
+  ASSERT_EQ(code, 0) << Log();
+  std::vector<std::string> args = Args("killed", "");
+  args.insert(args.end(), {"--checkpoint-every", "20"});
+  Process p = Process::Spawn(Saturn(args));
+  // Kill the orchestrator once the pack has checkpointed beyond the start.
+  for (int i = 0; i < 1200; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    std::error_code ec;
+    if (fs::exists(dir_ + "/killed/packs/pack-1/checkpoints/checkpoint-40", ec)) break;
+  }
+  ::kill(p.pid(), SIGKILL);
+  p.Wait();
+  std::this_thread::sleep_for(std::chrono::seconds(3));  // the worker gets SIGTERM
+  args = Args("killed", "--resume");
+  args.insert(args.end(), {"--checkpoint-every", "20"});
+  ASSERT_EQ(Run(args), 0) << Log();
+  // The resumed pack went on from its checkpoint, not from the start.
+  std::string resumed = Log().substr(Log().find("resuming at"));
+  EXPECT_THAT(resumed, HasSubstr("pack-1: 3 tasks train together from step "));
+  EXPECT_THAT(resumed, Not(HasSubstr("train together from step 0\n")));
+  json killed = json::parse(ReadFile(dir_ + "/killed/report.json"));
+  std::map<std::string, json> k = ByName(killed), s = ByName(straight);
+  for (const auto& [name, t] : k) {
+    EXPECT_EQ(t["status"], "finished") << name;
+    EXPECT_EQ(t.value("pack", ""), "pack-1") << name;
+    EXPECT_NEAR(t["final_loss"].get<double>(), s[name]["final_loss"].get<double>(), 1e-6) << name;
+  }
+}
+
+}  // namespace
+}  // namespace saturn
