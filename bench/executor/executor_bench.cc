@@ -240,10 +240,11 @@ void LoraGrid(const std::string& saturn, const std::string& workload, const std:
   std::printf("  packs formed: %zu\n", packs.size());
   double p = packed.report["makespan_s"], a = alone.report["makespan_s"],
          c = current.report["makespan_s"];
+  // Current practice needs no profiling or planning: its training alone.
   std::printf(
       "  speed-up of packs allowed end to end: %.2fx over --no-pack (target >= 1.3x), %.2fx "
-      "over current practice (target >= 2x); on training alone %.2fx and %.2fx\n",
-      alone.wall_s / packed.wall_s, current.wall_s / packed.wall_s, a / p, c / p);
+      "over current practice's training (target >= 2x); on training alone %.2fx and %.2fx\n",
+      alone.wall_s / packed.wall_s, c / packed.wall_s, a / p, c / p);
   std::fflush(stdout);
 }
 

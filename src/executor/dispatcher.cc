@@ -86,7 +86,6 @@ void Dispatcher::Start(int j, const Assignment& a) {
 void Dispatcher::MarkStarted(int j) {
   LiveTask& l = run_.tasks[j];
   l.stop.pending = false;
-  l.pack.clear();
   l.pack_host = -1;
   l.reported.step = l.record.checkpoint_step;
   l.reported.recent_step_s.clear();

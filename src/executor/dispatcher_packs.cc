@@ -89,8 +89,9 @@ long Dispatcher::PackStartStep(const std::string& pack, const std::vector<int>& 
     RemoveCheckpointLeftovers(dir + "/checkpoints");
     newest = FindNewestCheckpoint(dir + "/checkpoints").step;
   } else {
-    // Another set of members trained here: nothing of it serves these.
-    fs::remove_all(dir, ec);
+    // Another set of members trained here: its checkpoints serve none of
+    // these (its logs stay, appended to).
+    fs::remove_all(dir + "/checkpoints", ec);
   }
   if (ahead > newest) return -1;
   MakeDirectories(dir + "/checkpoints");
@@ -240,11 +241,12 @@ void Dispatcher::SettleMember(int m, const std::string& dir, const json& member,
   if (!losses.empty()) l.reported.last_loss = losses.back();
   WorkerExecuteResult own_result = result;
   own_result.final_loss = losses.empty() ? 0.0 : losses.back();
-  if (l.stop.cancel) {
-    l.stop.cancel = false;
+  bool cancel = l.stop.cancel;
+  l.stop.cancel = false;
+  if (step >= run_.Steps(m)) {
+    MarkFinished(m, own_result);  // a cancel that came too late: finished wins, as alone
+  } else if (cancel) {
     MarkCancelled(m, step);
-  } else if (step >= run_.Steps(m)) {
-    MarkFinished(m, own_result);
   } else {
     MarkPreempted(m, own_result);
   }

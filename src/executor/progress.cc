@@ -33,7 +33,17 @@ std::string RunningLine(const RunContext& run, int j) {
   std::optional<Assignment> on = run.tasks.placements().On(j);
   if (!on) return "";
   const Option& o = run.tasks.problem().tasks[j].options[on->option];
-  return "  " + l.record.name + " " + FormatFixed(pct, 0) + "% (" + o.technique + " x" +
+  // A pack's worker: its name and members ("pack-1 (a, b, c)").
+  std::string name = l.record.name;
+  if (l.pack_host == j) {
+    std::string members;
+    for (int m = 0; m < run.NumTasks(); ++m) {
+      if (run.tasks[m].pack_host == j && run.tasks[m].record.status == TaskStatus::kRunning)
+        members += (members.empty() ? "" : ", ") + run.tasks[m].record.name;
+    }
+    name = l.pack + " (" + members + ")";
+  }
+  return "  " + name + " " + FormatFixed(pct, 0) + "% (" + o.technique + " x" +
          std::to_string(o.gpus) + ", ETA " + eta + ")";
 }
 
@@ -164,7 +174,18 @@ nlohmann::json WriteReport(RunContext& run, const RunSummary& summary) {
       // Not the plan followed at the end: that one is re-timed to how the
       // run went, and no solver made it, so a configuration that would end
       // sooner there says nothing of what the solver found.
-      const Option& o = run.tasks.problem().tasks[j].options[ran->option];
+      const Problem& problem = run.tasks.problem();
+      // The holder's option, and the member's own of that configuration.
+      const Option& o = problem.tasks[holder].options[ran->option];
+      int own = ran->option;
+      if (holder != j) {
+        own = -1;
+        const std::vector<Option>& mine = problem.tasks[j].options;
+        for (size_t k = 0; k < mine.size(); ++k) {
+          if (mine[k].technique == o.technique && mine[k].gpus == o.gpus && mine[k].type == o.type)
+            own = static_cast<int>(k);
+        }
+      }
       auto runs_it = [&](const Plan& plan) {
         return std::any_of(plan.tasks.begin(), plan.tasks.end(), [&](const PlanTask& e) {
           return e.task == r.name && e.technique == o.technique && e.gpus == o.gpus;
@@ -178,7 +199,7 @@ nlohmann::json WriteReport(RunContext& run, const RunSummary& summary) {
         }
       }
       if (plan == nullptr && runs_it(run.plan())) plan = &run.plan();
-      t.why = WhyThisOption(run.tasks.problem(), j, ran->option, plan);
+      if (own >= 0) t.why = WhyThisOption(problem, j, own, plan);
       if (!t.pack.empty()) t.why = WhyInPack(run.plan(), t.pack) + t.why;
     }
     report.tasks.push_back(std::move(t));

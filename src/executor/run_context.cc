@@ -39,7 +39,8 @@ events::TaskPlace RunContext::Where(int j) const {
   // A pack's member runs where its host's worker does.
   int holder = tasks[j].pack_host >= 0 ? tasks[j].pack_host : j;
   if (std::optional<Assignment> a = tasks.placements().Last(holder)) {
-    const Option& o = problem.tasks[j].options[a->option];
+    // The assignment indexes the holder's options (a member's may differ).
+    const Option& o = problem.tasks[holder].options[a->option];
     at.technique = o.technique;
     at.gpus = o.gpus;
     at.node = problem.nodes[a->node].name;

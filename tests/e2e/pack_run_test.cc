@@ -157,6 +157,12 @@ TEST_F(PackRun, MembersWithMoreStepsContinueAloneAsTheirTwins) {
   EXPECT_EQ(p["m2"]["steps_done"], 32);
   EXPECT_EQ(p["m2"]["attempts"], 2);
   EXPECT_TRUE(fs::exists(dir_ + "/packed/tasks/m2/checkpoints/checkpoint-32"));
+  // It trained in the pack: report.json says so, and the Gantt chart draws the
+  // pack's launch as one bar of 3 and m2's time alone as its own.
+  EXPECT_EQ(p["m2"].value("pack", ""), "pack-1");
+  std::string html = ReadFile(dir_ + "/packed/report.html");
+  EXPECT_THAT(html, HasSubstr("pack-1: 3 tasks in one worker"));
+  EXPECT_THAT(html, HasSubstr("<title>m2 (single)"));
 }
 
 // Against the same pack run without a kill: over 400 steps at these learning
