@@ -80,8 +80,7 @@ std::string PackClassOf(const WorkloadTask& task, std::string* why_not) {
   return key.dump();
 }
 
-std::vector<PackClassTrials> AddPackTrials(const Workload& workload, ProfileRun& run,
-                                           std::map<std::string, json>* specs) {
+std::vector<PackClassTrials> PackClasses(const Workload& workload, const ProfileRun& run) {
   std::map<std::string, std::vector<size_t>> members;
   std::vector<std::string> order;
   for (size_t k = 0; k < workload.tasks.size(); ++k) {
@@ -94,32 +93,106 @@ std::vector<PackClassTrials> AddPackTrials(const Workload& workload, ProfileRun&
   for (const std::string& cls : order) {
     const std::vector<size_t>& tasks = members[cls];
     if (tasks.size() < 2) continue;
-    PackClassTrials c{cls, tasks, {}};
-    const WorkloadTask& first = workload.tasks[tasks[0]];
+    PackClassTrials c{cls, tasks, PackSizes(tasks.size()), {}};
     for (int base : run.task_trials[tasks[0]]) {
-      const Trial t = run.trials[base];  // a copy: run.trials grows below
+      const Trial& t = run.trials[base];
       if (!t.result.feasible || !t.estimated_from.empty() || !TakesPacks(t.technique)) continue;
-      PackClassTrials::Config config{base, {}};
-      for (int k : PackSizes(tasks.size())) {
-        Trial pack;
-        pack.trial_key = json{{"pack_of", json::parse(t.trial_key)}, {"members", k}}.dump();
-        pack.technique = t.technique;
-        pack.gpus = t.gpus;
-        pack.device_kind = t.device_kind;
-        pack.memory_gib = t.memory_gib;
-        pack.threads = t.threads;
-        pack.gpu_type = t.gpu_type;
-        pack.node = t.node;
-        pack.example_task = first.name + " (pack of " + std::to_string(k) + ")";
-        (*specs)[pack.trial_key] = PackOf(first.spec, k);
-        config.pack_trials.emplace_back(k, static_cast<int>(run.trials.size()));
-        run.trials.push_back(std::move(pack));
-      }
-      c.configs.push_back(std::move(config));
+      c.configs.push_back({base, {}, false, false, ""});
     }
+    // Per GPU count and type, fastest alone first (ties: the order measured).
+    auto group = [&](const PackClassTrials::Config& x) {
+      const Trial& t = run.trials[x.base_trial];
+      return std::make_pair(t.gpus, t.gpu_type);
+    };
+    std::stable_sort(c.configs.begin(), c.configs.end(), [&](const auto& a, const auto& b) {
+      if (group(a) != group(b)) return group(a) < group(b);
+      return run.trials[a.base_trial].result.step_s < run.trials[b.base_trial].result.step_s;
+    });
+    for (size_t k = 0; k < c.configs.size(); ++k)
+      c.configs[k].measuring = k == 0 || group(c.configs[k]) != group(c.configs[k - 1]);
     out.push_back(std::move(c));
   }
   return out;
+}
+
+bool AddPackTrials(const Workload& workload, std::vector<PackClassTrials>& classes, ProfileRun& run,
+                   std::map<std::string, json>* specs) {
+  bool added = false;
+  for (PackClassTrials& c : classes) {
+    const WorkloadTask& first = workload.tasks[c.tasks[0]];
+    for (PackClassTrials::Config& config : c.configs) {
+      if (!config.measuring) continue;
+      const Trial t = run.trials[config.base_trial];  // a copy: run.trials grows below
+      int k = c.sizes[config.pack_trials.size()];
+      Trial pack;
+      pack.trial_key = json{{"pack_of", json::parse(t.trial_key)}, {"members", k}}.dump();
+      pack.technique = t.technique;
+      pack.gpus = t.gpus;
+      pack.device_kind = t.device_kind;
+      pack.memory_gib = t.memory_gib;
+      pack.threads = t.threads;
+      pack.gpu_type = t.gpu_type;
+      pack.node = t.node;
+      pack.example_task = first.name + " (pack of " + std::to_string(k) + ")";
+      (*specs)[pack.trial_key] = PackOf(first.spec, k);
+      config.pack_trials.emplace_back(k, static_cast<int>(run.trials.size()));
+      run.trials.push_back(std::move(pack));
+      added = true;
+    }
+  }
+  return added;
+}
+
+namespace {
+
+bool Fits(const Trial& t) {
+  return t.result.feasible && t.estimated_from.empty() && t.result.estimated.empty();
+}
+
+// After its latest pack: whether config goes on, and why not.
+void Judge(PackClassTrials::Config& config, const PackClassTrials& c, const ProfileRun& run,
+           bool* next_technique) {
+  auto [k, i] = config.pack_trials.back();
+  const Trial& t = run.trials[i];
+  double alone_s = run.trials[config.base_trial].result.step_s;
+  config.measuring = false;
+  config.ended = true;
+  if (!Fits(t)) {
+    config.why_ended = std::to_string(k) + " do not fit";
+    *next_technique = true;
+  } else if (t.result.step_s > (1.0 - kPackGain) * k * alone_s) {
+    config.why_ended = "a pack of " + std::to_string(k) + " steps no faster than its members " +
+                       "one after another: larger packs not measured";
+  } else if (config.pack_trials.size() == c.sizes.size()) {
+    config.ended = true;
+  } else {
+    config.measuring = true;
+    config.ended = false;
+  }
+}
+
+}  // namespace
+
+void AfterPackRound(std::vector<PackClassTrials>& classes, const ProfileRun& run) {
+  for (PackClassTrials& c : classes) {
+    for (size_t n = 0; n < c.configs.size(); ++n) {
+      PackClassTrials::Config& config = c.configs[n];
+      if (!config.measuring || config.pack_trials.empty()) continue;
+      bool next_technique = false;
+      Judge(config, c, run, &next_technique);
+      if (!next_technique) continue;
+      // The next fastest of this GPU count and type, if not measured yet.
+      const Trial& t = run.trials[config.base_trial];
+      for (size_t m = n + 1; m < c.configs.size(); ++m) {
+        const Trial& o = run.trials[c.configs[m].base_trial];
+        if (o.gpus != t.gpus || o.gpu_type != t.gpu_type) break;
+        if (c.configs[m].pack_trials.empty() && !c.configs[m].measuring) {
+          c.configs[m].measuring = true;
+          break;
+        }
+      }
+    }
+  }
 }
 
 void AddPackColumns(const Workload& workload, const std::vector<PackClassTrials>& classes,
@@ -143,13 +216,11 @@ void AddPackColumns(const Workload& workload, const std::vector<PackClassTrials>
     for (const PackClassTrials::Config& config : cls.configs) {
       const Trial& base = run.trials[config.base_trial];
       std::vector<std::pair<double, double>> points = {{rows0, base.result.step_s}};
-      std::string ended;
+      std::string ended = config.why_ended.empty() ? "" : "; " + config.why_ended;
+      if (config.pack_trials.empty()) ended = " (packs not measured: a faster one of its GPUs is)";
       for (auto [k, i] : config.pack_trials) {
         const Trial& t = run.trials[i];
-        if (!t.result.feasible || !t.estimated_from.empty() || !t.result.estimated.empty()) {
-          ended = "; " + std::to_string(k) + " do not fit";
-          break;
-        }
+        if (!Fits(t)) break;
         points.emplace_back(k * rows0, t.result.step_s);
       }
       std::string curve = Curve(points);

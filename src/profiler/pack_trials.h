@@ -7,17 +7,27 @@
 // kind (and, without model.init, equal seeds), without evaluation — the
 // rules the worker checks when it trains a pack (engine PackTasks). For
 // each class of two or more tasks, the profiler measures packs of k = 2, 4
-// and 8 copies of one member (its first task; up to twice the class's size)
-// in each configuration that member measured feasible under a technique
-// that takes packs (single, ddp, fsdp, spill), so a class costs at most
-// three trials per configuration whatever its size. A pack that does not
-// fit the device ends the curve there. Members' own batch sizes are their
+// and 8 copies of one member (its first task; up to twice the class's size),
+// in rounds, each size only where it can matter:
+//   - per GPU count (and type), first under the technique that takes packs
+//     (single, ddp, fsdp, spill) that was fastest for the member alone;
+//     the next fastest only once a pack stopped fitting under the ones
+//     before it (it may fit larger packs);
+//   - a configuration's next size only while its last pack stepped at
+//     least kPackGain faster than its members one after another: without
+//     that gain a larger pack saves no more than its members' launches.
+// A configuration's curve ends at its last measured pack (a pack that does
+// not fit ends it before); one not measured has its member's point alone
+// (no pack fits it). Members' own batch sizes are their
 // rows; the curve is over rows, so members of other batch sizes are
 // placed on it; their adapter ranks are not (the measured member's rank
 // stands for all).
 //
-//   std::vector<PackClassTrials> classes = AddPackTrials(workload, run, &specs);
-//   ... measure the trials added ...
+//   std::vector<PackClassTrials> classes = PackClasses(workload, run);
+//   while (AddPackTrials(workload, classes, run, &specs)) {
+//     ... measure the trials added ...
+//     AfterPackRound(classes, run);
+//   }
 //   AddPackColumns(workload, classes, run);   // after BuildTable
 #pragma once
 
@@ -34,21 +44,34 @@ namespace saturn {
 // The class of a task ("" when it cannot pack; `why_not` then says why).
 std::string PackClassOf(const WorkloadTask& task, std::string* why_not = nullptr);
 
+// A pack of k measured worth a larger one when it steps at least this
+// much faster than its k members one after another (1 - step_k / (k step_1)).
+constexpr double kPackGain = 0.05;
+
 struct PackClassTrials {
   std::string cls;
   std::vector<size_t> tasks;  // workload task indices, the measured member first
+  std::vector<int> sizes;     // pack sizes that may be measured, ascending
   struct Config {
     int base_trial = -1;                           // the member's own trial
     std::vector<std::pair<int, int>> pack_trials;  // (k, trial index), k ascending
+    bool measuring = false;                        // its next size is measured next round
+    bool ended = false;                            // no more sizes: why, in `why_ended`
+    std::string why_ended;
   };
-  std::vector<Config> configs;
+  std::vector<Config> configs;  // per (GPU count, type), fastest alone first
 };
 
-// Adds the pack trials of every class to `run.trials` (after the tasks'
-// own trials were measured) and their task files to `specs` (trial key ->
-// the worker's task JSON).
-std::vector<PackClassTrials> AddPackTrials(const Workload& workload, ProfileRun& run,
-                                           std::map<std::string, nlohmann::json>* specs);
+// Every class of two or more tasks (after the tasks' own trials were
+// measured), the fastest configuration of each GPU count to be measured first.
+std::vector<PackClassTrials> PackClasses(const Workload& workload, const ProfileRun& run);
+// Adds a round of pack trials to `run.trials` (the next size of each
+// configuration being measured) and their task files to `specs` (trial
+// key -> the worker's task JSON); false when there is none to add.
+bool AddPackTrials(const Workload& workload, std::vector<PackClassTrials>& classes, ProfileRun& run,
+                   std::map<std::string, nlohmann::json>* specs);
+// After a round was measured: which configurations go on (see the top).
+void AfterPackRound(std::vector<PackClassTrials>& classes, const ProfileRun& run);
 
 // Writes pack_class, pack_rows and pack_step_s into the table's rows of
 // each class's tasks (after BuildTable), and run.pack_summary.

@@ -430,11 +430,16 @@ ProfileRun RunProfiler(const Workload& workload, const ProfilerOptions& options)
 
   std::vector<PackClassTrials> packs;
   if (options.packs) {
+    // In rounds: each size only where the one before showed it can matter.
     std::map<std::string, json> specs = trials.TrialTasks();
-    const size_t from = run.trials.size();
-    packs = AddPackTrials(workload, run, &specs);
-    RunTrials(TrialsToRun(run, cache, from), specs, options, runner, cache, run, "profiling packs");
-    Settle(run, from);
+    packs = PackClasses(workload, run);
+    for (size_t from = run.trials.size(); AddPackTrials(workload, packs, run, &specs);
+         from = run.trials.size()) {
+      RunTrials(TrialsToRun(run, cache, from), specs, options, runner, cache, run,
+                "profiling packs");
+      Settle(run, from);
+      AfterPackRound(packs, run);
+    }
   }
   BuildTable(
       workload, options,

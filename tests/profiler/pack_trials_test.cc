@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <map>
 
 #include "common/fs.h"
 #include "planner/packing.h"
@@ -88,16 +89,18 @@ TEST_F(PackTrials, ClassesFollowTheWorkersPackRules) {
   EXPECT_NE(PackClassOf(other_model), cls);
 }
 
-TEST_F(PackTrials, PacksOfTwoAndFourAreMeasuredPerConfigurationAndWrittenForThePlanner) {
-  // ddp packs do not fit: the ddp curve stops at one member.
+TEST_F(PackTrials, PacksAreMeasuredWhereTheyCanMatterAndWrittenForThePlanner) {
+  // ddp packs do not fit: the ddp curve stops at one member, and fsdp (as
+  // fast alone on 2 GPUs) is measured instead; spill (as fast as single
+  // alone, measured after it) is not, since single's packs fit and gain.
   Workload w = Load(kTasks);
   WriteFileAtomic(dir_ + "/rules.txt", w.tasks[0].name + "-member1/ddp 2 oom\n");
   ProfileRun run = RunProfiler(w, options_);
   int pack_trials = 0;
   for (const Trial& t : run.trials)
     pack_trials += t.trial_key.find("pack_of") != std::string::npos;
-  // single x1, spill x1, ddp x2, fsdp x2 (not pipeline) x k = 2, 4.
-  EXPECT_EQ(pack_trials, 8);
+  // single x1 and fsdp x2 at k = 2, 4; ddp x2 at k = 2 (it does not fit).
+  EXPECT_EQ(pack_trials, 5);
   const ProfileTable& table = run.table;
   ASSERT_GE(table.ExtraColumn("pack_step_s"), 0);
   for (const ProfileRow& row : table.rows) {
@@ -118,7 +121,7 @@ TEST_F(PackTrials, PacksOfTwoAndFourAreMeasuredPerConfigurationAndWrittenForTheP
         at = space == std::string::npos ? curve.size() : space + 1;
       }
       std::vector<std::string> want = {"8", "16", "32"};
-      if (row.technique == "ddp") want = {"8"};
+      if (row.technique == "ddp" || row.technique == "spill") want = {"8"};
       EXPECT_EQ(rows, want) << row.technique << ": " << curve;
     }
   }
@@ -140,7 +143,23 @@ TEST_F(PackTrials, PacksOfTwoAndFourAreMeasuredPerConfigurationAndWrittenForTheP
   options_.use_cache = false;
   ProfileRun plain = RunProfiler(w, options_);
   EXPECT_LT(plain.table.ExtraColumn("pack_class"), 0);
-  EXPECT_EQ(plain.trials.size() + 8, run.trials.size());
+  EXPECT_EQ(plain.trials.size() + 5, run.trials.size());
+}
+
+TEST_F(PackTrials, APackNoFasterThanItsMembersOneAfterAnotherEndsItsCurve) {
+  // single x1 alone steps 1 s; its pack of 2 steps 2 s (no gain): no pack of
+  // 4 is measured there. ddp x2 (0.5 s alone) packs of 2 step 0.5 s: on to 4.
+  Workload w = Load(kTasks);
+  WriteFileAtomic(dir_ + "/rules.txt", w.tasks[0].name + "-member1/single 1 ok 2.0\n");
+  ProfileRun run = RunProfiler(w, options_);
+  std::map<std::string, std::string> curves;
+  for (const ProfileRow& row : run.table.rows)
+    if (row.task == w.tasks[0].name) curves[row.technique] = run.table.Extra(row, "pack_step_s");
+  EXPECT_EQ(curves["single"], "8:1 16:2");
+  EXPECT_EQ(curves["ddp"], "8:0.5 16:0.5 32:0.5");
+  EXPECT_EQ(curves["spill"], "8:1");
+  EXPECT_EQ(curves["fsdp"], "8:0.5");
+  EXPECT_THAT(run.pack_summary, HasSubstr("steps no faster than its members one after another"));
 }
 
 }  // namespace
