@@ -25,6 +25,10 @@ void RestoreTasks(RunContext& run) {
   std::map<std::string, TaskRecord> saved;
   for (TaskRecord& r : run.site.state->Tasks())
     saved[r.name] = std::move(r);
+  // The pack each task is planned in: a task that started trained in it.
+  std::map<std::string, std::string> planned_pack;
+  for (const PlanTask& p : run.plan().tasks)
+    if (!p.pack.empty()) planned_pack[p.task] = p.pack;
   for (int j = 0; j < run.NumTasks(); ++j) {
     LiveTask& l = run.tasks[j];
     const std::string& name = run.tasks.problem().tasks[j].name;
@@ -41,6 +45,8 @@ void RestoreTasks(RunContext& run) {
       }
     }
     l.reported.step = l.record.checkpoint_step;
+    if (auto pack = planned_pack.find(name); pack != planned_pack.end() && l.record.start_s >= 0)
+      l.pack = pack->second;
     run.SaveTask(j);
   }
   if (!run.options().progress) return;
@@ -53,6 +59,9 @@ void RestoreTasks(RunContext& run) {
             (run.Done(j) ? std::string(ToString(r.status))
                          : "from step " + std::to_string(r.checkpoint_step) + " of " +
                                std::to_string(run.Steps(j)));
+    // A pack goes on from its own newest checkpoint, which may be later.
+    if (!run.Done(j) && !run.tasks[j].pack.empty())
+      line += " (in " + run.tasks[j].pack + ": the pack resumes from its own checkpoint)";
   }
   std::fprintf(stderr, "resuming at %s of training: %s to continue, %d ended:%s\n",
                FormatDuration(run.Now()).c_str(), Plural(run.NumTasks() - ended, "task").c_str(),
