@@ -259,7 +259,7 @@ void Dispatcher::Cancel(int j) {
   if (l.record.status == TaskStatus::kRunning) {
     // In a pack: its worker stops, this member ends cancelled and the others
     // continue (dispatcher_packs.cc).
-    Preempt(l.pack_host >= 0 ? l.pack_host : j);
+    Preempt(run_.tasks.HolderOf(j));
     l.stop.cancel = true;
     return;
   }
@@ -291,7 +291,7 @@ void Dispatcher::Dispatch() {
 }
 
 void Dispatcher::Preempt(int j) {
-  if (int host = run_.tasks[j].pack_host; host >= 0 && host != j) j = host;
+  j = run_.tasks.HolderOf(j);
   LiveTask& l = run_.tasks[j];
   if (l.record.status != TaskStatus::kRunning || l.stop.pending) return;
   l.stop.pending = true;

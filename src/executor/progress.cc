@@ -143,7 +143,7 @@ nlohmann::json WriteReport(RunContext& run, const RunSummary& summary) {
     bool finished = r.status == TaskStatus::kFinished;
     // On resume, where it ran before is in the record only: no reason then.
     // A pack's member ran where its host's worker did.
-    int holder = run.tasks[j].pack_host >= 0 ? run.tasks[j].pack_host : j;
+    int holder = run.tasks.HolderOf(j);
     std::optional<Assignment> ran = run.tasks.placements().Last(holder);
     RunReportTask t;
     static_cast<TaskState&>(t) = r;

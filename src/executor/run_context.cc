@@ -37,7 +37,7 @@ events::TaskPlace RunContext::Where(int j) const {
   const Problem& problem = tasks.problem();
   at.task = problem.tasks[j].name;
   // A pack's member runs where its host's worker does.
-  int holder = tasks[j].pack_host >= 0 ? tasks[j].pack_host : j;
+  int holder = tasks.HolderOf(j);
   if (std::optional<Assignment> a = tasks.placements().Last(holder)) {
     // The assignment indexes the holder's options (a member's may differ).
     const Option& o = problem.tasks[holder].options[a->option];
@@ -51,7 +51,7 @@ events::TaskPlace RunContext::Where(int j) const {
 
 void RunContext::SaveTask(int j) {
   TaskRecord& r = tasks[j].record;
-  if (tasks.placements().Last(tasks[j].pack_host >= 0 ? tasks[j].pack_host : j)) {
+  if (tasks.placements().Last(tasks.HolderOf(j))) {
     events::TaskPlace at = Where(j);
     r.technique = at.technique;
     r.gpus = at.gpus;

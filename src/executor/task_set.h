@@ -83,6 +83,12 @@ class TaskSet {
   std::vector<LiveTask>::const_iterator begin() const { return live_.begin(); }
   std::vector<LiveTask>::const_iterator end() const { return live_.end(); }
 
+  // The task whose worker and devices task j trains on: its pack's host
+  // while it is (or last was) in a pack, else itself.
+  int HolderOf(int j) const {
+    int host = live_[static_cast<size_t>(j)].pack_host;
+    return host >= 0 ? host : j;
+  }
   int WorkloadIndexOf(int j) const { return workload_index_[static_cast<size_t>(j)]; }
   const WorkloadTask& WorkloadTaskOf(int j) const {
     return workload_.tasks[static_cast<size_t>(WorkloadIndexOf(j))];

@@ -325,6 +325,66 @@ GanttChart GanttFromPlan(const Plan& plan, const Cluster& cluster, const std::st
   return chart;
 }
 
+std::vector<GanttBar> GanttFromRun(std::vector<BusyInterval> busy,
+                                   const std::map<std::string, std::string>& pack_of) {
+  std::stable_sort(busy.begin(), busy.end(),
+                   [](const BusyInterval& a, const BusyInterval& b) { return a.start < b.start; });
+  auto alone = [](const BusyInterval& b) {
+    return GanttBar{
+        b.node,
+        b.gpu_ids,
+        b.start,
+        b.end,
+        b.task + " · " + b.technique,
+        b.task + " (" + b.technique + ") " + GanttSpan(b.start, b.end) + ", " + b.how_it_ended,
+        b.task,
+        false};
+  };
+  struct Launch {
+    std::string pack;
+    std::vector<BusyInterval> members;
+    double end = 0.0;
+  };
+  std::vector<Launch> launches;
+  std::map<std::tuple<std::string, std::string, std::vector<int>>, size_t> open;
+  std::vector<GanttBar> bars;
+  for (const BusyInterval& b : busy) {
+    auto pack = pack_of.find(b.task);
+    if (pack == pack_of.end()) {
+      bars.push_back(alone(b));
+      continue;
+    }
+    auto it = open.find({pack->second, b.node, b.gpu_ids});
+    if (it == open.end() || b.start >= launches[it->second].end) {
+      it = open.insert_or_assign({pack->second, b.node, b.gpu_ids}, launches.size()).first;
+      launches.push_back({pack->second, {}, b.end});
+    }
+    Launch& launch = launches[it->second];
+    launch.members.push_back(b);
+    launch.end = std::max(launch.end, b.end);
+  }
+  for (const Launch& launch : launches) {
+    if (launch.members.size() == 1) {
+      bars.push_back(alone(launch.members[0]));
+      continue;
+    }
+    const BusyInterval& first = launch.members[0];
+    long n = static_cast<long>(launch.members.size());
+    GanttBar bar{first.node,
+                 first.gpu_ids,
+                 first.start,
+                 launch.end,
+                 launch.pack + " · " + Plural(n, "task") + " · " + first.technique,
+                 launch.pack + ": " + Plural(n, "task") + " in one worker (" + first.technique +
+                     ") " + GanttSpan(first.start, launch.end),
+                 "pack " + launch.pack,
+                 false};
+    bar.members = static_cast<int>(n);
+    bars.push_back(std::move(bar));
+  }
+  return bars;
+}
+
 std::string RenderGanttSvg(const GanttChart& chart) {
   const Layout at(chart);
   SvgWriter svg(Layout::kLeft + Layout::kPlotW + Layout::kRight, Layout::kTop + at.plot_h + 40);

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "contracts/cluster.h"
+#include "contracts/events.h"
 #include "contracts/plan.h"
 #include "report/svg.h"
 
@@ -66,6 +67,12 @@ std::string GanttSpan(double start, double end);
 // A bar per plan entry, coloured by the plan's order (PaletteColor); the
 // members of a pack (the same pack, node, GPUs and start) share one bar.
 GanttChart GanttFromPlan(const Plan& plan, const Cluster& cluster, const std::string& title);
+// The bars of a run as it went (BusyIntervals, contracts/events.h): each
+// task's time alone, and each launch of a pack (`pack_of`: task -> pack; its
+// members' intervals overlapping on its devices) as one bar to its last
+// member's end. A member's time alone, before or after its pack, is its own.
+std::vector<GanttBar> GanttFromRun(std::vector<BusyInterval> busy,
+                                   const std::map<std::string, std::string>& pack_of);
 std::string RenderGanttSvg(const GanttChart& chart);
 
 }  // namespace saturn

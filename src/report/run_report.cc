@@ -5,7 +5,6 @@
 #include <filesystem>
 #include <map>
 #include <optional>
-#include <tuple>
 
 #include "common/format.h"
 #include "common/fs.h"
@@ -192,72 +191,6 @@ std::map<std::string, TaskColor> TaskColors(const RunReportInput& in) {
 
 // The run's Gantt (actual filled, first plan dashed) and, when the first
 // plan has it, current practice's plan beneath on the same time axis.
-// The run's bars: each task's time alone, and each launch of a pack (its
-// members' intervals overlapping on its devices) as one bar to the last
-// member's end. A member's time alone (before or after its pack) is its own.
-std::vector<GanttBar> ActualBars(const RunReportInput& in) {
-  std::map<std::string, std::string> pack_of;
-  for (const RunReportTask& t : in.tasks)
-    if (!t.pack.empty()) pack_of[t.name] = t.pack;
-  std::vector<BusyInterval> busy = BusyIntervals(in.events, in.makespan_s);
-  std::stable_sort(busy.begin(), busy.end(),
-                   [](const BusyInterval& a, const BusyInterval& b) { return a.start < b.start; });
-  auto alone = [](const BusyInterval& b) {
-    return GanttBar{
-        b.node,
-        b.gpu_ids,
-        b.start,
-        b.end,
-        b.task + " · " + b.technique,
-        b.task + " (" + b.technique + ") " + GanttSpan(b.start, b.end) + ", " + b.how_it_ended,
-        b.task,
-        false};
-  };
-  struct Launch {
-    std::string pack;
-    std::vector<BusyInterval> members;
-    double end = 0.0;
-  };
-  std::vector<Launch> launches;
-  std::map<std::tuple<std::string, std::string, std::vector<int>>, size_t> open;
-  std::vector<GanttBar> bars;
-  for (const BusyInterval& b : busy) {
-    auto pack = pack_of.find(b.task);
-    if (pack == pack_of.end()) {
-      bars.push_back(alone(b));
-      continue;
-    }
-    auto it = open.find({pack->second, b.node, b.gpu_ids});
-    if (it == open.end() || b.start >= launches[it->second].end) {
-      it = open.insert_or_assign({pack->second, b.node, b.gpu_ids}, launches.size()).first;
-      launches.push_back({pack->second, {}, b.end});
-    }
-    Launch& launch = launches[it->second];
-    launch.members.push_back(b);
-    launch.end = std::max(launch.end, b.end);
-  }
-  for (const Launch& launch : launches) {
-    if (launch.members.size() == 1) {
-      bars.push_back(alone(launch.members[0]));
-      continue;
-    }
-    const BusyInterval& first = launch.members[0];
-    long n = static_cast<long>(launch.members.size());
-    GanttBar bar{first.node,
-                 first.gpu_ids,
-                 first.start,
-                 launch.end,
-                 launch.pack + " · " + Plural(n, "task") + " · " + first.technique,
-                 launch.pack + ": " + Plural(n, "task") + " in one worker (" + first.technique +
-                     ") " + GanttSpan(first.start, launch.end),
-                 "pack " + launch.pack,
-                 false};
-    bar.members = static_cast<int>(n);
-    bars.push_back(std::move(bar));
-  }
-  return bars;
-}
-
 std::string GanttsHtml(const RunReportInput& in, int switches,
                        const std::map<std::string, TaskColor>& colors) {
   GanttChart chart;
@@ -267,7 +200,10 @@ std::string GanttsHtml(const RunReportInput& in, int switches,
                    Plural(switches, "plan switch");
   chart.nodes = in.cluster.nodes;
   chart.colors = colors;
-  for (GanttBar& bar : ActualBars(in))
+  std::map<std::string, std::string> pack_of;
+  for (const RunReportTask& t : in.tasks)
+    if (!t.pack.empty()) pack_of[t.name] = t.pack;
+  for (GanttBar& bar : GanttFromRun(BusyIntervals(in.events, in.makespan_s), pack_of))
     chart.bars.push_back(std::move(bar));
   for (GanttBar bar : GanttFromPlan(in.first_plan, in.cluster, "").bars) {
     bar.outline_only = true;
