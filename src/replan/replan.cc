@@ -27,13 +27,43 @@ Plan Absolute(Plan plan, double now) {
   return plan;
 }
 
-// What moved since `current` was made: the tasks it does not know (arrivals)
-// and the nodes whose re-timed end is off the planned one by more than the
-// noise, or that got an arrival.
+// The key under which a plan's extra keeps each node's end in the plan last
+// searched (absolute times): a kept plan is re-timed at every check, and
+// comparing with the previous check's ends would let a slow drift pass
+// unnoticed (0.5 s a check, below the noise each time).
+constexpr const char* kSearchedEnds = "searched_node_ends_s";
+
+// What moved since `current` was searched: the tasks it does not know
+// (arrivals), the nodes whose re-timed end is off the searched one by more
+// than the noise or that got an arrival, and the nodes where a task ended
+// and left devices idle (below).
 struct Changes {
   std::vector<int> arrived;  // remaining tasks the plan does not know
   std::vector<int> nodes;
 };
+
+// Each node's end in `plan` (absolute; -inf for a node without tasks).
+std::vector<double> NodeEnds(const Problem& problem, const Plan& plan) {
+  std::vector<double> ends(problem.NumNodes(), -std::numeric_limits<double>::infinity());
+  for (int n = 0; n < problem.NumNodes(); ++n) {
+    for (const PlanTask& t : plan.tasks)
+      if (t.node == problem.nodes[n].name) ends[n] = std::max(ends[n], t.end_s);
+  }
+  auto searched = plan.extra.find(kSearchedEnds);
+  if (searched == plan.extra.end() || !searched->is_object()) return ends;
+  for (int n = 0; n < problem.NumNodes(); ++n) {
+    auto it = searched->find(problem.nodes[n].name);
+    if (it != searched->end() && it->is_number()) ends[n] = it->get<double>();
+  }
+  return ends;
+}
+
+void KeepSearchedEnds(const Problem& problem, const std::vector<double>& ends, Plan& plan) {
+  nlohmann::json out = nlohmann::json::object();
+  for (int n = 0; n < problem.NumNodes(); ++n)
+    if (std::isfinite(ends[n])) out[problem.nodes[n].name] = ends[n];
+  plan.extra[kSearchedEnds] = std::move(out);
+}
 
 Changes WhatChanged(const RemainingProblem& remaining, const Plan& current, const Schedule& retimed,
                     const std::vector<int>& appended, double now, double tolerance) {
@@ -41,14 +71,10 @@ Changes WhatChanged(const RemainingProblem& remaining, const Plan& current, cons
   std::unordered_map<std::string_view, int> node_index;
   for (int n = 0; n < problem.NumNodes(); ++n)
     node_index[problem.nodes[n].name] = n;
-  // Planned ends count every task of the plan (a node whose tasks all ended
+  // Searched ends count every task of the plan (a node whose tasks all ended
   // early ends early), re-timed ends no earlier than now.
   const double none = -std::numeric_limits<double>::infinity();
-  std::vector<double> planned(problem.NumNodes(), none), now_end(problem.NumNodes(), none);
-  for (const PlanTask& t : current.tasks) {
-    auto it = node_index.find(t.node);
-    if (it != node_index.end()) planned[it->second] = std::max(planned[it->second], t.end_s);
-  }
+  std::vector<double> planned = NodeEnds(problem, current), now_end(problem.NumNodes(), none);
   for (int k = 0; k < problem.NumTasks(); ++k) {
     double end = now + EndOf(problem, retimed, k);
     now_end[retimed[k].node] = std::max(now_end[retimed[k].node], end);
@@ -65,6 +91,26 @@ Changes WhatChanged(const RemainingProblem& remaining, const Plan& current, cons
     if (planned[n] == none && now_end[n] == none) continue;
     double was = std::max(planned[n], now), is = std::max(now_end[n], now);
     if (std::abs(is - was) > tolerance * (was - now) + 1.0) changed[n] = true;
+  }
+  // A task of the plan that ended since (it is not left) freed its devices:
+  // when the re-timed plan leaves some of them idle now while the node is
+  // busy beyond the noise, another task may be better off there (a running
+  // one on more devices) though the node's end did not move.
+  std::unordered_map<std::string_view, bool> left;
+  for (const Task& t : problem.tasks)
+    left[t.name] = true;
+  std::vector<int> busy_now(problem.NumNodes(), 0);
+  for (int k = 0; k < problem.NumTasks(); ++k) {
+    if (retimed[k].start <= 1e-9)
+      busy_now[retimed[k].node] += problem.tasks[k].options[retimed[k].option].gpus;
+  }
+  for (const PlanTask& t : current.tasks) {
+    auto node = node_index.find(t.node);
+    if (node == node_index.end() || left.count(t.task)) continue;
+    const int n = node->second;
+    double busy_for = now_end[n] - now;
+    if (busy_now[n] < problem.nodes[n].gpus && busy_for > tolerance * busy_for + 1.0)
+      changed[n] = true;
   }
   for (int n = 0; n < problem.NumNodes(); ++n) {
     if (changed[n]) changes.nodes.push_back(n);
@@ -160,6 +206,7 @@ ReplanDecision Replan(const Problem& base, const std::vector<TaskProgress>& prog
                                         std::min(bound, current_span), 0.0),
                          "kept plan"),
                  now);
+    KeepSearchedEnds(problem, NodeEnds(problem, current), d.plan);
     d.preempted = Preempted(remaining, retimed);
     d.summary = "keep: current plan ends at " + FormatDuration(d.current_end_s) + ", " + why +
                 " (bound " + FormatDuration(now + bound) + "); no solve";
@@ -200,6 +247,7 @@ ReplanDecision Replan(const Problem& base, const std::vector<TaskProgress>& prog
                                            clock.Now() - started),
                             d.switch_plan ? "new plan" : "kept plan"),
                     now);
+  KeepSearchedEnds(problem, NodeEnds(problem, d.plan), d.plan);
   d.preempted = Preempted(remaining, chosen);
   d.summary = std::string(d.switch_plan ? "switch" : "keep") + ": current plan ends at " +
               FormatDuration(d.current_end_s) + ", fresh plan (" + how + ") at " +

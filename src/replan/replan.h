@@ -13,9 +13,13 @@
 //  - learns from what it sees: a running task's measured speed against its
 //    profile (`slowdown`) scales its remaining runtime in every configuration.
 // Re-plans are incremental:
-//  - no search when no task arrived and every node's re-timed end is within
-//    `unchanged_tolerance` of its time left of its planned end (progress
-//    matched the plan within noise: it was searched from this state), nor
+//  - no search when no task arrived, no task ended sooner than planned by
+//    more than the noise (its devices are free early), and every node's
+//    re-timed end is within `unchanged_tolerance` of its time left of its end
+//    in the plan last searched (progress matched the plan within noise: it
+//    was searched from this state; a kept plan keeps those ends in its extra
+//    "searched_node_ends_s", so a drift below the noise at each check still
+//    adds up to a search), nor
 //    when the re-timed plan is within the threshold of the lower bound (no
 //    plan could be worth a switch); such a check costs milliseconds;
 //  - otherwise, on clusters of `incremental_nodes` nodes or more, node-group

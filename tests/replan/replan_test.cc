@@ -217,6 +217,67 @@ TEST(Replan, ANodeThatFinishedEarlyIsAChangeWorthASearch) {
   }
 }
 
+TEST(Replan, ATaskThatEndedSoonerThanPlannedFreesItsDevicesForAnother) {
+  // One node of 2 GPUs: gpt on GPU 0 (single), other on GPU 1. gpt runs 3x
+  // slower than profiled; other ended at 1.7 s, though the plan re-timed at
+  // the previous check gave it until 3 s. Neither the node's end nor gpt's
+  // progress moved since, yet gpt on both GPUs (ddp) now ends sooner: the
+  // check must search, and switch.
+  Problem base = testing::MakeProblem(
+      {2}, {{"gpt", {{"single", 1, 2.0}, {"ddp", 2, 1.0}}}, {"other", {{"ddp", 1, 2.0}}}});
+  Plan plan;
+  plan.solver = "test";
+  plan.status = "feasible";
+  plan.makespan_s = 3.6;
+  plan.tasks = {{"gpt", "single", 1, "node0", {0}, 0, 3.6, ""},
+                {"other", "ddp", 1, "node0", {1}, 0, 3.0, ""}};
+  plan.extra["searched_node_ends_s"] = {{"node0", 3.6}};
+  std::vector<TaskProgress> progress(2);
+  progress[0].running = RunningOn{0, 0, {0}};
+  progress[0].done = 0.4;
+  progress[0].slowdown = 1.5;  // 0.6 of the work left, 1.5x slow: 1.8 s alone
+  progress[1].finished = true;
+  ReplanPolicy policy;
+  policy.threshold_s = 0.2;
+  policy.switch_cost_s = 0.2;
+  ReplanDecision d = Replan(base, progress, plan, 1.8, policy);
+  EXPECT_NEAR(d.current_end_s, 1.8 + 1.8, 1e-6);
+  ASSERT_TRUE(d.switch_plan) << d.summary;
+  EXPECT_NEAR(d.new_end_s, 1.8 + 0.9 + 0.2, 1e-6);
+  EXPECT_EQ(d.preempted, (std::vector<std::string>{"gpt"}));
+}
+
+TEST(Replan, ADriftBelowTheNoiseAtEachCheckAddsUpToASearch) {
+  // a alone on its node, planned to end at 1,000 s, turns out slower bit by
+  // bit: each check's re-timed end is within the noise of the previous
+  // check's, and the kept plan carries the searched end, so the drift adds
+  // up and a later check searches.
+  Problem base = testing::MakeProblem({4}, {{"a", {{"ddp", 4, 1000}, {"ddp", 2, 1500}}}});
+  Plan plan;
+  plan.solver = "test";
+  plan.status = "feasible";
+  plan.makespan_s = 1000;
+  plan.tasks = {{"a", "ddp", 4, "node0", {0, 1, 2, 3}, 0, 1000, ""}};
+  ReplanPolicy policy;
+  policy.threshold_s = 1e6;  // never worth a switch: whether it is still "as planned"
+  policy.unchanged_tolerance = 0.02;
+  std::vector<TaskProgress> progress(1);
+  progress[0].running = RunningOn{0, 0, {0, 1, 2, 3}};
+  bool searched = false;
+  for (int check = 1; check <= 10 && !searched; ++check) {
+    double now = 50.0 * check;
+    progress[0].slowdown = 1.0 + 0.008 * check;  // ~8 s later each check: within 2% + 1 s
+    progress[0].done = now / (1000 * progress[0].slowdown);
+    ReplanDecision d = Replan(base, progress, plan, now, policy);
+    searched = d.summary.find("as planned") == std::string::npos;
+    if (check == 1) {
+      EXPECT_FALSE(searched) << d.summary;
+    }
+    plan = d.plan;  // followed: the re-timed plan
+  }
+  EXPECT_TRUE(searched);
+}
+
 // Eight nodes of 4 GPUs, two 1,000 s tasks on each, one after another.
 // Node 0's first task turns out 3x slower: its second task should move.
 Problem EightNodes() {
