@@ -211,16 +211,41 @@ class TaskReader {
     std::string type = o.String("type");
     json out = {{"type", type}, {"lr", o.Double("lr", 0.0)}};
     if (type == "sgd") {
-      o.AllowOnly({"type", "lr", "momentum"});
+      o.AllowOnly({"type", "lr", "momentum", "schedule", "clip_grad_norm"});
       if (o.Has("momentum")) out["momentum"] = NonNegative(o, "momentum");
     } else if (type == "adam") {
-      o.AllowOnly({"type", "lr"});
+      o.AllowOnly({"type", "lr", "schedule", "clip_grad_norm"});
     } else if (type == "adamw") {
-      o.AllowOnly({"type", "lr", "weight_decay"});
+      o.AllowOnly({"type", "lr", "weight_decay", "schedule", "clip_grad_norm"});
       if (o.Has("weight_decay")) out["weight_decay"] = NonNegative(o, "weight_decay");
     } else {
       o.Fail("type", "unknown optimizer " + Quote(type) + "; expected sgd, adam or adamw" +
                          SuggestionFor(type, {"sgd", "adam", "adamw"}));
+    }
+    if (o.Has("clip_grad_norm")) out["clip_grad_norm"] = o.Double("clip_grad_norm", 0.0);
+    if (o.Has("schedule")) out["schedule"] = ReadSchedule(o);
+    return out;
+  }
+
+  // optimizer.schedule: {type: constant | linear | cosine, warmup_steps: N
+  // | warmup_ratio: R} (engine/task.h: Hugging Face's schedules).
+  json ReadSchedule(const YamlFields& optimizer) {
+    YamlFields f(optimizer.Required("schedule"), w_.source, optimizer.FieldPath("schedule"));
+    f.AllowOnly({"type", "warmup_steps", "warmup_ratio"});
+    std::string type = f.Has("type") ? f.String("type") : "constant";
+    if (type != "constant" && type != "linear" && type != "cosine") {
+      f.Fail("type", "unknown schedule " + Quote(type) + "; expected constant, linear or cosine" +
+                         SuggestionFor(type, {"constant", "linear", "cosine"}));
+    }
+    json out = {{"type", type}};
+    if (f.Has("warmup_steps") && f.Has("warmup_ratio")) {
+      f.Fail("warmup_ratio", "give warmup_steps or warmup_ratio, not both");
+    }
+    if (f.Has("warmup_steps")) out["warmup_steps"] = *f.OptionalInt("warmup_steps", 0);
+    if (f.Has("warmup_ratio")) {
+      double ratio = NonNegative(f, "warmup_ratio");
+      if (ratio > 1.0) f.Fail("warmup_ratio", "expected a fraction of the steps, in [0, 1]");
+      out["warmup_ratio"] = ratio;
     }
     return out;
   }
@@ -282,7 +307,10 @@ std::string TrialKey(const WorkloadTask& t) {
   key.erase("steps");
   if (key.contains("model")) key["model"].erase("init");  // values, not speed or memory
   if (key.contains("eval")) key["eval"].erase("every");   // its cost is per evaluation
-  if (key.contains("optimizer")) key["optimizer"].erase("lr");
+  if (key.contains("optimizer")) {  // values; clipping's reduction stays (it costs time)
+    key["optimizer"].erase("lr");
+    key["optimizer"].erase("schedule");
+  }
   if (key.contains("data")) key["data"].erase("seed");
   return key.dump();  // nlohmann sorts object keys: canonical
 }

@@ -9,6 +9,7 @@
 #include <algorithm>
 
 #include "common/error.h"
+#include "engine/grad_clip.h"
 #include "engine/phases.h"
 #include "engine/tensor_parallel.h"
 #include "engine/torch_version.h"
@@ -309,8 +310,50 @@ void BlockSet::SumTiedGrads() {
   }
 }
 
-void BlockSet::Update(int64_t optimizer_step, Grads grads) {
+bool BlockSet::CountsTiedCopyElsewhere(int index, const std::string& name) const {
+  for (const TiedParam& tied : ctx_.model.TiedParams()) {
+    if (tied.copies.empty()) continue;
+    bool is_copy = std::find(tied.copies.begin(), tied.copies.end(), std::make_pair(index, name)) !=
+                   tied.copies.end();
+    if (!is_copy) continue;
+    int first = tied.copies.front().first;
+    return first < begin_ || first >= end_;  // the first copy's holder counts it
+  }
+  return false;
+}
+
+void BlockSet::ClipGrads(Communicator* other_parts) {
+  GradClip clip(ctx_.optimizer);
+  if (!clip.Enabled()) return;
+  // Each element once: a split parameter's slices add up over the tensor
+  // group, a whole one is the same on each of its ranks; a tied copy is
+  // counted by the set that holds its first copy.
+  const double whole = 1.0 / static_cast<double>(std::max(1, group_.size));
+  for (size_t b = 0; b < blocks_.size(); ++b) {
+    const int index = begin_ + static_cast<int>(b);
+    const std::vector<ParamSlot>& params = blocks_[b]->Params();
+    for (size_t p = 0; p < params.size(); ++p) {
+      const at::Tensor& grad = params[p].tensor->grad();
+      if (!grad.defined() || IsSharedCopy(index, p)) continue;
+      if (CountsTiedCopyElsewhere(index, params[p].name)) continue;
+      clip.Add(params[p].name, grad, shards_[b].count(params[p].name) ? 1.0 : whole);
+    }
+  }
+  clip.Reduce(group_.size > 1 ? group_.comm : nullptr);
+  clip.Reduce(other_parts);
+  for (size_t b = 0; b < blocks_.size(); ++b) {
+    const std::vector<ParamSlot>& params = blocks_[b]->Params();
+    for (size_t p = 0; p < params.size(); ++p) {
+      if (!IsSharedCopy(begin_ + static_cast<int>(b), p)) {
+        clip.Apply(params[p].name, params[p].tensor->grad());
+      }
+    }
+  }
+}
+
+void BlockSet::Update(int64_t optimizer_step, Grads grads, Communicator* other_parts) {
   PhaseScope phase(Phase::kOptimizer);
+  ClipGrads(other_parts);
   for (size_t b = 0; b < blocks_.size(); ++b) {
     const std::vector<ParamSlot>& params = blocks_[b]->Params();
     for (size_t p = 0; p < params.size(); ++p) {

@@ -60,14 +60,23 @@ class BlockSet {
   bool IsSharedCopy(int index, size_t p) const;
   // Applies the optimizer to every parameter that has a gradient, then
   // releases the gradients (kRelease) or zeroes them in place (kZero: for
-  // gradients that are views of buffers the technique owns).
+  // gradients that are views of buffers the technique owns). Clips the
+  // gradients first when the optimizer says so (engine/grad_clip.h): their
+  // norm adds up over the tensor group and over `other_parts` (a pipeline's
+  // stages: ranks holding the model's other blocks; nullptr when this set
+  // holds them all, replicas included).
   enum class Grads { kRelease, kZero };
-  void Update(int64_t optimizer_step, Grads grads = Grads::kRelease);
+  void Update(int64_t optimizer_step, Grads grads = Grads::kRelease,
+              Communicator* other_parts = nullptr);
   void Save(CheckpointWriter& out) const;
   void Load(const CheckpointReader& in);
 
  private:
   void ShareTiedCopies();
+  void ClipGrads(Communicator* other_parts);
+  // Whether the tied copy (index, name) is counted by another set (the one
+  // holding the first copy).
+  bool CountsTiedCopyElsewhere(int index, const std::string& name) const;
   // How checkpoint tensor `name` ("param/<p>" or "<slot>/<p>") of block
   // `index` is split; nullptr when whole.
   const ParamShard* ShardOf(int index, const std::string& name) const;

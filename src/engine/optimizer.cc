@@ -31,31 +31,33 @@ bool Fusable(const at::Tensor& param, const at::Tensor& grad,
 
 class Sgd final : public Optimizer {
  public:
-  explicit Sgd(const OptimizerSpec& spec) : lr_(spec.lr), momentum_(spec.momentum) {}
+  explicit Sgd(const OptimizerSpec& spec) : Optimizer(spec), momentum_(spec.momentum) {}
   std::vector<std::string> Slots() const override {
     if (momentum_ == 0.0) return {};
     return {"momentum_buffer"};
   }
   void Update(const at::Tensor& param, const at::Tensor& grad, std::vector<at::Tensor>& state,
-              int64_t) const override {
+              int64_t step) const override {
     at::NoGradGuard no_grad;
-    if (momentum_ != 0.0 && Fusable(param, grad, state)) return Fused(param, grad, state[0]);
+    const double lr = LrAt(step);
+    if (momentum_ != 0.0 && Fusable(param, grad, state)) return Fused(param, grad, state[0], lr);
     if (momentum_ == 0.0) {
-      param.add_(grad, -lr_);
+      param.add_(grad, -lr);
       return;
     }
     at::Tensor& buffer = state[0];
     buffer.mul_(momentum_).add_(grad);
-    param.add_(buffer, -lr_);
+    param.add_(buffer, -lr);
   }
 
  private:
   // buffer = momentum * buffer + grad; param -= lr * buffer.
-  void Fused(const at::Tensor& param, const at::Tensor& grad, const at::Tensor& buffer) const {
+  void Fused(const at::Tensor& param, const at::Tensor& grad, const at::Tensor& buffer,
+             double step_lr) const {
     float* p = param.data_ptr<float>();
     const float* g = grad.data_ptr<float>();
     float* b = buffer.data_ptr<float>();
-    const float momentum = static_cast<float>(momentum_), lr = static_cast<float>(lr_);
+    const float momentum = static_cast<float>(momentum_), lr = static_cast<float>(step_lr);
     at::parallel_for(0, param.numel(), kGrain, [=](int64_t begin, int64_t end) {
       for (int64_t i = begin; i < end; ++i) {
         float v = momentum * b[i] + g[i];
@@ -65,14 +67,14 @@ class Sgd final : public Optimizer {
     });
   }
 
-  double lr_, momentum_;
+  double momentum_;
 };
 
 // Adam, and AdamW when decoupled weight decay is non-zero.
 class Adam final : public Optimizer {
  public:
   Adam(const OptimizerSpec& spec, double decoupled_decay)
-      : lr_(spec.lr),
+      : Optimizer(spec),
         beta1_(spec.beta1),
         beta2_(spec.beta2),
         eps_(spec.eps),
@@ -83,31 +85,32 @@ class Adam final : public Optimizer {
     at::NoGradGuard no_grad;
     double correction1 = 1.0 - std::pow(beta1_, static_cast<double>(step));
     double correction2 = 1.0 - std::pow(beta2_, static_cast<double>(step));
-    if (Fusable(param, grad, state)) return Fused(param, grad, state, correction1, correction2);
-    if (decay_ != 0.0) param.mul_(1.0 - lr_ * decay_);
+    const double lr = LrAt(step);
+    if (Fusable(param, grad, state)) return Fused(param, grad, state, lr, correction1, correction2);
+    if (decay_ != 0.0) param.mul_(1.0 - lr * decay_);
     at::Tensor& exp_avg = state[0];
     at::Tensor& exp_avg_sq = state[1];
     exp_avg.mul_(beta1_).add_(grad, 1.0 - beta1_);
     exp_avg_sq.mul_(beta2_).addcmul_(grad, grad, 1.0 - beta2_);
     at::Tensor denom = (exp_avg_sq.sqrt() / std::sqrt(correction2)).add_(eps_);
-    param.addcdiv_(exp_avg, denom, -lr_ / correction1);
+    param.addcdiv_(exp_avg, denom, -lr / correction1);
   }
 
  private:
   // PyTorch's formula, element by element in one pass.
   void Fused(const at::Tensor& param, const at::Tensor& grad, std::vector<at::Tensor>& state,
-             double correction1, double correction2) const {
+             double lr, double correction1, double correction2) const {
     float* p = param.data_ptr<float>();
     const float* g = grad.data_ptr<float>();
     float* m = state[0].data_ptr<float>();
     float* v = state[1].data_ptr<float>();
-    const float keep = static_cast<float>(1.0 - lr_ * decay_);
+    const float keep = static_cast<float>(1.0 - lr * decay_);
     const float b1 = static_cast<float>(beta1_), b2 = static_cast<float>(beta2_);
     const float one_b1 = static_cast<float>(1.0 - beta1_),
                 one_b2 = static_cast<float>(1.0 - beta2_);
     const float root_c2 = static_cast<float>(std::sqrt(correction2));
     const float eps = static_cast<float>(eps_);
-    const float step_size = static_cast<float>(lr_ / correction1);
+    const float step_size = static_cast<float>(lr / correction1);
     const bool decay = decay_ != 0.0;
     at::parallel_for(0, param.numel(), kGrain, [=](int64_t begin, int64_t end) {
       for (int64_t i = begin; i < end; ++i) {
@@ -122,10 +125,14 @@ class Adam final : public Optimizer {
     });
   }
 
-  double lr_, beta1_, beta2_, eps_, decay_;
+  double beta1_, beta2_, eps_, decay_;
 };
 
 }  // namespace
+
+double Optimizer::LrAt(int64_t step) const {
+  return spec_.lr * spec_.schedule.Multiplier(step - 1);
+}
 
 std::vector<at::Tensor> Optimizer::NewState(const at::Tensor& param) const {
   std::vector<at::Tensor> state;

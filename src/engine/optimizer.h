@@ -10,6 +10,9 @@
 //   std::unique_ptr<Optimizer> opt = MakeOptimizer(task.optimizer);
 //   std::vector<at::Tensor> state = opt->NewState(param);   // zeros, one per slot
 //   opt->Update(param, grad, state, /*step=*/1);            // steps count from 1
+//
+// The learning rate follows the spec's schedule (OptimizerSpec::schedule) by
+// the step given, so a run resumed at any step is exact.
 #pragma once
 
 #include <ATen/ATen.h>
@@ -24,7 +27,12 @@ namespace saturn::engine {
 
 class Optimizer {
  public:
+  explicit Optimizer(OptimizerSpec spec) : spec_(std::move(spec)) {}
   virtual ~Optimizer() = default;
+  const OptimizerSpec& Spec() const { return spec_; }
+  // The learning rate of optimizer step `step` (from 1): the spec's, times
+  // its schedule's multiplier for step - 1.
+  double LrAt(int64_t step) const;
   // Names of the state slots, e.g. {"exp_avg", "exp_avg_sq"}; may be empty.
   virtual std::vector<std::string> Slots() const = 0;
   // Updates `param` in place (without autograd) for optimizer step `step`.
@@ -38,6 +46,15 @@ class Optimizer {
   virtual const Optimizer& ForParam(const std::string& /*name*/) const { return *this; }
   // Whether ForParam may answer another optimizer than this one.
   virtual bool PerParam() const { return false; }
+  // The models this optimizer steps (a pack's members; 1 otherwise), and
+  // which one the parameter named `name` belongs to: gradient clipping
+  // (engine/grad_clip.h) takes each model's norm on its own.
+  virtual int Models() const { return 1; }
+  virtual int ModelOf(const std::string& /*name*/) const { return 0; }
+  virtual const Optimizer& Model(int /*index*/) const { return *this; }
+
+ private:
+  OptimizerSpec spec_;
 };
 
 std::unique_ptr<Optimizer> MakeOptimizer(const OptimizerSpec& spec);

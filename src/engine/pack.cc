@@ -56,7 +56,7 @@ class PackDataset final : public Dataset {
 class PackOptimizer final : public Optimizer {
  public:
   explicit PackOptimizer(std::vector<std::unique_ptr<Optimizer>> members)
-      : members_(std::move(members)) {}
+      : Optimizer(members.at(0)->Spec()), members_(std::move(members)) {}
   std::vector<std::string> Slots() const override { return members_[0]->Slots(); }
   // Parameters of no member (none train in a LoRA pack) take member 0's.
   void Update(const at::Tensor& param, const at::Tensor& grad, std::vector<at::Tensor>& state,
@@ -64,11 +64,15 @@ class PackOptimizer final : public Optimizer {
     members_[0]->Update(param, grad, state, step);
   }
   const Optimizer& ForParam(const std::string& name) const override {
-    int k = PackMemberOf(name);
-    if (k < 0 || k >= static_cast<int>(members_.size())) return *members_[0];
-    return *members_[static_cast<size_t>(k)];
+    return *members_[static_cast<size_t>(ModelOf(name))];
   }
   bool PerParam() const override { return true; }
+  int Models() const override { return static_cast<int>(members_.size()); }
+  int ModelOf(const std::string& name) const override {
+    int k = PackMemberOf(name);
+    return k < 0 || k >= Models() ? 0 : k;
+  }
+  const Optimizer& Model(int index) const override { return *members_[static_cast<size_t>(index)]; }
 
  private:
   std::vector<std::unique_ptr<Optimizer>> members_;

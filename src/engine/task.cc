@@ -148,6 +148,27 @@ void ParseFinetune(const JsonFields& task, TaskSpec& spec) {
   }
 }
 
+// optimizer.schedule: {type, warmup_steps | warmup_ratio} (warmup_ratio of
+// the task's steps, rounded up, as Hugging Face's Trainer does).
+ScheduleSpec ParseSchedule(const nlohmann::json& object, const std::string& source, int64_t steps) {
+  JsonFields f(object, source, "optimizer.schedule");
+  ScheduleSpec s;
+  s.type = f.StringOr("type", "constant");
+  if (s.type != "constant" && s.type != "linear" && s.type != "cosine") {
+    f.Fail("type", "expected one of constant, linear, cosine, got " + Quote(s.type));
+  }
+  if (f.Has("warmup_steps") && f.Has("warmup_ratio")) {
+    f.Fail("warmup_ratio", "give warmup_steps or warmup_ratio, not both");
+  }
+  s.warmup_steps = f.IntOr("warmup_steps", 0, 0);
+  if (f.Has("warmup_ratio")) {
+    double ratio = f.Number("warmup_ratio", false);
+    if (ratio > 1.0) f.Fail("warmup_ratio", "expected a number in [0, 1]");
+    s.warmup_steps = static_cast<int64_t>(std::ceil(ratio * static_cast<double>(steps)));
+  }
+  return s;
+}
+
 }  // namespace
 
 TaskSpec ParseTask(const nlohmann::json& json, const std::string& source) {
@@ -218,6 +239,11 @@ TaskSpec ParseTask(const nlohmann::json& json, const std::string& source) {
   if (spec.optimizer.momentum >= 1.0) optimizer.Fail("momentum", "expected a number in [0, 1)");
   spec.optimizer.weight_decay =
       optimizer.NumberOr("weight_decay", spec.optimizer.weight_decay, false);
+  spec.optimizer.clip_grad_norm = optimizer.NumberOr("clip_grad_norm", 0.0, false);
+  if (optimizer.Has("schedule")) {
+    spec.optimizer.schedule = ParseSchedule(optimizer.Object("schedule"), source, spec.steps);
+  }
+  spec.optimizer.schedule.total_steps = spec.steps;
   return spec;
 }
 
@@ -226,6 +252,17 @@ TaskSpec LoadTask(const std::string& path) {
   nlohmann::json json = nlohmann::json::parse(text, nullptr, false);
   if (json.is_discarded()) throw InputError(path, 0, "", "not valid JSON");
   return ParseTask(json, path);
+}
+
+double ScheduleSpec::Multiplier(int64_t step) const {
+  const double s = static_cast<double>(step), warmup = static_cast<double>(warmup_steps);
+  if (step < warmup_steps) return s / std::max(1.0, warmup);
+  if (type == "constant") return 1.0;
+  const double total = static_cast<double>(total_steps);
+  const double after = std::max(1.0, total - warmup);
+  if (type == "linear") return std::max(0.0, (total - s) / after);
+  const double progress = (s - warmup) / after;  // cosine, half a period
+  return std::max(0.0, 0.5 * (1.0 + std::cos(M_PI * progress)));
 }
 
 }  // namespace saturn::engine

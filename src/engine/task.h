@@ -17,9 +17,26 @@
 
 namespace saturn::engine {
 
+// The learning rate over training, as Hugging Face's
+// get_{constant,linear,cosine}_schedule_with_warmup define it: the
+// multiplier of step s (counted from 0) applies to step s's update; it rises
+// linearly from 0 over `warmup_steps`, then stays (constant), falls linearly
+// to 0 at `total_steps` (linear) or along half a cosine to 0 (cosine).
+struct ScheduleSpec {
+  std::string type = "constant";  // constant | linear | cosine
+  int64_t warmup_steps = 0;
+  int64_t total_steps = 0;  // the task's steps
+  // The multiplier of the base learning rate for step `step` (from 0).
+  double Multiplier(int64_t step) const;
+};
+
 struct OptimizerSpec {
   std::string type;  // sgd | adam | adamw
   double lr = 0.0;
+  ScheduleSpec schedule;
+  // Before each update, every trainable gradient is scaled so that their
+  // global L2 norm is at most this (torch.nn.utils.clip_grad_norm_); 0: not.
+  double clip_grad_norm = 0.0;
   double momentum = 0.0;       // sgd; PyTorch's default
   double weight_decay = 0.01;  // adamw; PyTorch's default
   double beta1 = 0.9;          // adam, adamw

@@ -79,7 +79,7 @@ TEST_F(WorkloadTest, SweepsExpandWithReadableNamesAndShareTrialKeys) {
 TEST_F(WorkloadTest, ErrorsOfSweptTasksNameTheSweepsLine) {
   EXPECT_EQ(ErrorOf(kTask + "    steps: 10\n    sweep: {optimizer.foo: [0.1, 0.2]}\n"),
             "w.yaml:9: tasks[0] (sweep gpt-foo0.1).optimizer.foo: unknown field; expected one "
-            "of: type, lr, weight_decay");
+            "of: type, lr, weight_decay, schedule, clip_grad_norm");
   EXPECT_EQ(ErrorOf(kTask + "    steps: 10\n    sweep: {batch_size: [8, 8]}\n"),
             "w.yaml:9: tasks[0].sweep: makes the duplicate task name 'gpt-bs8' (also at line 3)");
   EXPECT_THAT(ErrorOf(kTask + "    steps: 10\n    sweep: {batch_size: [8, 0]}\n"),

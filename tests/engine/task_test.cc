@@ -205,5 +205,35 @@ TEST(Task, LoadTaskRejectsBrokenJson) {
               HasSubstr("saturn_broken_task.json.missing: cannot read file"));
 }
 
+TEST(Task, SchedulesFollowHuggingFacesDefinitions) {
+  // Values that follow from the definitions (get_*_schedule_with_warmup):
+  // warmup rises from 0, linear falls to 0 at the last step, a cosine is at
+  // half height halfway through its decay.
+  nlohmann::json json = Valid();
+  json["steps"] = 10;
+  json["optimizer"]["schedule"] = {{"type", "linear"}, {"warmup_ratio", 0.15}};
+  json["optimizer"]["clip_grad_norm"] = 1.0;
+  TaskSpec task = ParseTask(json, "task.json");
+  const ScheduleSpec& linear = task.optimizer.schedule;
+  EXPECT_EQ(linear.warmup_steps, 2);  // ceil(0.15 x 10), as the Trainer rounds
+  EXPECT_EQ(linear.total_steps, 10);
+  EXPECT_DOUBLE_EQ(task.optimizer.clip_grad_norm, 1.0);
+  EXPECT_DOUBLE_EQ(linear.Multiplier(0), 0.0);
+  EXPECT_DOUBLE_EQ(linear.Multiplier(1), 0.5);
+  EXPECT_DOUBLE_EQ(linear.Multiplier(2), 1.0);
+  EXPECT_DOUBLE_EQ(linear.Multiplier(6), 0.5);
+  EXPECT_DOUBLE_EQ(linear.Multiplier(10), 0.0);
+  ScheduleSpec cosine{"cosine", 2, 10};
+  EXPECT_DOUBLE_EQ(cosine.Multiplier(2), 1.0);
+  EXPECT_NEAR(cosine.Multiplier(6), 0.5, 1e-12);
+  EXPECT_NEAR(cosine.Multiplier(10), 0.0, 1e-12);
+  ScheduleSpec constant{"constant", 4, 10};
+  EXPECT_DOUBLE_EQ(constant.Multiplier(3), 0.75);
+  EXPECT_DOUBLE_EQ(constant.Multiplier(9), 1.0);
+  EXPECT_DOUBLE_EQ(ScheduleSpec{}.Multiplier(0), 1.0);  // no schedule: the lr as given
+  json["optimizer"]["schedule"] = {{"type", "step"}};
+  EXPECT_THAT(ErrorOf(json), HasSubstr("optimizer.schedule.type: expected one of constant"));
+}
+
 }  // namespace
 }  // namespace saturn::engine

@@ -32,6 +32,7 @@
 #include "common/error.h"
 #include "engine/blocks.h"
 #include "engine/estimate.h"
+#include "engine/grad_clip.h"
 #include "engine/phases.h"
 
 namespace saturn::engine {
@@ -154,6 +155,7 @@ class FsdpTrainer final : public Trainer {
       PhaseScope phase(Phase::kOptimizer);
       std::optional<HostMemoryScope> host;
       if (offload_) host.emplace();
+      ClipGrads();
       for (ShardedBlock& sharded : blocks_) {
         if (sharded.train.padded == 0) continue;
         if (ctx_.optimizer.PerParam()) {
@@ -166,10 +168,11 @@ class FsdpTrainer final : public Trainer {
     return ctx_.comm.SumOf(loss.item<double>());
   }
 
-  // An optimizer that differs by parameter (a pack's: engine/pack.h) steps
-  // each parameter's part of this rank's shard with its own (element-wise
-  // updates: the same as stepping the whole parameter).
-  void UpdateEachParam(ShardedBlock& sharded, int64_t optimizer_step) {
+  // Calls part(k, name, cut) for each trainable parameter k of the block
+  // that has elements in this rank's shard; cut(t) narrows a shard-sized
+  // tensor to them.
+  template <typename Part>
+  void ForEachPart(const ShardedBlock& sharded, const Part& part) const {
     const Flat& train = sharded.train;
     int64_t size = train.shard.numel(), first = size * ctx_.comm.Rank();
     const std::vector<ParamSlot>& slots = sharded.block->Params();
@@ -180,12 +183,43 @@ class FsdpTrainer final : public Trainer {
       int64_t begin = std::max(train.offsets[k], first);
       int64_t end = std::min(train.offsets[k] + numel, first + size);
       if (end <= begin) continue;
-      auto part = [&](const at::Tensor& t) { return t.narrow(0, begin - first, end - begin); };
+      auto cut = [=](const at::Tensor& t) { return t.narrow(0, begin - first, end - begin); };
+      part(k, slots[train.params[k]].name, cut);
+    }
+  }
+
+  // An optimizer that differs by parameter (a pack's: engine/pack.h) steps
+  // each parameter's part of this rank's shard with its own (element-wise
+  // updates: the same as stepping the whole parameter).
+  void UpdateEachParam(ShardedBlock& sharded, int64_t optimizer_step) {
+    ForEachPart(sharded, [&](size_t, const std::string& name, const auto& cut) {
       std::vector<at::Tensor> state;
       for (const at::Tensor& slot : sharded.state)
-        state.push_back(part(slot));
-      ctx_.optimizer.ForParam(slots[train.params[k]].name)
-          .Update(part(sharded.train.shard), part(sharded.grad), state, optimizer_step);
+        state.push_back(cut(slot));
+      ctx_.optimizer.ForParam(name).Update(cut(sharded.train.shard), cut(sharded.grad), state,
+                                           optimizer_step);
+    });
+  }
+
+  // Gradient clipping (engine/grad_clip.h): each rank's gradient shards hold
+  // every element once over the ranks, but a tied copy's region holds the
+  // copies' sum again: only the first copy counts.
+  void ClipGrads() {
+    GradClip clip(ctx_.optimizer);
+    if (!clip.Enabled()) return;
+    std::set<std::pair<int, size_t>> later_copies;
+    for (const auto& regions : tied_)
+      later_copies.insert(regions.begin() + 1, regions.end());
+    for (size_t i = 0; i < blocks_.size(); ++i) {
+      ForEachPart(blocks_[i], [&](size_t k, const std::string& name, const auto& cut) {
+        if (!later_copies.count({static_cast<int>(i), k})) clip.Add(name, cut(blocks_[i].grad));
+      });
+    }
+    clip.Reduce(&ctx_.comm);
+    for (ShardedBlock& sharded : blocks_) {
+      ForEachPart(sharded, [&](size_t, const std::string& name, const auto& cut) {
+        clip.Apply(name, cut(sharded.grad));
+      });
     }
   }
 

@@ -189,7 +189,7 @@ class PipelineTrainer final : public Trainer {
     SumTiedGrads();
     idle_s_ += idle;
     busy_s_ += MonotonicSeconds() - start;
-    blocks_.Update(step + 1);
+    blocks_.Update(step + 1, BlockSet::Grads::kRelease, &ctx_.comm);
     return ctx_.comm.SumOf(last ? loss_sum : 0.0);
   }
 

@@ -22,6 +22,7 @@
 
 #include "common/error.h"
 #include "engine/blocks.h"
+#include "engine/grad_clip.h"
 #include "engine/phases.h"
 
 namespace saturn::engine {
@@ -209,41 +210,70 @@ class SpillTrainer final : public Trainer {
           tied_grads_[tied->second].push_back({b, static_cast<int>(p), grad});
           continue;
         }
+        if (clipping_) {  // the norm needs every gradient first
+          held_.push_back({b, static_cast<int>(p), grad});
+          continue;
+        }
         ctx_.optimizer.ForParam(params[p].name)
             .Update(*params[p].tensor, grad, state[p], optimizer_step);
       }
     }
   }
 
-  // Each tied group's copies, updated with the sum of their gradients.
+  // Each tied group's copies, updated with the sum of their gradients; with
+  // clipping, first every gradient held back (engine/grad_clip.h: a tied
+  // group's sum counts once).
   void UpdateTiedOnHost(int64_t optimizer_step) {
     PhaseScope phase(Phase::kOptimizer);
     HostMemoryScope host;
     std::vector<TiedParam> groups = ctx_.model.TiedParams();
+    std::vector<at::Tensor> totals(tied_grads_.size());
     for (size_t g = 0; g < tied_grads_.size(); ++g) {
-      std::vector<Stashed>& stashed = tied_grads_[g];
-      if (stashed.empty()) continue;
+      if (tied_grads_[g].empty()) continue;
       // In the order of the copies, as every technique adds them.
       std::vector<at::Tensor> grads;
       for (const auto& [block, name] : groups[g].copies) {
-        for (const Stashed& st : stashed)
-          if (st.block == block && host_.At(block).Params()[st.param].name == name)
-            grads.push_back(st.grad);
+        for (const Stashed& st : tied_grads_[g])
+          if (st.block == block && NameOf(st) == name) grads.push_back(st.grad);
       }
-      at::Tensor total = SumInOrder(grads);
-      for (const Stashed& st : stashed) {
-        if (host_.IsSharedCopy(st.block, static_cast<size_t>(st.param))) continue;  // updated once
-        ctx_.optimizer.Update(*host_.At(st.block).Params()[st.param].tensor, total,
+      totals[g] = SumInOrder(grads);
+    }
+    if (clipping_) ClipAndUpdateHeld(totals, optimizer_step);
+    for (size_t g = 0; g < tied_grads_.size(); ++g) {
+      for (const Stashed& st : tied_grads_[g]) {
+        if (host_.IsSharedCopy(st.block, static_cast<size_t>(st.param))) continue;  // once
+        ctx_.optimizer.Update(*host_.At(st.block).Params()[st.param].tensor, totals[g],
                               host_.StateOf(st.block)[st.param], optimizer_step);
       }
-      stashed.clear();
+      tied_grads_[g].clear();
     }
+  }
+
+  void ClipAndUpdateHeld(std::vector<at::Tensor>& totals, int64_t optimizer_step) {
+    GradClip clip(ctx_.optimizer);
+    for (const Stashed& st : held_)
+      clip.Add(NameOf(st), st.grad);
+    for (size_t g = 0; g < totals.size(); ++g)
+      if (totals[g].defined()) clip.Add(NameOf(tied_grads_[g].front()), totals[g]);
+    for (const Stashed& st : held_)
+      clip.Apply(NameOf(st), st.grad);
+    for (size_t g = 0; g < totals.size(); ++g)
+      if (totals[g].defined()) clip.Apply(NameOf(tied_grads_[g].front()), totals[g]);
+    for (const Stashed& st : held_) {
+      ctx_.optimizer.ForParam(NameOf(st))
+          .Update(*host_.At(st.block).Params()[st.param].tensor, st.grad,
+                  host_.StateOf(st.block)[st.param], optimizer_step);
+    }
+    held_.clear();
   }
 
   struct Stashed {
     int block, param;
     at::Tensor grad;  // in host memory
   };
+  const std::string& NameOf(const Stashed& st) {
+    return host_.At(st.block).Params()[st.param].name;
+  }
 
   TrainContext& ctx_;
   BlockSet host_;
@@ -251,6 +281,9 @@ class SpillTrainer final : public Trainer {
   bool recompute_;
   std::map<std::pair<int, std::string>, size_t> tied_group_;  // copy -> its group
   std::vector<std::vector<Stashed>> tied_grads_;              // per group, this step
+  // With clipping, every other gradient of this step waits here (host memory).
+  std::vector<Stashed> held_;
+  const bool clipping_ = GradClip(ctx_.optimizer).Enabled();
 };
 
 class Spill final : public Technique {
