@@ -33,7 +33,7 @@ struct ScheduleSpec {
 struct OptimizerSpec {
   std::string type;  // sgd | adam | adamw
   double lr = 0.0;
-  ScheduleSpec schedule;
+  ScheduleSpec schedule = {};
   // Before each update, every trainable gradient is scaled so that their
   // global L2 norm is at most this (torch.nn.utils.clip_grad_norm_); 0: not.
   double clip_grad_norm = 0.0;
