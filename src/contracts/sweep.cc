@@ -6,9 +6,8 @@
 #include "common/error.h"
 
 namespace saturn {
-namespace {
 
-std::string NameValue(const YAML::Node& v) {
+std::string SweepNameValue(const YAML::Node& v) {
   std::string s = v.IsScalar() ? v.Scalar() : "x";
   for (char& c : s) {
     if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '-' && c != '+') c = '_';
@@ -16,8 +15,7 @@ std::string NameValue(const YAML::Node& v) {
   return s;
 }
 
-// Sets a dotted field (e.g. "optimizer.lr") of a task's YAML map.
-void SetPath(YAML::Node node, const std::string& path, const YAML::Node& value) {
+void SetYamlPath(YAML::Node node, const std::string& path, const YAML::Node& value) {
   size_t dot = path.find('.');
   if (dot == std::string::npos) {
     node[path] = value;
@@ -26,10 +24,8 @@ void SetPath(YAML::Node node, const std::string& path, const YAML::Node& value) 
   std::string key = path.substr(0, dot);
   // A field the task does not have yet becomes a map (then read as any other).
   if (!node[key].IsMap()) node[key] = YAML::Node(YAML::NodeType::Map);
-  SetPath(node[key], path.substr(dot + 1), value);
+  SetYamlPath(node[key], path.substr(dot + 1), value);
 }
-
-}  // namespace
 
 std::string SweepShortKey(const std::string& path) {
   std::string last = path.substr(path.rfind('.') + 1);
@@ -49,28 +45,34 @@ std::vector<SweepAxis> ReadSweepAxes(const YamlFields& task) {
       throw InputError(task.source(), YamlLine(kv.second), field,
                        "expected a non-empty list of values");
     }
-    if (key == "name" || key == "sweep" || key == "type") {
-      throw InputError(task.source(), YamlLine(kv.second), field, "cannot sweep over " + key);
-    }
-    // Each part before the last must be a map of the task (or absent).
-    YAML::Node at = task.node();
-    for (size_t dot = key.find('.'); dot != std::string::npos; dot = key.find('.', dot + 1)) {
-      std::string part = key.substr(0, dot);
-      // A const look-up adds no key (but gives an invalid node for a
-      // missing one); reset() rebinds `at` (operator= would overwrite the
-      // node it refers to).
-      const YAML::Node parent = at;
-      const YAML::Node next = parent[part.substr(part.rfind('.') + 1)];
-      if (!next.IsDefined() || next.IsNull()) break;  // made by the sweep
-      if (!next.IsMap()) {
-        throw InputError(task.source(), YamlLine(kv.second), field,
-                         "cannot sweep over " + key + ": " + part + " is not a map");
-      }
-      at.reset(next);
-    }
+    CheckVariedField(task, key, YamlLine(kv.second), field, "sweep");
     axes.push_back({key, kv.second});
   }
   return axes;
+}
+
+void CheckVariedField(const YamlFields& task, const std::string& key, int line,
+                      const std::string& field, const std::string& verb) {
+  const std::string first = key.substr(0, key.find('.'));
+  if (first == "name" || first == "sweep" || first == "search" || first == "type") {
+    throw InputError(task.source(), line, field, "cannot " + verb + " over " + key);
+  }
+  // Each part before the last must be a map of the task (or absent).
+  YAML::Node at = task.node();
+  for (size_t dot = key.find('.'); dot != std::string::npos; dot = key.find('.', dot + 1)) {
+    std::string part = key.substr(0, dot);
+    // A const look-up adds no key (but gives an invalid node for a missing
+    // one); reset() rebinds `at` (operator= would overwrite the node it
+    // refers to).
+    const YAML::Node parent = at;
+    const YAML::Node next = parent[part.substr(part.rfind('.') + 1)];
+    if (!next.IsDefined() || next.IsNull()) break;  // made by the variant
+    if (!next.IsMap()) {
+      throw InputError(task.source(), line, field,
+                       "cannot " + verb + " over " + key + ": " + part + " is not a map");
+    }
+    at.reset(next);
+  }
 }
 
 long SweepSize(const std::vector<SweepAxis>& axes) {
@@ -98,19 +100,6 @@ std::vector<std::vector<size_t>> SweepCombinations(const std::vector<SweepAxis>&
     combos = std::move(next);
   }
   return combos;
-}
-
-SweepVariant MakeSweepVariant(const YAML::Node& task, const std::string& base_name,
-                              const std::vector<SweepAxis>& axes,
-                              const std::vector<size_t>& combo) {
-  SweepVariant v{base_name, YAML::Clone(task)};
-  v.node.remove("sweep");
-  for (size_t a = 0; a < axes.size(); ++a) {
-    SetPath(v.node, axes[a].path, axes[a].values[combo[a]]);
-    v.name += "-" + SweepShortKey(axes[a].path) + NameValue(axes[a].values[combo[a]]);
-  }
-  v.node["name"] = v.name;
-  return v;
 }
 
 }  // namespace saturn

@@ -1,12 +1,10 @@
-// Sweep expansion for the workload reader (workload.h): a task's `sweep:` map
+// Sweep axes for the workload reader (workload.h): a task's `sweep:` map
 // from a dotted field to a list of values becomes one variant of the task per
 // combination of values, in the order written (the last axis varies fastest),
-// each named by its values.
+// each named by its values (contracts/task_variants.h makes them).
 //
 //   std::vector<SweepAxis> axes = ReadSweepAxes(task_fields);  // {optimizer.lr: [..]}
-//   for (const auto& combo : SweepCombinations(axes)) {
-//     SweepVariant v = MakeSweepVariant(task_node, "gpt", axes, combo);  // "gpt-lr1e-4"
-//   }
+//   for (const auto& combo : SweepCombinations(axes)) ...      // {0}, {1}, ...
 #pragma once
 
 #include <yaml-cpp/yaml.h>
@@ -25,8 +23,15 @@ struct SweepAxis {
 
 // The axes of the task's `sweep:` map (none when it has none). InputError
 // naming the sweep field for a value that is not a non-empty list, or for a
-// field that cannot be swept (name, sweep, type).
+// field that cannot be swept (CheckVariedField).
 std::vector<SweepAxis> ReadSweepAxes(const YamlFields& task);
+
+// Checks that a sweep or search may set the dotted field `key` of `task`:
+// not name, sweep, search or type (nor a field under them), and each part
+// before the last a map of the task (or absent: the variant makes it).
+// InputError at `line` naming `field` ("cannot <verb> over ...").
+void CheckVariedField(const YamlFields& task, const std::string& key, int line,
+                      const std::string& field, const std::string& verb);
 
 // How many combinations `axes` make (LONG_MAX if more), without making them.
 long SweepSize(const std::vector<SweepAxis>& axes);
@@ -37,15 +42,15 @@ std::vector<std::vector<size_t>> SweepCombinations(const std::vector<SweepAxis>&
 
 // The key a variant's name gives a swept field: "optimizer.lr" -> "lr",
 // "batch_size" -> "bs", others their last component ("finetune.lora.rank"
-// -> "rank"). The report reads the swept fields back by it.
+// -> "rank"). The report heads its hyper-parameter columns with it.
 std::string SweepShortKey(const std::string& path);
 
-struct SweepVariant {
-  std::string name;  // base name, then "-<short key><value>" per axis
-  YAML::Node node;   // the task with the values set and no `sweep:`
-};
+// A value as a variant's name shows it: a scalar as written, with every
+// character but letters, digits and . - + made '_'; "x" for a list or map.
+std::string SweepNameValue(const YAML::Node& value);
 
-SweepVariant MakeSweepVariant(const YAML::Node& task, const std::string& base_name,
-                              const std::vector<SweepAxis>& axes, const std::vector<size_t>& combo);
+// Sets a dotted field (e.g. "optimizer.lr") of a task's YAML map; a map on
+// the way that the task does not have yet is made.
+void SetYamlPath(YAML::Node node, const std::string& path, const YAML::Node& value);
 
 }  // namespace saturn

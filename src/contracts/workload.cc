@@ -14,8 +14,8 @@
 #include "common/json_text.h"
 #include "common/limits.h"
 #include "common/model_presets.h"
-#include "contracts/sweep.h"
 #include "contracts/task_steps.h"
+#include "contracts/task_variants.h"
 #include "contracts/text_data.h"
 #include "contracts/workload_command.h"
 #include "contracts/workload_model.h"
@@ -47,7 +47,7 @@ class TaskReader {
   TaskReader(const Workload& workload, const YAML::Node& node, std::string path)
       : w_(workload), f_(node, workload.source, std::move(path)) {}
 
-  // The task as defined, before sweep expansion.
+  // The task as defined, before sweep and search expansion.
   WorkloadTask Read() {
     WorkloadTask t;
     t.line = YamlLine(f_.node());
@@ -59,11 +59,13 @@ class TaskReader {
     std::string type = f_.OptionalString("type").value_or("train");
     if (type == "command") {
       t.is_command = true;
-      f_.AllowOnly({"name", "type", "steps", "commands", "sweep", "gpu_range", "seed", "env"});
+      f_.AllowOnly(
+          {"name", "type", "steps", "commands", "sweep", "search", "gpu_range", "seed", "env"});
       ReadCommandFields(f_, w_, &t);
     } else if (type == "train") {
       f_.AllowOnly({"name", "type", "model", "data", "batch_size", "optimizer", "steps", "epochs",
-                    "seed", "sweep", "techniques", "gpu_range", "precision", "eval", "finetune"});
+                    "seed", "sweep", "search", "techniques", "gpu_range", "precision", "eval",
+                    "finetune"});
       t.spec = json::object();
       t.spec["name"] = t.name;
       t.spec["model"] = ReadModel();
@@ -359,82 +361,86 @@ void ReadPlugins(const YamlFields& top, const std::vector<std::string>& extra_pl
   }
 }
 
-// Adding `adding` tasks (those a task's sweep makes) keeps the workload
-// within its limit of tasks, or the task's field says by how much not.
-void CheckTaskCount(const YamlFields& task, long adding, const Workload& w) {
+// The tasks a task's sweep and search make keep the workload within its
+// limit of tasks, or the task's field says by how much not.
+void CheckTaskCount(const YamlFields& task, const TaskExpansion& expansion, const Workload& w) {
+  const long adding = expansion.Size();
   long room = w.max_tasks - static_cast<long>(w.tasks.size());
   if (adding <= room) return;
   std::string limit = "the workload past its limit of " + Plural(w.max_tasks, "task") +
                       "; raise it with max_tasks: in the workload or --max-tasks";
-  if (!task.Has("sweep")) {
+  if (expansion.Empty()) {
     throw InputError(w.source, YamlLine(task.node()), task.path(), "takes " + limit);
   }
-  task.Fail("sweep", "makes " + Plural(adding, "task") + ", which takes " + limit);
+  task.Fail(expansion.Searched() ? "search" : "sweep",
+            std::string(expansion.Swept() && expansion.Searched() ? "with the sweep, " : "") +
+                "makes " + Plural(adding, "task") + ", which takes " + limit);
 }
 
-// A sweep's variant is a copy, and a copy's nodes have no lines (YAML::Clone
-// gives line 1, set values none): the lines later checks name are the task's
-// as written, or the sweep's for the fields it sets.
-void KeepLines(const WorkloadTask& written, const std::vector<SweepAxis>& axes, int sweep_line,
-               WorkloadTask& variant) {
-  auto swept = [&](const std::string& field) {
-    return std::any_of(axes.begin(), axes.end(), [&](const SweepAxis& a) {
-      return a.path == field || a.path.rfind(field + ".", 0) == 0;
-    });
-  };
-  variant.line = written.line;
-  if (variant.batch_size_line <= 1) {
-    variant.batch_size_line = swept("batch_size") ? sweep_line : written.batch_size_line;
-  }
-  for (size_t i = 0; i < variant.technique_lines.size(); ++i) {
-    if (variant.technique_lines[i] > 1) continue;
-    variant.technique_lines[i] = !swept("techniques") && i < written.technique_lines.size()
-                                     ? written.technique_lines[i]
-                                     : sweep_line;
+// Reads a variant of a task; an error that names no line of its own (the
+// variant is a copy) is put at the sweep or search field that makes it
+// fail: the first of them that fails set alone in the task as written, else
+// the search (or the sweep).
+WorkloadTask ReadVariant(const Workload& w, const YAML::Node& written, const std::string& label,
+                         const TaskVariant& variant, const TaskExpansion& expansion) {
+  try {
+    return TaskReader(w, variant.node, label).Read();
+  } catch (const InputError& e) {
+    if (e.line() > 1) throw;  // a swept value or a choice keeps its own line
+    for (const SetValue& s : variant.set) {
+      try {
+        TaskReader(w, WithValues(written, {s}), label).Read();
+      } catch (const InputError&) {
+        throw e.AtLine(s.line);
+      }
+    }
+    throw e.AtLine(expansion.Searched() ? expansion.SearchLine() : expansion.SweepLine());
   }
 }
 
-// Reads tasks[i]: validates it as written, then once per sweep combination,
-// and appends each resulting task (names must be unique: `names` maps each
-// to its line).
+// Reads tasks[i]: validates it as written, then each variant its sweep and
+// search make, and appends each resulting task (names must be unique:
+// `names` maps each to its line).
 void ReadTaskAndSweep(const YAML::Node& node, const std::string& path,
                       std::map<std::string, int>& names, Workload& w) {
   TaskReader base(w, node, path);
   WorkloadTask written = base.Read();
-  std::vector<SweepAxis> axes = ReadSweepAxes(base.fields());
-  CheckTaskCount(base.fields(), SweepSize(axes), w);
+  TaskExpansion expansion(base.fields());
+  CheckTaskCount(base.fields(), expansion, w);
   // A variant is a copy, and copies have no lines: its errors point at the
-  // sweep (where it differs from the task as written), its task at the task.
-  const int sweep_line = axes.empty() ? 0 : YamlLine(node["sweep"]);
-  for (const auto& combo : SweepCombinations(axes)) {
+  // sweep or search (where it differs from the task as written), its task
+  // at the task.
+  const int made_at = expansion.Searched() ? expansion.SearchLine() : expansion.SweepLine();
+  const std::string kind = expansion.Searched() ? " (search " : " (sweep ";
+  for (const TaskVariant& variant : expansion.Variants(node, written.name)) {
     WorkloadTask task = written;
-    YAML::Node effective = node;
-    if (!axes.empty()) {
-      SweepVariant variant = MakeSweepVariant(node, written.name, axes, combo);
-      try {
-        task = TaskReader(w, variant.node, path + " (sweep " + variant.name + ")").Read();
-      } catch (const InputError& e) {
-        if (e.line() > 1) throw;  // a swept value keeps its own line
-        throw e.AtLine(sweep_line);
-      }
-      KeepLines(written, axes, sweep_line, task);
-      effective.reset(variant.node);  // rebinds; operator= would overwrite tasks[i]
+    if (!expansion.Empty()) {
+      task = ReadVariant(w, node, path + kind + variant.name + ")", variant, expansion);
+      KeepLines(written, variant.set, made_at, task);
     }
     try {
-      SetSteps(effective, w.source, path, task);
+      SetSteps(variant.node, w.source, path, task);
     } catch (const InputError& e) {
-      if (axes.empty() || e.line() > 1) throw;
-      throw e.AtLine(sweep_line);
+      if (expansion.Empty() || e.line() > 1) throw;
+      throw e.AtLine(made_at);
     }
     task.trial_key = TrialKey(task);
     task.sweep = written.name;
+    task.varied = VariedValues(variant.set, task.spec);
     auto [it, inserted] = names.emplace(task.name, task.line);
     if (!inserted) {
-      const bool swept = !axes.empty();
-      throw InputError(w.source, swept ? sweep_line : task.line,
-                       path + (swept ? ".sweep" : ".name"),
-                       (swept ? "makes the duplicate task name " : "duplicate task name ") +
-                           Quote(task.name) + " (also at line " + std::to_string(it->second) + ")");
+      // Samples have names of their own: a duplicate is the sweep's, or
+      // another task's name.
+      int line = task.line;
+      std::string field = ".name";
+      if (!expansion.Empty()) {
+        line = expansion.Swept() ? expansion.SweepLine() : expansion.SearchLine();
+        field = expansion.Swept() ? ".sweep" : ".search";
+      }
+      throw InputError(
+          w.source, line, path + field,
+          (expansion.Empty() ? "duplicate task name " : "makes the duplicate task name ") +
+              Quote(task.name) + " (also at line " + std::to_string(it->second) + ")");
     }
     w.tasks.push_back(std::move(task));
   }

@@ -9,14 +9,16 @@
 //       optimizer: {type: adamw, lr: 1.0e-4}
 //       steps: 400                    # or epochs: N
 //       sweep: {optimizer.lr: [1.0e-5, 1.0e-4], batch_size: [16, 32]}
+//       search: {samples: 8, space: {optimizer.weight_decay: {uniform: [0, 0.1]}}}
 //       techniques: [ddp, fsdp]       # optional restriction
 //       gpu_range: [1, 8]             # optional
 //       eval: {every: 100, batches: 4}  # optional: loss on held-out data
 //
 // Loading validates every field (one InputError naming file, line and field),
 // resolves paths against the workload's folder, expands sweeps into one task
-// per combination (named by the values: gpt-small-lr1.0e-5-bs16) and computes
-// each task's total steps. Each task carries its JSON for the worker
+// per combination (named by the values: gpt-small-lr1.0e-5-bs16), times each
+// of a search's samples (contracts/search_space.h, task_variants.h), and
+// computes each task's total steps. Each task carries its JSON for the worker
 // (docs/worker.md) and a trial key: everything that can change its speed or
 // memory, so tasks that differ only in learning rate or seed share trials.
 //
@@ -33,6 +35,14 @@
 #include "contracts/cluster.h"
 
 namespace saturn {
+
+// A value a task's sweep or search gave it (the report's hyper-parameters,
+// report/hyperparameters.h).
+struct VariedValue {
+  std::string path;      // the dotted field as written in sweep: or search.space:
+  nlohmann::json value;  // the task's setting there, as read (1.0e-4 -> 0.0001)
+  bool sampled = false;  // drawn by search: (else set by sweep:)
+};
 
 // Techniques built into the engine; plug-ins may add more.
 struct WorkloadTask {
@@ -55,7 +65,10 @@ struct WorkloadTask {
   bool gpu_range_given = false;  // gpu_range: written (gpu_max is then the user's)
   std::string trial_key;         // canonical JSON of what determines speed and memory
   std::string sweep;             // the name as written: tasks of one sweep share it
-  int line = 0;                  // where the task is defined
+  // What its sweep and search set, in the order written (the sweep's
+  // fields, then the search's); empty for a task of neither.
+  std::vector<VariedValue> varied;
+  int line = 0;  // where the task is defined
 };
 
 struct Workload {
@@ -67,7 +80,7 @@ struct Workload {
   std::vector<std::string> plugins;  // technique plug-ins (shared libraries), absolute paths
   // The most tasks it may expand to: --max-tasks, else its `max_tasks:`,
   // else defaults::kMaxWorkloadTasks. More is an InputError at the task
-  // (or sweep) that goes past it, before any task is expanded.
+  // (or its sweep or search) that goes past it, before any task is expanded.
   long max_tasks = 0;
 };
 

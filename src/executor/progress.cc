@@ -204,11 +204,11 @@ nlohmann::json WriteReport(RunContext& run, const RunSummary& summary) {
     }
     report.tasks.push_back(std::move(t));
   }
-  // Each task's swept values, read back from the sweep's tasks.
+  // Each task's swept and sampled values, as its sweep and search set them.
   std::vector<SweptTask> swept;
   for (int j = 0; j < run.NumTasks(); ++j) {
     const WorkloadTask& w = run.WorkloadTaskOf(j);
-    swept.push_back({w.name, w.sweep, w.spec});
+    swept.push_back({w.name, w.sweep, w.varied});
   }
   std::vector<HyperParameters> hyperparameters = SweptValues(swept);
   for (size_t j = 0; j < report.tasks.size(); ++j)

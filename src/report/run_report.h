@@ -62,8 +62,9 @@ struct RunReportTask : TaskState {
   // The name the task was written under: the tasks of one sweep share it
   // (the report names the best of each by final evaluation loss).
   std::string sweep;
-  // The values its sweep varied (report/hyperparameters.h, SweptValues):
-  // report.json's "hyperparameters" and a column each in the task table.
+  // The values its sweep varied and its search drew (report/
+  // hyperparameters.h, SweptValues): report.json's "hyperparameters" and a
+  // column each in the task table.
   HyperParameters hyperparameters;
   // Its settings as written (WorkloadTask::spec): the task table shows a
   // task's own value in every hyper-parameter column, swept or not

@@ -228,7 +228,8 @@ TEST_F(WorkloadLimits, MapKeysMustBeNamesAndSweptPathsMustBeMaps) {
   // (a field a sweep made has no line of its own: the sweep's is named).
   EXPECT_EQ(Error(kHead + task + "    sweep: {soptimizer.lr: [1]}\n"),
             "w.yaml:9: tasks[0] (sweep m-lr1).soptimizer: unknown field; expected one of: name, "
-            "type, model, data, batch_size, optimizer, steps, epochs, seed, sweep, techniques, "
+            "type, model, data, batch_size, optimizer, steps, epochs, seed, sweep, search, "
+            "techniques, "
             "gpu_range, precision, eval, finetune; did you mean 'optimizer'?");
   EXPECT_EQ(Error(kHead + task + "    sweep: {eval.every: [5]}\n"), "");
   EXPECT_EQ(Error(kHead + task + "    sweep: {[a]: [1]}\n"),

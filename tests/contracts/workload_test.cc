@@ -359,10 +359,11 @@ TEST_F(WorkloadTest, AnUnknownNameSuggestsTheClosestValidOne) {
   EXPECT_THAT(ErrorOf(mlp + "    steps: 10\n"),
               HasSubstr("w.yaml:4: tasks[0].model.type: unknown model type 'MLP'; expected gpt, "
                         "gpt2, llama, vit, resnet, mlp or torchscript; did you mean 'mlp'?"));
-  EXPECT_THAT(ErrorOf(kTask + "    steps: 10\n    gpu_rnage: [1, 2]\n"),
-              HasSubstr("tasks[0].gpu_rnage: unknown field; expected one of: name, type, model, "
-                        "data, batch_size, optimizer, steps, epochs, seed, sweep, techniques, "
-                        "gpu_range, precision, eval, finetune; did you mean 'gpu_range'?"));
+  EXPECT_THAT(
+      ErrorOf(kTask + "    steps: 10\n    gpu_rnage: [1, 2]\n"),
+      HasSubstr("tasks[0].gpu_rnage: unknown field; expected one of: name, type, model, "
+                "data, batch_size, optimizer, steps, epochs, seed, sweep, search, techniques, "
+                "gpu_range, precision, eval, finetune; did you mean 'gpu_range'?"));
   EXPECT_THAT(ErrorOf(kTask + "    steps: 10\n    batchsize: 4\n"),
               HasSubstr("did you mean 'batch_size'?"));
   std::string adam = kTask;

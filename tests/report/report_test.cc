@@ -647,39 +647,6 @@ TEST(Gantt, PlannedOutlinesAreDrawnOverTheFilledBars) {
   EXPECT_GT(outline, svg.find("<title>vit: ddp on 2 GPU(s) of n1"));
 }
 
-// A sweep's hyper-parameters are read back from its tasks: the fields whose
-// values differ and that the names say were swept, in the names' order;
-// values that only follow from them (steps from epochs, LoRA's alpha from
-// its rank) are not hyper-parameters.
-TEST(HyperParameters, TheValuesEachTaskOfASweepWasGiven) {
-  auto spec = [](double lr, int seed, int rank, long steps) {
-    return nlohmann::json{{"name", "x"},
-                          {"model", {{"type", "gpt"}, {"layers", 2}}},
-                          {"optimizer", {{"type", "adamw"}, {"lr", lr}}},
-                          {"finetune", {{"lora", {{"rank", rank}, {"alpha", rank}}}}},
-                          {"seed", seed},
-                          {"steps", steps}};
-  };
-  std::vector<SweptTask> tasks = {
-      {"gpt-lr1e-3-seed1", "gpt", spec(1e-3, 1, 8, 100)},
-      {"gpt-lr1e-3-seed2", "gpt", spec(1e-3, 2, 8, 100)},
-      {"gpt-lr3e-4-seed1", "gpt", spec(3e-4, 1, 8, 100)},
-      {"gpt-lr3e-4-seed2", "gpt", spec(3e-4, 2, 8, 100)},
-      {"lora-rank4", "lora", spec(1e-3, 0, 4, 50)},
-      {"lora-rank8", "lora", spec(1e-3, 0, 8, 60)},
-      {"alone", "alone", spec(1e-3, 0, 8, 100)},
-  };
-  std::vector<HyperParameters> hp = SweptValues(tasks);
-  ASSERT_EQ(hp.size(), tasks.size());
-  EXPECT_EQ(hp[0], (HyperParameters{{"optimizer.lr", 1e-3}, {"seed", 1}}));
-  EXPECT_EQ(hp[3], (HyperParameters{{"optimizer.lr", 3e-4}, {"seed", 2}}));
-  EXPECT_EQ(hp[4], (HyperParameters{{"finetune.lora.rank", 4}}));  // not alpha, not steps
-  EXPECT_EQ(hp[5], (HyperParameters{{"finetune.lora.rank", 8}}));
-  EXPECT_TRUE(hp[6].empty());
-  EXPECT_EQ(HyperParameterText("bf16"), "bf16");
-  EXPECT_EQ(HyperParameterText(0.001), "0.001");
-}
-
 // The report answers "which hyper-parameters did best": report.json's
 // tasks carry them, and the task table has a column per swept field.
 TEST_F(RunReport, ASweepsHyperParametersAreColumnsOfTheTaskTable) {
