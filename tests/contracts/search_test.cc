@@ -312,7 +312,7 @@ TEST_F(SearchWorkload, AnUnknownFieldIsRefusedWithASuggestion) {
   std::string error = ErrorOf(Search(2, "        optimizer.lrr: {uniform: [0.1, 0.2]}\n"));
   EXPECT_THAT(error, ::testing::StartsWith("w.yaml:13: tasks[0] (search gpt-lrr0."));
   EXPECT_THAT(error, HasSubstr(").optimizer.lrr: unknown field; expected one of: type, lr, "
-                               "weight_decay; did you mean 'lr'?"));
+                               "weight_decay, schedule, clip_grad_norm; did you mean 'lr'?"));
   // A value the field does not take names the field that drew it.
   error = ErrorOf(Search(2,
                          "        optimizer.lr: {uniform: [0.1, 0.2]}\n"
