@@ -80,11 +80,15 @@ BlockSet::BlockSet(const TrainContext& ctx, int begin, int end, Placement placem
 void BlockSet::ShareTiedCopies() {
   for (const TiedParam& tied : ctx_.model.TiedParams()) {
     std::pair<int, size_t> first{-1, 0};
+    // The set holding the first copy counts the group in a gradient norm.
+    const bool first_elsewhere = !tied.copies.empty() && (tied.copies.front().first < begin_ ||
+                                                          tied.copies.front().first >= end_);
     for (const auto& [index, name] : tied.copies) {
       if (index < begin_ || index >= end_) continue;
       const std::vector<ParamSlot>& params = At(index).Params();
       for (size_t p = 0; p < params.size(); ++p) {
         if (params[p].name != name) continue;
+        if (first_elsewhere) counted_elsewhere_.push_back({index, p});
         if (first.first < 0) {
           first = {index, p};
           continue;
@@ -310,18 +314,6 @@ void BlockSet::SumTiedGrads() {
   }
 }
 
-bool BlockSet::CountsTiedCopyElsewhere(int index, const std::string& name) const {
-  for (const TiedParam& tied : ctx_.model.TiedParams()) {
-    if (tied.copies.empty()) continue;
-    bool is_copy = std::find(tied.copies.begin(), tied.copies.end(), std::make_pair(index, name)) !=
-                   tied.copies.end();
-    if (!is_copy) continue;
-    int first = tied.copies.front().first;
-    return first < begin_ || first >= end_;  // the first copy's holder counts it
-  }
-  return false;
-}
-
 void BlockSet::ClipGrads(Communicator* other_parts) {
   GradClip clip(ctx_.optimizer);
   if (!clip.Enabled()) return;
@@ -335,7 +327,10 @@ void BlockSet::ClipGrads(Communicator* other_parts) {
     for (size_t p = 0; p < params.size(); ++p) {
       const at::Tensor& grad = params[p].tensor->grad();
       if (!grad.defined() || IsSharedCopy(index, p)) continue;
-      if (CountsTiedCopyElsewhere(index, params[p].name)) continue;
+      if (std::find(counted_elsewhere_.begin(), counted_elsewhere_.end(),
+                    std::make_pair(index, p)) != counted_elsewhere_.end()) {
+        continue;
+      }
       clip.Add(params[p].name, grad, shards_[b].count(params[p].name) ? 1.0 : whole);
     }
   }

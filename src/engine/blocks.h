@@ -74,9 +74,6 @@ class BlockSet {
  private:
   void ShareTiedCopies();
   void ClipGrads(Communicator* other_parts);
-  // Whether the tied copy (index, name) is counted by another set (the one
-  // holding the first copy).
-  bool CountsTiedCopyElsewhere(int index, const std::string& name) const;
   // How checkpoint tensor `name` ("param/<p>" or "<slot>/<p>") of block
   // `index` is split; nullptr when whole.
   const ParamShard* ShardOf(int index, const std::string& name) const;
@@ -90,6 +87,9 @@ class BlockSet {
   std::vector<std::unique_ptr<Block>> blocks_;
   std::vector<BlockState> state_;
   std::vector<std::pair<int, size_t>> shared_;  // (block, parameter) of later copies
+  // (block, parameter) of tied copies whose first copy another set holds
+  // (a pipeline stage): that set counts them in a gradient norm.
+  std::vector<std::pair<int, size_t>> counted_elsewhere_;
 };
 
 // Knobs that trade speed for memory, for techniques that have no such knob

@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "common/format.h"
 #include "planner/lower_bound.h"
@@ -40,20 +41,31 @@ constexpr const char* kSearchedEnds = "searched_node_ends_s";
 struct Changes {
   std::vector<int> arrived;  // remaining tasks the plan does not know
   std::vector<int> nodes;
+  std::vector<double> searched_ends;  // each node's end in the plan last searched
 };
 
-// Each node's end in `plan` (absolute; -inf for a node without tasks).
-std::vector<double> NodeEnds(const Problem& problem, const Plan& plan) {
+using NodeIndex = std::unordered_map<std::string_view, int>;
+
+NodeIndex IndexNodes(const Problem& problem) {
+  NodeIndex index;
+  for (int n = 0; n < problem.NumNodes(); ++n)
+    index[problem.nodes[n].name] = n;
+  return index;
+}
+
+// Each node's end in the plan last searched: `plan`'s own task ends unless it
+// carries the searched ones (absolute; -inf for a node without tasks).
+std::vector<double> NodeEnds(const Problem& problem, const NodeIndex& nodes, const Plan& plan) {
   std::vector<double> ends(problem.NumNodes(), -std::numeric_limits<double>::infinity());
-  for (int n = 0; n < problem.NumNodes(); ++n) {
-    for (const PlanTask& t : plan.tasks)
-      if (t.node == problem.nodes[n].name) ends[n] = std::max(ends[n], t.end_s);
+  for (const PlanTask& t : plan.tasks) {
+    auto it = nodes.find(t.node);
+    if (it != nodes.end()) ends[it->second] = std::max(ends[it->second], t.end_s);
   }
   auto searched = plan.extra.find(kSearchedEnds);
   if (searched == plan.extra.end() || !searched->is_object()) return ends;
-  for (int n = 0; n < problem.NumNodes(); ++n) {
-    auto it = searched->find(problem.nodes[n].name);
-    if (it != searched->end() && it->is_number()) ends[n] = it->get<double>();
+  for (const auto& [name, end] : searched->items()) {
+    auto it = nodes.find(name);
+    if (it != nodes.end() && end.is_number()) ends[it->second] = end.get<double>();
   }
   return ends;
 }
@@ -68,18 +80,18 @@ void KeepSearchedEnds(const Problem& problem, const std::vector<double>& ends, P
 Changes WhatChanged(const RemainingProblem& remaining, const Plan& current, const Schedule& retimed,
                     const std::vector<int>& appended, double now, double tolerance) {
   const Problem& problem = remaining.problem;
-  std::unordered_map<std::string_view, int> node_index;
-  for (int n = 0; n < problem.NumNodes(); ++n)
-    node_index[problem.nodes[n].name] = n;
+  const NodeIndex node_index = IndexNodes(problem);
   // Searched ends count every task of the plan (a node whose tasks all ended
   // early ends early), re-timed ends no earlier than now.
   const double none = -std::numeric_limits<double>::infinity();
-  std::vector<double> planned = NodeEnds(problem, current), now_end(problem.NumNodes(), none);
+  Changes changes;
+  changes.searched_ends = NodeEnds(problem, node_index, current);
+  const std::vector<double>& planned = changes.searched_ends;
+  std::vector<double> now_end(problem.NumNodes(), none);
   for (int k = 0; k < problem.NumTasks(); ++k) {
     double end = now + EndOf(problem, retimed, k);
     now_end[retimed[k].node] = std::max(now_end[retimed[k].node], end);
   }
-  Changes changes;
   changes.arrived = appended;
   std::vector<bool> changed(problem.NumNodes(), false);
   for (int k : appended)
@@ -96,9 +108,9 @@ Changes WhatChanged(const RemainingProblem& remaining, const Plan& current, cons
   // when the re-timed plan leaves some of them idle now while the node is
   // busy beyond the noise, another task may be better off there (a running
   // one on more devices) though the node's end did not move.
-  std::unordered_map<std::string_view, bool> left;
+  std::unordered_set<std::string_view> left;
   for (const Task& t : problem.tasks)
-    left[t.name] = true;
+    left.insert(t.name);
   std::vector<int> busy_now(problem.NumNodes(), 0);
   for (int k = 0; k < problem.NumTasks(); ++k) {
     if (retimed[k].start <= 1e-9)
@@ -206,7 +218,7 @@ ReplanDecision Replan(const Problem& base, const std::vector<TaskProgress>& prog
                                         std::min(bound, current_span), 0.0),
                          "kept plan"),
                  now);
-    KeepSearchedEnds(problem, NodeEnds(problem, current), d.plan);
+    KeepSearchedEnds(problem, changes.searched_ends, d.plan);
     d.preempted = Preempted(remaining, retimed);
     d.summary = "keep: current plan ends at " + FormatDuration(d.current_end_s) + ", " + why +
                 " (bound " + FormatDuration(now + bound) + "); no solve";
@@ -247,7 +259,7 @@ ReplanDecision Replan(const Problem& base, const std::vector<TaskProgress>& prog
                                            clock.Now() - started),
                             d.switch_plan ? "new plan" : "kept plan"),
                     now);
-  KeepSearchedEnds(problem, NodeEnds(problem, d.plan), d.plan);
+  KeepSearchedEnds(problem, NodeEnds(problem, IndexNodes(problem), d.plan), d.plan);
   d.preempted = Preempted(remaining, chosen);
   d.summary = std::string(d.switch_plan ? "switch" : "keep") + ": current plan ends at " +
               FormatDuration(d.current_end_s) + ", fresh plan (" + how + ") at " +
