@@ -15,6 +15,7 @@
 #include "contracts/workload.h"
 #include "contracts/yaml_fields.h"
 #include "tests/testing/error_of.h"
+#include "tests/testing/test_dir.h"
 
 namespace saturn {
 namespace {
@@ -133,7 +134,7 @@ TEST(Limits, EventNumbers) {
 class WorkloadLimits : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = ::testing::TempDir() + "/saturn_limits_test";
+    dir_ = test::OwnTestDir("limits_test");
     std::filesystem::create_directories(dir_);
   }
   std::string Error(const std::string& yaml, long max_tasks = 0) {

@@ -8,6 +8,7 @@
 #include "common/error.h"
 #include "common/fs.h"
 #include "contracts/workload.h"
+#include "tests/testing/test_dir.h"
 
 namespace saturn {
 namespace {
@@ -18,7 +19,7 @@ namespace fs = std::filesystem;
 class ScheduleTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = ::testing::TempDir() + "/saturn_schedule_test";
+    dir_ = test::OwnTestDir("schedule_test");
     fs::create_directories(dir_ + "/data");
     WriteFileAtomic(dir_ + "/data/corpus.txt", std::string(1601, 'a'));
   }

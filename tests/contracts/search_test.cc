@@ -13,6 +13,7 @@
 #include "common/fs.h"
 #include "contracts/search_space.h"
 #include "contracts/workload.h"
+#include "tests/testing/test_dir.h"
 
 namespace saturn {
 namespace {
@@ -152,7 +153,7 @@ TEST(SearchSpace, NamesShowTheValuesShortAndUnique) {
 class SearchWorkload : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = ::testing::TempDir() + "/saturn_search_test";
+    dir_ = test::OwnTestDir("search_test");
     fs::create_directories(dir_ + "/data");
     WriteFileAtomic(dir_ + "/data/corpus.txt", std::string(1601, 'a'));
     WriteFileAtomic(dir_ + "/cluster.yaml", "nodes:\n  - {name: n0, gpus: 4}\n");

@@ -7,6 +7,7 @@
 
 #include "common/error.h"
 #include "common/fs.h"
+#include "tests/testing/test_dir.h"
 
 namespace saturn {
 namespace {
@@ -18,7 +19,7 @@ namespace fs = std::filesystem;
 class WorkloadTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = ::testing::TempDir() + "/saturn_workload_test";
+    dir_ = test::OwnTestDir("workload_test");
     fs::create_directories(dir_ + "/data");
     WriteFileAtomic(dir_ + "/data/corpus.txt", std::string(1601, 'a'));
     WriteFileAtomic(dir_ + "/cluster.yaml", "nodes:\n  - {name: n0, gpus: 4}\n");

@@ -10,8 +10,9 @@
 
 #include "common/error.h"
 #include "common/fs.h"
-#include "launch/worker.h"
 #include "contracts/workload.h"
+#include "launch/worker.h"
+#include "tests/testing/test_dir.h"
 
 namespace saturn {
 namespace {
@@ -23,7 +24,7 @@ const std::string kFakeWorker = std::string(SATURN_SOURCE_DIR) + "/tests/testing
 class Techniques : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = ::testing::TempDir() + "/saturn_techniques_test";
+    dir_ = test::OwnTestDir("techniques_test");
     std::filesystem::create_directories(dir_);
     WriteFileAtomic(dir_ + "/cluster.yaml", "nodes:\n  - {name: n0, gpus: 4}\n");
   }

@@ -18,6 +18,7 @@
 #include "common/process.h"
 #include "contracts/plan_status.h"
 #include "embedded_files.h"
+#include "tests/testing/test_dir.h"
 
 namespace saturn {
 namespace {
@@ -135,7 +136,7 @@ std::optional<std::string> RunPageFunctions(const std::vector<std::string>& name
     EXPECT_FALSE(function.empty()) << "the page has no function " << name;
     program += function + "\n";
   }
-  std::string dir = ::testing::TempDir() + "/saturn_dashboard_functions";
+  std::string dir = test::OwnTestDir("dashboard_functions");
   std::filesystem::create_directories(dir);
   WriteFileAtomic(dir + "/check.js", program + script + "\n");
   ProcessSpec spec;
