@@ -39,9 +39,10 @@ int RunRun(const RunOptions& o) {
     return 130;
   }
   std::fprintf(stderr,
-               "run %s: %d finished, %d failed; makespan %s (first plan %s, ratio %.2f), %d plan "
+               "run %s: %d finished, %d failed%s; makespan %s (first plan %s, ratio %.2f), %d plan "
                "switches; report: %s/report.html\n",
                s.failed ? "ended with failures" : "complete", s.finished, s.failed,
+               s.stopped ? (", " + std::to_string(s.stopped) + " stopped early").c_str() : "",
                FormatDuration(s.makespan_s).c_str(), FormatDuration(s.planned_makespan_s).c_str(),
                s.planned_makespan_s > 0 ? s.makespan_s / s.planned_makespan_s : 0.0,
                s.plan_switches, s.run_dir.c_str());

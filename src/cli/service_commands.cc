@@ -160,13 +160,14 @@ int Wait(const ClientFlags& f, const std::vector<std::string>& tasks, double tim
       // A word this client does not know is a status of a newer service:
       // not ended, so it waits.
       all_ended = all_ended && s && IsEnded(*s);
-      all_finished = all_finished && s == TaskStatus::kFinished;
+      // A task its early-stopping rule ended is a success of the search.
+      all_finished = all_finished && (s == TaskStatus::kFinished || s == TaskStatus::kStopped);
     }
     if (all_ended) {
       if (!all_finished) {
         for (const auto& [id, s] : status) {
           bool named = tasks.empty() || std::find(tasks.begin(), tasks.end(), id) != tasks.end();
-          if (named && s != TaskStatus::kFinished) {
+          if (named && s != TaskStatus::kFinished && s != TaskStatus::kStopped) {
             std::fprintf(stderr, "%s: %s\n", id.c_str(), std::string(ToString(*s)).c_str());
           }
         }

@@ -1,6 +1,8 @@
 // saturn simulate: replay plans against "true" runtimes on a simulated
 // cluster, with the executor's introspection (sim/simulator.h).
+#include <algorithm>
 #include <cmath>
+#include <optional>
 #include <cstdio>
 #include <iostream>
 #include <limits>
@@ -15,6 +17,7 @@
 #include "common/progress.h"
 #include "contracts/cluster.h"
 #include "contracts/profile.h"
+#include "contracts/workload.h"
 #include "planner/pack_search.h"
 #include "planner/packing.h"
 #include "planner/registry.h"
@@ -26,6 +29,7 @@ namespace {
 
 struct SimulateOptions {
   std::string cluster, profile, truth, output, gantt, events;
+  std::string workload, evaluations;  // early stopping: its rule, and what tasks report
   double noise = 0.0;
   double config_noise = 0.0;
   std::string solver = "auto";
@@ -64,6 +68,9 @@ nlohmann::json ResultJson(const SimResult& r) {
                      {"technique", t.technique},
                      {"gpus", t.gpus}});
   }
+  double gpu_s = 0.0;  // devices held: every task's busy seconds x its GPUs
+  for (const SimTaskResult& t : r.tasks)
+    gpu_s += t.busy_s * t.gpus;
   nlohmann::json events = nlohmann::json::array();
   for (const Event& e : r.events)
     events.push_back(nlohmann::json::parse(EventToJsonLine(e)));
@@ -79,6 +86,7 @@ nlohmann::json ResultJson(const SimResult& r) {
           {"plan_switches", r.plan_switches},
           {"preemptions", r.preemptions},
           {"planning_wall_s", r.planning_wall_s},
+          {"gpu_s", gpu_s},
           {"tasks", tasks},
           {"utilization", utilization},
           {"events", events}};
@@ -171,9 +179,23 @@ int RunSimulate(const SimulateOptions& o) {
     truth = TruthEqualsBelief(believed);
   }
   std::vector<double> arrival = Arrivals(profile, believed, o.profile);
-  PackTerms terms = PackTermsFromProfile(profile, believed, o.profile);
-  if (!o.no_pack && terms.Any()) PackForSimulation(terms, o, &believed, &truth, &arrival);
   SimOptions options;
+  if (!o.evaluations.empty() && o.workload.empty()) {
+    throw InputError("", 0, "--evaluations", "needs --workload (whose early_stop: they feed)");
+  }
+  if (!o.workload.empty()) {
+    Workload w = LoadWorkloadFile(o.workload);
+    std::optional<std::vector<Event>> evaluations;
+    if (!o.evaluations.empty()) evaluations = ParseEventLines(ReadFile(o.evaluations), o.evaluations);
+    options.early_stop = EarlyStopsFromWorkload(believed, w, evaluations ? &*evaluations : nullptr,
+                                                o.evaluations, o.seed);
+  }
+  bool early_stopping = std::any_of(options.early_stop.begin(), options.early_stop.end(),
+                                    [](const SimEarlyStop& e) { return e.spec.enabled(); });
+  PackTerms terms = PackTermsFromProfile(profile, believed, o.profile);
+  // Packs train members to the shortest's end; early stopping ends them one by one.
+  if (!o.no_pack && !early_stopping && terms.Any())
+    PackForSimulation(terms, o, &believed, &truth, &arrival);
   options.policy.solver = o.solver;
   options.policy.time_limit_s = o.time_limit_s;
   options.policy.seed = o.seed;
@@ -263,6 +285,11 @@ void AddSimulateCommand(CLI::App& app, int* status) {
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   cmd->add_option("--seed", o->seed, "Seed for noise and solvers")->capture_default_str();
+  cmd->add_option("--workload", o->workload,
+                  "The tasks' workload: its early_stop rule decides when they stop");
+  cmd->add_option("--evaluations", o->evaluations,
+                  "A run's events.jsonl: the metric each task reports at each evaluation "
+                  "(default: a fixed quality per task, drawn from --seed)");
   cmd->add_option("--output", o->output, "Write the result JSON here (default: stdout)");
   cmd->add_option("--gantt", o->gantt, "Write a Gantt chart of the simulated run (SVG)");
   cmd->add_option("--events", o->events, "Write the event trace (JSON lines)");

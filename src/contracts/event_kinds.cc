@@ -139,6 +139,13 @@ Event TaskCancelled(double t, const TaskPlace& at, long step) {
   return Make(t, EventKind::kTaskCancelled, &at, std::move(extra));
 }
 
+Event TaskEarlyStopped(double t, const TaskPlace& at, const std::string& rule,
+                       const std::string& metric, double value, long step) {
+  json extra = {{"rule", rule}, {"metric", metric}, {"value", value}};
+  AddStep(extra, "step", step);
+  return Make(t, EventKind::kTaskEarlyStopped, &at, std::move(extra));
+}
+
 Event CheckpointSkipped(double t, const std::string& task, long step, const std::string& problem,
                         long from_step) {
   return Named(t, EventKind::kCheckpointSkipped, task,

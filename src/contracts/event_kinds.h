@@ -60,6 +60,10 @@ Event TaskFailed(double t, const TaskPlace& at, const std::string& error, int at
                  long step);
 // Cancelled (saturn cancel), keeping its checkpoint at `step`.
 Event TaskCancelled(double t, const TaskPlace& at, long step);
+// Stopped by the workload's early-stopping `rule` after the evaluation at
+// `step`, whose `metric` was `value`; its checkpoint at `step` is kept.
+Event TaskEarlyStopped(double t, const TaskPlace& at, const std::string& rule,
+                       const std::string& metric, double value, long step);
 // A damaged checkpoint of `task` at `step` (why: `problem`) was set aside;
 // the task continues from `from_step`.
 Event CheckpointSkipped(double t, const std::string& task, long step, const std::string& problem,

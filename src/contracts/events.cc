@@ -49,6 +49,9 @@ const std::vector<KindEntry>& Kinds() {
        "task_failed",
        {true, true, {"error", "attempt", "gave_up"}, {"step"}}},
       {EventKind::kTaskCancelled, "task_cancelled", {true, true, {}, {"step"}}},
+      {EventKind::kTaskEarlyStopped,
+       "task_early_stopped",
+       {true, true, {"rule", "metric", "value"}, {"step"}}},
       {EventKind::kCheckpointSkipped,
        "checkpoint_skipped",
        {true, false, {}, {"step", "problem", "from_step"}}},
@@ -170,7 +173,8 @@ std::vector<BusyInterval> BusyIntervals(const std::vector<Event>& events, double
     if (e.kind == EventKind::kTaskStarted) {
       open[e.task] = {e.task, e.technique, e.node, e.gpu_ids, e.t, e.t, "running"};
     } else if (e.kind == EventKind::kTaskFinished || e.kind == EventKind::kTaskStopped ||
-               e.kind == EventKind::kTaskFailed || e.kind == EventKind::kTaskCancelled) {
+               e.kind == EventKind::kTaskFailed || e.kind == EventKind::kTaskCancelled ||
+               e.kind == EventKind::kTaskEarlyStopped) {
       auto it = open.find(e.task);
       if (it == open.end()) continue;
       it->second.end = e.t;

@@ -35,6 +35,7 @@ enum class EventKind {
   kTaskFinished,       // trained all its steps
   kTaskFailed,         // a worker failed ("error"; retried unless gave_up)
   kTaskCancelled,      // saturn cancel
+  kTaskEarlyStopped,   // ended by the workload's early_stop rule ("rule", "metric", "value")
   kCheckpointSkipped,  // a damaged checkpoint set aside
   kResumed,            // saturn run --resume, or a service restarted
   kRunInterrupted,     // stopped by a signal; resumable

@@ -5,7 +5,7 @@ namespace {
 
 constexpr TaskStatus kAll[] = {TaskStatus::kSubmitted, TaskStatus::kProfiling, TaskStatus::kQueued,
                                TaskStatus::kRunning,   TaskStatus::kFinished,  TaskStatus::kFailed,
-                               TaskStatus::kCancelled};
+                               TaskStatus::kCancelled, TaskStatus::kStopped};
 
 template <typename T>
 nlohmann::json OrNull(const std::optional<T>& v) {
@@ -30,6 +30,8 @@ std::string_view ToString(TaskStatus status) {
       return "failed";
     case TaskStatus::kCancelled:
       return "cancelled";
+    case TaskStatus::kStopped:
+      return "stopped";
   }
   return "queued";
 }
@@ -44,7 +46,7 @@ std::optional<TaskStatus> TaskStatusFromString(std::string_view word) {
 
 bool IsEnded(TaskStatus status) {
   return status == TaskStatus::kFinished || status == TaskStatus::kFailed ||
-         status == TaskStatus::kCancelled;
+         status == TaskStatus::kCancelled || status == TaskStatus::kStopped;
 }
 
 nlohmann::json TaskViewToJson(const TaskView& v) {

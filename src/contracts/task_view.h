@@ -6,7 +6,8 @@
 //
 // A task's life: submitted (stored, waiting to be profiled) -> profiling ->
 // queued (profiled and planned, waiting for its devices) -> running ->
-// ended: finished, failed (its error says why) or cancelled. A task of
+// ended: finished, failed (its error says why), cancelled, or stopped (by
+// the workload's early-stopping rule: its checkpoint and curves are kept). A task of
 // `saturn run` starts queued (the run profiles before anything else).
 //
 //   TaskView v;  v.name = "a"; v.status = TaskStatus::kRunning;
@@ -22,15 +23,25 @@
 
 namespace saturn {
 
-enum class TaskStatus { kSubmitted, kProfiling, kQueued, kRunning, kFinished, kFailed, kCancelled };
+enum class TaskStatus {
+  kSubmitted,
+  kProfiling,
+  kQueued,
+  kRunning,
+  kFinished,
+  kFailed,
+  kCancelled,
+  kStopped,  // ended early by the workload's early_stop rule (not a failure)
+};
 
 // The status's word: "submitted", "profiling", "queued", "running",
-// "finished", "failed", "cancelled" (the state, report.json, the API).
+// "finished", "failed", "cancelled", "stopped" (the state, report.json, the
+// API).
 std::string_view ToString(TaskStatus status);
 // std::nullopt for a word that is not a status. "waiting", the word run
 // states and reports written before the lifecycle had its stages, is queued.
 std::optional<TaskStatus> TaskStatusFromString(std::string_view word);
-// Finished, failed or cancelled: nothing more will happen to it.
+// Finished, failed, cancelled or stopped: nothing more will happen to it.
 bool IsEnded(TaskStatus status);
 
 // The facts about a task that every view of it shares.

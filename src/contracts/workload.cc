@@ -18,6 +18,7 @@
 #include "contracts/task_variants.h"
 #include "contracts/text_data.h"
 #include "contracts/workload_command.h"
+#include "contracts/workload_early_stop.h"
 #include "contracts/workload_model.h"
 #include "contracts/yaml_fields.h"
 
@@ -460,7 +461,7 @@ Workload ParseWorkload(const std::string& text, const std::string& source,
   w.source = source;
   w.base_dir = base_dir;
   YamlFields top(ParseYamlText(text, source), source, "");
-  top.AllowOnly({"cluster", "tasks", "plugins", "max_tasks"});
+  top.AllowOnly({"cluster", "tasks", "plugins", "max_tasks", "early_stop"});
   w.max_tasks = max_tasks > 0
                     ? max_tasks
                     : top.OptionalInt("max_tasks", 1).value_or(defaults::kMaxWorkloadTasks);
@@ -473,6 +474,11 @@ Workload ParseWorkload(const std::string& text, const std::string& source,
   std::map<std::string, int> names;
   for (size_t i = 0; i < tasks.size(); ++i)
     ReadTaskAndSweep(tasks[i], "tasks[" + std::to_string(i) + "]", names, w);
+  w.early_stop = ReadEarlyStop(top, w);
+  for (WorkloadTask& t : w.tasks) {
+    t.early_stop = w.early_stop;
+    if (t.early_stop.enabled()) t.stop_group = source;
+  }
   return w;
 }
 

@@ -13,6 +13,7 @@
 //       techniques: [ddp, fsdp]       # optional restriction
 //       gpu_range: [1, 8]             # optional
 //       eval: {every: 100, batches: 4}  # optional: loss on held-out data
+//   early_stop: {asha: {metric: eval_loss, grace_steps: 100, reduction_factor: 2}}
 //
 // Loading validates every field (one InputError naming file, line and field),
 // resolves paths against the workload's folder, expands sweeps into one task
@@ -33,6 +34,7 @@
 #include <vector>
 
 #include "contracts/cluster.h"
+#include "contracts/early_stop.h"
 
 namespace saturn {
 
@@ -68,6 +70,10 @@ struct WorkloadTask {
   // What its sweep and search set, in the order written (the sweep's
   // fields, then the search's); empty for a task of neither.
   std::vector<VariedValue> varied;
+  // Its workload's early_stop: and the group the rule compares it within
+  // (the workload's source: a submission's tasks are a group of their own).
+  EarlyStopSpec early_stop;
+  std::string stop_group;
   int line = 0;  // where the task is defined
 };
 
@@ -82,6 +88,8 @@ struct Workload {
   // else defaults::kMaxWorkloadTasks. More is an InputError at the task
   // (or its sweep or search) that goes past it, before any task is expanded.
   long max_tasks = 0;
+  // `early_stop:` (contracts/early_stop.h): one rule over all its tasks.
+  EarlyStopSpec early_stop;
 };
 
 // `extra_plugins`: technique plug-ins given on the command line (--plugin),

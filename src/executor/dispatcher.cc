@@ -110,6 +110,7 @@ void Dispatcher::ReadProgress(int j) {
     if (EvalReport e; ParseEvalLine(*line, &e)) {
       run_.Emit(events::TaskEvaluated(run_.Now(), run_.Where(j), e.steps_done, e.loss, e.accuracy,
                                       e.seconds));
+      if (!pack) StopEarlyIfRuled(j, e);
       continue;
     }
     StepReport r;
@@ -134,6 +135,19 @@ void Dispatcher::ReadProgress(int j) {
   }
   if (!lines.empty())
     AppendText((pack ? PackDir(l.pack) : run_.TaskDirOf(j)) + "/worker.out", lines);
+}
+
+void Dispatcher::StopEarlyIfRuled(int j, const EvalReport& e) {
+  LiveTask& l = run_.tasks[j];
+  if (l.stop.early || l.stop.cancel) return;
+  std::optional<EarlyStopper::Stop> stop =
+      run_.stopper.OnEvaluation(run_.WorkloadTaskOf(j), e.steps_done, e.loss, e.accuracy);
+  if (!stop) return;
+  // The worker checkpoints and exits; its exit settles the task as stopped.
+  Preempt(j);
+  l.stop.early = true;
+  l.stop.early_step = e.steps_done;
+  l.stop.early_value = stop->value;
 }
 
 // The worker's result, if it left one; a result that breaks the protocol
@@ -167,8 +181,10 @@ void Dispatcher::HandleExit(int j, int status) {
   l.record.steps_done = l.reported.step;
   bool was_stopping = l.stop.pending;
   bool cancelled = l.stop.cancel;
+  bool early = l.stop.early;
   l.stop.pending = false;
   l.stop.cancel = false;
+  l.stop.early = false;
   l.process.reset();
   std::string protocol_error;
   std::optional<WorkerExecuteResult> result;
@@ -177,6 +193,8 @@ void Dispatcher::HandleExit(int j, int status) {
     MarkFinished(j, *result);
   } else if (cancelled) {
     MarkCancelled(j, result ? result->completed_steps : LatestCheckpointOf(j));
+  } else if (early) {
+    MarkEarlyStopped(j, result ? result->completed_steps : LatestCheckpointOf(j));
   } else if (result || was_stopping) {
     if (!protocol_error.empty() && run_.options().progress) {
       std::fprintf(stderr,
@@ -251,6 +269,25 @@ void Dispatcher::MarkCancelled(int j, long checkpoint_step) {
   r.end_s = run_.Now();
   run_.SaveTask(j);
   run_.Emit(events::TaskCancelled(run_.Now(), run_.Where(j), checkpoint_step));
+}
+
+void Dispatcher::MarkEarlyStopped(int j, long checkpoint_step) {
+  LiveTask& l = run_.tasks[j];
+  TaskRecord& r = l.record;
+  const EarlyStopSpec& spec = run_.WorkloadTaskOf(j).early_stop;
+  r.status = TaskStatus::kStopped;
+  r.checkpoint_step = checkpoint_step;
+  r.final_loss = l.reported.last_loss;
+  r.end_s = run_.Now();
+  run_.SaveTask(j);
+  run_.replan_soon = true;
+  run_.Emit(events::TaskEarlyStopped(run_.Now(), run_.Where(j), spec.rule, spec.metric,
+                                     l.stop.early_value, checkpoint_step));
+  if (run_.options().progress) {
+    std::fprintf(stderr, "task %s stopped early by %s after step %ld (%s %s)\n", r.name.c_str(),
+                 spec.rule.c_str(), l.stop.early_step, spec.metric.c_str(),
+                 FormatLoss(l.stop.early_value).c_str());
+  }
 }
 
 void Dispatcher::Cancel(int j) {

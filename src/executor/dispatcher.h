@@ -74,6 +74,10 @@ class Dispatcher {
   // unless it has failed more than max_retries times.
   void MarkAttemptFailed(int j, int status, const std::string& protocol_error);
   void MarkCancelled(int j, long checkpoint_step);
+  // Its early_stop rule stops it after evaluation `e`: its worker is
+  // stopped with a checkpoint; MarkEarlyStopped settles it at its exit.
+  void StopEarlyIfRuled(int j, const EvalReport& e);
+  void MarkEarlyStopped(int j, long checkpoint_step);
   long LatestCheckpointOf(int j);
 
   RunContext& run_;

@@ -60,6 +60,8 @@ std::vector<TaskProgress> Snapshot(const RunContext& run) {
     TaskProgress& p = progress[j];
     p.finished = run.Done(j);
     p.done = std::min(1.0, static_cast<double>(l.reported.step) / std::max(1L, run.Steps(j)));
+    p.expected = std::max(
+        p.done, run.stopper.ExpectedFraction(run.WorkloadTaskOf(j), run.tasks.workload()));
     p.has_checkpoint = l.record.checkpoint_step > 0;
     std::optional<Assignment> on = run.tasks.placements().On(j);
     if (run.Running(j) && on) {
@@ -79,7 +81,7 @@ void PrintProgress(const RunContext& run) {
   std::string running;
   for (int j = 0; j < run.NumTasks(); ++j) {
     TaskStatus status = run.tasks[j].record.status;
-    finished += status == TaskStatus::kFinished;
+    finished += status == TaskStatus::kFinished || status == TaskStatus::kStopped;
     failed += status == TaskStatus::kFailed;
     if (status == TaskStatus::kRunning) running += RunningLine(run, j);
   }
@@ -97,6 +99,7 @@ RunSummary Summarize(const RunContext& run, bool interrupted) {
   for (const LiveTask& l : run.tasks) {
     s.finished += l.record.status == TaskStatus::kFinished;
     s.failed += l.record.status == TaskStatus::kFailed;
+    s.stopped += l.record.status == TaskStatus::kStopped;
     s.makespan_s = std::max(s.makespan_s, l.record.end_s);
   }
   s.planned_makespan_s = run.planned_makespan_s();

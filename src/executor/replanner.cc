@@ -32,6 +32,10 @@ void BackgroundReplanner::Wait() {
 void Replanner::Poll() {
   // The re-planner sees every task alone: it would take a pack apart.
   if (!run_.options().introspection || PlanHasPacks(run_.plan())) return;
+  if (run_.replan_soon && !background_.Busy()) {
+    background_.CheckNow();
+    run_.replan_soon = false;
+  }
   auto prepare = [&] {
     double time_limit_s =
         std::min(run_.options().solve.time_limit_s, std::max(1.0, run_.interval_s() / 4));

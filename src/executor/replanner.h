@@ -10,6 +10,7 @@
 //   replanner.Wait();   // at the end: lets a re-plan in flight finish
 #pragma once
 
+#include <algorithm>
 #include <functional>
 #include <future>
 #include <string>
@@ -41,6 +42,8 @@ class BackgroundReplanner {
   // background (prepare runs here, so it may read the run).
   void Poll(const std::function<Solve()>& prepare,
             const std::function<void(const ReplanDecision&)>& apply);
+  // The next check is due now (if none is in flight, the next Poll starts it).
+  void CheckNow() { next_check_ = std::min(next_check_, clock_.Now()); }
   // Whether a re-plan is in flight.
   bool Busy() const { return pending_.valid(); }
   void Wait();

@@ -5,7 +5,7 @@
 // trains every task on its planned devices in plan order, re-plans while
 // training, and owns each task's life:
 //
-//   submitted -> profiling -> queued -> running -> finished | failed | cancelled
+//   submitted -> profiling -> queued -> running -> finished | failed | cancelled | stopped
 //
 // (contracts/task_view.h), with the reason it ended. A resumed run and a
 // restarted service go through the same code: every task continues from
@@ -55,6 +55,7 @@ struct RunSummary {
   std::string run_dir;
   int finished = 0;
   int failed = 0;
+  int stopped = 0;  // ended early by the workload's early_stop rule
   double makespan_s = 0.0;          // wall seconds of training (run clock)
   double planned_makespan_s = 0.0;  // the first plan's
   int plan_switches = 0;

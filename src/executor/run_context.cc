@@ -21,8 +21,7 @@ bool RunContext::Running(int j) const {
 }
 
 bool RunContext::Done(int j) const {
-  TaskStatus s = tasks[j].record.status;
-  return s == TaskStatus::kFinished || s == TaskStatus::kFailed || s == TaskStatus::kCancelled;
+  return IsEnded(tasks[j].record.status);
 }
 
 bool RunContext::AllDone() const {

@@ -22,6 +22,7 @@
 #include "common/clock.h"
 #include "contracts/event_kinds.h"
 #include "contracts/plan.h"
+#include "executor/early_stopper.h"
 #include "executor/run_options.h"
 #include "executor/run_state.h"
 #include "executor/task_set.h"
@@ -69,6 +70,10 @@ class RunContext {
   RunClock clock;
   RunSite site;
   TaskSet tasks;
+  EarlyStopper stopper;  // the workloads' early_stop rules, fed every evaluation
+  // A task ended early (its rule stopped it): re-plan at the next turn, not
+  // an interval later, so its devices and the work it left are planned.
+  bool replan_soon = false;
 
   const RunOptions& options() const { return options_; }
   double Now() const { return clock.Now(); }

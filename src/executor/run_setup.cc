@@ -196,6 +196,22 @@ void KeepRowsThatTrainHere(RunContext& run) {
   }
 }
 
+// The problem with each task's expected work under its early_stop rule
+// (executor/early_stopper.h): the first plan, and current practice beside
+// it, count on the work the rule is expected to leave.
+Problem ExpectedWorkProblem(const RunContext& run, bool* any) {
+  Problem problem = run.tasks.problem();
+  *any = false;
+  for (int j = 0; j < run.NumTasks(); ++j) {
+    double f = run.stopper.ExpectedFraction(run.WorkloadTaskOf(j), run.tasks.workload());
+    if (f >= 1.0) continue;
+    *any = true;
+    for (Option& o : problem.tasks[static_cast<size_t>(j)].options)
+      o.runtime_s = std::max(1e-3, o.runtime_s * f);
+  }
+  return problem;
+}
+
 void ProfileAndPlan(RunContext& run) {
   const Clock& clock = run.clock.base();
   double t0 = clock.Now();
@@ -210,12 +226,16 @@ void ProfileAndPlan(RunContext& run) {
   // for seconds of planning to pay (defaults.h).
   request.anytime = MakespanLowerBound(run.tasks.problem()) >= defaults::kAnytimeFirstPlanFromS;
   request.gap = request.anytime ? defaults::kFirstPlanGap : 0.0;
-  const Problem& problem = run.tasks.problem();
+  bool early_stopping = false;
+  const Problem problem = ExpectedWorkProblem(run, &early_stopping);
   PackTerms terms = PackTermsFromProfile(run.tasks.profile(), problem, run.ProfileSource());
-  PackedPlanResult packed = PlanWithPacks(problem, terms, request, run.options().pack);
+  // A pack trains its members together to the shortest's end; early
+  // stopping ends members one by one at evaluations: not packed (yet).
+  bool pack = run.options().pack && !early_stopping;
+  PackedPlanResult packed = PlanWithPacks(problem, terms, request, pack);
   Plan plan = packed.result.plan;
   double planning_s = clock.Now() - t0;
-  plan.extra["baselines"] = BaselineMakespans(run.tasks.problem(), plan.lower_bound_s);
+  plan.extra["baselines"] = BaselineMakespans(problem, plan.lower_bound_s);
   // Plan times are on the run clock, which starts after profiling and planning.
   run.clock.Start();
   run.FollowFirstPlan(plan, profiling_s, planning_s);
@@ -231,7 +251,12 @@ void ProfileAndPlan(RunContext& run) {
     if (std::string line = BaselineLine(run.plan()); !line.empty()) {
       std::fprintf(stderr, "%s\n", line.c_str());
     }
-    std::fputs(DescribePacks(problem, terms, packed, !run.options().pack).c_str(), stderr);
+    if (early_stopping) {
+      std::fputs("planned with each task's expected work under early stopping; no packs\n",
+                 stderr);
+    } else {
+      std::fputs(DescribePacks(problem, terms, packed, !run.options().pack).c_str(), stderr);
+    }
     if (PlanHasPacks(run.plan()) && run.options().introspection) {
       std::fputs("re-planning is off while the plan has packs (it does not regroup them yet)\n",
                  stderr);

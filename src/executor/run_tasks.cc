@@ -95,9 +95,19 @@ Workload Run::CheckSubmission(const Submission& submission) const {
   return w;
 }
 
+// Each submission's tasks are an early-stopping group of their own, even
+// when two submissions come from files of one name.
+void GroupSubmission(Workload& w, long seq) {
+  for (WorkloadTask& t : w.tasks) {
+    if (t.early_stop.enabled()) t.stop_group = "submission-" + std::to_string(seq);
+  }
+}
+
 Workload ParseStoredSubmission(const RunContext& run, const Submission& s) {
-  return ParseSubmission(s, run.site.run_dir + "/cluster.yaml", run.tasks.workload().cluster,
-                         run.options().max_tasks);
+  Workload w = ParseSubmission(s, run.site.run_dir + "/cluster.yaml", run.tasks.workload().cluster,
+                               run.options().max_tasks);
+  GroupSubmission(w, s.seq);
+  return w;
 }
 
 RunAnswer Run::Submit(Submission submission, Workload workload) {
@@ -133,6 +143,7 @@ RunAnswer Run::Submit(Submission submission, Workload workload) {
   if (!replaced.empty()) LeaveRun(run, replaced);
   RunAnswer answer;
   answer.submission = run.site.state->AddSubmission(submission);
+  GroupSubmission(workload, answer.submission);
   json cancels = json::parse(run.site.state->Get(meta::kCancelRequests).value_or("[]"));
   for (const WorkloadTask& t : workload.tasks) {
     answer.tasks.push_back(t.name);

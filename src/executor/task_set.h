@@ -40,10 +40,15 @@ struct WorkerReports {
 };
 
 // A stop asked of a task's running worker: it checkpoints, then exits; the
-// task moves (a plan switch) or ends cancelled.
+// task moves (a plan switch) or ends cancelled or stopped.
 struct StopOrder {
   bool pending = false;
   bool cancel = false;  // stopping to be cancelled, not to move
+  // Stopping for good by its early_stop rule, after the evaluation at
+  // `early_step` whose metric was `early_value`.
+  bool early = false;
+  long early_step = 0;
+  double early_value = 0.0;
   double since_s = 0.0;
 };
 

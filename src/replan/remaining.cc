@@ -46,7 +46,7 @@ RemainingProblem BuildRemainingProblem(const Problem& base,
     const TaskProgress& p = progress[j];
     if (!p.arrived || p.finished) continue;
     const Task& task = base.tasks[j];
-    double left = std::max(0.0, 1.0 - p.done) * p.slowdown;
+    double left = std::max(0.0, std::min(1.0, p.expected) - p.done) * p.slowdown;
     Task t;
     t.name = task.name;
     t.options.reserve(task.options.size() + (p.running ? 1 : 0));

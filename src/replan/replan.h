@@ -56,6 +56,10 @@ struct TaskProgress {
   bool arrived = true;
   bool finished = false;
   double done = 0.0;            // fraction of the task's work done, 0..1
+  // The fraction of its work it is expected to do in all: below 1 when an
+  // early-stopping rule may end it (executor/early_stopper.h), never below
+  // `done`.
+  double expected = 1.0;
   bool has_checkpoint = false;  // resumes (paying switch_cost_s) when started again
   std::optional<RunningOn> running;
   double slowdown = 1.0;  // measured runtime / profiled runtime; 1 = as profiled

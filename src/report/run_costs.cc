@@ -41,7 +41,8 @@ std::optional<double> SlowdownOf(const RunReportTask& t, const std::vector<Event
       continue;
     }
     if (e.kind != EventKind::kTaskStopped && e.kind != EventKind::kTaskFinished &&
-        e.kind != EventKind::kTaskFailed && e.kind != EventKind::kTaskCancelled)
+        e.kind != EventKind::kTaskFailed && e.kind != EventKind::kTaskCancelled &&
+        e.kind != EventKind::kTaskEarlyStopped)
       continue;
     const Event* from = started;
     started = nullptr;

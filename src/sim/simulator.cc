@@ -36,10 +36,14 @@ struct SimTask {
   int version = 0;  // invalidates completion events of earlier segments
 };
 
+// A task's end, or (decision) the moment it reaches its next early-stopping
+// decision, at fraction `at` of its work.
 struct Completion {
   double time;
   int task;
   int version;
+  bool decision = false;
+  double at = 0.0;
   bool operator>(const Completion& o) const {
     return time != o.time ? time > o.time : task > o.task;
   }
@@ -49,7 +53,16 @@ class Simulation {
  public:
   Simulation(const Problem& believed, const std::vector<std::vector<double>>& truth,
              const std::vector<double>& arrival, const SimOptions& options)
-      : p_(believed), truth_(truth), arrival_(arrival), opt_(options), s_(believed.NumTasks()) {
+      : p_(believed),
+        truth_(truth),
+        arrival_(arrival),
+        opt_(options),
+        s_(believed.NumTasks()),
+        stoppers_(options.early_stop) {
+    if (!options.early_stop.empty() &&
+        static_cast<int>(options.early_stop.size()) != believed.NumTasks()) {
+      throw std::logic_error("Simulate: early_stop has the wrong number of tasks");
+    }
     if (arrival_.empty()) arrival_.assign(p_.NumTasks(), 0.0);
     std::vector<Placements::NodeDevices> nodes;
     for (const NodeSlots& n : p_.nodes)
@@ -88,7 +101,11 @@ class Simulation {
       if (t == t_done) {
         Completion c = completions_.top();
         completions_.pop();
-        Finish(c.task);
+        if (c.decision) {
+          if (!Decide(c)) continue;
+        } else {
+          Finish(c.task);
+        }
         --left;
         ReportProgress();
         continue;
@@ -177,7 +194,47 @@ class Simulation {
     r.gpu_ids = a.gpu_ids;
     r.status = TaskStatus::kRunning;
     completions_.push({s.dead_until + (1.0 - s.done) * truth_[j][s.option], j, s.version});
+    PushDecision(j, s.dead_until, s.done);
     Emit(events::TaskStarted(now_, Where(j), {s.done}));
+  }
+
+  // Task j's next early-stopping decision, when it runs on from fraction
+  // `from` at time `t`.
+  void PushDecision(int j, double t, double from) {
+    if (!stoppers_.Any()) return;
+    double at = stoppers_.NextDecision(j, from);
+    if (at >= 1.0) return;
+    const SimTask& s = s_[j];
+    completions_.push({t + (at - from) * truth_[j][s.option], j, s.version, true, at});
+  }
+
+  // Task j reached a decision: whether its rule stopped it (it has ended).
+  bool Decide(const Completion& c) {
+    int j = c.task;
+    double value = 0.0;
+    if (!stoppers_.Decide(j, c.at, p_.tasks[j].name, &value)) {
+      PushDecision(j, c.time, c.at);
+      return false;
+    }
+    int node = s_[j].node;
+    std::vector<int> freed = EndSegment(j);
+    s_[j].finished = true;
+    ++finished_count_;
+    SimTaskResult& r = result_.tasks[j];
+    r.end_s = now_;
+    r.work_done = s_[j].done;
+    r.status = TaskStatus::kStopped;
+    const EarlyStopSpec& spec = opt_.early_stop[static_cast<size_t>(j)].spec;
+    Emit(events::TaskEarlyStopped(now_, Where(j), spec.rule, spec.metric, value,
+                                  std::lround(c.at * opt_.early_stop[static_cast<size_t>(j)].steps)));
+    for (int g : freed) {
+      int next = queues_.Next(node, g, finished_);
+      if (next >= 0) TryStart(next);
+    }
+    // Its devices and the work it left are planned at once.
+    if (opt_.introspection) Check(/*tick=*/true);
+    ReportProgress();
+    return true;
   }
 
   // Ends the current segment of a running task; returns the GPUs it held.
@@ -240,6 +297,7 @@ class Simulation {
       q.finished = s.finished;
       q.done = DoneAt(j, now_);
       q.has_checkpoint = q.done > 0;
+      if (stoppers_.Any()) q.expected = std::max(q.done, stoppers_.ExpectedFraction(j));
       if (s.running) {
         q.running = RunningOn{s.option, s.node, s.gpu_ids};
         if (now_ - s.segment_start >= opt_.observe_after_s) {
@@ -337,6 +395,7 @@ class Simulation {
   Placements placements_;
   std::vector<std::string> arrived_since_check_;  // arrivals not yet planned in
   PlanQueues queues_;
+  SimStoppers stoppers_;
   std::function<bool(int)> finished_ = [this](int j) { return s_[j].finished; };
   std::function<bool(int, int)> gpu_free_ = [this](int n, int g) {
     return placements_.DeviceFree(n, g);

@@ -13,6 +13,9 @@
 //   SimOptions opt; opt.interval_s = 3600;
 //   SimResult r = Simulate(believed, TruthWithNoise(believed, 0.3, seed), arrivals, opt);
 //   r.makespan_s; r.events;  // same event format as the executor
+//
+// With early stopping (SimOptions::early_stop) a task's rule decides at its
+// decision steps, fed the metric the task reports there.
 #pragma once
 
 #include <functional>
@@ -26,6 +29,7 @@
 #include "contracts/task_view.h"
 #include "planner/problem.h"
 #include "replan/replan.h"
+#include "sim/sim_early_stop.h"
 
 namespace saturn {
 
@@ -50,6 +54,10 @@ struct SimOptions {
   // every re-planning check (throttle in the callback: it may run millions
   // of times).
   std::function<void(const SimProgress&)> on_progress;
+  // Early stopping (sim/sim_early_stop.h): one entry per task, or none. A
+  // task its rule stops ends `stopped`, its devices free; the planner plans
+  // with each task's expected work and re-plans at every stop.
+  std::vector<SimEarlyStop> early_stop;
 };
 
 // A task's end state (contracts/task_view.h: status, start_s, end_s,

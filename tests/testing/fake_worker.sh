@@ -19,6 +19,9 @@
 # step_s=Y", writes checkpoint-N/meta.json every --checkpoint-every steps and
 # at the end, and on SIGTERM checkpoints and exits 0 with "preempted". The
 # loss is a deterministic function of the step, as a real task's would be.
+# A task with eval: {every: E} prints "saturn: eval_step=N eval_loss=X
+# eval_s=0" after every E-th step and after its last: its loss at that step
+# plus |log10(lr) + 3| (a learning rate of 1e-3 evaluates best).
 # Each call is logged to FAKE_WORKER_LOG.
 # With --rank-from-env (ranks launched by Slurm) only rank SLURM_PROCID=0
 # prints, checkpoints and writes results; the others just keep step.
@@ -127,6 +130,19 @@ result() {
   printf '{"protocol": 1, "completed_steps": %s, "final_loss": %s, "preempted": %s, "checkpoint": "%s/checkpoint-%s"}\n' \
     "$1" "$LOSS" "$2" "$ckdir" "$1" > "$out.tmp" && mv "$out.tmp" "$out"
 }
+eval_every=0; eval_penalty=0
+if [ "$mode" = execute ] && [ -f "$task" ]; then
+  eval_every=$(tr -d '\n' < "$task" | sed -n 's/.*"eval": *{[^}]*"every": *\([0-9][0-9]*\).*/\1/p')
+  eval_every=${eval_every:-0}
+  lr=$(tr -d '\n' < "$task" | sed -n 's/.*"lr": *\([-0-9.eE+]*\).*/\1/p')
+  eval_penalty=$(awk -v lr="${lr:-0.001}" 'BEGIN { p = log(lr) / log(10) + 3; if (p < 0) p = -p; printf "%d", p * 1000000 }')
+fi
+evaluate() {
+  [ "$rank" = 0 ] || return 0
+  local m=$((50000000 / (10 + $1) + eval_penalty))
+  printf -v EVAL '%d.%06d' $((m / 1000000)) $((m % 1000000))
+  echo "saturn: eval_step=$1 eval_loss=$EVAL eval_s=0"
+}
 stop=0
 trap 'stop=1' TERM
 step=$from
@@ -138,6 +154,9 @@ while [ "$step" -lt "$to" ]; do
   if [ "$rank" = 0 ]; then loss "$step"; echo "saturn: step=$step loss=$LOSS step_s=$step_s"; fi
   step=$((step + 1))
   if [ "$every" -gt 0 ] && [ $((step % every)) -eq 0 ]; then checkpoint $step; fi
+  if [ "$eval_every" -gt 0 ] && { [ $((step % eval_every)) -eq 0 ] || [ "$step" -eq "$to" ]; }; then
+    evaluate $step
+  fi
   if [ "$stop" = 1 ]; then checkpoint $step; result $step true; steplog end preempted; exit 0; fi
 done
 checkpoint $step

@@ -1,0 +1,69 @@
+#include "contracts/workload_early_stop.h"
+
+#include "common/format.h"
+#include "common/defaults.h"
+#include "common/error.h"
+#include "common/limits.h"
+#include "contracts/workload_model.h"
+
+namespace saturn {
+
+const std::vector<std::string>& EarlyStopRuleNames() {
+  static const std::vector<std::string> names = {"asha", "median"};
+  return names;
+}
+
+namespace {
+
+// Every task evaluates at each step the rule decides at.
+void CheckTasksEvaluate(const EarlyStopSpec& spec, const YamlFields& rule, const Workload& w) {
+  for (const WorkloadTask& t : w.tasks) {
+    const std::string where = "task " + Quote(t.name) + " (line " + std::to_string(t.line) + ")";
+    if (t.is_command || !t.spec.contains("eval")) {
+      rule.Fail("metric", where + " reports no " + spec.metric +
+                              ": early stopping needs every task to evaluate (eval: {every: N})");
+    }
+    long every = t.spec["eval"]["every"].get<long>();
+    if (spec.grace_steps % every != 0) {
+      rule.Fail("grace_steps", std::to_string(spec.grace_steps) + " is not a multiple of " +
+                                   where + "'s eval.every (" + std::to_string(every) +
+                                   "): the rule decides at evaluations");
+    }
+  }
+}
+
+}  // namespace
+
+EarlyStopSpec ReadEarlyStop(const YamlFields& top, const Workload& w) {
+  EarlyStopSpec spec;
+  if (!top.Has("early_stop")) return spec;
+  YamlFields e(top.Required("early_stop"), top.source(), top.FieldPath("early_stop"));
+  spec.line = top.Required("early_stop").Mark().line + 1;
+  if (e.node().size() != 1) {
+    top.Fail("early_stop", "expected one rule: {asha: {...}} or {median: {...}}");
+  }
+  spec.rule = YamlKey(e.node().begin()->first, top.source(), e.path());
+  if (spec.rule != "asha" && spec.rule != "median") {
+    top.Fail("early_stop", "unknown rule " + Quote(spec.rule) + "; expected asha or median" +
+                               SuggestionFor(spec.rule, EarlyStopRuleNames()));
+  }
+  YamlFields rule(e.Required(spec.rule), top.source(), e.FieldPath(spec.rule));
+  if (spec.rule == "asha") {
+    rule.AllowOnly({"metric", "grace_steps", "reduction_factor"});
+    spec.reduction_factor = rule.OptionalInt("reduction_factor", 2, 1000).value_or(2);
+  } else {
+    rule.AllowOnly({"metric", "grace_steps", "min_samples"});
+    spec.min_samples = rule.OptionalInt("min_samples", 1, defaults::kMaxWorkloadTasks).value_or(3);
+  }
+  spec.metric = rule.OptionalString("metric").value_or("eval_loss");
+  if (spec.metric != "eval_loss" && spec.metric != "eval_accuracy") {
+    rule.Fail("metric", "unknown metric " + Quote(spec.metric) +
+                            "; expected eval_loss (lower is better) or eval_accuracy (higher)" +
+                            SuggestionFor(spec.metric, {"eval_loss", "eval_accuracy"}));
+  }
+  spec.grace_steps = rule.Int("grace_steps", 1, limits::kMaxSteps);
+  CheckTasksEvaluate(spec, rule, w);
+  return spec;
+}
+
+}  // namespace saturn

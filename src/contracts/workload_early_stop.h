@@ -1,0 +1,22 @@
+// The workload's `early_stop:` (contracts/early_stop.h), read and checked
+// against its tasks: every task evaluates (the rules decide at evaluations),
+// and at every step the rule may decide at (grace_steps a multiple of each
+// task's eval.every; ASHA's later rungs are multiples of it).
+//
+//   w.early_stop = ReadEarlyStop(top, w);   // after the tasks are read
+#pragma once
+
+#include "contracts/early_stop.h"
+#include "contracts/workload.h"
+#include "contracts/yaml_fields.h"
+
+namespace saturn {
+
+// The rules a workload may name, with the fields each takes.
+const std::vector<std::string>& EarlyStopRuleNames();
+
+// An empty spec when `top` has no early_stop:. InputError naming the field
+// (or the task that cannot take part) otherwise.
+EarlyStopSpec ReadEarlyStop(const YamlFields& top, const Workload& w);
+
+}  // namespace saturn

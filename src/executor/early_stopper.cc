@@ -1,0 +1,70 @@
+#include "executor/early_stopper.h"
+
+#include <algorithm>
+#include <cmath>
+#include <tuple>
+
+namespace saturn {
+namespace {
+
+long EvalEvery(const WorkloadTask& task) {
+  return task.spec.contains("eval") ? task.spec["eval"].value("every", 0L) : 0L;
+}
+
+}  // namespace
+
+StopRule& EarlyStopper::RuleOf(const WorkloadTask& task) {
+  std::unique_ptr<StopRule>& rule = rules_[task.stop_group];
+  if (!rule) rule = MakeStopRule(task.early_stop);
+  return *rule;
+}
+
+std::optional<EarlyStopper::Stop> EarlyStopper::OnEvaluation(const WorkloadTask& task, long step,
+                                                             double loss, double accuracy) {
+  if (!task.early_stop.enabled() || !seen_.emplace(task.name, step).second) return std::nullopt;
+  long& last = last_evaluated_[task.name];
+  last = std::max(last, step);
+  double value = task.early_stop.maximize() ? accuracy : loss;
+  if (task.early_stop.maximize() && accuracy < 0) return std::nullopt;
+  if (!RuleOf(task).OnEvaluation(task.name, step, task.steps, value)) return std::nullopt;
+  return Stop{value};
+}
+
+void EarlyStopper::Replay(const std::vector<Event>& events, const Workload& workload) {
+  std::map<std::string, const WorkloadTask*> by_name;
+  for (const WorkloadTask& t : workload.tasks)
+    by_name[t.name] = &t;
+  for (const Event& e : events) {
+    if (e.kind != EventKind::kTaskEvaluated || !e.extra.contains("step")) continue;
+    auto it = by_name.find(e.task);
+    if (it == by_name.end()) continue;
+    double accuracy = e.extra.contains("eval_accuracy") ? e.extra["eval_accuracy"].get<double>()
+                                                        : -1.0;
+    OnEvaluation(*it->second, e.extra["step"].get<long>(), e.extra.value("eval_loss", 0.0),
+                 accuracy);
+  }
+}
+
+double EarlyStopper::ExpectedFraction(const WorkloadTask& task, const Workload& workload) const {
+  if (!task.early_stop.enabled() || task.steps <= 0) return 1.0;
+  int size = static_cast<int>(std::count_if(
+      workload.tasks.begin(), workload.tasks.end(),
+      [&](const WorkloadTask& t) { return t.stop_group == task.stop_group; }));
+  long every = EvalEvery(task);
+  auto key = std::make_tuple(task.stop_group, size, task.steps, every);
+  auto it = expected_.find(key);
+  if (it == expected_.end()) {
+    it = expected_.emplace(key, ExpectedTotalSteps(task.early_stop, size, task.steps, every)).first;
+  }
+  std::vector<long> decisions = MakeStopRule(task.early_stop)->DecisionSteps(task.steps, every);
+  auto last = last_evaluated_.find(task.name);
+  long evaluated = last == last_evaluated_.end() ? 0 : last->second;
+  size_t passed = static_cast<size_t>(
+      std::upper_bound(decisions.begin(), decisions.end(), evaluated) - decisions.begin());
+  const std::vector<double>& table = it->second;
+  if (table.empty()) return 1.0;
+  double steps = table[std::min(passed, table.size() - 1)];
+  return std::clamp(steps / static_cast<double>(task.steps), 0.0, 1.0);
+}
+
+}  // namespace saturn

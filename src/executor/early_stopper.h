@@ -1,0 +1,62 @@
+// Early stopping in a run (part of `saturn run` and `saturn serve`, run.h):
+// one rule (tune/early_stop.h) per group of tasks that share a workload's
+// `early_stop:`, fed every evaluation as it is logged; a task the rule
+// stops ends `stopped` (the dispatcher stops its worker with a checkpoint).
+// A resumed run or a restarted service replays its logged evaluations
+// first, so the rule decides as if it had never stopped.
+//
+// It also tells the planner how much work each task is expected to train:
+// the rule's expected steps given the decisions the task has passed.
+//
+//   EarlyStopper stopper;
+//   stopper.Replay(state.Events(), workload);
+//   if (auto d = stopper.OnEvaluation(task, step, loss, accuracy)) stop it (d->value);
+//   double f = stopper.ExpectedFraction(task, workload);   // of its steps
+#pragma once
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "contracts/events.h"
+#include "contracts/workload.h"
+#include "tune/early_stop.h"
+
+namespace saturn {
+
+class EarlyStopper {
+ public:
+  struct Stop {
+    double value = 0.0;  // the metric that stopped it
+  };
+
+  // A task's evaluation after `step` steps (accuracy < 0: not reported).
+  // A stop when its rule stops it now; nothing for a task without a rule,
+  // an evaluation already seen (a task resumed before it), or a metric the
+  // evaluation does not carry.
+  std::optional<Stop> OnEvaluation(const WorkloadTask& task, long step, double loss,
+                                   double accuracy);
+  // The evaluations of a run's event log, in order, without deciding
+  // (`workload`: whose tasks they are; others are skipped).
+  void Replay(const std::vector<Event>& events, const Workload& workload);
+  // The fraction of its steps `task` is expected to train, from its rule,
+  // its group's size in `workload` and the decisions it has passed; 1 for a
+  // task without a rule.
+  double ExpectedFraction(const WorkloadTask& task, const Workload& workload) const;
+
+ private:
+  StopRule& RuleOf(const WorkloadTask& task);
+
+  std::map<std::string, std::unique_ptr<StopRule>> rules_;  // by stop group
+  std::set<std::pair<std::string, long>> seen_;             // (task, step) evaluated
+  std::map<std::string, long> last_evaluated_;              // task -> its latest step
+  // (group, size, steps, every) -> expected total steps by decisions passed.
+  mutable std::map<std::tuple<std::string, int, long, long>, std::vector<double>> expected_;
+};
+
+}  // namespace saturn

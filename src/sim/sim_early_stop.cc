@@ -1,0 +1,102 @@
+#include "sim/sim_early_stop.h"
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+
+#include "common/error.h"
+
+namespace saturn {
+
+std::vector<SimEarlyStop> EarlyStopsFromWorkload(const Problem& problem, const Workload& workload,
+                                                 const std::vector<Event>* evaluations,
+                                                 const std::string& evaluations_source,
+                                                 uint64_t seed) {
+  std::map<std::string, const WorkloadTask*> by_name;
+  for (const WorkloadTask& t : workload.tasks)
+    by_name[t.name] = &t;
+  std::map<std::string, std::map<long, double>> curves;
+  if (evaluations) {
+    for (const Event& e : *evaluations) {
+      auto t = by_name.find(e.task);
+      if (e.kind != EventKind::kTaskEvaluated || !e.extra.contains("step") || t == by_name.end())
+        continue;
+      const char* field = t->second->early_stop.maximize() ? "eval_accuracy" : "eval_loss";
+      if (!e.extra.contains(field)) continue;
+      curves[e.task][e.extra["step"].get<long>()] = e.extra[field].get<double>();
+    }
+  }
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> quality(0.0, 1.0);
+  std::vector<SimEarlyStop> out(static_cast<size_t>(problem.NumTasks()));
+  for (int j = 0; j < problem.NumTasks(); ++j) {
+    const std::string& name = problem.tasks[static_cast<size_t>(j)].name;
+    double q = quality(rng);
+    auto it = by_name.find(name);
+    if (it == by_name.end() || !it->second->early_stop.enabled()) continue;
+    const WorkloadTask& t = *it->second;
+    SimEarlyStop& e = out[static_cast<size_t>(j)];
+    e.spec = t.early_stop;
+    e.group = t.stop_group;
+    e.steps = t.steps;
+    e.eval_every = t.spec.contains("eval") ? t.spec["eval"].value("every", 0L) : 0L;
+    if (!evaluations) {
+      e.curve = {{0, t.early_stop.maximize() ? 1.0 - q : q}};
+    } else if (auto c = curves.find(name); c != curves.end()) {
+      e.curve.assign(c->second.begin(), c->second.end());
+    } else {
+      throw InputError(evaluations_source, 0, "",
+                       "no evaluation of task " + Quote(name) +
+                           ": give the events of a run that evaluated every task");
+    }
+  }
+  return out;
+}
+
+SimStoppers::SimStoppers(std::vector<SimEarlyStop> tasks)
+    : tasks_(std::move(tasks)),
+      decisions_(tasks_.size()),
+      passed_(tasks_.size(), 0),
+      expected_(tasks_.size()) {
+  std::map<std::string, int> group_size;
+  for (const SimEarlyStop& t : tasks_) {
+    if (t.spec.enabled()) ++group_size[t.group];
+  }
+  for (size_t j = 0; j < tasks_.size(); ++j) {
+    const SimEarlyStop& t = tasks_[j];
+    if (!t.spec.enabled() || t.steps <= 0) continue;
+    any_ = true;
+    decisions_[j] = MakeStopRule(t.spec)->DecisionSteps(t.steps, t.eval_every);
+    expected_[j] = ExpectedTotalSteps(t.spec, group_size[t.group], t.steps, t.eval_every);
+    if (!rules_.count(t.group)) rules_[t.group] = MakeStopRule(t.spec);
+  }
+}
+
+double SimStoppers::NextDecision(int j, double done) const {
+  const std::vector<long>& d = decisions_[static_cast<size_t>(j)];
+  size_t k = static_cast<size_t>(passed_[static_cast<size_t>(j)]);
+  if (k >= d.size()) return 2.0;
+  double at = static_cast<double>(d[k]) / static_cast<double>(tasks_[static_cast<size_t>(j)].steps);
+  return std::max(at, done);
+}
+
+bool SimStoppers::Decide(int j, double at, const std::string& name, double* value) {
+  const SimEarlyStop& t = tasks_[static_cast<size_t>(j)];
+  long step = std::lround(at * static_cast<double>(t.steps));
+  *value = t.spec.maximize() ? -INFINITY : INFINITY;
+  for (const auto& [s, v] : t.curve) {
+    if (s > step) break;
+    *value = v;
+  }
+  ++passed_[static_cast<size_t>(j)];
+  return rules_.at(t.group)->OnEvaluation(name, step, t.steps, *value);
+}
+
+double SimStoppers::ExpectedFraction(int j) const {
+  const std::vector<double>& e = expected_[static_cast<size_t>(j)];
+  if (e.empty()) return 1.0;
+  size_t k = std::min(static_cast<size_t>(passed_[static_cast<size_t>(j)]), e.size() - 1);
+  return std::clamp(e[k] / static_cast<double>(tasks_[static_cast<size_t>(j)].steps), 0.0, 1.0);
+}
+
+}  // namespace saturn

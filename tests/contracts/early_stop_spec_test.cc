@@ -1,0 +1,103 @@
+// The workload's early_stop: read into every task (one group per
+// workload), and bad rules, metrics and tasks that cannot take part named.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "common/error.h"
+#include "common/fs.h"
+#include "contracts/workload.h"
+#include "tests/testing/test_dir.h"
+
+namespace saturn {
+namespace {
+
+using ::testing::HasSubstr;
+namespace fs = std::filesystem;
+
+class EarlyStopSpecTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = test::OwnTestDir("early_stop_spec");
+    fs::create_directories(dir_ + "/data");
+    WriteFileAtomic(dir_ + "/data/corpus.txt", std::string(1601, 'a'));
+  }
+  // A two-task sweep evaluating every `every` steps (0: no eval), then
+  // `early_stop`.
+  Workload Parse(const std::string& early_stop, int every = 10) {
+    return ParseWorkload(
+        "cluster: {nodes: [{name: n0, gpus: 2}]}\ntasks:\n"
+        "  - name: gpt\n"
+        "    model: {type: gpt, layers: 2, d_model: 32, heads: 2, seq_len: 16}\n"
+        "    data: {type: text, path: data/corpus.txt}\n"
+        "    batch_size: 8\n"
+        "    steps: 400\n"
+        "    optimizer: {type: adamw, lr: 1.0e-3}\n"
+        "    sweep: {optimizer.lr: [1.0e-3, 1.0e-4]}\n" +
+            (every ? "    eval: {every: " + std::to_string(every) + "}\n" : std::string()) +
+            "early_stop: " + early_stop + "\n",
+        "w.yaml", dir_);
+  }
+  std::string ErrorOf(const std::string& early_stop, int every = 10) {
+    try {
+      Parse(early_stop, every);
+    } catch (const InputError& e) {
+      return e.what();
+    }
+    return "";
+  }
+  std::string dir_;
+};
+
+TEST_F(EarlyStopSpecTest, EveryTaskOfTheWorkloadCarriesTheRuleInOneGroup) {
+  Workload w = Parse("{asha: {grace_steps: 50, reduction_factor: 3}}");
+  ASSERT_EQ(w.tasks.size(), 2u);
+  for (const WorkloadTask& t : w.tasks) {
+    EXPECT_EQ(t.early_stop.rule, "asha");
+    EXPECT_EQ(t.early_stop.metric, "eval_loss");
+    EXPECT_FALSE(t.early_stop.maximize());
+    EXPECT_EQ(t.early_stop.grace_steps, 50);
+    EXPECT_EQ(t.early_stop.reduction_factor, 3);
+    EXPECT_EQ(t.stop_group, w.tasks[0].stop_group);
+  }
+  EXPECT_FALSE(w.tasks[0].stop_group.empty());
+  Workload m = Parse("{median: {metric: eval_accuracy, grace_steps: 20}}");
+  EXPECT_EQ(m.tasks[0].early_stop.rule, "median");
+  EXPECT_TRUE(m.tasks[0].early_stop.maximize());
+  EXPECT_EQ(m.tasks[0].early_stop.min_samples, 3);
+  // Without early_stop: no rule, no group.
+  Workload none = ParseWorkload(
+      "cluster: {nodes: [{name: n0, gpus: 2}]}\ntasks:\n"
+      "  - {name: m, model: {type: mlp, layers: 2, width: 8}, data: {type: synthetic}, "
+      "batch_size: 4, steps: 5, optimizer: {type: sgd, lr: 0.1}}\n",
+      "w.yaml", dir_);
+  EXPECT_FALSE(none.tasks[0].early_stop.enabled());
+  EXPECT_TRUE(none.tasks[0].stop_group.empty());
+}
+
+TEST_F(EarlyStopSpecTest, BadRulesAndTasksThatCannotTakePartAreNamed) {
+  EXPECT_THAT(ErrorOf("{ashaa: {grace_steps: 50}}"),
+              HasSubstr("early_stop: unknown rule 'ashaa'; expected asha or median; did you mean "
+                        "'asha'?"));
+  EXPECT_THAT(ErrorOf("{asha: {grace_steps: 50}, median: {grace_steps: 50}}"),
+              HasSubstr("early_stop: expected one rule"));
+  EXPECT_THAT(ErrorOf("{asha: {metric: eval_los, grace_steps: 50}}"),
+              HasSubstr("early_stop.asha.metric: unknown metric 'eval_los'"));
+  EXPECT_THAT(ErrorOf("{asha: {grace_steps: 50, reduction_factor: 1}}"),
+              HasSubstr("early_stop.asha.reduction_factor"));
+  EXPECT_THAT(ErrorOf("{asha: {grace_steps: 0}}"), HasSubstr("early_stop.asha.grace_steps"));
+  EXPECT_THAT(ErrorOf("{asha: {reduction_factor: 2}}"), HasSubstr("early_stop.asha.grace_steps"));
+  EXPECT_THAT(ErrorOf("{median: {grace_steps: 50, reduction_factor: 2}}"),
+              HasSubstr("early_stop.median.reduction_factor: unknown field"));
+  // The rule decides at evaluations: every task evaluates, at the grace step.
+  EXPECT_THAT(ErrorOf("{asha: {grace_steps: 50}}", 0),
+              HasSubstr("early_stop.asha.metric: task 'gpt-lr1.0e-3' (line 3) reports no "
+                        "eval_loss: early stopping needs every task to evaluate"));
+  EXPECT_THAT(ErrorOf("{asha: {grace_steps: 50}}", 30),
+              HasSubstr("early_stop.asha.grace_steps: 50 is not a multiple of task "
+                        "'gpt-lr1.0e-3' (line 3)'s eval.every (30)"));
+}
+
+}  // namespace
+}  // namespace saturn

@@ -1,0 +1,150 @@
+// Early stopping in `saturn run` against the fake worker (whose evaluation
+// loss ranks tasks by learning rate, 1e-3 best): the workload's ASHA rule
+// stops the tasks an independent ASHA written here stops, fed the same
+// evaluations in the order the run logged them; a stopped task ends
+// `stopped` with its checkpoint, its device goes to the next task, and the
+// run succeeds. A resumed run replays the evaluations it logged.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <vector>
+
+#include "common/fs.h"
+#include "common/process.h"
+#include "contracts/events.h"
+#include "tests/testing/test_dir.h"
+
+namespace saturn {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using ::testing::HasSubstr;
+
+// ASHA as Ray Tune's _Bracket (one bracket), written from its definition:
+// rungs at grace * rf^k below the task's steps; at the first evaluation at or
+// past a rung the task has no record at (the highest such rung), it stops if
+// its reward (-loss) is below the (1 - 1/rf) percentile (linear
+// interpolation) of the rewards recorded there before it; then it is
+// recorded.
+class ReferenceAsha {
+ public:
+  ReferenceAsha(long grace, long rf, long steps) : rf_(rf) {
+    for (long r = grace; r < steps; r *= rf)
+      rungs_.push_back(r);
+  }
+  bool Stops(const std::string& task, long step, double loss) {
+    for (size_t k = rungs_.size(); k-- > 0;) {
+      std::map<std::string, double>& rec = recorded_[k];
+      if (step < rungs_[k] || rec.count(task)) continue;
+      bool stop = false;
+      if (!rec.empty()) {
+        std::vector<double> v;
+        for (const auto& [name, reward] : rec)
+          v.push_back(reward);
+        std::sort(v.begin(), v.end());
+        double pos = (1.0 - 1.0 / static_cast<double>(rf_)) * static_cast<double>(v.size() - 1);
+        size_t lo = static_cast<size_t>(std::floor(pos));
+        size_t hi = std::min(lo + 1, v.size() - 1);
+        double cutoff = v[lo] + (pos - static_cast<double>(lo)) * (v[hi] - v[lo]);
+        stop = -loss < cutoff;
+      }
+      rec[task] = -loss;
+      return stop;
+    }
+    return false;
+  }
+
+ private:
+  long rf_;
+  std::vector<long> rungs_;
+  std::map<size_t, std::map<std::string, double>> recorded_;
+};
+
+class EarlyStopRun : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = test::OwnTestDir("early_stop_run");
+    WriteFileAtomic(dir_ + "/corpus.txt", std::string(3000, 'z'));
+    // Six learning rates on one device: the tasks run one after another.
+    WriteFileAtomic(dir_ + "/w.yaml",
+                    "cluster: {nodes: [{name: n0, gpus: 1, gpu_memory_gib: 1}]}\n"
+                    "tasks:\n"
+                    "  - name: t\n"
+                    "    model: {type: gpt, layers: 1, d_model: 16, heads: 2, seq_len: 8}\n"
+                    "    data: {type: text, path: corpus.txt}\n"
+                    "    batch_size: 4\n"
+                    "    techniques: [single]\n"
+                    "    optimizer: {type: sgd, lr: 0.1}\n"
+                    "    steps: 16\n"
+                    "    eval: {every: 2}\n"
+                    "    sweep: {optimizer.lr: [1.0e-2, 1.0, 1.0e-3, 1.0e-5, 1.0e-1, 1.0e-4]}\n"
+                    "early_stop: {asha: {metric: eval_loss, grace_steps: 2, "
+                    "reduction_factor: 2}}\n");
+  }
+  int RunSaturn(const std::string& extra = "") {
+    ProcessSpec spec;
+    spec.argv = {SATURN_BINARY_DIR "/src/cli/saturn", "run", dir_ + "/w.yaml", "--run-dir",
+                 dir_ + "/run", "--cache", dir_ + "/cache.sqlite"};
+    if (!extra.empty()) spec.argv.push_back(extra);
+    spec.env = {{"SATURN_WORKER", SATURN_SOURCE_DIR "/tests/testing/fake_worker.sh"},
+                {"FAKE_STEP_S", "0.02"}};
+    spec.stdout_path = dir_ + "/out.log";
+    spec.stderr_path = dir_ + "/out.log";
+    return ExitCode(Process::Spawn(spec).Wait());
+  }
+  std::string dir_;
+};
+
+TEST_F(EarlyStopRun, TheRuleStopsWhatAshaStopsAndTheRestFinish) {
+  ASSERT_EQ(RunSaturn(), 0) << ReadFile(dir_ + "/out.log");
+  std::vector<Event> events = ParseEventLines(ReadFile(dir_ + "/run/events.jsonl"), "events");
+  ReferenceAsha asha(2, 2, 16);
+  std::set<std::string> expected, stopped;
+  std::set<std::pair<std::string, long>> seen;
+  std::map<std::string, double> stop_value;
+  for (const Event& e : events) {
+    if (e.kind == EventKind::kTaskEvaluated && !expected.count(e.task)) {
+      long step = e.extra["step"].get<long>();
+      if (seen.emplace(e.task, step).second &&
+          asha.Stops(e.task, step, e.extra["eval_loss"].get<double>())) {
+        expected.insert(e.task);
+      }
+    }
+    if (e.kind == EventKind::kTaskEarlyStopped) {
+      stopped.insert(e.task);
+      EXPECT_EQ(e.extra["rule"], "asha");
+      EXPECT_EQ(e.extra["metric"], "eval_loss");
+    }
+  }
+  EXPECT_FALSE(expected.empty()) << "the reference stops nothing: the test cannot fail";
+  EXPECT_EQ(stopped, expected);
+  json report = json::parse(ReadFile(dir_ + "/run/report.json"));
+  int finished = 0;
+  for (const json& t : report["tasks"]) {
+    std::string name = t["task"];
+    if (stopped.count(name)) {
+      EXPECT_EQ(t["status"], "stopped") << name;
+      EXPECT_LT(t["steps_done"].get<long>(), 16) << name;
+      EXPECT_TRUE(fs::exists(dir_ + "/run/tasks/" + name)) << name;
+    } else {
+      EXPECT_EQ(t["status"], "finished") << name;
+      ++finished;
+    }
+  }
+  EXPECT_GE(finished, 1);
+  // The best learning rate is never stopped: its loss is the lowest at every rung.
+  EXPECT_FALSE(stopped.count("t-lr1.0e-3"));
+  EXPECT_THAT(ReadFile(dir_ + "/out.log"),
+              HasSubstr(std::to_string(stopped.size()) + " stopped early"));
+  EXPECT_THAT(ReadFile(dir_ + "/out.log"), HasSubstr("planned with each task's expected work"));
+}
+
+}  // namespace
+}  // namespace saturn
