@@ -1,0 +1,31 @@
+// A workload's early-stopping rule (Contract 5, `early_stop:`), as read:
+//
+//   early_stop:
+//     asha: {metric: eval_loss, grace_steps: 50, reduction_factor: 2}
+//   # or
+//   early_stop:
+//     median: {metric: eval_loss, grace_steps: 50, min_samples: 3}
+//
+// The rule applies to every task of the workload, as one group (Ray Tune's
+// scheduler over one experiment's trials); it decides at evaluations, so
+// every task evaluates (`eval: {every: E}`) at each step the rule decides
+// at (tune/early_stop.h has the rules themselves).
+#pragma once
+
+#include <string>
+
+namespace saturn {
+
+struct EarlyStopSpec {
+  std::string rule;                  // "asha" | "median"; empty: no early stopping
+  std::string metric = "eval_loss";  // "eval_loss" (lower is better) | "eval_accuracy"
+  long grace_steps = 0;              // no decision before this many steps
+  long reduction_factor = 2;         // asha: rungs at G, G*R, G*R^2, ...; keep the top 1/R
+  long min_samples = 3;              // median: other tasks needed at a step to decide
+  int line = 0;                      // where `early_stop:` is written
+
+  bool enabled() const { return !rule.empty(); }
+  bool maximize() const { return metric == "eval_accuracy"; }
+};
+
+}  // namespace saturn
