@@ -1,0 +1,133 @@
+// ExpectedTotalSteps: a Monte Carlo of the rules (see tune/early_stop.h for
+// the model and its limits).
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/mix.h"
+#include "tune/early_stop.h"
+
+namespace saturn {
+namespace {
+
+constexpr int kMaxSimulatedTasks = 5000;
+constexpr size_t kMaxSimulatedSteps = 32;
+constexpr int kTaskEvaluations = 20000;  // per simulation, spread over its repeats
+constexpr int kMinRepeats = 8;
+constexpr uint64_t kSeed = 0x5a7u;
+
+// splitmix64 (Steele, Lea and Flood, 2014).
+class Random {
+ public:
+  explicit Random(uint64_t seed) : state_(seed) {}
+  uint64_t Next() {
+    uint64_t out = SplitMix64(state_);
+    state_ += 0x9e3779b97f4a7c15ULL;
+    return out;
+  }
+  double Uniform() { return static_cast<double>(Next() >> 11) * 0x1.0p-53; }
+  size_t Below(size_t n) { return static_cast<size_t>(Next() % n); }
+
+ private:
+  uint64_t state_;
+};
+
+// Per number of simulated decision steps passed (0 .. J): the steps the
+// tasks that passed at least that many trained, summed, and how many.
+struct Tally {
+  std::vector<double> steps;
+  std::vector<double> tasks;
+};
+
+// One group under a fresh rule: adds each task's trained steps to `tally`.
+void SimulateGroup(const EarlyStopSpec& spec, const std::vector<std::string>& names,
+                   const std::vector<long>& decisions, long total_steps, Random& random,
+                   Tally& tally) {
+  std::unique_ptr<StopRule> rule = MakeStopRule(spec);
+  size_t n = names.size();
+  std::vector<double> quality(n);
+  for (double& q : quality)
+    q = random.Uniform();
+  std::vector<long> trained(n, total_steps);
+  std::vector<size_t> passed(n, 0);
+  std::vector<size_t> alive(n);
+  for (size_t i = 0; i < n; ++i)
+    alive[i] = i;
+  double first = static_cast<double>(decisions.front());
+  for (size_t j = 0; j < decisions.size(); ++j) {
+    long step = decisions[j];
+    double curve = std::sqrt(first / static_cast<double>(step));
+    for (size_t i = alive.size(); i > 1; --i)
+      std::swap(alive[i - 1], alive[random.Below(i)]);
+    std::vector<size_t> next;
+    for (size_t task : alive) {
+      if (rule->OnEvaluation(names[task], step, total_steps, quality[task] + curve)) {
+        trained[task] = step;
+      } else {
+        passed[task] = j + 1;
+        next.push_back(task);
+      }
+    }
+    alive.swap(next);
+  }
+  for (size_t i = 0; i < n; ++i) {
+    for (size_t k = 0; k <= passed[i]; ++k) {
+      tally.steps[k] += static_cast<double>(trained[i]);
+      tally.tasks[k] += 1;
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<double> ExpectedTotalSteps(const EarlyStopSpec& spec, int group_size, long total_steps,
+                                       long eval_every) {
+  double total = static_cast<double>(total_steps);
+  if (!spec.enabled()) return {total};
+  EarlyStopSpec simulated = spec;
+  simulated.metric = "eval_loss";  // the direction changes nothing: simulate losses
+  std::unique_ptr<StopRule> rule = MakeStopRule(simulated);
+  std::vector<long> decisions = rule->DecisionSteps(total_steps, eval_every);
+  size_t d = decisions.size();
+  if (group_size <= 1 || d == 0) return std::vector<double>(d + 1, total);
+
+  // Frequent decisions (median, evaluations every few steps): decide at
+  // every m-th evaluation only.
+  long every_mth = static_cast<long>((d + kMaxSimulatedSteps - 1) / kMaxSimulatedSteps);
+  std::vector<long> coarse = decisions;
+  if (every_mth > 1) coarse = rule->DecisionSteps(total_steps, eval_every * every_mth);
+  if (coarse.empty()) return std::vector<double>(d + 1, total);
+
+  int tasks = std::min(group_size, kMaxSimulatedTasks);
+  int repeats = std::max(kMinRepeats, kTaskEvaluations / tasks);
+  std::vector<std::string> names;
+  for (int i = 0; i < tasks; ++i)
+    names.push_back("t" + std::to_string(i));
+  Tally tally{std::vector<double>(coarse.size() + 1, 0.0),
+              std::vector<double>(coarse.size() + 1, 0.0)};
+  Random random(kSeed);
+  for (int r = 0; r < repeats; ++r)
+    SimulateGroup(simulated, names, coarse, total_steps, random, tally);
+
+  // E[steps | passed j simulated steps]; where no task got that far, the
+  // next one's (more steps: an over- rather than an under-estimate).
+  std::vector<double> simulated_e(coarse.size() + 1, total);
+  for (size_t j = coarse.size(); j-- > 0;) {
+    simulated_e[j] = tally.tasks[j] > 0 ? tally.steps[j] / tally.tasks[j] : simulated_e[j + 1];
+  }
+  // A task past k real decision steps is past those simulated at or before
+  // the k-th.
+  std::vector<double> out(d + 1, total);
+  size_t j = 0;
+  for (size_t k = 0; k < d; ++k) {
+    while (k > 0 && j < coarse.size() && coarse[j] <= decisions[k - 1])
+      ++j;
+    out[k] = std::max(simulated_e[j], static_cast<double>(decisions[k]));
+  }
+  return out;
+}
+
+}  // namespace saturn
