@@ -187,7 +187,8 @@ int RunSimulate(const SimulateOptions& o) {
     Workload w = LoadWorkloadFile(o.workload);
     std::optional<std::vector<Event>> evaluations;
     if (!o.evaluations.empty()) evaluations = ParseEventLines(ReadFile(o.evaluations), o.evaluations);
-    options.early_stop = EarlyStopsFromWorkload(believed, w, evaluations ? &*evaluations : nullptr,
+    options.early_stop = EarlyStopsFromWorkload(believed, profile, w,
+                                                evaluations ? &*evaluations : nullptr,
                                                 o.evaluations, o.seed);
   }
   bool early_stopping = std::any_of(options.early_stop.begin(), options.early_stop.end(),

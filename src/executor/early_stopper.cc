@@ -13,6 +13,26 @@ long EvalEvery(const WorkloadTask& task) {
 
 }  // namespace
 
+double ScaledRuntime(const ProfileTable& profile, const Problem& problem, int j, const Option& o,
+                     double fraction) {
+  if (fraction >= 1.0) return o.runtime_s;
+  const Task& task = problem.tasks[static_cast<size_t>(j)];
+  const ProfileRow* row = profile.Find(task.name, o.technique, o.gpus, problem.TypeName(o.type));
+  double step_s = 0.0, steps = 0.0;
+  if (row) {
+    try {
+      step_s = std::stod(profile.Extra(*row, "step_s"));
+      steps = std::stod(profile.Extra(*row, "steps"));
+    } catch (const std::exception&) {
+      step_s = steps = 0.0;
+    }
+  }
+  double training = step_s * steps;
+  if (!(training > 0) || training > row->runtime_s) return std::max(1e-3, o.runtime_s * fraction);
+  double fixed = o.runtime_s - training * (o.runtime_s / row->runtime_s);
+  return std::max(1e-3, fixed + fraction * (o.runtime_s - fixed));
+}
+
 StopRule& EarlyStopper::RuleOf(const WorkloadTask& task) {
   std::unique_ptr<StopRule>& rule = rules_[task.stop_group];
   if (!rule) rule = MakeStopRule(task.early_stop);
@@ -51,10 +71,15 @@ double EarlyStopper::ExpectedFraction(const WorkloadTask& task, const Workload& 
       workload.tasks.begin(), workload.tasks.end(),
       [&](const WorkloadTask& t) { return t.stop_group == task.stop_group; }));
   long every = EvalEvery(task);
-  auto key = std::make_tuple(task.stop_group, size, task.steps, every);
+  // As many of the group train at once as the cluster holds at the task's
+  // smallest GPU count.
+  int concurrency = std::max(1, workload.cluster.TotalGpus() / std::max(1, task.gpu_min));
+  auto key = std::make_tuple(task.stop_group, size, task.steps, every, concurrency);
   auto it = expected_.find(key);
   if (it == expected_.end()) {
-    it = expected_.emplace(key, ExpectedTotalSteps(task.early_stop, size, task.steps, every)).first;
+    it = expected_
+             .emplace(key, ExpectedTotalSteps(task.early_stop, size, task.steps, every, concurrency))
+             .first;
   }
   std::vector<long> decisions = MakeStopRule(task.early_stop)->DecisionSteps(task.steps, every);
   auto last = last_evaluated_.find(task.name);

@@ -24,10 +24,19 @@
 #include <vector>
 
 #include "contracts/events.h"
+#include "contracts/profile.h"
+#include "planner/problem.h"
 #include "contracts/workload.h"
 #include "tune/early_stop.h"
 
 namespace saturn {
+
+// The runtime of option `o` of problem task `j` when it trains `fraction`
+// of its steps: its profile row's fixed costs (start-up, launch, the
+// checkpoints) stay whole, its steps scale; without the row's step_s and
+// steps, the whole runtime scales.
+double ScaledRuntime(const ProfileTable& profile, const Problem& problem, int j, const Option& o,
+                     double fraction);
 
 class EarlyStopper {
  public:
@@ -55,8 +64,9 @@ class EarlyStopper {
   std::map<std::string, std::unique_ptr<StopRule>> rules_;  // by stop group
   std::set<std::pair<std::string, long>> seen_;             // (task, step) evaluated
   std::map<std::string, long> last_evaluated_;              // task -> its latest step
-  // (group, size, steps, every) -> expected total steps by decisions passed.
-  mutable std::map<std::tuple<std::string, int, long, long>, std::vector<double>> expected_;
+  // (group, size, steps, every, concurrency) -> expected total steps by
+  // decisions passed.
+  mutable std::map<std::tuple<std::string, int, long, long, int>, std::vector<double>> expected_;
 };
 
 }  // namespace saturn

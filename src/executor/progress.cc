@@ -60,8 +60,15 @@ std::vector<TaskProgress> Snapshot(const RunContext& run) {
     TaskProgress& p = progress[j];
     p.finished = run.Done(j);
     p.done = std::min(1.0, static_cast<double>(l.reported.step) / std::max(1L, run.Steps(j)));
-    p.expected = std::max(
-        p.done, run.stopper.ExpectedFraction(run.WorkloadTaskOf(j), run.tasks.workload()));
+    // Expected work as a fraction of the runtime (a launch's fixed costs do
+    // not shrink with the steps), by the task's first configuration.
+    double steps = run.stopper.ExpectedFraction(run.WorkloadTaskOf(j), run.tasks.workload());
+    const Problem& problem = run.tasks.problem();
+    const Option& first = problem.tasks[static_cast<size_t>(j)].options.front();
+    if (steps < 1.0 && first.runtime_s > 0) {
+      p.expected = std::max(
+          p.done, ScaledRuntime(run.tasks.profile(), problem, j, first, steps) / first.runtime_s);
+    }
     p.has_checkpoint = l.record.checkpoint_step > 0;
     std::optional<Assignment> on = run.tasks.placements().On(j);
     if (run.Running(j) && on) {
@@ -156,15 +163,17 @@ nlohmann::json WriteReport(RunContext& run, const RunSummary& summary) {
     t.sweep = run.WorkloadTaskOf(j).sweep;
     t.settings = run.WorkloadTaskOf(j).spec;
     // Its profiled paces, on every node each configuration fits: the
-    // profile's runtime (launch and checkpoints included, as a run's) over
-    // its steps.
+    // profile's runtime less a launch's fixed costs (ScaledRuntime at no
+    // steps) over its steps, and those costs, paid by every launch (a run
+    // stopped early pays them over few steps).
     const Problem& problem = run.tasks.problem();
     for (const Option& o : problem.tasks[j].options) {
       if (o.starts_now || o.runtime_s <= 0) continue;
+      double fixed = std::min(o.runtime_s, ScaledRuntime(run.tasks.profile(), problem, j, o, 0.0));
       for (int n = 0; n < problem.NumNodes(); ++n) {
         if (!problem.Fits(o, n)) continue;
         t.profiled.push_back({o.technique, o.gpus, problem.nodes[static_cast<size_t>(n)].name,
-                              o.runtime_s / std::max(1L, run.Steps(j))});
+                              (o.runtime_s - fixed) / std::max(1L, run.Steps(j)), fixed});
       }
     }
     t.pack = run.tasks[j].pack;

@@ -207,7 +207,7 @@ Problem ExpectedWorkProblem(const RunContext& run, bool* any) {
     if (f >= 1.0) continue;
     *any = true;
     for (Option& o : problem.tasks[static_cast<size_t>(j)].options)
-      o.runtime_s = std::max(1e-3, o.runtime_s * f);
+      o.runtime_s = ScaledRuntime(run.tasks.profile(), problem, j, o, f);
   }
   return problem;
 }

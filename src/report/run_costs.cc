@@ -26,11 +26,11 @@ double Median(std::vector<double> v) {
 // configuration with a pace; nullopt where there is none.
 std::optional<double> SlowdownOf(const RunReportTask& t, const std::vector<Event>& events) {
   if (t.profiled.empty()) return std::nullopt;
-  auto pace = [&](const Event& e) -> double {
+  auto pace = [&](const Event& e) -> const ProfiledPace* {
     for (const ProfiledPace& p : t.profiled) {
-      if (p.technique == e.technique && p.gpus == e.gpus && p.node == e.node) return p.s_per_step;
+      if (p.technique == e.technique && p.gpus == e.gpus && p.node == e.node) return &p;
     }
-    return 0.0;
+    return nullptr;
   };
   double measured_s = 0, profiled_s = 0;
   const Event* started = nullptr;
@@ -53,10 +53,10 @@ std::optional<double> SlowdownOf(const RunReportTask& t, const std::vector<Event
     const char* field = e.kind == EventKind::kTaskFinished ? "steps" : "step";
     if (!e.extra.contains(field) || !from->extra.contains("step")) continue;
     const long steps = e.extra[field].get<long>() - from->extra["step"].get<long>();
-    const double s_per_step = pace(*from);
-    if (steps <= 0 || s_per_step <= 0 || e.t <= from->t) continue;
+    const ProfiledPace* p = pace(*from);
+    if (steps <= 0 || p == nullptr || p->s_per_step <= 0 || e.t <= from->t) continue;
     measured_s += e.t - from->t;
-    profiled_s += static_cast<double>(steps) * s_per_step;
+    profiled_s += p->fixed_s + static_cast<double>(steps) * p->s_per_step;
   }
   if (profiled_s <= 0) return std::nullopt;
   return measured_s / profiled_s;

@@ -52,6 +52,9 @@ struct ProfiledPace {
   int gpus = 0;
   std::string node;
   double s_per_step = 0.0;
+  // What a launch costs whatever its steps (start-up, loading, the last
+  // checkpoint): a run of n steps is profiled at fixed_s + n x s_per_step.
+  double fixed_s = 0.0;
 };
 
 // A task as the report shows it: where it stands (contracts/task_view.h)

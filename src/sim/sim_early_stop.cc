@@ -8,7 +8,28 @@
 
 namespace saturn {
 
-std::vector<SimEarlyStop> EarlyStopsFromWorkload(const Problem& problem, const Workload& workload,
+namespace {
+
+// The part of task j's first configuration's runtime that does not scale
+// with its steps (0 when the profile does not say).
+double FixedFraction(const Problem& problem, const ProfileTable& profile, int j) {
+  const Task& task = problem.tasks[static_cast<size_t>(j)];
+  if (task.options.empty()) return 0.0;
+  const Option& o = task.options.front();
+  const ProfileRow* row = profile.Find(task.name, o.technique, o.gpus, problem.TypeName(o.type));
+  if (!row || row->runtime_s <= 0) return 0.0;
+  try {
+    double training = std::stod(profile.Extra(*row, "step_s")) * std::stod(profile.Extra(*row, "steps"));
+    return std::clamp(1.0 - training / row->runtime_s, 0.0, 0.9);
+  } catch (const std::exception&) {
+    return 0.0;
+  }
+}
+
+}  // namespace
+
+std::vector<SimEarlyStop> EarlyStopsFromWorkload(const Problem& problem, const ProfileTable& profile,
+                                                 const Workload& workload,
                                                  const std::vector<Event>* evaluations,
                                                  const std::string& evaluations_source,
                                                  uint64_t seed) {
@@ -40,6 +61,7 @@ std::vector<SimEarlyStop> EarlyStopsFromWorkload(const Problem& problem, const W
     e.group = t.stop_group;
     e.steps = t.steps;
     e.eval_every = t.spec.contains("eval") ? t.spec["eval"].value("every", 0L) : 0L;
+    e.fixed_fraction = FixedFraction(problem, profile, j);
     if (!evaluations) {
       e.curve = {{0, t.early_stop.maximize() ? 1.0 - q : q}};
     } else if (auto c = curves.find(name); c != curves.end()) {
@@ -53,7 +75,7 @@ std::vector<SimEarlyStop> EarlyStopsFromWorkload(const Problem& problem, const W
   return out;
 }
 
-SimStoppers::SimStoppers(std::vector<SimEarlyStop> tasks)
+SimStoppers::SimStoppers(std::vector<SimEarlyStop> tasks, int concurrency)
     : tasks_(std::move(tasks)),
       decisions_(tasks_.size()),
       passed_(tasks_.size(), 0),
@@ -67,7 +89,8 @@ SimStoppers::SimStoppers(std::vector<SimEarlyStop> tasks)
     if (!t.spec.enabled() || t.steps <= 0) continue;
     any_ = true;
     decisions_[j] = MakeStopRule(t.spec)->DecisionSteps(t.steps, t.eval_every);
-    expected_[j] = ExpectedTotalSteps(t.spec, group_size[t.group], t.steps, t.eval_every);
+    expected_[j] =
+        ExpectedTotalSteps(t.spec, group_size[t.group], t.steps, t.eval_every, concurrency);
     if (!rules_.count(t.group)) rules_[t.group] = MakeStopRule(t.spec);
   }
 }
@@ -76,13 +99,16 @@ double SimStoppers::NextDecision(int j, double done) const {
   const std::vector<long>& d = decisions_[static_cast<size_t>(j)];
   size_t k = static_cast<size_t>(passed_[static_cast<size_t>(j)]);
   if (k >= d.size()) return 2.0;
-  double at = static_cast<double>(d[k]) / static_cast<double>(tasks_[static_cast<size_t>(j)].steps);
+  const SimEarlyStop& t = tasks_[static_cast<size_t>(j)];
+  double at = t.fixed_fraction + (1.0 - t.fixed_fraction) * static_cast<double>(d[k]) /
+                                     static_cast<double>(t.steps);
   return std::max(at, done);
 }
 
 bool SimStoppers::Decide(int j, double at, const std::string& name, double* value) {
   const SimEarlyStop& t = tasks_[static_cast<size_t>(j)];
-  long step = std::lround(at * static_cast<double>(t.steps));
+  long step = std::lround((at - t.fixed_fraction) / std::max(1e-9, 1.0 - t.fixed_fraction) *
+                          static_cast<double>(t.steps));
   *value = t.spec.maximize() ? -INFINITY : INFINITY;
   for (const auto& [s, v] : t.curve) {
     if (s > step) break;
@@ -96,7 +122,9 @@ double SimStoppers::ExpectedFraction(int j) const {
   const std::vector<double>& e = expected_[static_cast<size_t>(j)];
   if (e.empty()) return 1.0;
   size_t k = std::min(static_cast<size_t>(passed_[static_cast<size_t>(j)]), e.size() - 1);
-  return std::clamp(e[k] / static_cast<double>(tasks_[static_cast<size_t>(j)].steps), 0.0, 1.0);
+  const SimEarlyStop& t = tasks_[static_cast<size_t>(j)];
+  double steps = std::clamp(e[k] / static_cast<double>(t.steps), 0.0, 1.0);
+  return t.fixed_fraction + (1.0 - t.fixed_fraction) * steps;
 }
 
 }  // namespace saturn

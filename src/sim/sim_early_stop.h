@@ -19,6 +19,7 @@
 
 #include "contracts/early_stop.h"
 #include "contracts/events.h"
+#include "contracts/profile.h"
 #include "contracts/workload.h"
 #include "planner/problem.h"
 #include "tune/early_stop.h"
@@ -35,6 +36,10 @@ struct SimEarlyStop {
   // value at the last step at or before a decision counts (a real run's
   // evaluations, or a model's).
   std::vector<std::pair<long, double>> curve;
+  // The part of its runtime a launch costs whatever its steps (start-up,
+  // loading, the last checkpoint): the steps take the rest, so its
+  // decisions come at fixed + (step / steps) x (1 - fixed) of the runtime.
+  double fixed_fraction = 0.0;
 };
 
 // Each of `problem`'s tasks' early stopping from `workload` (by name: its
@@ -42,9 +47,12 @@ struct SimEarlyStop {
 // metric each reports comes from `evaluations` (a run's task_evaluated
 // events, e.g. a run of the same tasks to their end) when given; else each
 // task has a fixed quality drawn from `seed` (lower loss better), the same
-// at every step. InputError naming `evaluations_source` for a task of the
+// at every step. A launch's fixed costs are `profile`'s (runtime less
+// step_s x steps of the task's first configuration). InputError naming
+// `evaluations_source` for a task of the
 // workload with no evaluation there.
-std::vector<SimEarlyStop> EarlyStopsFromWorkload(const Problem& problem, const Workload& workload,
+std::vector<SimEarlyStop> EarlyStopsFromWorkload(const Problem& problem, const ProfileTable& profile,
+                                                 const Workload& workload,
                                                  const std::vector<Event>* evaluations,
                                                  const std::string& evaluations_source,
                                                  uint64_t seed);
@@ -52,7 +60,9 @@ std::vector<SimEarlyStop> EarlyStopsFromWorkload(const Problem& problem, const W
 class SimStoppers {
  public:
   // One entry per task (may be empty: no early stopping).
-  explicit SimStoppers(std::vector<SimEarlyStop> tasks);
+  // `concurrency`: how many tasks of a group train at once (the planner's
+  // estimate of their expected work depends on it; 0: all).
+  explicit SimStoppers(std::vector<SimEarlyStop> tasks, int concurrency = 0);
 
   bool Any() const { return any_; }
   // The fraction of its work at which task j next decides, after `done`;

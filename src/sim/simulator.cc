@@ -22,6 +22,17 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
+// The fewest GPUs any task's option takes (tasks training at once: at most
+// the cluster's GPUs over it).
+int FewestGpus(const Problem& p) {
+  int fewest = 1 << 20;
+  for (const Task& t : p.tasks) {
+    for (const Option& o : t.options)
+      fewest = std::min(fewest, o.gpus);
+  }
+  return fewest;
+}
+
 struct SimTask {
   bool arrived = false;
   bool finished = false;
@@ -44,8 +55,12 @@ struct Completion {
   int version;
   bool decision = false;
   double at = 0.0;
+  // Decisions at the same moment (tasks started together at one speed)
+  // come in a random order, as real workers' evaluations would.
+  uint64_t tie = 0;
   bool operator>(const Completion& o) const {
-    return time != o.time ? time > o.time : task > o.task;
+    if (time != o.time) return time > o.time;
+    return tie != o.tie ? tie > o.tie : task > o.task;
   }
 };
 
@@ -58,7 +73,7 @@ class Simulation {
         arrival_(arrival),
         opt_(options),
         s_(believed.NumTasks()),
-        stoppers_(options.early_stop) {
+        stoppers_(options.early_stop, believed.TotalGpus() / std::max(1, FewestGpus(believed))) {
     if (!options.early_stop.empty() &&
         static_cast<int>(options.early_stop.size()) != believed.NumTasks()) {
       throw std::logic_error("Simulate: early_stop has the wrong number of tasks");
@@ -205,7 +220,7 @@ class Simulation {
     double at = stoppers_.NextDecision(j, from);
     if (at >= 1.0) return;
     const SimTask& s = s_[j];
-    completions_.push({t + (at - from) * truth_[j][s.option], j, s.version, true, at});
+    completions_.push({t + (at - from) * truth_[j][s.option], j, s.version, true, at, ties_()});
   }
 
   // Task j reached a decision: whether its rule stopped it (it has ended).
@@ -396,6 +411,7 @@ class Simulation {
   std::vector<std::string> arrived_since_check_;  // arrivals not yet planned in
   PlanQueues queues_;
   SimStoppers stoppers_;
+  std::mt19937_64 ties_{opt_.policy.seed ^ 0x7e5u};
   std::function<bool(int)> finished_ = [this](int j) { return s_[j].finished; };
   std::function<bool(int, int)> gpu_free_ = [this](int n, int g) {
     return placements_.DeviceFree(n, g);

@@ -115,15 +115,20 @@ std::unique_ptr<StopRule> MakeStopRule(const EarlyStopSpec& spec);
 // numbers on every run (a fixed seed, splitmix64). The model: each task has
 // a fixed quality q ~ U(0, 1) and reports loss q + sqrt(d1 / t) at step t (d1
 // the first decision step): a learning curve shared by all, so a task's rank
-// is the same at every step. At each decision step in turn, the tasks still
-// training evaluate in a random order. Real curves cross and real tasks drift
-// apart in time, so take it as an estimate. To stay cheap (under 0.5 s for
+// is the same at every step. The tasks train in a random order,
+// `concurrency` at once (0, or the group's size or more: all at once), each
+// at one step per unit of time, the next starting as soon as one stops or
+// finishes: the order in which they reach each rung is the one a cluster of
+// that many slots gives, which is what makes ASHA asynchronous (the first
+// tasks to reach a rung meet few rivals there, so more of them go on than
+// 1/R). Real curves cross and real tasks differ in speed, so take it as an
+// estimate. To stay cheap (under 0.5 s for
 // 5000 tasks) groups over 5000 tasks are simulated as 5000, each simulation
 // repeats max(8, 20000 / tasks) times, and a rule with over 32 decision
 // steps (median with frequent evaluations) is simulated deciding at every
 // m-th evaluation only (m = ceil(D / 32)), a task that passed k real
 // decision steps taking the estimate of the simulated ones at or before them.
 std::vector<double> ExpectedTotalSteps(const EarlyStopSpec& spec, int group_size, long total_steps,
-                                       long eval_every);
+                                       long eval_every, int concurrency = 0);
 
 }  // namespace saturn

@@ -4,7 +4,9 @@
 #include <cmath>
 #include <cstdint>
 #include <memory>
+#include <queue>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "common/mix.h"
@@ -42,36 +44,60 @@ struct Tally {
   std::vector<double> tasks;
 };
 
-// One group under a fresh rule: adds each task's trained steps to `tally`.
+// One group under a fresh rule, `slots` tasks training at once in a random
+// order, each at one step per unit of time, the next starting as one ends
+// (stopped or finished): adds each task's trained steps to `tally`.
 void SimulateGroup(const EarlyStopSpec& spec, const std::vector<std::string>& names,
-                   const std::vector<long>& decisions, long total_steps, Random& random,
-                   Tally& tally) {
+                   const std::vector<long>& decisions, long total_steps, size_t slots,
+                   Random& random, Tally& tally) {
   std::unique_ptr<StopRule> rule = MakeStopRule(spec);
   size_t n = names.size();
+  size_t d = decisions.size();
   std::vector<double> quality(n);
   for (double& q : quality)
     q = random.Uniform();
+  std::vector<size_t> order(n);
+  for (size_t i = 0; i < n; ++i)
+    order[i] = i;
+  for (size_t i = n; i > 1; --i)
+    std::swap(order[i - 1], order[random.Below(i)]);
   std::vector<long> trained(n, total_steps);
   std::vector<size_t> passed(n, 0);
-  std::vector<size_t> alive(n);
-  for (size_t i = 0; i < n; ++i)
-    alive[i] = i;
+  std::vector<double> started(n, 0.0);
+  // (time, tie-break, task, decision index; d: its end), earliest first.
+  using Reach = std::tuple<double, double, size_t, size_t>;
+  std::priority_queue<Reach, std::vector<Reach>, std::greater<Reach>> reaches;
+  auto reach = [&](size_t task, size_t k) {
+    double at = static_cast<double>(k < d ? decisions[k] : total_steps);
+    reaches.emplace(started[task] + at, random.Uniform(), task, k);
+  };
+  size_t next = 0;
+  auto start = [&](double t) {
+    if (next >= n) return;
+    size_t task = order[next++];
+    started[task] = t;
+    reach(task, 0);
+  };
+  for (size_t s = 0; s < std::max<size_t>(1, slots); ++s)
+    start(0.0);
   double first = static_cast<double>(decisions.front());
-  for (size_t j = 0; j < decisions.size(); ++j) {
-    long step = decisions[j];
-    double curve = std::sqrt(first / static_cast<double>(step));
-    for (size_t i = alive.size(); i > 1; --i)
-      std::swap(alive[i - 1], alive[random.Below(i)]);
-    std::vector<size_t> next;
-    for (size_t task : alive) {
-      if (rule->OnEvaluation(names[task], step, total_steps, quality[task] + curve)) {
-        trained[task] = step;
-      } else {
-        passed[task] = j + 1;
-        next.push_back(task);
-      }
+  while (!reaches.empty()) {
+    auto [t, tie, task, k] = reaches.top();
+    reaches.pop();
+    if (k == d) {
+      passed[task] = d;
+      start(t);
+      continue;
     }
-    alive.swap(next);
+    long step = decisions[k];
+    double curve = std::sqrt(first / static_cast<double>(step));
+    if (rule->OnEvaluation(names[task], step, total_steps, quality[task] + curve)) {
+      trained[task] = step;
+      passed[task] = k;
+      start(t);
+    } else {
+      reach(task, k + 1);
+    }
   }
   for (size_t i = 0; i < n; ++i) {
     for (size_t k = 0; k <= passed[i]; ++k) {
@@ -84,7 +110,7 @@ void SimulateGroup(const EarlyStopSpec& spec, const std::vector<std::string>& na
 }  // namespace
 
 std::vector<double> ExpectedTotalSteps(const EarlyStopSpec& spec, int group_size, long total_steps,
-                                       long eval_every) {
+                                       long eval_every, int concurrency) {
   double total = static_cast<double>(total_steps);
   if (!spec.enabled()) return {total};
   EarlyStopSpec simulated = spec;
@@ -103,6 +129,11 @@ std::vector<double> ExpectedTotalSteps(const EarlyStopSpec& spec, int group_size
 
   int tasks = std::min(group_size, kMaxSimulatedTasks);
   int repeats = std::max(kMinRepeats, kTaskEvaluations / tasks);
+  // The simulated group is at most kMaxSimulatedTasks: its slots in proportion.
+  size_t slots = concurrency <= 0 || concurrency >= group_size
+                     ? static_cast<size_t>(tasks)
+                     : static_cast<size_t>(std::max<long>(
+                           1, static_cast<long>(concurrency) * tasks / group_size));
   std::vector<std::string> names;
   for (int i = 0; i < tasks; ++i)
     names.push_back("t" + std::to_string(i));
@@ -110,7 +141,7 @@ std::vector<double> ExpectedTotalSteps(const EarlyStopSpec& spec, int group_size
               std::vector<double>(coarse.size() + 1, 0.0)};
   Random random(kSeed);
   for (int r = 0; r < repeats; ++r)
-    SimulateGroup(simulated, names, coarse, total_steps, random, tally);
+    SimulateGroup(simulated, names, coarse, total_steps, slots, random, tally);
 
   // E[steps | passed j simulated steps]; where no task got that far, the
   // next one's (more steps: an over- rather than an under-estimate).

@@ -293,3 +293,27 @@ TEST(ExpectedTotalSteps, FiveThousandTasksTakeUnderHalfASecond) {
 
 }  // namespace
 }  // namespace saturn
+
+namespace saturn {
+namespace {
+
+// Two tasks one after the other (one slot): the first meets no rival at any
+// rung and runs to 400; the second goes on at rung 50 only if it is the
+// better of the two (probability 1/2), and then at every rung (ranks never
+// change): 400 or 50 steps. E = (400 + (400 + 50) / 2) / 2 = 312.5; a task
+// that passed rung 50 runs to 400.
+TEST(ExpectedTotalSteps, TasksTakingTurnsOnOneSlotMatchTheWorkedFigure) {
+  std::vector<double> e = ExpectedTotalSteps(Asha(50, 2), 2, 400, 50, 1);
+  ASSERT_EQ(e.size(), 4u);
+  EXPECT_NEAR(e[0], 312.5, 312.5 * 0.02);
+  EXPECT_NEAR(e[1], 400, 1e-9);
+  // Sixteen tasks on two slots reach the rungs in the order a cluster gives
+  // them, not all at once: the estimate differs, and stays in shape.
+  std::vector<double> two = ExpectedTotalSteps(Asha(50, 2), 16, 800, 50, 2);
+  std::vector<double> all = ExpectedTotalSteps(Asha(50, 2), 16, 800, 50);
+  ExpectShape(two, 800);
+  EXPECT_NE(two[0], all[0]);
+}
+
+}  // namespace
+}  // namespace saturn
