@@ -105,10 +105,15 @@ double SimStoppers::NextDecision(int j, double done) const {
   return std::max(at, done);
 }
 
+long SimStoppers::StepAt(int j, double at) const {
+  const SimEarlyStop& t = tasks_[static_cast<size_t>(j)];
+  return std::lround((at - t.fixed_fraction) / std::max(1e-9, 1.0 - t.fixed_fraction) *
+                     static_cast<double>(t.steps));
+}
+
 bool SimStoppers::Decide(int j, double at, const std::string& name, double* value) {
   const SimEarlyStop& t = tasks_[static_cast<size_t>(j)];
-  long step = std::lround((at - t.fixed_fraction) / std::max(1e-9, 1.0 - t.fixed_fraction) *
-                          static_cast<double>(t.steps));
+  long step = StepAt(j, at);
   *value = t.spec.maximize() ? -INFINITY : INFINITY;
   for (const auto& [s, v] : t.curve) {
     if (s > step) break;

@@ -71,6 +71,8 @@ class SimStoppers {
   // Task j reached the decision at fraction `at`: whether its rule stops it
   // (else it has passed one more decision); `*value`: the metric it reported.
   bool Decide(int j, double at, const std::string& name, double* value);
+  // The step task j has trained at fraction `at` of its work.
+  long StepAt(int j, double at) const;
   // The fraction of its work task j is expected to do in all (1 without a rule).
   double ExpectedFraction(int j) const;
 

@@ -227,7 +227,14 @@ class Simulation {
   bool Decide(const Completion& c) {
     int j = c.task;
     double value = 0.0;
-    if (!stoppers_.Decide(j, c.at, p_.tasks[j].name, &value)) {
+    const SimEarlyStop& e = opt_.early_stop[static_cast<size_t>(j)];
+    long step = stoppers_.StepAt(j, c.at);
+    bool stop = stoppers_.Decide(j, c.at, p_.tasks[j].name, &value);
+    // The evaluation the rule decided on, as a run logs it.
+    bool accuracy = e.spec.maximize();
+    Emit(events::TaskEvaluated(now_, Where(j), step, accuracy ? 0.0 : value,
+                               accuracy ? value : -1.0, 0.0));
+    if (!stop) {
       PushDecision(j, c.time, c.at);
       return false;
     }
@@ -239,9 +246,7 @@ class Simulation {
     r.end_s = now_;
     r.work_done = s_[j].done;
     r.status = TaskStatus::kStopped;
-    const EarlyStopSpec& spec = opt_.early_stop[static_cast<size_t>(j)].spec;
-    Emit(events::TaskEarlyStopped(now_, Where(j), spec.rule, spec.metric, value,
-                                  std::lround(c.at * opt_.early_stop[static_cast<size_t>(j)].steps)));
+    Emit(events::TaskEarlyStopped(now_, Where(j), e.spec.rule, e.spec.metric, value, step));
     for (int g : freed) {
       int next = queues_.Next(node, g, finished_);
       if (next >= 0) TryStart(next);
