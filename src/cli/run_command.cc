@@ -11,6 +11,7 @@
 #include "common/fs.h"
 #include "executor/run.h"
 #include "planner/registry.h"
+#include "report/best.h"
 #include "report/phrases.h"
 
 namespace saturn {
@@ -64,10 +65,16 @@ int RunRun(const RunOptions& o) {
     std::fprintf(stderr, "warning: %s\n", warning.c_str());
   }
   for (const nlohmann::json& b : s.best) {
-    std::fprintf(stderr, "best of %s: %s, evaluation loss %s; model: %s/tasks/%s/model.pt\n",
+    std::string value =
+        b.value("metric", "eval_loss") == "eval_loss"
+            ? "evaluation loss " + FormatLoss(b["final_eval_loss"].get<double>())
+            : b["metric"].get<std::string>() + " " + FormatLoss(b["value"].get<double>());
+    std::fprintf(stderr, "best of %s: %s, %s; model: %s/tasks/%s/model.pt\n",
                  b["sweep"].get<std::string>().c_str(), b["task"].get<std::string>().c_str(),
-                 FormatLoss(b["final_eval_loss"].get<double>()).c_str(), s.run_dir.c_str(),
-                 b["task"].get<std::string>().c_str());
+                 value.c_str(), s.run_dir.c_str(), b["task"].get<std::string>().c_str());
+    if (std::string margin = MarginPhrase(b); !margin.empty()) {
+      std::fprintf(stderr, "  %s\n", margin.c_str());
+    }
   }
   return s.failed ? 1 : 0;
 }

@@ -10,6 +10,8 @@
 // scheduler over one experiment's trials); it decides at evaluations, so
 // every task evaluates (`eval: {every: E}`) at each step the rule decides
 // at (tune/early_stop.h has the rules themselves).
+//
+//   select: {metric: eval_accuracy, mode: max}   # what "best" means
 #pragma once
 
 #include <string>
@@ -26,6 +28,16 @@ struct EarlyStopSpec {
 
   bool enabled() const { return !rule.empty(); }
   bool maximize() const { return metric == "eval_accuracy"; }
+};
+
+// A workload's `select: {metric: eval_loss | eval_accuracy, mode: min |
+// max}`: what "best" means among the tasks of a sweep or search (the
+// report's best, its margin over the runner-up). Default: the early_stop
+// rule's metric, else eval_loss; the mode defaults to the metric's (loss:
+// min, accuracy: max).
+struct SelectSpec {
+  std::string metric = "eval_loss";
+  bool maximize = false;
 };
 
 }  // namespace saturn

@@ -107,9 +107,10 @@ Event TaskStarted(double t, const TaskPlace& at, Progress from) {
 }
 
 Event TaskEvaluated(double t, const TaskPlace& at, long step, double loss, double accuracy,
-                    double seconds) {
+                    double seconds, double loss_se) {
   json extra = {{"step", step}, {"eval_loss", loss}, {"eval_s", seconds}};
   if (accuracy >= 0) extra["eval_accuracy"] = accuracy;
+  if (loss_se >= 0) extra["eval_loss_se"] = loss_se;
   return Make(t, EventKind::kTaskEvaluated, &at, std::move(extra));
 }
 

@@ -461,7 +461,7 @@ Workload ParseWorkload(const std::string& text, const std::string& source,
   w.source = source;
   w.base_dir = base_dir;
   YamlFields top(ParseYamlText(text, source), source, "");
-  top.AllowOnly({"cluster", "tasks", "plugins", "max_tasks", "early_stop"});
+  top.AllowOnly({"cluster", "tasks", "plugins", "max_tasks", "early_stop", "select"});
   w.max_tasks = max_tasks > 0
                     ? max_tasks
                     : top.OptionalInt("max_tasks", 1).value_or(defaults::kMaxWorkloadTasks);
@@ -475,8 +475,10 @@ Workload ParseWorkload(const std::string& text, const std::string& source,
   for (size_t i = 0; i < tasks.size(); ++i)
     ReadTaskAndSweep(tasks[i], "tasks[" + std::to_string(i) + "]", names, w);
   w.early_stop = ReadEarlyStop(top, w);
+  w.select = ReadSelect(top, w, w.early_stop);
   for (WorkloadTask& t : w.tasks) {
     t.early_stop = w.early_stop;
+    t.select = w.select;
     if (t.early_stop.enabled()) t.stop_group = source;
   }
   return w;

@@ -74,7 +74,8 @@ struct WorkloadTask {
   // (the workload's source: a submission's tasks are a group of their own).
   EarlyStopSpec early_stop;
   std::string stop_group;
-  int line = 0;  // where the task is defined
+  SelectSpec select;  // its workload's select: (what "best" means)
+  int line = 0;       // where the task is defined
 };
 
 struct Workload {
@@ -88,8 +89,10 @@ struct Workload {
   // else defaults::kMaxWorkloadTasks. More is an InputError at the task
   // (or its sweep or search) that goes past it, before any task is expanded.
   long max_tasks = 0;
-  // `early_stop:` (contracts/early_stop.h): one rule over all its tasks.
+  // `early_stop:` (contracts/early_stop.h): one rule over all its tasks;
+  // `select:`, what "best" means among them.
   EarlyStopSpec early_stop;
+  SelectSpec select;
 };
 
 // `extra_plugins`: technique plug-ins given on the command line (--plugin),

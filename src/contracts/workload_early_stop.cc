@@ -1,8 +1,11 @@
 #include "contracts/workload_early_stop.h"
 
-#include "common/format.h"
+#include <optional>
+#include <string>
+
 #include "common/defaults.h"
 #include "common/error.h"
+#include "common/format.h"
 #include "common/limits.h"
 #include "contracts/workload_model.h"
 
@@ -25,14 +28,48 @@ void CheckTasksEvaluate(const EarlyStopSpec& spec, const YamlFields& rule, const
     }
     long every = t.spec["eval"]["every"].get<long>();
     if (spec.grace_steps % every != 0) {
-      rule.Fail("grace_steps", std::to_string(spec.grace_steps) + " is not a multiple of " +
-                                   where + "'s eval.every (" + std::to_string(every) +
+      rule.Fail("grace_steps", std::to_string(spec.grace_steps) + " is not a multiple of " + where +
+                                   "'s eval.every (" + std::to_string(every) +
                                    "): the rule decides at evaluations");
     }
   }
 }
 
+// "unknown metric 'x'; expected eval_loss (lower is better) or ..."
+void CheckMetric(const YamlFields& f, const std::string& metric) {
+  if (metric != "eval_loss" && metric != "eval_accuracy") {
+    f.Fail("metric", "unknown metric " + Quote(metric) +
+                         "; expected eval_loss (lower is better) or eval_accuracy (higher)" +
+                         SuggestionFor(metric, {"eval_loss", "eval_accuracy"}));
+  }
+}
+
 }  // namespace
+
+SelectSpec ReadSelect(const YamlFields& top, const Workload& w, const EarlyStopSpec& early_stop) {
+  SelectSpec spec;
+  spec.metric = early_stop.enabled() ? early_stop.metric : "eval_loss";
+  spec.maximize = early_stop.enabled() && early_stop.maximize();
+  if (!top.Has("select")) return spec;
+  YamlFields f(top.Required("select"), top.source(), top.FieldPath("select"));
+  f.AllowOnly({"metric", "mode"});
+  spec.metric = f.OptionalString("metric").value_or("eval_loss");
+  CheckMetric(f, spec.metric);
+  spec.maximize = spec.metric == "eval_accuracy";
+  if (std::optional<std::string> mode = f.OptionalString("mode")) {
+    if (*mode != "min" && *mode != "max") {
+      f.Fail("mode", "expected min or max, got " + Quote(*mode));
+    }
+    spec.maximize = *mode == "max";
+  }
+  for (const WorkloadTask& t : w.tasks) {
+    if (t.is_command || !t.spec.contains("eval")) {
+      f.Fail("metric", "task " + Quote(t.name) + " (line " + std::to_string(t.line) +
+                           ") reports no " + spec.metric + ": it needs eval: {every: N}");
+    }
+  }
+  return spec;
+}
 
 EarlyStopSpec ReadEarlyStop(const YamlFields& top, const Workload& w) {
   EarlyStopSpec spec;
@@ -56,11 +93,7 @@ EarlyStopSpec ReadEarlyStop(const YamlFields& top, const Workload& w) {
     spec.min_samples = rule.OptionalInt("min_samples", 1, defaults::kMaxWorkloadTasks).value_or(3);
   }
   spec.metric = rule.OptionalString("metric").value_or("eval_loss");
-  if (spec.metric != "eval_loss" && spec.metric != "eval_accuracy") {
-    rule.Fail("metric", "unknown metric " + Quote(spec.metric) +
-                            "; expected eval_loss (lower is better) or eval_accuracy (higher)" +
-                            SuggestionFor(spec.metric, {"eval_loss", "eval_accuracy"}));
-  }
+  CheckMetric(rule, spec.metric);
   spec.grace_steps = rule.Int("grace_steps", 1, limits::kMaxSteps);
   CheckTasksEvaluate(spec, rule, w);
   return spec;

@@ -18,5 +18,8 @@ const std::vector<std::string>& EarlyStopRuleNames();
 // An empty spec when `top` has no early_stop:. InputError naming the field
 // (or the task that cannot take part) otherwise.
 EarlyStopSpec ReadEarlyStop(const YamlFields& top, const Workload& w);
+// `select:`, defaulting to `early_stop`'s metric; InputError naming the
+// field, or a task that does not evaluate.
+SelectSpec ReadSelect(const YamlFields& top, const Workload& w, const EarlyStopSpec& early_stop);
 
 }  // namespace saturn

@@ -2,7 +2,9 @@
 
 #include <ATen/core/grad_mode.h>
 
+#include <cmath>
 #include <memory>
+#include <vector>
 
 #include "common/clock.h"
 #include "engine/blocks.h"
@@ -42,10 +44,14 @@ EvalResult EvaluateBatches(const TrainContext& ctx, const std::vector<Batch>& ba
   bool classifier = ctx.model.Loss() == LossKind::kCrossEntropy;
   double loss_sum = 0.0;
   int64_t items = 0, hits = 0, total = 0;
+  std::vector<double> batch_losses;
   for (size_t k = 0; k < batches.size(); ++k) {
     at::Tensor targets = ctx.device.Place(batches[k].targets);
-    loss_sum += ctx.model.LossSum(h[k], targets).item<double>();
-    items += targets.size(0) * ctx.model.LossItemsPerSample();
+    double sum = ctx.model.LossSum(h[k], targets).item<double>();
+    int64_t n = targets.size(0) * ctx.model.LossItemsPerSample();
+    loss_sum += sum;
+    items += n;
+    if (n > 0) batch_losses.push_back(sum / static_cast<double>(n));
     if (classifier && h[k].dim() == targets.dim() + 1) {
       hits += h[k].argmax(-1).eq(targets).sum().item<int64_t>();
       total += targets.numel();
@@ -54,6 +60,14 @@ EvalResult EvaluateBatches(const TrainContext& ctx, const std::vector<Batch>& ba
   EvalResult result;
   result.loss = items > 0 ? loss_sum / static_cast<double>(items) : 0.0;
   result.accuracy = total > 0 ? static_cast<double>(hits) / static_cast<double>(total) : -1.0;
+  if (batch_losses.size() >= 2) {
+    double mean = 0.0, squares = 0.0, k = static_cast<double>(batch_losses.size());
+    for (double l : batch_losses)
+      mean += l / k;
+    for (double l : batch_losses)
+      squares += (l - mean) * (l - mean);
+    result.loss_se = std::sqrt(squares / (k - 1.0) / k);
+  }
   ctx.device.Synchronize();
   result.seconds = MonotonicSeconds() - start;
   return result;

@@ -154,7 +154,10 @@ struct EstimateContext {
 struct EvalResult {
   double loss = 0.0;       // mean over the held-out batches, as training's loss
   double accuracy = -1.0;  // cross-entropy models: share of argmax hits; < 0: none
-  double seconds = 0.0;    // what it took, reading (and, in Execute, writing) the model included
+  // The standard error of `loss` over the held-out batches (their losses'
+  // sample standard deviation / sqrt(batches)); < 0 with one batch.
+  double loss_se = -1.0;
+  double seconds = 0.0;  // what it took, reading (and, in Execute, writing) the model included
 };
 
 struct ExecuteOptions {

@@ -109,7 +109,7 @@ void Dispatcher::ReadProgress(int j) {
     lines += *line + "\n";
     if (EvalReport e; ParseEvalLine(*line, &e)) {
       run_.Emit(events::TaskEvaluated(run_.Now(), run_.Where(j), e.steps_done, e.loss, e.accuracy,
-                                      e.seconds));
+                                      e.seconds, e.loss_se));
       if (!pack) StopEarlyIfRuled(j, e);
       continue;
     }

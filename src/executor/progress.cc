@@ -162,6 +162,7 @@ nlohmann::json WriteReport(RunContext& run, const RunSummary& summary) {
     t.losses = run.site.state->Losses(r.name);
     t.sweep = run.WorkloadTaskOf(j).sweep;
     t.settings = run.WorkloadTaskOf(j).spec;
+    t.select = run.WorkloadTaskOf(j).select;
     // Its profiled paces, on every node each configuration fits: the
     // profile's runtime less a launch's fixed costs (ScaledRuntime at no
     // steps) over its steps, and those costs, paid by every launch (a run

@@ -296,6 +296,10 @@ std::string FormatEvalLine(const EvalReport& r) {
   char line[200];
   std::snprintf(line, sizeof line, "saturn: eval_step=%ld eval_loss=%.9g", r.steps_done, r.loss);
   std::string out = line;
+  if (r.loss_se >= 0) {
+    std::snprintf(line, sizeof line, " eval_loss_se=%.6g", r.loss_se);
+    out += line;
+  }
   if (r.accuracy >= 0) {
     std::snprintf(line, sizeof line, " eval_accuracy=%.6g", r.accuracy);
     out += line;
@@ -310,6 +314,7 @@ bool ParseEvalLine(const std::string& line, EvalReport* report) {
   if (!f || !StepField(*f, "eval_step", &r.steps_done) || !f->count("eval_loss")) return false;
   r.loss = f->at("eval_loss");
   if (!MeasureField(*f, "eval_accuracy", 1.0, &r.accuracy) ||
+      !MeasureField(*f, "eval_loss_se", limits::kMaxNumber, &r.loss_se) ||
       !MeasureField(*f, "eval_s", limits::kMaxNumber, &r.seconds)) {
     return false;
   }

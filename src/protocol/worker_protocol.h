@@ -101,7 +101,7 @@ struct StepReport {
   double peak_mem_gib = -1.0;  // < 0: not reported
 };
 
-// A progress line "saturn: eval_step=N eval_loss=X [eval_accuracy=A]
+// A progress line "saturn: eval_step=N eval_loss=X [eval_loss_se=E] [eval_accuracy=A]
 // eval_s=S": an evaluation on held-out data after N steps (tasks with
 // eval). It has no "step" field, so ParseStepLine skips it.
 struct EvalReport {
@@ -109,6 +109,7 @@ struct EvalReport {
   double loss = 0.0;
   double accuracy = -1.0;  // < 0: not a classifier
   double seconds = 0.0;
+  double loss_se = -1.0;  // the loss's standard error over its batches; < 0: one batch
 };
 
 // The worker broke the protocol: a foreign version, a malformed message, a

@@ -10,6 +10,7 @@
 #include "common/fs.h"
 #include "contracts/baseline_comparison.h"
 #include "contracts/sweep.h"
+#include "report/best.h"
 #include "report/gantt.h"
 #include "report/loss_charts.h"
 #include "report/phrases.h"
@@ -20,37 +21,6 @@ namespace saturn {
 namespace {
 
 using nlohmann::json;
-
-// One evaluation on held-out data, from a task_evaluated event.
-struct EvalPoint {
-  long step = 0;
-  double loss = 0.0;
-  double accuracy = -1.0;
-};
-
-// Per task, its evaluations by step (a later event for the same step, after
-// a resume, replaces the earlier one).
-std::map<std::string, std::map<long, EvalPoint>> EvalsOf(const std::vector<Event>& events) {
-  std::map<std::string, std::map<long, EvalPoint>> out;
-  for (const Event& e : events) {
-    if (e.kind != EventKind::kTaskEvaluated || !e.extra.contains("step") ||
-        !e.extra.contains("eval_loss"))
-      continue;
-    EvalPoint p;
-    p.step = e.extra["step"].get<long>();
-    p.loss = e.extra["eval_loss"].get<double>();
-    p.accuracy = e.extra.value("eval_accuracy", -1.0);
-    out[e.task][p.step] = p;
-  }
-  return out;
-}
-
-// The evaluation after the task's last step, if it has one.
-const EvalPoint* FinalEval(const RunReportTask& t, const std::map<long, EvalPoint>* evals) {
-  if (evals == nullptr || t.status != TaskStatus::kFinished) return nullptr;
-  auto it = evals->find(t.steps);
-  return it == evals->end() ? nullptr : &it->second;
-}
 
 // Whether the cluster names its nodes' GPU types: then each task says the
 // type it ran on ("gpu_type"; "" where it never ran).
@@ -70,49 +40,6 @@ std::string TypeOf(const Cluster& cluster, const RunReportTask& t) {
 
 namespace {
 
-using Evals = std::map<std::string, std::map<long, EvalPoint>>;
-
-const std::map<long, EvalPoint>* EvalsOfTask(const Evals& evals, const std::string& task) {
-  auto it = evals.find(task);
-  return it == evals.end() ? nullptr : &it->second;
-}
-
-// Per sweep: its tasks in order, and the best by final evaluation loss
-// (`best_of`: sweep -> task).
-json BestOfSweeps(const RunReportInput& in, const Evals& evals,
-                  std::map<std::string, std::string>& best_of) {
-  auto evals_of = [&](const std::string& task) { return EvalsOfTask(evals, task); };
-  std::vector<std::string> sweeps;
-  std::map<std::string, std::vector<const RunReportTask*>> members;
-  for (const RunReportTask& t : in.tasks) {
-    std::string sweep = t.sweep.empty() ? t.name : t.sweep;
-    if (members[sweep].empty()) sweeps.push_back(sweep);
-    members[sweep].push_back(&t);
-  }
-  json best = json::array();
-  for (const std::string& sweep : sweeps) {
-    const RunReportTask* winner = nullptr;
-    const EvalPoint* winner_eval = nullptr;
-    int evaluated = 0;
-    for (const RunReportTask* t : members[sweep]) {
-      const EvalPoint* e = FinalEval(*t, evals_of(t->name));
-      if (e == nullptr) continue;
-      ++evaluated;
-      if (winner == nullptr || e->loss < winner_eval->loss) winner = t, winner_eval = e;
-    }
-    if (winner == nullptr) continue;
-    best_of[sweep] = winner->name;
-    json entry = {{"sweep", sweep},
-                  {"task", winner->name},
-                  {"final_eval_loss", winner_eval->loss},
-                  {"evaluated", evaluated},
-                  {"tasks", members[sweep].size()}};
-    if (winner_eval->accuracy >= 0) entry["final_eval_accuracy"] = winner_eval->accuracy;
-    best.push_back(std::move(entry));
-  }
-  return best;
-}
-
 // What current practice (each task on a whole node, one after another)
 // would have taken, estimated from the same profile, against the run:
 // report.json's "current_practice"; null without the baseline. Both from
@@ -128,7 +55,7 @@ json CurrentPractice(const RunReportInput& in) {
   // first plan planned: every task, all finished.
   bool same_tasks = in.tasks.size() == in.first_plan.tasks.size() &&
                     std::all_of(in.tasks.begin(), in.tasks.end(), [](const RunReportTask& t) {
-                      return t.status == TaskStatus::kFinished;
+                      return t.status == TaskStatus::kFinished || t.status == TaskStatus::kStopped;
                     });
   json out = {{"estimated_makespan_s", cp->baseline_s},
               {"from_s", cp->from_s},
@@ -223,25 +150,6 @@ std::string GanttsHtml(const RunReportInput& in, int switches,
     baseline_svg = RenderGanttSvg(baseline) + "\n";
   }
   return RenderGanttSvg(chart) + "\n" + baseline_svg;
-}
-
-std::string BestHtml(const json& best) {
-  if (best.empty()) return "";
-  std::string html = "<h2>Best models (lowest final evaluation loss)</h2>\n<ul>\n";
-  for (const json& b : best) {
-    std::string accuracy =
-        b.contains("final_eval_accuracy")
-            ? ", accuracy " + FormatFixed(b["final_eval_accuracy"].get<double>(), 4)
-            : std::string();
-    html += "<li>" + XmlEscape(b["sweep"].get<std::string>()) + ": <b>" +
-            XmlEscape(b["task"].get<std::string>()) + "</b>, evaluation loss " +
-            FormatLoss(b["final_eval_loss"].get<double>()) + accuracy + " (" +
-            std::to_string(b["evaluated"].get<int>()) + " of " +
-            Plural(static_cast<long>(b["tasks"].get<size_t>()), "task") +
-            " evaluated); its model: <code>tasks/" + XmlEscape(b["task"].get<std::string>()) +
-            "/model.pt</code></li>\n";
-  }
-  return html + "</ul>\n";
 }
 
 bool IsBest(const RunReportTask& t, const std::map<std::string, std::string>& best_of) {
@@ -435,10 +343,10 @@ json WriteRunReport(const RunReportInput& in) {
   const std::optional<long long> disk = TotalDiskBytes(in);
   report["disk_bytes"] = disk ? json(*disk) : json();
   const auto columns = HyperParameterColumns(in);
-  const std::map<std::string, std::map<long, EvalPoint>> evals = EvalsOf(in.events);
+  const Evals evals = EvalsOf(in.events);
   auto evals_of = [&](const std::string& task) { return EvalsOfTask(evals, task); };
   std::map<std::string, std::string> best_of;  // sweep -> task
-  const json best = BestOfSweeps(in, evals, best_of);
+  const json best = BestOfSweeps(in.tasks, evals, best_of);
   for (size_t i = 0; i < in.tasks.size(); ++i) {
     const RunReportTask& t = in.tasks[i];
     json losses = json::array();

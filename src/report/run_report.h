@@ -38,6 +38,7 @@
 #include <vector>
 
 #include "contracts/cluster.h"
+#include "contracts/early_stop.h"
 #include "contracts/events.h"
 #include "contracts/plan.h"
 #include "contracts/task_view.h"
@@ -73,6 +74,8 @@ struct RunReportTask : TaskState {
   // task's own value in every hyper-parameter column, swept or not
   // (report.json's "hyperparameter_values").
   nlohmann::json settings = nlohmann::json::object();
+  // What "best" means among its sweep's tasks (its workload's select:).
+  SelectSpec select;
   // Its profiled paces (the configurations it may run in), for
   // "slowdown_vs_profile"; none: not known.
   std::vector<ProfiledPace> profiled;

@@ -238,9 +238,9 @@ int RunExecute(const WorkerRequest& o, const Job& job, engine::TrainContext& ctx
     run.eval_data = held_out.get();
     run.on_eval = [&](int64_t steps_done, const engine::EvalResult& r) {
       eval_share_s = r.seconds / static_cast<double>(job.task.eval.every);
-      std::printf(
-          "%s\n",
-          FormatEvalLine({static_cast<long>(steps_done), r.loss, r.accuracy, r.seconds}).c_str());
+      std::printf("%s\n", FormatEvalLine({static_cast<long>(steps_done), r.loss, r.accuracy,
+                                          r.seconds, r.loss_se})
+                              .c_str());
       std::fflush(stdout);
     };
   }

@@ -99,5 +99,40 @@ TEST_F(EarlyStopSpecTest, BadRulesAndTasksThatCannotTakePartAreNamed) {
                         "'gpt-lr1.0e-3' (line 3)'s eval.every (30)"));
 }
 
+TEST_F(EarlyStopSpecTest, SelectSaysWhatBestMeansAndDefaultsToTheRulesMetric) {
+  Workload w = Parse("{asha: {metric: eval_accuracy, grace_steps: 50}}");
+  EXPECT_EQ(w.tasks[0].select.metric, "eval_accuracy");
+  EXPECT_TRUE(w.tasks[0].select.maximize);
+  auto with_select = [&](const std::string& select) {
+    return ParseWorkload(
+        "cluster: {nodes: [{name: n0, gpus: 2}]}\ntasks:\n"
+        "  - {name: g, model: {type: gpt, layers: 2, d_model: 32, heads: 2, seq_len: 16}, "
+        "data: {type: text, path: data/corpus.txt}, batch_size: 8, steps: 40, "
+        "optimizer: {type: adamw, lr: 1.0e-3}, eval: {every: 10, batches: 2}}\n"
+        "select: " +
+            select + "\n",
+        "w.yaml", dir_);
+  };
+  Workload loss = with_select("{metric: eval_loss}");
+  EXPECT_EQ(loss.tasks[0].select.metric, "eval_loss");
+  EXPECT_FALSE(loss.tasks[0].select.maximize);
+  EXPECT_TRUE(with_select("{metric: eval_loss, mode: max}").tasks[0].select.maximize);
+  auto error = [&](const std::string& select) {
+    try {
+      with_select(select);
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_THAT(error("{metric: eval_acc}"), HasSubstr("select.metric: unknown metric 'eval_acc'"));
+  EXPECT_THAT(error("{metric: eval_loss, mode: lowest}"),
+              HasSubstr("select.mode: expected min or max, got 'lowest'"));
+  EXPECT_THAT(error("{metrics: eval_loss}"), HasSubstr("select.metrics: unknown field"));
+  // A metric no task reports: a task without evaluations.
+  EXPECT_THAT(ErrorOf("{asha: {grace_steps: 50}}\nselect: {metric: eval_loss}", 0),
+              HasSubstr("reports no eval_loss"));
+}
+
 }  // namespace
 }  // namespace saturn

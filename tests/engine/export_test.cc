@@ -7,6 +7,7 @@
 
 #include <torch/csrc/jit/serialization/pickle.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <regex>
@@ -97,9 +98,15 @@ void TrainAndCheck(const std::string& name, nlohmann::json json) {
   EXPECT_NEAR(evals[6], mine.loss, 1e-6 * std::max(1.0, mine.loss));
   EXPECT_NE(evals[4], evals[6]);                           // the model changed in between
   EXPECT_FALSE(fs::exists(dir.Path("checkpoints.eval")));  // the scratch checkpoint is gone
+  // The standard error over the two batches, from each batch's loss alone:
+  // the sample standard deviation of two values over sqrt(2) is half their gap.
+  engine::EvalResult one = EngineEval(task, {batches[0]}, dir.Path("checkpoints/checkpoint-6"));
+  engine::EvalResult two = EngineEval(task, {batches[1]}, dir.Path("checkpoints/checkpoint-6"));
+  EXPECT_LT(one.loss_se, 0);  // one batch: none
+  EXPECT_NEAR(mine.loss_se, std::fabs(one.loss - two.loss) / 2, 1e-6 * std::max(1.0, mine.loss));
+  EXPECT_THAT(run.out, HasSubstr("eval_loss_se="));
 
   if (!PythonHasTorch()) GTEST_SKIP() << "/usr/bin/python3 has no torch";
-  engine::EvalResult one = EngineEval(task, {batches[0]}, dir.Path("checkpoints/checkpoint-6"));
   SaveBatch(batches[0], dir.Path("batch.pt"));
   char expected[64];
   std::snprintf(expected, sizeof expected, "%.9g", one.loss);

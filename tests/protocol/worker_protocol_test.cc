@@ -113,6 +113,10 @@ TEST(WorkerProtocol, EvalLinesRoundTripAndAreNotStepLines) {
   EXPECT_FALSE(ParseEvalLine(FormatStepLine({3, 1.5, 0.25, -1}), &back));
   ASSERT_TRUE(ParseEvalLine(FormatEvalLine({7, 2.0, -1.0, 0.1}), &back));
   EXPECT_LT(back.accuracy, 0);  // an mse model has none
+  EXPECT_LT(back.loss_se, 0);   // one batch: no standard error
+  ASSERT_TRUE(ParseEvalLine(FormatEvalLine({7, 2.0, -1.0, 0.1, 0.0125}), &back));
+  EXPECT_DOUBLE_EQ(back.loss_se, 0.0125);
+  EXPECT_FALSE(ParseEvalLine("saturn: eval_step=7 eval_loss=2 eval_loss_se=-1 eval_s=0", &back));
 }
 
 TEST(WorkerProtocol, ForeignOrBrokenMessagesAreRefused) {

@@ -1,0 +1,157 @@
+#include "report/best.h"
+
+#include <cmath>
+
+#include "common/format.h"
+#include "report/svg.h"
+
+namespace saturn {
+namespace {
+
+using nlohmann::json;
+
+// Two standard errors of the difference: a margin below is within noise.
+constexpr double kNoiseStandardErrors = 2.0;
+
+// The metric of `select` at evaluation `e`; NaN where it has none.
+double ValueOf(const SelectSpec& select, const EvalPoint& e) {
+  if (select.metric == "eval_accuracy") return e.accuracy >= 0 ? e.accuracy : NAN;
+  return e.loss;
+}
+
+}  // namespace
+
+Evals EvalsOf(const std::vector<Event>& events) {
+  Evals out;
+  for (const Event& e : events) {
+    if (e.kind != EventKind::kTaskEvaluated || !e.extra.contains("step") ||
+        !e.extra.contains("eval_loss"))
+      continue;
+    EvalPoint p;
+    p.step = e.extra["step"].get<long>();
+    p.loss = e.extra["eval_loss"].get<double>();
+    p.accuracy = e.extra.value("eval_accuracy", -1.0);
+    p.loss_se = e.extra.value("eval_loss_se", -1.0);
+    out[e.task][p.step] = p;
+  }
+  return out;
+}
+
+const std::map<long, EvalPoint>* EvalsOfTask(const Evals& evals, const std::string& task) {
+  auto it = evals.find(task);
+  return it == evals.end() ? nullptr : &it->second;
+}
+
+const EvalPoint* FinalEval(const RunReportTask& t, const std::map<long, EvalPoint>* evals) {
+  if (evals == nullptr || t.status != TaskStatus::kFinished) return nullptr;
+  auto it = evals->find(t.steps);
+  return it == evals->end() ? nullptr : &it->second;
+}
+
+namespace {
+
+struct Ranked {
+  const RunReportTask* task;
+  const EvalPoint* eval;
+  double value;
+};
+
+// The entry of one sweep whose evaluated tasks are `ranked`, best first.
+json Entry(const std::string& sweep, const std::vector<Ranked>& ranked, size_t tasks) {
+  const Ranked& best = ranked.front();
+  const SelectSpec& select = best.task->select;
+  json entry = {{"sweep", sweep},
+                {"task", best.task->name},
+                {"metric", select.metric},
+                {"mode", select.maximize ? "max" : "min"},
+                {"value", best.value},
+                {"final_eval_loss", best.eval->loss},
+                {"evaluated", ranked.size()},
+                {"tasks", tasks},
+                {"runner_up", nullptr},
+                {"margin", nullptr},
+                {"margin_se", nullptr},
+                {"within_noise", nullptr}};
+  if (best.eval->accuracy >= 0) entry["final_eval_accuracy"] = best.eval->accuracy;
+  if (ranked.size() < 2) return entry;
+  const Ranked& second = ranked[1];
+  entry["runner_up"] = {{"task", second.task->name}, {"value", second.value}};
+  double margin = std::fabs(best.value - second.value);
+  entry["margin"] = margin;
+  if (select.metric == "eval_loss" && best.eval->loss_se >= 0 && second.eval->loss_se >= 0) {
+    double se = std::hypot(best.eval->loss_se, second.eval->loss_se);
+    entry["margin_se"] = se;
+    entry["within_noise"] = margin < kNoiseStandardErrors * se;
+  }
+  return entry;
+}
+
+}  // namespace
+
+json BestOfSweeps(const std::vector<RunReportTask>& tasks, const Evals& evals,
+                  std::map<std::string, std::string>& best_of) {
+  std::vector<std::string> sweeps;
+  std::map<std::string, std::vector<const RunReportTask*>> members;
+  for (const RunReportTask& t : tasks) {
+    std::string sweep = t.sweep.empty() ? t.name : t.sweep;
+    if (members[sweep].empty()) sweeps.push_back(sweep);
+    members[sweep].push_back(&t);
+  }
+  json best = json::array();
+  for (const std::string& sweep : sweeps) {
+    std::vector<Ranked> ranked;
+    for (const RunReportTask* t : members[sweep]) {
+      const EvalPoint* e = FinalEval(*t, EvalsOfTask(evals, t->name));
+      if (e == nullptr || std::isnan(ValueOf(t->select, *e))) continue;
+      ranked.push_back({t, e, ValueOf(t->select, *e)});
+    }
+    if (ranked.empty()) continue;
+    bool maximize = ranked.front().task->select.maximize;
+    std::stable_sort(ranked.begin(), ranked.end(), [&](const Ranked& a, const Ranked& b) {
+      return maximize ? a.value > b.value : a.value < b.value;
+    });
+    best_of[sweep] = ranked.front().task->name;
+    best.push_back(Entry(sweep, ranked, members[sweep].size()));
+  }
+  return best;
+}
+
+std::string MarginPhrase(const json& b) {
+  if (!b.contains("runner_up") || b["runner_up"].is_null()) return "";
+  std::string out = "ahead of " + b["runner_up"]["task"].get<std::string>() + " by " +
+                    FormatLoss(b["margin"].get<double>());
+  if (b["margin_se"].is_number()) {
+    out += " (standard error " + FormatLoss(b["margin_se"].get<double>()) + ": " +
+           (b["within_noise"].get<bool>() ? "within the evaluations' noise"
+                                          : "more than twice the noise") +
+           ")";
+  } else {
+    out += " (noise unknown: evaluate on 2 or more batches for a standard error)";
+  }
+  return out;
+}
+
+std::string BestHtml(const json& best) {
+  if (best.empty()) return "";
+  std::string html = "<h2>Best models</h2>\n<ul>\n";
+  for (const json& b : best) {
+    std::string metric = b["metric"].get<std::string>();
+    std::string accuracy =
+        b.contains("final_eval_accuracy") && metric != "eval_accuracy"
+            ? ", accuracy " + FormatFixed(b["final_eval_accuracy"].get<double>(), 4)
+            : std::string();
+    std::string margin = MarginPhrase(b);
+    html += "<li>" + XmlEscape(b["sweep"].get<std::string>()) + ": <b>" +
+            XmlEscape(b["task"].get<std::string>()) + "</b>, " +
+            (metric == "eval_accuracy" ? "evaluation accuracy " : "evaluation loss ") +
+            FormatLoss(b["value"].get<double>()) + " (" +
+            (b["mode"] == "max" ? "highest" : "lowest") + ")" + accuracy + ", " +
+            std::to_string(b["evaluated"].get<int>()) + " of " +
+            Plural(static_cast<long>(b["tasks"].get<size_t>()), "task") + " evaluated" +
+            (margin.empty() ? "" : "; " + XmlEscape(margin)) + "; its model: <code>tasks/" +
+            XmlEscape(b["task"].get<std::string>()) + "/model.pt</code></li>\n";
+  }
+  return html + "</ul>\n";
+}
+
+}  // namespace saturn

@@ -1,0 +1,54 @@
+// The best of each sweep or search (report.json's "best", report.html's
+// "Best models", `saturn run`'s last lines): among the tasks that evaluated
+// after their last step, the one with the best value of the workload's
+// `select:` metric (contracts/early_stop.h: eval_loss, lowest, unless it
+// says otherwise), its margin over the runner-up and whether that margin is
+// within the evaluations' noise (each evaluation's standard error over its
+// held-out batches; eval.batches >= 2).
+//
+//   Evals evals = EvalsOf(events);
+//   std::map<std::string, std::string> best_of;   // sweep -> its best task
+//   json best = BestOfSweeps(tasks, evals, best_of);
+#pragma once
+
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "contracts/events.h"
+#include "report/run_report.h"
+
+namespace saturn {
+
+// One evaluation on held-out data, from a task_evaluated event.
+struct EvalPoint {
+  long step = 0;
+  double loss = 0.0;
+  double accuracy = -1.0;  // < 0: none
+  double loss_se = -1.0;   // the loss's standard error over its batches; < 0: unknown
+};
+
+// Per task, its evaluations by step (a later event for the same step, after
+// a resume, replaces the earlier one).
+using Evals = std::map<std::string, std::map<long, EvalPoint>>;
+Evals EvalsOf(const std::vector<Event>& events);
+const std::map<long, EvalPoint>* EvalsOfTask(const Evals& evals, const std::string& task);
+
+// The evaluation after a finished task's last step, if it has one.
+const EvalPoint* FinalEval(const RunReportTask& t, const std::map<long, EvalPoint>* evals);
+
+// Per sweep, in the order written: {sweep, task, metric, mode, value,
+// final_eval_loss[, final_eval_accuracy], evaluated, tasks, runner_up
+// ({task, value} or null), margin, margin_se and within_noise (null when
+// unknown)}; `best_of` gets sweep -> task.
+nlohmann::json BestOfSweeps(const std::vector<RunReportTask>& tasks, const Evals& evals,
+                            std::map<std::string, std::string>& best_of);
+
+// report.html's "Best models" list ("" without any).
+std::string BestHtml(const nlohmann::json& best);
+// "ahead of X by 0.0123 (standard error 0.004: within the evaluations'
+// noise)"; "" without a runner-up.
+std::string MarginPhrase(const nlohmann::json& entry);
+
+}  // namespace saturn

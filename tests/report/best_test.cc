@@ -1,0 +1,96 @@
+// The best of a sweep by the workload's select: metric, its margin over
+// the runner-up and whether that margin is within the evaluations' noise
+// (two standard errors of the difference, from each evaluation's standard
+// error over its batches), worked by hand here.
+#include "report/best.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+namespace saturn {
+namespace {
+
+using ::testing::HasSubstr;
+
+RunReportTask Finished(const std::string& name, const SelectSpec& select) {
+  RunReportTask t;
+  t.name = name;
+  t.status = TaskStatus::kFinished;
+  t.steps = 100;
+  t.sweep = "s";
+  t.select = select;
+  return t;
+}
+
+Event Eval(const std::string& task, long step, double loss, double accuracy, double se) {
+  Event e;
+  e.kind = EventKind::kTaskEvaluated;
+  e.task = task;
+  e.extra = {{"step", step}, {"eval_loss", loss}, {"eval_s", 0.1}};
+  if (accuracy >= 0) e.extra["eval_accuracy"] = accuracy;
+  if (se >= 0) e.extra["eval_loss_se"] = se;
+  return e;
+}
+
+TEST(Best, TheMarginOverTheRunnerUpIsWeighedAgainstTheEvaluationsNoise) {
+  SelectSpec loss;
+  std::vector<RunReportTask> tasks = {Finished("a", loss), Finished("b", loss),
+                                      Finished("c", loss)};
+  // a 1.00 +- 0.03, b 1.05 +- 0.04, c 1.50: the margin 0.05 against
+  // 2 x hypot(0.03, 0.04) = 0.10: within noise.
+  Evals evals = EvalsOf({Eval("a", 100, 1.00, 0.6, 0.03), Eval("b", 100, 1.05, 0.7, 0.04),
+                         Eval("c", 100, 1.50, 0.2, 0.01), Eval("c", 50, 0.1, 0.9, 0.01)});
+  std::map<std::string, std::string> best_of;
+  nlohmann::json best = BestOfSweeps(tasks, evals, best_of);
+  ASSERT_EQ(best.size(), 1u);
+  const nlohmann::json& b = best[0];
+  EXPECT_EQ(b["task"], "a");
+  EXPECT_EQ(b["metric"], "eval_loss");
+  EXPECT_EQ(b["mode"], "min");
+  EXPECT_EQ(b["runner_up"]["task"], "b");
+  EXPECT_NEAR(b["margin"].get<double>(), 0.05, 1e-12);
+  EXPECT_NEAR(b["margin_se"].get<double>(), 0.05, 1e-12);  // hypot(0.03, 0.04)
+  EXPECT_EQ(b["within_noise"], true);
+  EXPECT_THAT(MarginPhrase(b), HasSubstr("ahead of b by 0.0500"));
+  EXPECT_THAT(MarginPhrase(b), HasSubstr("within the evaluations' noise"));
+  // With tighter evaluations (0.01 each): 0.05 > 2 x 0.0141, clear.
+  evals = EvalsOf({Eval("a", 100, 1.00, 0.6, 0.01), Eval("b", 100, 1.05, 0.7, 0.01)});
+  nlohmann::json clear = BestOfSweeps(tasks, evals, best_of)[0];
+  EXPECT_EQ(clear["within_noise"], false);
+  EXPECT_NEAR(clear["margin_se"].get<double>(), std::sqrt(2e-4), 1e-12);
+  // One batch each: no standard error, said so.
+  evals = EvalsOf({Eval("a", 100, 1.00, 0.6, -1), Eval("b", 100, 1.05, 0.7, -1)});
+  nlohmann::json unknown = BestOfSweeps(tasks, evals, best_of)[0];
+  EXPECT_TRUE(unknown["within_noise"].is_null());
+  EXPECT_THAT(MarginPhrase(unknown), HasSubstr("noise unknown"));
+}
+
+TEST(Best, SelectNamesTheMetricAndTheDirection) {
+  SelectSpec accuracy;
+  accuracy.metric = "eval_accuracy";
+  accuracy.maximize = true;
+  std::vector<RunReportTask> tasks = {Finished("a", accuracy), Finished("b", accuracy)};
+  // a has the lower loss, b the higher accuracy: b wins.
+  Evals evals = EvalsOf({Eval("a", 100, 1.0, 0.6, 0.01), Eval("b", 100, 1.2, 0.7, 0.01)});
+  std::map<std::string, std::string> best_of;
+  nlohmann::json b = BestOfSweeps(tasks, evals, best_of)[0];
+  EXPECT_EQ(b["task"], "b");
+  EXPECT_EQ(b["mode"], "max");
+  EXPECT_NEAR(b["value"].get<double>(), 0.7, 1e-12);
+  EXPECT_TRUE(b["margin_se"].is_null());  // no standard error for accuracy
+  EXPECT_EQ(best_of["s"], "b");
+  // Loss, but the highest (mode: max): a perverse choice, honoured.
+  SelectSpec highest_loss;
+  highest_loss.maximize = true;
+  tasks = {Finished("a", highest_loss), Finished("b", highest_loss)};
+  EXPECT_EQ(BestOfSweeps(tasks, evals, best_of)[0]["task"], "b");
+  // A stopped task (early stopping) has no final evaluation: it cannot win.
+  tasks = {Finished("a", SelectSpec{}), Finished("b", SelectSpec{})};
+  tasks[0].status = TaskStatus::kStopped;
+  EXPECT_EQ(BestOfSweeps(tasks, evals, best_of)[0]["task"], "b");
+}
+
+}  // namespace
+}  // namespace saturn
