@@ -474,13 +474,7 @@ Workload ParseWorkload(const std::string& text, const std::string& source,
   std::map<std::string, int> names;
   for (size_t i = 0; i < tasks.size(); ++i)
     ReadTaskAndSweep(tasks[i], "tasks[" + std::to_string(i) + "]", names, w);
-  w.early_stop = ReadEarlyStop(top, w);
-  w.select = ReadSelect(top, w, w.early_stop);
-  for (WorkloadTask& t : w.tasks) {
-    t.early_stop = w.early_stop;
-    t.select = w.select;
-    if (t.early_stop.enabled()) t.stop_group = source;
-  }
+  ReadModelSelection(top, w);
   return w;
 }
 

@@ -99,4 +99,14 @@ EarlyStopSpec ReadEarlyStop(const YamlFields& top, const Workload& w) {
   return spec;
 }
 
+void ReadModelSelection(const YamlFields& top, Workload& w) {
+  w.early_stop = ReadEarlyStop(top, w);
+  w.select = ReadSelect(top, w, w.early_stop);
+  for (WorkloadTask& t : w.tasks) {
+    t.early_stop = w.early_stop;
+    t.select = w.select;
+    if (t.early_stop.enabled()) t.stop_group = w.source;
+  }
+}
+
 }  // namespace saturn

@@ -12,6 +12,10 @@
 
 namespace saturn {
 
+// Reads `early_stop:` and `select:` into `w` and each of its tasks (one
+// early-stopping group: the workload's source).
+void ReadModelSelection(const YamlFields& top, Workload& w);
+
 // The rules a workload may name, with the fields each takes.
 const std::vector<std::string>& EarlyStopRuleNames();
 
