@@ -141,8 +141,8 @@ Event TaskCancelled(double t, const TaskPlace& at, long step) {
 }
 
 Event TaskEarlyStopped(double t, const TaskPlace& at, const std::string& rule,
-                       const std::string& metric, double value, long step) {
-  json extra = {{"rule", rule}, {"metric", metric}, {"value", value}};
+                       const std::string& metric, double value, long eval_step, long step) {
+  json extra = {{"rule", rule}, {"metric", metric}, {"value", value}, {"eval_step", eval_step}};
   AddStep(extra, "step", step);
   return Make(t, EventKind::kTaskEarlyStopped, &at, std::move(extra));
 }

@@ -62,9 +62,10 @@ Event TaskFailed(double t, const TaskPlace& at, const std::string& error, int at
 // Cancelled (saturn cancel), keeping its checkpoint at `step`.
 Event TaskCancelled(double t, const TaskPlace& at, long step);
 // Stopped by the workload's early-stopping `rule` after the evaluation at
-// `step`, whose `metric` was `value`; its checkpoint at `step` is kept.
+// `eval_step`, whose `metric` was `value`; its checkpoint at `step` (a few
+// steps later: the worker finished the step it was in) is kept.
 Event TaskEarlyStopped(double t, const TaskPlace& at, const std::string& rule,
-                       const std::string& metric, double value, long step);
+                       const std::string& metric, double value, long eval_step, long step);
 // A damaged checkpoint of `task` at `step` (why: `problem`) was set aside;
 // the task continues from `from_step`.
 Event CheckpointSkipped(double t, const std::string& task, long step, const std::string& problem,

@@ -51,7 +51,7 @@ const std::vector<KindEntry>& Kinds() {
       {EventKind::kTaskCancelled, "task_cancelled", {true, true, {}, {"step"}}},
       {EventKind::kTaskEarlyStopped,
        "task_early_stopped",
-       {true, true, {"rule", "metric", "value"}, {"step"}}},
+       {true, true, {"rule", "metric", "value", "eval_step"}, {"step"}}},
       {EventKind::kCheckpointSkipped,
        "checkpoint_skipped",
        {true, false, {}, {"step", "problem", "from_step"}}},

@@ -53,7 +53,7 @@ SelectSpec ReadSelect(const YamlFields& top, const Workload& w, const EarlyStopS
   if (!top.Has("select")) return spec;
   YamlFields f(top.Required("select"), top.source(), top.FieldPath("select"));
   f.AllowOnly({"metric", "mode"});
-  spec.metric = f.OptionalString("metric").value_or("eval_loss");
+  spec.metric = f.OptionalString("metric").value_or(spec.metric);
   CheckMetric(f, spec.metric);
   spec.maximize = spec.metric == "eval_accuracy";
   if (std::optional<std::string> mode = f.OptionalString("mode")) {

@@ -282,7 +282,7 @@ void Dispatcher::MarkEarlyStopped(int j, long checkpoint_step) {
   run_.SaveTask(j);
   run_.replan_soon = true;
   run_.Emit(events::TaskEarlyStopped(run_.Now(), run_.Where(j), spec.rule, spec.metric,
-                                     l.stop.early_value, checkpoint_step));
+                                     l.stop.early_value, l.stop.early_step, checkpoint_step));
   if (run_.options().progress) {
     std::fprintf(stderr, "task %s stopped early by %s after step %ld (%s %s)\n", r.name.c_str(),
                  spec.rule.c_str(), l.stop.early_step, spec.metric.c_str(),

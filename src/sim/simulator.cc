@@ -246,7 +246,7 @@ class Simulation {
     r.end_s = now_;
     r.work_done = s_[j].done;
     r.status = TaskStatus::kStopped;
-    Emit(events::TaskEarlyStopped(now_, Where(j), e.spec.rule, e.spec.metric, value, step));
+    Emit(events::TaskEarlyStopped(now_, Where(j), e.spec.rule, e.spec.metric, value, step, step));
     for (int g : freed) {
       int next = queues_.Next(node, g, finished_);
       if (next >= 0) TryStart(next);

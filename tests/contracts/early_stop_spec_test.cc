@@ -103,6 +103,10 @@ TEST_F(EarlyStopSpecTest, SelectSaysWhatBestMeansAndDefaultsToTheRulesMetric) {
   Workload w = Parse("{asha: {metric: eval_accuracy, grace_steps: 50}}");
   EXPECT_EQ(w.tasks[0].select.metric, "eval_accuracy");
   EXPECT_TRUE(w.tasks[0].select.maximize);
+  // Only a mode: the metric is still the rule's.
+  Workload mode = Parse("{asha: {metric: eval_accuracy, grace_steps: 50}}\nselect: {mode: min}");
+  EXPECT_EQ(mode.tasks[0].select.metric, "eval_accuracy");
+  EXPECT_FALSE(mode.tasks[0].select.maximize);
   auto with_select = [&](const std::string& select) {
     return ParseWorkload(
         "cluster: {nodes: [{name: n0, gpus: 2}]}\ntasks:\n"

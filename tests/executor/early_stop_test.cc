@@ -82,6 +82,10 @@ TEST_F(EarlyStopRun, TheRuleStopsWhatAshaStopsAndTheRestFinish) {
       stopped.insert(e.task);
       EXPECT_EQ(e.extra["rule"], "asha");
       EXPECT_EQ(e.extra["metric"], "eval_loss");
+      // Decided at a rung (2 or 4); its checkpoint at or after it.
+      long decided = e.extra["eval_step"].get<long>();
+      EXPECT_TRUE(decided == 2 || decided == 4) << e.task << " at " << decided;
+      EXPECT_GE(e.extra["step"].get<long>(), decided);
     }
   }
   EXPECT_FALSE(expected.empty()) << "the reference stops nothing: the test cannot fail";
