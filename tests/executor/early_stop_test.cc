@@ -51,8 +51,13 @@ class EarlyStopRun : public ::testing::Test {
   }
   int RunSaturn(const std::string& extra = "") {
     ProcessSpec spec;
-    spec.argv = {SATURN_BINARY_DIR "/src/cli/saturn", "run", dir_ + "/w.yaml", "--run-dir",
-                 dir_ + "/run", "--cache", dir_ + "/cache.sqlite"};
+    spec.argv = {SATURN_BINARY_DIR "/src/cli/saturn",
+                 "run",
+                 dir_ + "/w.yaml",
+                 "--run-dir",
+                 dir_ + "/run",
+                 "--cache",
+                 dir_ + "/cache.sqlite"};
     if (!extra.empty()) spec.argv.push_back(extra);
     spec.env = {{"SATURN_WORKER", SATURN_SOURCE_DIR "/tests/testing/fake_worker.sh"},
                 {"FAKE_STEP_S", "0.02"}};
