@@ -2,12 +2,12 @@
 // cluster, with the executor's introspection (sim/simulator.h).
 #include <algorithm>
 #include <cmath>
-#include <optional>
 #include <cstdio>
 #include <iostream>
 #include <limits>
 #include <map>
 #include <memory>
+#include <optional>
 
 #include "cli/commands.h"
 #include "common/defaults.h"
@@ -186,10 +186,10 @@ int RunSimulate(const SimulateOptions& o) {
   if (!o.workload.empty()) {
     Workload w = LoadWorkloadFile(o.workload);
     std::optional<std::vector<Event>> evaluations;
-    if (!o.evaluations.empty()) evaluations = ParseEventLines(ReadFile(o.evaluations), o.evaluations);
-    options.early_stop = EarlyStopsFromWorkload(believed, profile, w,
-                                                evaluations ? &*evaluations : nullptr,
-                                                o.evaluations, o.seed);
+    if (!o.evaluations.empty())
+      evaluations = ParseEventLines(ReadFile(o.evaluations), o.evaluations);
+    options.early_stop = EarlyStopsFromWorkload(
+        believed, profile, w, evaluations ? &*evaluations : nullptr, o.evaluations, o.seed);
   }
   bool early_stopping = std::any_of(options.early_stop.begin(), options.early_stop.end(),
                                     [](const SimEarlyStop& e) { return e.spec.enabled(); });

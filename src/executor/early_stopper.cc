@@ -58,8 +58,8 @@ void EarlyStopper::Replay(const std::vector<Event>& events, const Workload& work
     if (e.kind != EventKind::kTaskEvaluated || !e.extra.contains("step")) continue;
     auto it = by_name.find(e.task);
     if (it == by_name.end()) continue;
-    double accuracy = e.extra.contains("eval_accuracy") ? e.extra["eval_accuracy"].get<double>()
-                                                        : -1.0;
+    double accuracy =
+        e.extra.contains("eval_accuracy") ? e.extra["eval_accuracy"].get<double>() : -1.0;
     OnEvaluation(*it->second, e.extra["step"].get<long>(), e.extra.value("eval_loss", 0.0),
                  accuracy);
   }
@@ -67,9 +67,9 @@ void EarlyStopper::Replay(const std::vector<Event>& events, const Workload& work
 
 double EarlyStopper::ExpectedFraction(const WorkloadTask& task, const Workload& workload) const {
   if (!task.early_stop.enabled() || task.steps <= 0) return 1.0;
-  int size = static_cast<int>(std::count_if(
-      workload.tasks.begin(), workload.tasks.end(),
-      [&](const WorkloadTask& t) { return t.stop_group == task.stop_group; }));
+  int size = static_cast<int>(
+      std::count_if(workload.tasks.begin(), workload.tasks.end(),
+                    [&](const WorkloadTask& t) { return t.stop_group == task.stop_group; }));
   long every = EvalEvery(task);
   // As many of the group train at once as the cluster holds at the task's
   // smallest GPU count.
@@ -77,9 +77,10 @@ double EarlyStopper::ExpectedFraction(const WorkloadTask& task, const Workload& 
   auto key = std::make_tuple(task.stop_group, size, task.steps, every, concurrency);
   auto it = expected_.find(key);
   if (it == expected_.end()) {
-    it = expected_
-             .emplace(key, ExpectedTotalSteps(task.early_stop, size, task.steps, every, concurrency))
-             .first;
+    it =
+        expected_
+            .emplace(key, ExpectedTotalSteps(task.early_stop, size, task.steps, every, concurrency))
+            .first;
   }
   std::vector<long> decisions = MakeStopRule(task.early_stop)->DecisionSteps(task.steps, every);
   auto last = last_evaluated_.find(task.name);

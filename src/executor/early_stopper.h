@@ -25,8 +25,8 @@
 
 #include "contracts/events.h"
 #include "contracts/profile.h"
-#include "planner/problem.h"
 #include "contracts/workload.h"
+#include "planner/problem.h"
 #include "tune/early_stop.h"
 
 namespace saturn {

@@ -55,7 +55,7 @@ struct RunSummary {
   std::string run_dir;
   int finished = 0;
   int failed = 0;
-  int stopped = 0;  // ended early by the workload's early_stop rule
+  int stopped = 0;                  // ended early by the workload's early_stop rule
   double makespan_s = 0.0;          // wall seconds of training (run clock)
   double planned_makespan_s = 0.0;  // the first plan's
   int plan_switches = 0;

@@ -252,8 +252,7 @@ void ProfileAndPlan(RunContext& run) {
       std::fprintf(stderr, "%s\n", line.c_str());
     }
     if (early_stopping) {
-      std::fputs("planned with each task's expected work under early stopping; no packs\n",
-                 stderr);
+      std::fputs("planned with each task's expected work under early stopping; no packs\n", stderr);
     } else {
       std::fputs(DescribePacks(problem, terms, packed, !run.options().pack).c_str(), stderr);
     }

@@ -39,10 +39,10 @@
 #include <vector>
 
 #include "common/defaults.h"
+#include "contracts/plan.h"
 #include "planner/problem.h"
 #include "planner/schedule.h"
 #include "planner/solver.h"
-#include "contracts/plan.h"
 
 namespace saturn {
 
@@ -55,7 +55,7 @@ struct RunningOn {
 struct TaskProgress {
   bool arrived = true;
   bool finished = false;
-  double done = 0.0;            // fraction of the task's work done, 0..1
+  double done = 0.0;  // fraction of the task's work done, 0..1
   // The fraction of its work it is expected to do in all: below 1 when an
   // early-stopping rule may end it (executor/early_stopper.h), never below
   // `done`.

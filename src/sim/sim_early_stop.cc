@@ -19,7 +19,8 @@ double FixedFraction(const Problem& problem, const ProfileTable& profile, int j)
   const ProfileRow* row = profile.Find(task.name, o.technique, o.gpus, problem.TypeName(o.type));
   if (!row || row->runtime_s <= 0) return 0.0;
   try {
-    double training = std::stod(profile.Extra(*row, "step_s")) * std::stod(profile.Extra(*row, "steps"));
+    double training =
+        std::stod(profile.Extra(*row, "step_s")) * std::stod(profile.Extra(*row, "steps"));
     return std::clamp(1.0 - training / row->runtime_s, 0.0, 0.9);
   } catch (const std::exception&) {
     return 0.0;
@@ -28,11 +29,9 @@ double FixedFraction(const Problem& problem, const ProfileTable& profile, int j)
 
 }  // namespace
 
-std::vector<SimEarlyStop> EarlyStopsFromWorkload(const Problem& problem, const ProfileTable& profile,
-                                                 const Workload& workload,
-                                                 const std::vector<Event>* evaluations,
-                                                 const std::string& evaluations_source,
-                                                 uint64_t seed) {
+std::vector<SimEarlyStop> EarlyStopsFromWorkload(
+    const Problem& problem, const ProfileTable& profile, const Workload& workload,
+    const std::vector<Event>* evaluations, const std::string& evaluations_source, uint64_t seed) {
   std::map<std::string, const WorkloadTask*> by_name;
   for (const WorkloadTask& t : workload.tasks)
     by_name[t.name] = &t;
@@ -100,8 +99,8 @@ double SimStoppers::NextDecision(int j, double done) const {
   size_t k = static_cast<size_t>(passed_[static_cast<size_t>(j)]);
   if (k >= d.size()) return 2.0;
   const SimEarlyStop& t = tasks_[static_cast<size_t>(j)];
-  double at = t.fixed_fraction + (1.0 - t.fixed_fraction) * static_cast<double>(d[k]) /
-                                     static_cast<double>(t.steps);
+  double at = t.fixed_fraction +
+              (1.0 - t.fixed_fraction) * static_cast<double>(d[k]) / static_cast<double>(t.steps);
   return std::max(at, done);
 }
 

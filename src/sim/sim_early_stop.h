@@ -51,11 +51,9 @@ struct SimEarlyStop {
 // step_s x steps of the task's first configuration). InputError naming
 // `evaluations_source` for a task of the
 // workload with no evaluation there.
-std::vector<SimEarlyStop> EarlyStopsFromWorkload(const Problem& problem, const ProfileTable& profile,
-                                                 const Workload& workload,
-                                                 const std::vector<Event>* evaluations,
-                                                 const std::string& evaluations_source,
-                                                 uint64_t seed);
+std::vector<SimEarlyStop> EarlyStopsFromWorkload(
+    const Problem& problem, const ProfileTable& profile, const Workload& workload,
+    const std::vector<Event>* evaluations, const std::string& evaluations_source, uint64_t seed);
 
 class SimStoppers {
  public:

@@ -132,8 +132,8 @@ std::vector<double> ExpectedTotalSteps(const EarlyStopSpec& spec, int group_size
   // The simulated group is at most kMaxSimulatedTasks: its slots in proportion.
   size_t slots = concurrency <= 0 || concurrency >= group_size
                      ? static_cast<size_t>(tasks)
-                     : static_cast<size_t>(std::max<long>(
-                           1, static_cast<long>(concurrency) * tasks / group_size));
+                     : static_cast<size_t>(
+                           std::max<long>(1, static_cast<long>(concurrency) * tasks / group_size));
   std::vector<std::string> names;
   for (int i = 0; i < tasks; ++i)
     names.push_back("t" + std::to_string(i));
