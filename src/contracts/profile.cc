@@ -42,6 +42,15 @@ int ProfileTable::ExtraColumn(std::string_view name) const {
   return -1;
 }
 
+double ProfileTable::TrainingSeconds(const ProfileRow& row) const {
+  try {
+    double training = std::stod(Extra(row, "step_s")) * std::stod(Extra(row, "steps"));
+    return training > 0 && training <= row.runtime_s ? training : 0.0;
+  } catch (const std::exception&) {
+    return 0.0;
+  }
+}
+
 std::string ProfileTable::Extra(const ProfileRow& row, std::string_view column) const {
   int i = ExtraColumn(column);
   if (i < 0 || static_cast<size_t>(i) >= row.extra.size()) return "";

@@ -56,6 +56,10 @@ struct ProfileTable {
   int ExtraColumn(std::string_view name) const;
   // The row's value in an extra column; empty if the column is absent.
   std::string Extra(const ProfileRow& row, std::string_view column) const;
+  // The row's training seconds, step_s x steps (the rest of its runtime is
+  // a launch's fixed costs: start-up, loading, checkpoints); 0 where the
+  // table lacks those columns or they do not fit within the runtime.
+  double TrainingSeconds(const ProfileRow& row) const;
   // The feasible row for (task, technique, gpus, gpu_type), or nullptr.
   const ProfileRow* Find(std::string_view task, std::string_view technique, int gpus,
                          std::string_view gpu_type = "") const;

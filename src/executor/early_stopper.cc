@@ -18,17 +18,8 @@ double ScaledRuntime(const ProfileTable& profile, const Problem& problem, int j,
   if (fraction >= 1.0) return o.runtime_s;
   const Task& task = problem.tasks[static_cast<size_t>(j)];
   const ProfileRow* row = profile.Find(task.name, o.technique, o.gpus, problem.TypeName(o.type));
-  double step_s = 0.0, steps = 0.0;
-  if (row) {
-    try {
-      step_s = std::stod(profile.Extra(*row, "step_s"));
-      steps = std::stod(profile.Extra(*row, "steps"));
-    } catch (const std::exception&) {
-      step_s = steps = 0.0;
-    }
-  }
-  double training = step_s * steps;
-  if (!(training > 0) || training > row->runtime_s) return std::max(1e-3, o.runtime_s * fraction);
+  double training = row ? profile.TrainingSeconds(*row) : 0.0;
+  if (training <= 0) return std::max(1e-3, o.runtime_s * fraction);
   double fixed = o.runtime_s - training * (o.runtime_s / row->runtime_s);
   return std::max(1e-3, fixed + fraction * (o.runtime_s - fixed));
 }
@@ -77,17 +68,16 @@ double EarlyStopper::ExpectedFraction(const WorkloadTask& task, const Workload& 
   auto key = std::make_tuple(task.stop_group, size, task.steps, every, concurrency);
   auto it = expected_.find(key);
   if (it == expected_.end()) {
-    it =
-        expected_
-            .emplace(key, ExpectedTotalSteps(task.early_stop, size, task.steps, every, concurrency))
-            .first;
+    Expected e{ExpectedTotalSteps(task.early_stop, size, task.steps, every, concurrency),
+               MakeStopRule(task.early_stop)->DecisionSteps(task.steps, every)};
+    it = expected_.emplace(key, std::move(e)).first;
   }
-  std::vector<long> decisions = MakeStopRule(task.early_stop)->DecisionSteps(task.steps, every);
+  const std::vector<long>& decisions = it->second.decisions;
   auto last = last_evaluated_.find(task.name);
   long evaluated = last == last_evaluated_.end() ? 0 : last->second;
   size_t passed = static_cast<size_t>(
       std::upper_bound(decisions.begin(), decisions.end(), evaluated) - decisions.begin());
-  const std::vector<double>& table = it->second;
+  const std::vector<double>& table = it->second.steps;
   if (table.empty()) return 1.0;
   double steps = table[std::min(passed, table.size() - 1)];
   return std::clamp(steps / static_cast<double>(task.steps), 0.0, 1.0);

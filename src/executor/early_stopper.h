@@ -65,8 +65,12 @@ class EarlyStopper {
   std::set<std::pair<std::string, long>> seen_;             // (task, step) evaluated
   std::map<std::string, long> last_evaluated_;              // task -> its latest step
   // (group, size, steps, every, concurrency) -> expected total steps by
-  // decisions passed.
-  mutable std::map<std::tuple<std::string, int, long, long, int>, std::vector<double>> expected_;
+  // decisions passed, and the steps the rule decides at.
+  struct Expected {
+    std::vector<double> steps;
+    std::vector<long> decisions;
+  };
+  mutable std::map<std::tuple<std::string, int, long, long, int>, Expected> expected_;
 };
 
 }  // namespace saturn

@@ -17,14 +17,8 @@ double FixedFraction(const Problem& problem, const ProfileTable& profile, int j)
   if (task.options.empty()) return 0.0;
   const Option& o = task.options.front();
   const ProfileRow* row = profile.Find(task.name, o.technique, o.gpus, problem.TypeName(o.type));
-  if (!row || row->runtime_s <= 0) return 0.0;
-  try {
-    double training =
-        std::stod(profile.Extra(*row, "step_s")) * std::stod(profile.Extra(*row, "steps"));
-    return std::clamp(1.0 - training / row->runtime_s, 0.0, 0.9);
-  } catch (const std::exception&) {
-    return 0.0;
-  }
+  double training = row ? profile.TrainingSeconds(*row) : 0.0;
+  return training > 0 ? std::clamp(1.0 - training / row->runtime_s, 0.0, 0.9) : 0.0;
 }
 
 }  // namespace
