@@ -24,6 +24,16 @@ Checks, polling until they hold or --timeout passes:
     bar for every running task and no bar twice (a replayed stream's events
     are not counted again); a loss curve for each task with steps done, an
     ended task's with every point GET /v1/tasks/{id} has;
+  - model selection, as the tasks reply has it (a reply without its fields
+    counts as empty): a column per hyper-parameter path (th[data-path], named
+    by its last field unless another path ends the same) with each task's
+    value as the report writes it (%.6g, strings bare, "–" where it has
+    none); an "Eval loss" column when any task evaluated (its latest eval_loss
+    and "@step"), an "Eval acc" one when any has an accuracy, "(best)" on
+    each sweep's best in its metric's column and nowhere else; a dashed
+    evaluation curve per evaluated task (an ended task's with every point of
+    its "evals"); the "Best so far" list in the report's words, hidden
+    without "best"; the report link exactly when the reply has "report";
   - with --expect-empty: the empty state, no rows;
   - each --expect-text: the first element SELECTOR matches has text that
     REGEX matches (re.search); each --reject-text: no element SELECTOR
@@ -35,6 +45,7 @@ DIR/check.log. Exit 0 when all hold, 1 with the failed checks otherwise.
 import argparse
 import base64
 import json
+import math
 import os
 import re
 import shutil
@@ -54,8 +65,11 @@ SUMMARY_JS = r"""
     return {id: r.dataset.task, status: r.dataset.status,
             steps_done: p ? Number(p.dataset.stepsDone) : null,
             steps: p ? Number(p.dataset.steps) : null,
-            text: r.innerText};
+            text: r.innerText,
+            cells: [...r.children].map(td => td.textContent.trim()),
+            best: [...r.querySelectorAll('td.eval[data-best]')].map(td => td.dataset.metric)};
   });
+  const link = document.getElementById('report-link');
   return JSON.stringify({
     ready: document.body.dataset.ready, conn: document.body.dataset.conn || null,
     streams: Number(document.body.dataset.streams || 0),
@@ -64,7 +78,14 @@ SUMMARY_JS = r"""
     stale: q('#gantt rect[data-kind=planned][data-stale]').map(e => e.dataset.task),
     actual: q('#gantt rect[data-kind=actual]').map(e => [e.dataset.task, e.dataset.how,
       e.getAttribute('x') + ',' + e.getAttribute('y')]),
-    curves: q('#loss path[data-task]').map(e => [e.dataset.task, Number(e.dataset.points)]),
+    curves: q('#loss path[data-kind=train]').map(e => [e.dataset.task, Number(e.dataset.points)]),
+    evalCurves: q('#loss path[data-kind=eval]').map(e => [e.dataset.task, Number(e.dataset.points),
+      e.getAttribute('stroke-dasharray'), e.getAttribute('stroke')]),
+    trainColours: q('#loss path[data-kind=train]').map(e => [e.dataset.task, e.getAttribute('stroke')]),
+    heads: q('#task-head th').map(th => ({path: th.dataset.path || null, text: th.textContent})),
+    bestHidden: document.getElementById('best-panel').hidden,
+    best: q('#best li').map(li => ({sweep: li.dataset.sweep, text: li.textContent})),
+    report: link.hidden ? null : link.getAttribute('href'),
     lastEvent: document.getElementById('last-event').dataset.seconds,
   });
 })()
@@ -183,6 +204,121 @@ def api(server, path, token):
         req.add_header("Authorization", "Bearer " + token)
     with urllib.request.urlopen(req, timeout=10) as r:
         return json.loads(r.read())
+
+
+def format_loss(x):
+    """FormatLoss (src/common/format.cc)."""
+    if x == 0 or not math.isfinite(x) or abs(x) >= 0.001:
+        return "%.4f" % x
+    return "%.3g" % x
+
+
+def hyper_text(v):
+    """HyperParameterText (src/report/hyperparameters.cc)."""
+    if isinstance(v, str):
+        return v
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return json.dumps(v)
+    return str(v) if isinstance(v, int) else "%.6g" % v
+
+
+def margin_phrase(b):
+    """MarginPhrase (src/report/best.cc)."""
+    if not b.get("runner_up"):
+        return ""
+    out = "ahead of %s by %s" % (b["runner_up"]["task"], format_loss(b["margin"]))
+    if b.get("margin_se") is not None:
+        return out + " (standard error %s: %s)" % (format_loss(b["margin_se"]), (
+            "within the evaluations' noise" if b["within_noise"] else "more than twice the noise"))
+    return out + " (noise unknown: evaluate on 2 or more batches for a standard error)"
+
+
+def best_text(b):
+    """A "Best so far" line: "<sweep>: <task> — <metric> <value> at step <step>",
+    the margin, how many tasks evaluated."""
+    metric = "eval accuracy" if b["metric"] == "eval_accuracy" else "eval loss"
+    value = "%.4f" % b["value"] if b["metric"] == "eval_accuracy" else format_loss(b["value"])
+    margin = margin_phrase(b)
+    return "%s: %s — %s %s at step %d%s · %d of %d task%s evaluated" % (
+        b["sweep"], b["task"], metric, value, b["step"], "; " + margin if margin else "",
+        b["evaluated"], b["tasks"], "" if b["tasks"] == 1 else "s")
+
+
+def model_selection_problems(page, reply, details):
+    """What the page's hyper-parameters, evaluations, best so far and report
+    link get wrong against the tasks reply (an older server's, without them,
+    counts as empty). details: GET /v1/tasks/{id} of each ended task."""
+    out, tasks, rows = [], reply["tasks"], {r["id"]: r for r in page["rows"]}
+    paths = []
+    for t in tasks:
+        paths += [p for p in t.get("hyperparameters") or {} if p not in paths]
+    heads = page["heads"]
+    if sorted(h["path"] for h in heads if h["path"]) != sorted(paths):
+        out.append("hyper-parameter columns %s, the API's paths %s" % (
+            [h["path"] for h in heads if h["path"]], paths))
+        return out
+    last = lambda p: p.rsplit(".", 1)[-1]
+    for h in heads:
+        if h["path"]:
+            want = h["path"] if [last(p) for p in paths].count(last(h["path"])) > 1 else last(h["path"])
+            if h["text"] != want:
+                out.append("column %s is headed %r, not %r" % (h["path"], h["text"], want))
+    texts = [h["text"] for h in heads]
+    evaluated = [t for t in tasks if t.get("eval")]
+    want_cols = (["Eval loss"] if evaluated else []) + (
+        ["Eval acc"] if any("eval_accuracy" in t["eval"] for t in evaluated) else [])
+    have_cols = [x for x in texts if x in ("Eval loss", "Eval acc")]
+    if have_cols != want_cols:
+        out.append("evaluation columns %s, expected %s" % (have_cols, want_cols))
+    best = reply.get("best") or []
+    best_metric = {b["task"]: b["metric"] for b in best}
+    for t in tasks:
+        r = rows.get(t["id"])
+        if r is None:
+            continue
+        cell = dict(zip(texts, r["cells"]))
+        for h, text in zip(heads, r["cells"]):
+            if h["path"]:
+                hp = t.get("hyperparameters") or {}
+                want = hyper_text(hp[h["path"]]) if h["path"] in hp else "–"
+                if text != want:
+                    out.append("%s: %s shows %r, the API %r" % (t["id"], h["path"], text, want))
+        for col, metric in (("Eval loss", "eval_loss"), ("Eval acc", "eval_accuracy")):
+            if col not in cell:
+                continue
+            e = t.get("eval") or {}
+            if metric in e:
+                value = format_loss(e[metric]) if metric == "eval_loss" else "%.4f" % e[metric]
+                want = ("(best) " if best_metric.get(t["id"]) == metric else "") + value + \
+                    (" @%d" % e["step"] if metric == "eval_loss" else "")
+            else:
+                want = "–"
+            if cell[col] != want:
+                out.append("%s: %s shows %r, the API %r" % (t["id"], col, cell[col], want))
+        want_best = [best_metric[t["id"]]] if t["id"] in best_metric else []
+        if r["best"] != want_best:
+            out.append("%s: marked best in %s, expected %s" % (t["id"], r["best"], want_best))
+        drawn = [c for c in page["evalCurves"] if c[0] == t["id"]]
+        if t.get("eval") and not drawn:
+            out.append("%s evaluated but has no evaluation curve" % t["id"])
+        for (_, points, dash, colour) in drawn:
+            if not dash:
+                out.append("%s: its evaluation curve is not dashed" % t["id"])
+            if [colour] != [c[1] for c in page["trainColours"] if c[0] == t["id"]]:
+                out.append("%s: its evaluation curve is not in its loss curve's colour" % t["id"])
+            if points < len(details.get(t["id"], {}).get("evals", [])):
+                out.append("%s: the evaluation curve has %d points, the API %d" % (
+                    t["id"], points, len(details[t["id"]]["evals"])))
+    if page["bestHidden"] != (not best):
+        out.append("the best-so-far panel is %s, the API has %d entries" % (
+            "hidden" if page["bestHidden"] else "shown", len(best)))
+    shown = [" ".join(b["text"].split()) for b in page["best"]]
+    if shown != [best_text(b) for b in best]:
+        out.append("best so far says %s, expected %s" % (shown, [best_text(b) for b in best]))
+    report = reply.get("report")
+    if (page["report"] or "").split("?")[0] != ("/" + report if report else ""):
+        out.append("the report link is %r, the API's report %r" % (page["report"], report))
+    return out
 
 
 def problems(page, tasks, plan, args, first, moved, losses):
@@ -363,19 +499,24 @@ def main():
             scripts.append(WATCH_JS % {"task": task, "status": status})
         browser.open(url, args.width, args.height, scripts)
         deadline = time.monotonic() + args.timeout
-        first, moved, losses = {}, set(), {}
+        first, moved, losses, details = {}, set(), {}, {}
         while True:
             page = json.loads(browser.evaluate(SUMMARY_JS) or "{}")
-            tasks = api(args.server, "/v1/tasks", args.token)["tasks"]
+            reply = api(args.server, "/v1/tasks", args.token)
+            tasks = reply["tasks"]
             plan = api(args.server, "/v1/plan", args.token)
             for r in page.get("rows", []):  # each task's progress when the page first showed it
                 first.setdefault(r["id"], r["steps_done"])
             had_moved = bool(moved)
-            for t in tasks:  # an ended task's curve no longer changes
-                if t["status"] in ("finished", "failed", "cancelled") and t["id"] not in losses:
-                    losses[t["id"]] = api(args.server, "/v1/tasks/" + urllib.parse.quote(t["id"]),
-                                          args.token).get("losses", [])
+            for t in tasks:  # an ended task's curves no longer change
+                if t["status"] in ("finished", "failed", "cancelled", "stopped") and \
+                        t["id"] not in losses:
+                    details[t["id"]] = api(args.server, "/v1/tasks/" + urllib.parse.quote(t["id"]),
+                                           args.token)
+                    losses[t["id"]] = details[t["id"]].get("losses", [])
             failures = problems(page, tasks, plan, args, first, moved, losses)
+            if page.get("ready") == "1" and not args.expect_empty:
+                failures += model_selection_problems(page, reply, details)
             if not failures or time.monotonic() > deadline:  # now the page's words
                 failures += text_problems(browser, args)
             if moved and not had_moved:  # a picture of the run in progress
@@ -397,6 +538,11 @@ def main():
             len(page["planned"]), len(page["actual"]), len(page["curves"])))
         for card in json.loads(browser.evaluate(TEXTS_JS % json.dumps("#c-plan-card"))):
             say("  plan card: %s" % " ".join(card.split()))
+        say("  hyper-parameter columns: %s; %d evaluation curves; report link %s" % (
+            [h["text"] for h in page.get("heads", []) if h["path"]],
+            len(page.get("evalCurves", [])), page.get("report")))
+        for b in page.get("best", []):
+            say("  best so far: %s" % " ".join(b["text"].split()))
         for e in browser.console_errors:
             say("  console error:", e)
     finally:

@@ -2,8 +2,10 @@
 # The dashboard in a real browser: starts an API, loads the page in headless
 # Chromium and checks that the rendered DOM shows the API's tasks, their status
 # and progress, the Gantt chart, the loss curves and the plan card (its end,
-# its status in words, what current practice would take, the run done),
-# following /v1/events live (tests/service/browser_check.py does the checking).
+# its status in words, what current practice would take, the run done), the
+# model selection (hyper-parameter columns, evaluations and their curves, the
+# best so far of each sweep, the report link), following /v1/events live
+# (tests/service/browser_check.py does the checking).
 #
 #   browser_test.sh mock   ARTIFACT_DIR            # tests/service/mock_api.py, canned runs
 #   browser_test.sh server ARTIFACT_DIR SATURN     # `saturn serve` + `saturn submit`, fake workers
@@ -107,20 +109,30 @@ case "$mode" in
     # A busy run with a token: every status, a re-plan and t5-small starting
     # 3.5-4 s after the page loads, so the page must follow the stream to pass.
     # Streams end every 2 s and replay everything: nothing may be counted twice.
+    # The gpt2 sweep's best so far is ahead by more than twice the noise;
+    # t5-small evaluates live (9 s after the page loads): its row and its own
+    # best-so-far line (no runner-up) follow the task_evaluated event.
     start_mock busy --scenario busy --token s3cret-token --drop-streams-after 2
     check busy --server "$url" --token s3cret-token \
       --expect-tasks gpt2-lr1e-4,gpt2-lr3e-4,bert-base,resnet50,vit-small,gpt2-lr1e-3,t5-small,llama-tiny \
       --wait-status t5-small=running --expect-moving --min-streams 2 --timeout 60 \
       --delay-of "t5-small=running:emitted task_started t5-small:$artifacts/busy/api.log" \
       --expect-text '#c-plan-label' '^Plan ends$' --expect-text '#c-plan-sub' '^in .* · proven optimal$' \
-      --expect-text '#c-plan-baseline' '^$' || status=1
+      --expect-text '#c-plan-baseline' '^$' \
+      --expect-text 'th[data-path="optimizer.lr"]' '^lr$' \
+      --expect-text 'tr[data-task="gpt2-lr3e-4"] td.hp' '^0\.0003$' \
+      --expect-text '#best li[data-sweep="gpt2"]' '^gpt2: gpt2-lr1e-4 — eval loss [0-9.]+ at step [0-9]+; ahead of gpt2-lr3e-4 by [0-9.]+ \(standard error 0\.0085: more than twice the noise\) · 2 of 3 tasks evaluated$' \
+      --expect-text 'tr[data-task="t5-small"] td.eval' '^\(best\) [0-9.]+ @10$' \
+      --expect-text '#best li[data-sweep="t5-small"]' '^t5-small: t5-small — eval loss [0-9.]+ at step [0-9]+ · 1 of 1 task evaluated$' || status=1
     # A server that wants the token for the page too: /?access_token=.
     start_mock query-token --scenario busy --token s3cret-token --token-for-page
     check query-token --server "$url" --token s3cret-token --token-in-query --timeout 30 || status=1
     # Every task ended (one cancelled before it started, which its plan, stopped
     # at its time limit, still places): the plan card says the run is done and
     # when, the plan's status is in words, the baselines say what Saturn saves,
-    # and the cancelled task shows no technique, GPUs or node.
+    # and the cancelled task shows no technique, GPUs or node. Its server
+    # predates model selection (no hyperparameters, eval, best, report): the
+    # page shows none of it.
     start_mock ended --scenario ended
     check ended --server "$url" --timeout 30 \
       --expect-tasks gpt2-lr1e-4,gpt2-lr3e-4,resnet50,vit-small,bert-base \
@@ -132,6 +144,28 @@ case "$mode" in
       --expect-text 'tr[data-task="bert-base"] td:nth-child(3)' '^–$' \
       --expect-text 'tr[data-task="bert-base"] td:nth-child(4)' '^–$' \
       --expect-text 'tr[data-task="bert-base"] td:nth-child(5)' '^–$' || status=1
+    # Model selection after a search and a sweep have ended, with a report:
+    # hyper-parameter columns (two paths ending in "type" named whole), the
+    # latest evaluations with "(best)" on each sweep's best in its metric's
+    # column, dashed evaluation curves, the best so far in the report's words
+    # (a runner-up within the evaluations' noise; one ranked by accuracy on one
+    # batch, its noise unknown), tasks stopped early by ASHA, and the report link.
+    start_mock sweep --scenario sweep --token s3cret-token
+    check sweep --server "$url" --token s3cret-token --timeout 30 \
+      --expect-tasks gpt-lr3.162e-5-seed1,gpt-lr3.162e-4-seed1,gpt-lr3.162e-4-seed2,gpt-lr1e-3-seed1,gpt-lr3.162e-3-seed1,lora-gpt2-adamw,lora-gpt2-sgd,lora-llama-adamw,resnet50 \
+      --wait-status gpt-lr1e-3-seed1=stopped \
+      --expect-text 'th[data-path="optimizer.lr"]' '^lr$' \
+      --expect-text 'th[data-path="model.type"]' '^model\.type$' \
+      --expect-text 'tr[data-task="gpt-lr3.162e-5-seed1"] td.hp' '^3\.16228e-05$' \
+      --expect-text 'tr[data-task="gpt-lr3.162e-4-seed2"] td.hp' '^0\.000316228$' \
+      --expect-text 'tr[data-task="resnet50"] td.hp' '^–$' \
+      --expect-text 'tr[data-task="gpt-lr3.162e-4-seed1"] td.eval[data-metric=eval_loss]' '^\(best\) 2\.3915 @1000$' \
+      --expect-text 'tr[data-task="gpt-lr1e-3-seed1"] td.eval[data-metric=eval_loss]' '^2\.9725 @400$' \
+      --expect-text 'tr[data-task="lora-llama-adamw"] td.eval[data-metric=eval_accuracy]' '^\(best\) 0\.4548$' \
+      --expect-text '#best li[data-sweep="gpt"]' "^gpt: gpt-lr3\.162e-4-seed1 — eval loss 2\.3915 at step 1000; ahead of gpt-lr3\.162e-4-seed2 by 0\.0060 \(standard error 0\.0085: within the evaluations' noise\) · 5 of 5 tasks evaluated$" \
+      --expect-text '#best li[data-sweep="lora"]' '^lora: lora-llama-adamw — eval accuracy 0\.4548 at step 600; ahead of lora-gpt2-adamw by 0\.0110 \(noise unknown: evaluate on 2 or more batches for a standard error\) · 3 of 3 tasks evaluated$' \
+      --expect-text '#loss path[data-kind=eval][data-task="gpt-lr3.162e-4-seed1"][stroke-dasharray]' '' \
+      --expect-text '#report-link' '^report' || status=1
     # Nothing submitted yet: the empty state.
     start_mock empty --scenario empty
     check empty --server "$url" --expect-empty --timeout 30 || status=1

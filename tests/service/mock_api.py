@@ -4,7 +4,7 @@ Contract 6) with canned data, for developing and testing the dashboard without
 the server. Standard library only.
 
   mock_api.py --port 8470 [--dashboard-dir src/service/dashboard]
-              [--scenario busy|ended|empty] [--token T] [--speed 1.0]
+              [--scenario busy|ended|sweep|empty] [--token T] [--speed 1.0]
               [--drop-streams-after S] [--token-for-page]
 
 The `busy` scenario is a run at 620 s on two 4-GPU nodes: tasks running,
@@ -16,8 +16,16 @@ and places the arrivals, and at 4 s t5-small starts, so a page that follows
 /v1/events sees the plan and a task change live. `ended` is a run at 3400 s
 whose tasks have all ended (the last at 1630 s): finished, failed, and one
 cancelled before it started that its plan, stopped at its time limit, still
-places; the plan carries the baselines (current practice 4250 s). `empty` is a
-server that has been given nothing yet.
+places; the plan carries the baselines (current practice 4250 s). `ended`
+answers as a server from before model selection did: no "hyperparameters",
+"eval", "best", "evals" or "report". `sweep` is a run at 1500 s whose tasks
+have all ended: a search of the learning rate and seed ("gpt": its best and
+runner-up within the evaluations' noise, two tasks stopped early by ASHA), a
+sweep of LoRA's base model and optimizer ranked by evaluation accuracy on one
+batch (no standard error), and a task of neither; its service has written
+report.html. In `busy` the "gpt2" sweep varies the learning rate and
+evaluates, and t5-small evaluates every 10 steps (live, from 9 s after the
+page loads). `empty` is a server that has been given nothing yet.
 
 With --token the API needs the token (Authorization: Bearer, or
 ?access_token= on GETs); with --token-for-page too the page itself does.
@@ -41,12 +49,49 @@ from urllib.parse import parse_qs, urlparse
 START_S = 620.0  # the run clock when the mock starts
 
 
+def smooth_loss(task, step):
+    seed = sum(ord(c) for c in task)
+    return 1.4 + (seed % 7) * 0.15 + 5.0 * math.exp(-step / (180 + seed % 5 * 60))
+
+
 def loss_at(task, step):
     """A deterministic, plausible training loss."""
     seed = sum(ord(c) for c in task)
-    floor = 1.4 + (seed % 7) * 0.15
-    return round(floor + 5.0 * math.exp(-step / (180 + seed % 5 * 60)) +
-                 0.04 * math.sin(step * 0.37 + seed), 4)
+    return round(smooth_loss(task, step) + 0.04 * math.sin(step * 0.37 + seed), 4)
+
+
+def eval_at(task, step):
+    """A task's evaluation at `step` (the API's "eval"): its training curve's
+    shape, ending at task.evaluate["final"] on its last step; a standard error
+    with 2 or more batches; an accuracy where it has "accuracy" (its ceiling)."""
+    ev = task.evaluate
+    out = {"step": step, "eval_loss": round(
+        ev["final"] + smooth_loss(task.id, step) - smooth_loss(task.id, task.steps), 4)}
+    if ev.get("batches", 1) >= 2:
+        out["eval_loss_se"] = round(0.012 / math.sqrt(ev["batches"]), 4)
+    if "accuracy" in ev:
+        out["eval_accuracy"] = round(ev["accuracy"] - 0.3 * math.exp(-step / 250), 4)
+    return out
+
+
+def evaluations(task):
+    """(time, step) of each of the task's evaluations: every `every` steps it
+    trains, and after its last step when it finished."""
+    if not task.evaluate:
+        return []
+    every, out = task.evaluate["every"], []
+    for seg in task.segments:
+        last = seg.step_at(seg.end, task.steps) if seg.end is not None else task.steps
+        steps = [s for s in range(every, last + 1, every) if s > seg.from_step]
+        if seg.how == "task_finished" and last % every:
+            steps.append(last)
+        out += [(round(seg.start + (s - seg.from_step) * seg.step_s, 3), s) for s in steps]
+    return out
+
+
+def eval_events(task):
+    return [{"t": t, "event": "task_evaluated", "task": task.id, "eval_s": 0.4,
+             **eval_at(task, s)} for (t, s) in evaluations(task)]
 
 
 class Segment:
@@ -66,20 +111,31 @@ class Segment:
 
 
 class Task:
+    """evaluate: {"every", "batches", "final" (its eval_loss on its last
+    step), "accuracy" (optional)}; select: (metric, mode) ranking its sweep."""
+
     def __init__(self, id, steps, arrived, segments=(), cancelled=None,
-                 profiling_until=None):
+                 profiling_until=None, sweep=None, hyperparameters=None, evaluate=None,
+                 select=("eval_loss", "min")):
         self.id, self.steps, self.arrived = id, steps, arrived
         self.segments = list(segments)
         self.cancelled = cancelled
         self.profiling_until = profiling_until
+        self.sweep, self.hyperparameters = sweep, hyperparameters or {}
+        self.evaluate, self.select = evaluate, select
 
 
 def busy_scenario():
+    gpt2 = {"sweep": "gpt2", "select": ("eval_loss", "min")}
     tasks = [
         Task("gpt2-lr1e-4", 2000, 0.0, [
-            Segment(32, None, "fsdp", 4, "node0", [0, 1, 2, 3], 0, 0.8)]),
+            Segment(32, None, "fsdp", 4, "node0", [0, 1, 2, 3], 0, 0.8)],
+            hyperparameters={"optimizer.lr": 0.0001},
+            evaluate={"every": 100, "batches": 4, "final": 1.52}, **gpt2),
         Task("gpt2-lr3e-4", 1000, 0.0, [
-            Segment(32, 532, "ddp", 2, "node1", [0, 1], 0, 0.5, "task_finished")]),
+            Segment(32, 532, "ddp", 2, "node1", [0, 1], 0, 0.5, "task_finished")],
+            hyperparameters={"optimizer.lr": 0.0003},
+            evaluate={"every": 100, "batches": 4, "final": 1.7723}, **gpt2),
         Task("bert-base", 1500, 0.0, [
             Segment(32, 300, "pipeline", 2, "node1", [2, 3], 0, 1.0, "task_stopped",
                     reason="preempted"),
@@ -89,10 +145,12 @@ def busy_scenario():
         Task("vit-small", 900, 120.0, [
             Segment(540, 561, "spill", 1, "node1", [3], 0, 0.7, "task_failed",
                     error="worker exited with signal 9 (host out of memory)")]),
-        Task("gpt2-lr1e-3", 2000, 0.0, cancelled=200.0),
+        Task("gpt2-lr1e-3", 2000, 0.0, cancelled=200.0,
+             hyperparameters={"optimizer.lr": 0.001},
+             evaluate={"every": 100, "batches": 4, "final": 1.9}, **gpt2),
         Task("t5-small", 600, 590.0, [
             Segment(START_S + 4, None, "single", 1, "node1", [3], 0, 0.5)],
-            profiling_until=START_S + 4),
+            profiling_until=START_S + 4, evaluate={"every": 10, "batches": 2, "final": 2.1}),
         Task("llama-tiny", 3000, 600.0),
     ]
     plan_tasks = [
@@ -147,6 +205,7 @@ def busy_scenario():
                     end["steps"] = task.steps
                     end["loss"] = end["final_loss"] = loss_at(task.id, task.steps)
                 events.append(end)
+        events += eval_events(task)
     events.sort(key=lambda e: e["t"])
     return tasks, plans, events
 
@@ -199,6 +258,103 @@ def ended_scenario():
     return tasks, [(28.0, plan)], events
 
 
+SWEEP_START_S = 1500.0  # the `sweep` scenario's run clock
+
+
+def sweep_scenario():
+    def gpt(name, lr, seed, gpu, final, stop=None):
+        # stop: (the deciding evaluation's step, the checkpoint's step) of ASHA
+        node, ids = ("node0", [gpu]) if gpu < 4 else ("node1", [gpu - 4])
+        end = 20 + (stop[1] if stop else 1000) * 1.0
+        seg = Segment(20, end, "single", 1, node, ids, 0, 1.0,
+                      "task_early_stopped" if stop else "task_finished")
+        task = Task(name, 1000, 0.0, [seg], sweep="gpt",
+                    hyperparameters={"optimizer.lr": lr, "seed": seed},
+                    evaluate={"every": 100, "batches": 4, "final": final})
+        if stop:
+            seg.extra = {"rule": "asha", "metric": "eval_loss", "eval_step": stop[0],
+                         "value": eval_at(task, stop[0])["eval_loss"]}
+        return task
+
+    def lora(name, model, optimizer, gpu, accuracy, final):
+        seg = Segment(20, 20 + 600 * 1.5, "single", 1, "node1", [gpu], 0, 1.5, "task_finished")
+        return Task(name, 600, 0.0, [seg], sweep="lora",
+                    hyperparameters={"model.type": model, "optimizer.type": optimizer},
+                    evaluate={"every": 100, "batches": 1, "final": final, "accuracy": accuracy},
+                    select=("eval_accuracy", "max"))
+
+    tasks = [
+        gpt("gpt-lr3.162e-5-seed1", 3.1622776601683795e-05, 1, 0, 2.7651),
+        gpt("gpt-lr3.162e-4-seed1", 0.00031622776601683794, 1, 1, 2.3915),
+        gpt("gpt-lr3.162e-4-seed2", 0.00031622776601683794, 2, 2, 2.3975),
+        gpt("gpt-lr1e-3-seed1", 0.001, 1, 3, 2.45, stop=(400, 410)),
+        gpt("gpt-lr3.162e-3-seed1", 0.0031622776601683794, 1, 4, 2.9, stop=(200, 210)),
+        lora("lora-gpt2-adamw", "gpt2", "adamw", 1, 0.471, 2.31),
+        lora("lora-gpt2-sgd", "gpt2", "sgd", 2, 0.452, 2.42),
+        lora("lora-llama-adamw", "llama", "adamw", 3, 0.482, 2.26),
+        Task("resnet50", 2400, 0.0, [
+            Segment(240, 1440, "single", 1, "node1", [0], 0, 0.5, "task_finished")]),
+    ]
+    entries = [(t.id, s.technique, s.gpus, s.node, s.gpu_ids, s.start,
+                s.end if s.how == "task_finished" else s.start + t.steps * s.step_s)
+               for t in tasks for s in t.segments]
+    plan = {"solver": "auto", "status": "optimal", "makespan_s": 1440.0,
+            "lower_bound_s": 1400.0, "solve_time_s": 0.52,
+            "tasks": [{"task": t, "technique": q, "gpus": g, "node": n, "gpu_ids": ids,
+                       "start_s": float(a), "end_s": float(b)}
+                      for (t, q, g, n, ids, a, b) in entries]}
+    events = [{"t": 0.0, "event": "task_arrived", "task": t.id} for t in tasks]
+    events.append({"t": 18.0, "event": "plan", "makespan_s": 1440.0, "solver": "auto",
+                   "status": "optimal"})
+    for task in tasks:
+        for seg in task.segments:
+            place = {"task": task.id, "technique": seg.technique, "gpus": seg.gpus,
+                     "node": seg.node, "gpu_ids": seg.gpu_ids}
+            events.append({"t": float(seg.start), "event": "task_started", **place, "step": 0})
+            end = {"t": float(seg.end), "event": seg.how, **place,
+                   "step": seg.step_at(seg.end, task.steps), **seg.extra}
+            if seg.how == "task_finished":
+                end["steps"] = task.steps
+                end["loss"] = end["final_loss"] = loss_at(task.id, task.steps)
+            events.append(end)
+        events += eval_events(task)
+    events.sort(key=lambda e: e["t"])
+    return tasks, [(18.0, plan)], events
+
+
+def best_entries(tasks, now):
+    """The tasks reply's "best": per sweep, its tasks ranked by their latest
+    evaluation by `now` (the service's rule, docs/contracts.md)."""
+    sweeps = {}
+    for task in tasks:
+        if task.evaluate:
+            sweeps.setdefault(task.sweep or task.id, []).append(task)
+    out = []
+    for sweep, members in sweeps.items():
+        metric, mode = members[0].select
+        latest = [(eval_at(t, done[-1]), t) for t in members
+                  for done in [[s for (at, s) in evaluations(t) if at <= now]] if done]
+        if not latest:
+            continue
+        latest.sort(key=lambda p: p[0][metric], reverse=(mode == "max"))
+        (e, task), up = latest[0], latest[1] if len(latest) > 1 else None
+        entry = {"sweep": sweep, "task": task.id, "metric": metric, "mode": mode,
+                 "value": e[metric], "step": e["step"], "evaluated": len(latest),
+                 "tasks": len(members), "runner_up": None, "margin": None,
+                 "margin_se": None, "within_noise": None}
+        if up:
+            entry["runner_up"] = {"task": up[1].id, "value": up[0][metric]}
+            entry["margin"] = round(abs(e[metric] - up[0][metric]), 6)
+            if metric == "eval_loss" and "eval_loss_se" in e and "eval_loss_se" in up[0]:
+                entry["margin_se"] = round(math.hypot(e["eval_loss_se"], up[0]["eval_loss_se"]), 6)
+                entry["within_noise"] = entry["margin"] < 2 * entry["margin_se"]
+        out.append(entry)
+    return out
+
+
+REPORT_HTML = b"<!doctype html><title>Saturn report</title><h1>Saturn report (mock)</h1>\n"
+
+
 class World:
     """The canned run and its clock; thread-safe."""
 
@@ -206,12 +362,17 @@ class World:
         self.lock = threading.Condition()
         self.speed = speed
         self.started = None  # the clock runs from the first API request
+        self.legacy = scenario == "ended"  # a server from before model selection
+        self.report = scenario == "sweep"  # it has written report.html
         if scenario == "busy":
             self.tasks, self.plans, self.pending = busy_scenario()
             self.start_s = START_S
         elif scenario == "ended":
             self.tasks, self.plans, self.pending = ended_scenario()
             self.start_s = ENDED_START_S
+        elif scenario == "sweep":
+            self.tasks, self.plans, self.pending = sweep_scenario()
+            self.start_s = SWEEP_START_S
         else:
             self.tasks, self.plans, self.pending = [], [], []
             self.start_s = 0.0
@@ -282,7 +443,7 @@ class World:
             if seg.end is not None and seg.end <= now:
                 steps_done = seg.step_at(seg.end, task.steps)
                 status = {"task_finished": "finished", "task_failed": "failed",
-                          "task_stopped": "waiting"}[seg.how]
+                          "task_stopped": "waiting", "task_early_stopped": "stopped"}[seg.how]
                 error = seg.extra.get("error", "")
             else:
                 steps_done = seg.step_at(now, task.steps)
@@ -300,7 +461,7 @@ class World:
         planned = next((p for p in self.plan(now)["tasks"] if p["task"] == task.id), None)
         eta = planned["end_s"] if planned and status in (
             "queued", "waiting", "running", "profiling") else None
-        placed = seg_shown if status in ("running", "finished", "failed") else None
+        placed = seg_shown if status in ("running", "finished", "failed", "stopped") else None
         out = {"id": task.id, "status": status,
                "technique": placed.technique if placed else None,
                "gpus": placed.gpus if placed else None,
@@ -315,6 +476,22 @@ class World:
             # As the service: a step's index and its loss (a progress event's
             # "step" counts the steps done, the last one's loss).
             out["losses"] = [[s - 1, loss_at(task.id, s)] for s in steps]
+        if self.legacy:
+            return out
+        done = [s for (t, s) in evaluations(task) if t <= now]
+        out["hyperparameters"] = dict(task.hyperparameters)
+        out["eval"] = eval_at(task, done[-1]) if done else None
+        if with_losses:
+            out["evals"] = [[s, eval_at(task, s)["eval_loss"]] for s in done]
+        return out
+
+    def tasks_json(self, now):
+        visible = self.visible_tasks(now)
+        out = {"version": 1, "now_s": now, "tasks": [self.task_json(t, now) for t in visible]}
+        if not self.legacy:
+            out["best"] = best_entries(visible, now)
+        if self.report:
+            out["report"] = "report.html"
         return out
 
     def visible_tasks(self, now):
@@ -352,6 +529,10 @@ class Handler(BaseHTTPRequestHandler):
         query = parse_qs(url.query)
         world = self.server.world
         page = url.path in ("/", "/index.html") or url.path.startswith("/dashboard/")
+        if url.path == "/report.html" and world.report:  # holds data: needs the token
+            if not self._authorized(query):
+                return self._send(401, {"error": "missing or wrong token"})
+            return self._send(200, REPORT_HTML, "text/html; charset=utf-8")
         if page and self.server.token_for_page and not self._authorized(query):
             return self._send(401, {"error": "missing or wrong token"})
         if page:
@@ -369,8 +550,7 @@ class Handler(BaseHTTPRequestHandler):
         with world.lock:
             now = world.now()
             if url.path == "/v1/tasks":
-                return self._send(200, {"version": 1, "now_s": now, "tasks": [
-                    world.task_json(t, now) for t in world.visible_tasks(now)]})
+                return self._send(200, world.tasks_json(now))
             m = re.fullmatch(r"/v1/tasks/([^/]+)", url.path)
             if m:
                 task = next((t for t in world.visible_tasks(now) if t.id == m.group(1)), None)
@@ -481,7 +661,7 @@ def main():
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--dashboard-dir",
                    default=str(Path(__file__).resolve().parents[2] / "src/service/dashboard"))
-    p.add_argument("--scenario", choices=["busy", "ended", "empty"], default="busy")
+    p.add_argument("--scenario", choices=["busy", "ended", "sweep", "empty"], default="busy")
     p.add_argument("--token", default="")
     p.add_argument("--speed", type=float, default=1.0)
     p.add_argument("--token-for-page", action="store_true")
