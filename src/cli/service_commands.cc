@@ -18,6 +18,8 @@
 #include "common/format.h"
 #include "common/fs.h"
 #include "contracts/task_view.h"
+#include "report/best.h"
+#include "report/hyperparameters.h"
 #include "service/client.h"
 #include "service/server.h"
 
@@ -91,6 +93,77 @@ std::optional<TaskStatus> StatusOf(const json& task) {
   return TaskStatusFromString(task["status"].get<std::string>());
 }
 
+// A task's value of a metric in its latest evaluation ("" without one).
+std::string EvalCell(const json& task, const char* metric) {
+  const json& e = task.contains("eval") ? task["eval"] : json();
+  return e.is_object() && e.contains(metric) ? FormatLoss(e[metric].get<double>()) : "";
+}
+
+// The results table: a column per swept or searched field and per metric,
+// each task's latest evaluation, the best so far of each sweep marked; then
+// each sweep's best with its margin over the runner-up. Nothing when no
+// task varied a field or evaluated.
+void PrintResults(const json& body) {
+  std::vector<std::string> paths;
+  bool evaluated = false, accuracy = false;
+  for (const json& t : body["tasks"]) {
+    const json hp = t.value("hyperparameters", json::object());
+    for (auto it = hp.begin(); it != hp.end(); ++it) {
+      if (std::find(paths.begin(), paths.end(), it.key()) == paths.end()) paths.push_back(it.key());
+    }
+    evaluated = evaluated || !EvalCell(t, "eval_loss").empty();
+    accuracy = accuracy || !EvalCell(t, "eval_accuracy").empty();
+  }
+  if (paths.empty() && !evaluated) return;
+  std::map<std::string, bool> best;  // the best so far of its sweep
+  for (const json& b : body.value("best", json::array()))
+    best[b["task"].get<std::string>()] = true;
+  const auto columns = HyperParameterHeaders(paths);
+  std::vector<size_t> widths;
+  for (const auto& [path, header] : columns) {
+    size_t w = header.size();
+    for (const json& t : body["tasks"]) {
+      const json hp = t.value("hyperparameters", json::object());
+      if (hp.contains(path)) w = std::max(w, HyperParameterText(hp[path]).size());
+    }
+    widths.push_back(w);
+  }
+  auto row = [&](const std::string& task, const std::vector<std::string>& values,
+                 const std::string& loss, const std::string& se, const std::string& acc,
+                 const std::string& step, const std::string& mark) {
+    std::string line = task + std::string(task.size() < 24 ? 25 - task.size() : 1, ' ');
+    for (size_t c = 0; c < values.size(); ++c)
+      line += values[c] + std::string(widths[c] - values[c].size() + 2, ' ');
+    std::printf("%s%10s %9s", line.c_str(), loss.c_str(), se.c_str());
+    if (accuracy) std::printf(" %9s", acc.c_str());
+    std::printf(" %7s  %s\n", step.c_str(), mark.c_str());
+  };
+  std::vector<std::string> headers;
+  for (const auto& [path, header] : columns)
+    headers.push_back(header);
+  std::printf("\n");
+  row("RESULTS", headers, "EVAL LOSS", "SE", "EVAL ACC", "STEP", "");
+  for (const json& t : body["tasks"]) {
+    const json hp = t.value("hyperparameters", json::object());
+    std::vector<std::string> values;
+    for (const auto& [path, header] : columns)
+      values.push_back(hp.contains(path) ? HyperParameterText(hp[path]) : "-");
+    const json& e = t.contains("eval") ? t["eval"] : json();
+    std::string loss = EvalCell(t, "eval_loss");
+    std::string id = t["id"].get<std::string>();
+    row(id, values, loss.empty() ? "-" : loss, loss.empty() ? "" : EvalCell(t, "eval_loss_se"),
+        EvalCell(t, "eval_accuracy"), e.is_object() ? Text(e["step"]) : "-",
+        best.count(id) ? "best so far" : "");
+  }
+  for (const json& b : body.value("best", json::array())) {
+    std::string margin = MarginPhrase(b);
+    std::printf("best so far of %s: %s, %s %s at step %s%s%s\n", Text(b["sweep"]).c_str(),
+                Text(b["task"]).c_str(), Text(b["metric"]).c_str(),
+                FormatLoss(b["value"].get<double>()).c_str(), Text(b["step"]).c_str(),
+                margin.empty() ? "" : ", ", margin.c_str());
+  }
+}
+
 int Status(const ClientFlags& f) {
   ServiceClient::Reply r = Client(f).Get("/v1/tasks");
   if (r.status != 200) return Refused(r);
@@ -120,6 +193,7 @@ int Status(const ClientFlags& f) {
                 pack.c_str());
     if (!t.value("error", "").empty()) std::printf("    %s\n", Text(t["error"]).c_str());
   }
+  PrintResults(r.body);
   return 0;
 }
 

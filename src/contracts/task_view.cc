@@ -68,7 +68,16 @@ nlohmann::json TaskViewToJson(const TaskView& v) {
               {"failures", v.failures},
               {"submitted_s", OrNull(v.submitted_s)},
               {"error", v.error}};
+  out["hyperparameters"] = v.hyperparameters;
+  out["eval"] = v.eval ? EvalPointToJson(*v.eval) : json();
   if (!v.pack.empty()) out["pack"] = v.pack;
+  return out;
+}
+
+nlohmann::json EvalPointToJson(const EvalPoint& e) {
+  nlohmann::json out = {{"step", e.step}, {"eval_loss", e.loss}};
+  if (e.loss_se >= 0) out["eval_loss_se"] = e.loss_se;
+  if (e.accuracy >= 0) out["eval_accuracy"] = e.accuracy;
   return out;
 }
 

@@ -61,6 +61,17 @@ struct TaskState {
   double end_s = -1.0;    // when it ended (-1: not ended)
 };
 
+// One evaluation on held-out data (a task_evaluated event).
+struct EvalPoint {
+  long step = 0;
+  double loss = 0.0;
+  double accuracy = -1.0;  // < 0: none
+  double loss_se = -1.0;   // the loss's standard error over its batches; < 0: unknown
+};
+
+// Contract 6's evaluation: {"step", "eval_loss"[, "eval_loss_se"][, "eval_accuracy"]}.
+nlohmann::json EvalPointToJson(const EvalPoint& e);
+
 // A task as `saturn serve` shows it (Contract 6's Task): its state, and
 // what the service knows beside it; unknown values are null.
 struct TaskView : TaskState {
@@ -72,12 +83,16 @@ struct TaskView : TaskState {
   bool placed = false;  // technique, gpus, node known (where it runs, ran or is planned)
   // The pack it trains, trained or is planned to train in ("" alone).
   std::string pack;
+  // The values its sweep varied and its search drew, by dotted path
+  // (report/hyperparameters.h); {} for none.
+  nlohmann::json hyperparameters = nlohmann::json::object();
+  std::optional<EvalPoint> eval;  // its latest evaluation
 };
 
 // Contract 6's Task: {"id", "status", "technique", "gpus", "node",
 // "gpu_ids", "steps_done", "steps", "eta_s", "planned_start_s", "loss",
-// "final_loss", "attempts", "failures", "submitted_s", "error"}, and
-// "pack" for a task in a pack.
+// "final_loss", "attempts", "failures", "submitted_s", "error",
+// "hyperparameters", "eval"}, and "pack" for a task in a pack.
 nlohmann::json TaskViewToJson(const TaskView& view);
 
 }  // namespace saturn

@@ -110,6 +110,7 @@ void Dispatcher::ReadProgress(int j) {
     if (EvalReport e; ParseEvalLine(*line, &e)) {
       run_.Emit(events::TaskEvaluated(run_.Now(), run_.Where(j), e.steps_done, e.loss, e.accuracy,
                                       e.seconds, e.loss_se));
+      if (!pack) run_.evals[l.record.name][e.steps_done] = {e.steps_done, e.loss, e.accuracy, e.loss_se};
       if (!pack) StopEarlyIfRuled(j, e);
       continue;
     }

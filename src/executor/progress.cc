@@ -53,6 +53,14 @@ std::string PlanFile(const RunContext& run, int n) {
 
 }  // namespace
 
+int FirstPlanIndex(const RunContext& run) {
+  // A run's first plan is plan-0; a service's, its first arrivals' (plan-1).
+  for (int n = 0; n <= run.switches(); ++n) {
+    if (std::filesystem::exists(PlanFile(run, n))) return n;
+  }
+  return -1;
+}
+
 std::vector<TaskProgress> Snapshot(const RunContext& run) {
   std::vector<TaskProgress> progress(run.NumTasks());
   for (int j = 0; j < run.NumTasks(); ++j) {
@@ -137,17 +145,22 @@ std::string WhyInPack(const Plan& plan, const std::string& pack) {
 
 nlohmann::json WriteReport(RunContext& run, const RunSummary& summary) {
   RunReportInput report;
-  report.workload = run.options().workload_path;
+  // A service has no one workload: its state folder, as it stands now.
+  report.workload = run.options().workload_path.empty()
+                        ? "saturn serve --state-dir " + run.site.run_dir + " (so far)"
+                        : run.options().workload_path;
   report.run_dir = run.site.run_dir;
   report.cluster = run.tasks.workload().cluster;
-  report.first_plan = LoadPlanFile(run.site.run_dir + "/plan-0.json");
+  const int first = FirstPlanIndex(run);
+  report.first_plan = LoadPlanFile(PlanFile(run, first));
   report.makespan_s = summary.makespan_s;
   report.profiling_s = run.profiling_s();
   report.planning_s = run.planning_s();
   // The plans as solved, in order: the first and each switched to.
   std::vector<Plan> solved_plans = {report.first_plan};
-  for (int n = 1; std::filesystem::exists(PlanFile(run, n)); ++n)
+  for (int n = first + 1; std::filesystem::exists(PlanFile(run, n)); ++n)
     solved_plans.push_back(LoadPlanFile(PlanFile(run, n)));
+  std::vector<RunReportTask> tasks = ReportTasks(run);
   for (int j = 0; j < run.NumTasks(); ++j) {
     const TaskRecord& r = run.tasks[j].record;
     bool finished = r.status == TaskStatus::kFinished;
@@ -155,14 +168,9 @@ nlohmann::json WriteReport(RunContext& run, const RunSummary& summary) {
     // A pack's member ran where its host's worker did.
     int holder = run.tasks.HolderOf(j);
     std::optional<Assignment> ran = run.tasks.placements().Last(holder);
-    RunReportTask t;
-    static_cast<TaskState&>(t) = r;
-    t.steps = run.Steps(j);
+    RunReportTask t = std::move(tasks[static_cast<size_t>(j)]);
     t.steps_done = finished ? run.Steps(j) : r.checkpoint_step;
     t.losses = run.site.state->Losses(r.name);
-    t.sweep = run.WorkloadTaskOf(j).sweep;
-    t.settings = run.WorkloadTaskOf(j).spec;
-    t.select = run.WorkloadTaskOf(j).select;
     // Its profiled paces, on every node each configuration fits: the
     // profile's runtime less a launch's fixed costs (ScaledRuntime at no
     // steps) over its steps, and those costs, paid by every launch (a run
@@ -217,17 +225,34 @@ nlohmann::json WriteReport(RunContext& run, const RunSummary& summary) {
     }
     report.tasks.push_back(std::move(t));
   }
-  // Each task's swept and sampled values, as its sweep and search set them.
+  std::vector<HyperParameters> hyperparameters = HyperParametersOf(run);
+  for (size_t j = 0; j < report.tasks.size(); ++j)
+    report.tasks[j].hyperparameters = std::move(hyperparameters[j]);
+  report.events = run.site.state->Events();
+  return WriteRunReport(report);
+}
+
+std::vector<HyperParameters> HyperParametersOf(const RunContext& run) {
   std::vector<SweptTask> swept;
   for (int j = 0; j < run.NumTasks(); ++j) {
     const WorkloadTask& w = run.WorkloadTaskOf(j);
     swept.push_back({w.name, w.sweep, w.varied});
   }
-  std::vector<HyperParameters> hyperparameters = SweptValues(swept);
-  for (size_t j = 0; j < report.tasks.size(); ++j)
-    report.tasks[j].hyperparameters = std::move(hyperparameters[j]);
-  report.events = run.site.state->Events();
-  return WriteRunReport(report);
+  return SweptValues(swept);
+}
+
+std::vector<RunReportTask> ReportTasks(const RunContext& run) {
+  std::vector<RunReportTask> tasks;
+  for (int j = 0; j < run.NumTasks(); ++j) {
+    RunReportTask t;
+    static_cast<TaskState&>(t) = run.tasks[j].record;
+    t.steps = run.Steps(j);
+    t.sweep = run.WorkloadTaskOf(j).sweep;
+    t.settings = run.WorkloadTaskOf(j).spec;
+    t.select = run.WorkloadTaskOf(j).select;
+    tasks.push_back(std::move(t));
+  }
+  return tasks;
 }
 
 }  // namespace saturn

@@ -13,6 +13,7 @@
 
 #include "executor/run.h"
 #include "executor/run_context.h"
+#include "report/run_report.h"
 #include "replan/replan.h"
 
 namespace saturn {
@@ -20,8 +21,18 @@ namespace saturn {
 std::vector<TaskProgress> Snapshot(const RunContext& run);
 void PrintProgress(const RunContext& run);
 RunSummary Summarize(const RunContext& run, bool interrupted);
-// Writes report.json and report.html into the run directory.
-// Returns report.json's content.
+// Writes report.json and report.html into the run directory (a service's:
+// its state so far, its running tasks ending now). Returns report.json's
+// content.
 nlohmann::json WriteReport(RunContext& run, const RunSummary& summary);
+// The number of the run's first plan file (plan-<n>.json): 0 for a run, a
+// service's first arrivals' for a service; -1 before any.
+int FirstPlanIndex(const RunContext& run);
+// Each task's swept and sampled values (report/hyperparameters.h), in the
+// run's task order.
+std::vector<HyperParameters> HyperParametersOf(const RunContext& run);
+// The tasks as the report names them, with their state (for the best of
+// each sweep, report/best.h).
+std::vector<RunReportTask> ReportTasks(const RunContext& run);
 
 }  // namespace saturn

@@ -1,5 +1,6 @@
 #include "executor/run.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 
@@ -69,6 +70,15 @@ RunSummary Run::Drive(const RunHooks& hooks) {
   if (report.contains("best")) s.best = report["best"].get<std::vector<nlohmann::json>>();
   s.current_practice = report.value("current_practice", nlohmann::json());
   return s;
+}
+
+void Run::WriteReportNow() {
+  RunContext& run = impl_->run;
+  // Nothing planned yet: nothing to report.
+  if (FirstPlanIndex(run) < 0) return;
+  RunSummary s = Summarize(run, /*interrupted=*/true);
+  s.makespan_s = std::max(s.makespan_s, run.Now());
+  WriteReport(run, s);
 }
 
 const Plan& Run::CurrentPlan() const {

@@ -124,6 +124,14 @@ class Run {
   std::vector<TaskView> Tasks() const;
   // A task's loss curve so far, (step, loss).
   std::vector<std::pair<long, double>> Losses(const std::string& task);
+  // A task's evaluations so far, by step.
+  std::vector<EvalPoint> Evaluations(const std::string& task) const;
+  // The best of each sweep so far, every task's latest evaluation ranked
+  // (report/best.h's entries, Ranking::kSoFar).
+  nlohmann::json BestSoFar() const;
+  // Writes report.json and report.html of the run so far into its folder
+  // (the service's state folder): running tasks end there now.
+  void WriteReportNow();
   const Plan& CurrentPlan() const;
   double Now() const;
   // The events logged so far, and every one logged from now on.

@@ -27,6 +27,7 @@
 #include "executor/run_state.h"
 #include "executor/task_set.h"
 #include "launch/backend.h"
+#include "report/best.h"
 #include "replan/dispatch.h"
 #include "replan/replan.h"
 
@@ -71,6 +72,7 @@ class RunContext {
   RunSite site;
   TaskSet tasks;
   EarlyStopper stopper;  // the workloads' early_stop rules, fed every evaluation
+  Evals evals;           // every task's evaluations by step, as logged (the service's views)
   // A task ended early (its rule stopped it): re-plan at the next turn, not
   // an interval later, so its devices and the work it left are planned.
   bool replan_soon = false;

@@ -202,7 +202,9 @@ bool ContinueFromState(RunContext& run, const std::set<std::string>& dropped) {
   std::string cluster_now = ClusterToYaml(run.tasks.workload().cluster);
   bool moved = saved_cluster && *saved_cluster != cluster_now;
   run.clock.Start(state.ResumeClock());
-  run.stopper.Replay(state.Events(), run.tasks.workload());
+  const std::vector<Event> events = state.Events();
+  run.stopper.Replay(events, run.tasks.workload());
+  run.evals = EvalsOf(events);
   if (moved) {
     run.tasks.profile() = ProfileOnNewCluster(run, *saved_cluster);
   } else if (!run.tasks.workload().tasks.empty()) {

@@ -8,6 +8,7 @@
 
 #include "common/error.h"
 #include "common/format.h"
+#include "executor/progress.h"
 #include "executor/run_impl.h"
 #include "executor/run_setup.h"
 #include "launch/worker.h"
@@ -252,6 +253,7 @@ std::vector<TaskView> Run::Tasks() const {
     return it->second.at_s;
   };
   std::vector<TaskView> views;
+  const std::vector<HyperParameters> hyperparameters = HyperParametersOf(run);
   for (int j = 0; j < run.NumTasks(); ++j) {
     const LiveTask& l = run.tasks[j];
     const TaskRecord& r = l.record;
@@ -287,6 +289,9 @@ std::vector<TaskView> Run::Tasks() const {
     }
     v.pack = !l.pack.empty() ? l.pack : to_run && !l.unpacked ? to_run->pack : "";
     v.submitted_s = submitted_at(r.name);
+    for (const auto& [path, value] : hyperparameters[static_cast<size_t>(j)])
+      v.hyperparameters[path] = value;
+    if (const EvalPoint* e = LatestEval(EvalsOfTask(run.evals, r.name))) v.eval = *e;
     views.push_back(std::move(v));
   }
   auto unjoined = [&](const std::string& name, TaskStatus status, const std::string& error) {
@@ -308,6 +313,20 @@ std::vector<TaskView> Run::Tasks() const {
     if (life.ended && run.tasks.IndexOf(n) < 0) unjoined(n, *life.ended, life.error);
   }
   return views;
+}
+
+std::vector<EvalPoint> Run::Evaluations(const std::string& task) const {
+  std::vector<EvalPoint> out;
+  if (const auto* evals = EvalsOfTask(impl_->run.evals, task)) {
+    for (const auto& [step, e] : *evals)
+      out.push_back(e);
+  }
+  return out;
+}
+
+json Run::BestSoFar() const {
+  std::map<std::string, std::string> best_of;
+  return BestOfSweeps(ReportTasks(impl_->run), impl_->run.evals, best_of, Ranking::kSoFar);
 }
 
 }  // namespace saturn

@@ -48,6 +48,10 @@ const EvalPoint* FinalEval(const RunReportTask& t, const std::map<long, EvalPoin
   return it == evals->end() ? nullptr : &it->second;
 }
 
+const EvalPoint* LatestEval(const std::map<long, EvalPoint>* evals) {
+  return evals == nullptr || evals->empty() ? nullptr : &evals->rbegin()->second;
+}
+
 namespace {
 
 struct Ranked {
@@ -65,6 +69,7 @@ json Entry(const std::string& sweep, const std::vector<Ranked>& ranked, size_t t
                 {"metric", select.metric},
                 {"mode", select.maximize ? "max" : "min"},
                 {"value", best.value},
+                {"step", best.eval->step},
                 {"final_eval_loss", best.eval->loss},
                 {"evaluated", ranked.size()},
                 {"tasks", tasks},
@@ -89,7 +94,7 @@ json Entry(const std::string& sweep, const std::vector<Ranked>& ranked, size_t t
 }  // namespace
 
 json BestOfSweeps(const std::vector<RunReportTask>& tasks, const Evals& evals,
-                  std::map<std::string, std::string>& best_of) {
+                  std::map<std::string, std::string>& best_of, Ranking ranking) {
   std::vector<std::string> sweeps;
   std::map<std::string, std::vector<const RunReportTask*>> members;
   for (const RunReportTask& t : tasks) {
@@ -101,7 +106,10 @@ json BestOfSweeps(const std::vector<RunReportTask>& tasks, const Evals& evals,
   for (const std::string& sweep : sweeps) {
     std::vector<Ranked> ranked;
     for (const RunReportTask* t : members[sweep]) {
-      const EvalPoint* e = FinalEval(*t, EvalsOfTask(evals, t->name));
+      const EvalPoint* e = ranking == Ranking::kFinal ? FinalEval(*t, EvalsOfTask(evals, t->name))
+                           : t->status == TaskStatus::kFailed
+                               ? nullptr
+                               : LatestEval(EvalsOfTask(evals, t->name));
       if (e == nullptr || std::isnan(ValueOf(t->select, *e))) continue;
       ranked.push_back({t, e, ValueOf(t->select, *e)});
     }

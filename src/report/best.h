@@ -21,14 +21,6 @@
 
 namespace saturn {
 
-// One evaluation on held-out data, from a task_evaluated event.
-struct EvalPoint {
-  long step = 0;
-  double loss = 0.0;
-  double accuracy = -1.0;  // < 0: none
-  double loss_se = -1.0;   // the loss's standard error over its batches; < 0: unknown
-};
-
 // Per task, its evaluations by step (a later event for the same step, after
 // a resume, replaces the earlier one).
 using Evals = std::map<std::string, std::map<long, EvalPoint>>;
@@ -38,12 +30,21 @@ const std::map<long, EvalPoint>* EvalsOfTask(const Evals& evals, const std::stri
 // The evaluation after a finished task's last step, if it has one.
 const EvalPoint* FinalEval(const RunReportTask& t, const std::map<long, EvalPoint>* evals);
 
-// Per sweep, in the order written: {sweep, task, metric, mode, value,
+// The latest evaluation of a task, if it has one.
+const EvalPoint* LatestEval(const std::map<long, EvalPoint>* evals);
+
+// Which evaluation of each task counts: the one after a finished task's
+// last step (a run's report), or every task's latest but a failed one's
+// (the best so far, while a service trains).
+enum class Ranking { kFinal, kSoFar };
+
+// Per sweep, in the order written: {sweep, task, metric, mode, value, step,
 // final_eval_loss[, final_eval_accuracy], evaluated, tasks, runner_up
 // ({task, value} or null), margin, margin_se and within_noise (null when
 // unknown)}; `best_of` gets sweep -> task.
 nlohmann::json BestOfSweeps(const std::vector<RunReportTask>& tasks, const Evals& evals,
-                            std::map<std::string, std::string>& best_of);
+                            std::map<std::string, std::string>& best_of,
+                            Ranking ranking = Ranking::kFinal);
 
 // report.html's "Best models" list ("" without any).
 std::string BestHtml(const nlohmann::json& best);

@@ -3,6 +3,8 @@
 #include <cstdio>
 #include <map>
 
+#include "contracts/sweep.h"
+
 namespace saturn {
 namespace {
 
@@ -87,6 +89,17 @@ std::string HyperParameterText(const json& value) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.6g", value.get<double>());
   return buf;
+}
+
+std::vector<std::pair<std::string, std::string>> HyperParameterHeaders(
+    const std::vector<std::string>& paths) {
+  std::map<std::string, int> uses;
+  for (const std::string& p : paths)
+    ++uses[SweepShortKey(p)];
+  std::vector<std::pair<std::string, std::string>> columns;  // path, header
+  for (const std::string& p : paths)
+    columns.push_back({p, uses[SweepShortKey(p)] > 1 ? p : SweepShortKey(p)});
+  return columns;
 }
 
 }  // namespace saturn

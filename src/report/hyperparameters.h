@@ -39,6 +39,12 @@ struct SweptTask {
 // one value).
 std::vector<HyperParameters> SweptValues(const std::vector<SweptTask>& tasks);
 
+// The columns of hyper-parameter fields `paths` (distinct, in order): each
+// path and its header, the short key the task names use ("lr"), or the
+// whole path where two fields share one.
+std::vector<std::pair<std::string, std::string>> HyperParameterHeaders(
+    const std::vector<std::string>& paths);
+
 // A value as a table cell shows it: strings bare, integers as JSON writes
 // them, other numbers to 6 significant digits (a sampled learning rate
 // 3.1622776601683794e-05 as 3.16228e-05; report.json keeps every digit).

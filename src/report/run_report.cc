@@ -189,13 +189,7 @@ std::vector<std::pair<std::string, std::string>> HyperParameterColumns(const Run
       if (std::find(paths.begin(), paths.end(), path) == paths.end()) paths.push_back(path);
     }
   }
-  std::map<std::string, int> uses;
-  for (const std::string& p : paths)
-    ++uses[SweepShortKey(p)];
-  std::vector<std::pair<std::string, std::string>> columns;  // path, header
-  for (const std::string& p : paths)
-    columns.push_back({p, uses[SweepShortKey(p)] > 1 ? p : SweepShortKey(p)});
-  return columns;
+  return HyperParameterHeaders(paths);
 }
 
 // The bytes of every task folder whose size is known; nullopt where none is.

@@ -147,6 +147,13 @@ void Route(httplib::Server& http, Service& service, const std::atomic<bool>& sto
   http.Get("/v1/plan", [&](const httplib::Request&, httplib::Response& res) {
     Send(res, {200, service.Plan()});
   });
+  // The run's report so far (report.html in the state folder, written as
+  // tasks end): from the dashboard's "report" link.
+  http.Get("/report.html", [&](const httplib::Request&, httplib::Response& res) {
+    std::optional<std::string> page = service.ReportHtml();
+    if (!page) return SendError(res, 404, "no report yet: it is written once a task has ended");
+    res.set_content(*page, "text/html; charset=utf-8");
+  });
   http.Get("/v1/events", [&](const httplib::Request& req, httplib::Response& res) {
     StreamEvents(service, stop, req, res);
   });

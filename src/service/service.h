@@ -23,6 +23,7 @@
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
@@ -63,6 +64,8 @@ class Service {
   nlohmann::json Tasks() const;
   Reply Task(const std::string& id) const;
   nlohmann::json Plan() const;
+  // report.html of the state folder; nullopt before it is written.
+  std::optional<std::string> ReportHtml() const;
   // Event-stream messages with a sequence number above `after`, waiting up
   // to `wait_s` for one.
   std::vector<std::pair<long, std::string>> EventsAfter(long after, double wait_s) const;
@@ -74,6 +77,10 @@ class Service {
   void Publish(bool force);
   void PushEvent(const std::string& line);
   void StreamProgress(const std::vector<TaskView>& views);
+  // report.json and report.html in the state folder: after tasks ended (at
+  // most every kReportEvery_s), and when forced (on start and on stopping).
+  void WriteReportIfDue(const std::vector<TaskView>& views, bool force);
+  static constexpr double kReportEvery_s = 5.0;
 
   ServeOptions options_;
   std::unique_ptr<saturn::Run> run_;
@@ -81,7 +88,11 @@ class Service {
   // Owned by Run()'s thread.
   std::map<std::string, std::pair<long, double>> streamed_;  // task -> (step, t) last streamed
   std::map<std::string, nlohmann::json> losses_;             // task -> [[step, loss]]
-  std::set<std::string> losses_final_;                       // ended tasks whose curve is read
+  std::map<std::string, nlohmann::json> evals_;              // task -> [[step, eval_loss]]
+  std::set<std::string> losses_final_;                       // ended tasks whose curves are read
+  long ended_at_report_ = 0;                                 // ended tasks when last reported
+  double last_report_ = -1e9;
+  bool report_written_ = false;
   double last_publish_ = -1e9;
 
   // Requests for Run()'s thread.

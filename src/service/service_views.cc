@@ -3,6 +3,10 @@
 // stream with its progress messages.
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <map>
 
 #include "common/format.h"
@@ -47,21 +51,49 @@ void Service::Publish(bool force) {
       for (const auto& [step, loss] : run_->Losses(v.name))
         curve.push_back({step, loss});
       losses_[v.name] = curve;
+      json evals = json::array();
+      for (const EvalPoint& e : run_->Evaluations(v.name))
+        evals.push_back({e.step, e.loss});
+      evals_[v.name] = evals;
       if (ended) losses_final_.insert(v.name);
     }
   }
-  json view = {{"version", 1}, {"now_s", now}, {"tasks", tasks}};
+  WriteReportIfDue(views, force);
+  json view = {{"version", 1}, {"now_s", now}, {"tasks", tasks}, {"best", run_->BestSoFar()}};
+  if (report_written_) view["report"] = "report.html";
   std::string plan = PlanToJson(run_->CurrentPlan()).dump();
   std::lock_guard<std::mutex> lock(view_mu_);
   tasks_view_ = std::move(view);
   tasks_view_["losses"] = losses_;
+  tasks_view_["evals"] = evals_;
   plan_view_ = std::move(plan);
+}
+
+void Service::WriteReportIfDue(const std::vector<TaskView>& views, bool force) {
+  long ended = std::count_if(views.begin(), views.end(),
+                             [](const TaskView& v) { return IsEnded(v.status); });
+  double now = run_->Now();
+  // On every task's end (at most every few seconds; at once when the last
+  // one ends), and when asked.
+  bool all = ended == static_cast<long>(views.size());
+  bool due = ended != ended_at_report_ && (all || now - last_report_ >= kReportEvery_s);
+  if (!due && !(force && ended > 0)) return;
+  try {
+    run_->WriteReportNow();
+    report_written_ = std::filesystem::exists(options_.source.state_dir + "/report.html");
+  } catch (const std::exception& e) {
+    // A report that cannot be written does not stop the service.
+    std::fprintf(stderr, "saturn serve: report not written: %s\n", e.what());
+  }
+  ended_at_report_ = ended;
+  last_report_ = now;
 }
 
 json Service::Tasks() const {
   std::lock_guard<std::mutex> lock(view_mu_);
   json view = tasks_view_;
   view.erase("losses");
+  view.erase("evals");
   return view;
 }
 
@@ -72,9 +104,19 @@ Service::Reply Service::Task(const std::string& id) const {
     json task = t;
     const json& losses = tasks_view_["losses"];
     task["losses"] = losses.contains(id) ? losses[id] : json::array();
+    const json& evals = tasks_view_["evals"];
+    task["evals"] = evals.contains(id) ? evals[id] : json::array();
     return {200, task};
   }
   return {404, {{"error", "no task " + Quote(id)}}};
+}
+
+std::optional<std::string> Service::ReportHtml() const {
+  std::ifstream in(options_.source.state_dir + "/report.html", std::ios::binary);
+  if (!in) return std::nullopt;
+  std::ostringstream page;
+  page << in.rdbuf();
+  return page.str();
 }
 
 json Service::Plan() const {

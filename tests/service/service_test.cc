@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <map>
 #include <set>
+#include <sstream>
 #include <thread>
 
 #include <httplib.h>
@@ -171,6 +172,78 @@ TEST_F(ServeApi, SubmittedTasksAreProfiledPlannedTrainedAndReported) {
   EXPECT_TRUE(fs::exists(dir_ + "/state/tasks/a0/model.pt"));
   // The same names again are refused: the service has them.
   EXPECT_EQ(Submit(Tasks("a", 1, 10)).status, 409);
+}
+
+// A search as `saturn serve` shows it: each task's swept value and latest
+// evaluation, the best so far (the fake worker's evaluation ranks learning
+// rates by their distance from 1e-3), the evaluation curves, `saturn
+// status`'s results table and the report of the state folder.
+TEST_F(ServeApi, ASweepShowsItsResultsTheBestSoFarAndAReport) {
+  Start({"--no-introspection"});
+  std::string sweep =
+      "tasks:\n  - name: s\n    model: {type: gpt, layers: 1, d_model: 16, heads: 2, seq_len: 8}"
+      "\n    data: {type: text, path: corpus.txt}\n    batch_size: 4"
+      "\n    optimizer: {type: sgd, lr: 0.1}\n    steps: 6\n    eval: {every: 3}"
+      "\n    sweep: {optimizer.lr: [1.0e-2, 1.0e-3, 1.0e-5]}\n";
+  ASSERT_EQ(Submit(sweep).status, 201);
+  auto tasks = WaitAllEnded();
+  ASSERT_EQ(tasks.size(), 3u);
+  const std::map<std::string, double> lr = {
+      {"s-lr1.0e-2", 1e-2}, {"s-lr1.0e-3", 1e-3}, {"s-lr1.0e-5", 1e-5}};
+  for (const auto& [id, t] : tasks) {
+    ASSERT_TRUE(lr.count(id)) << id;
+    EXPECT_EQ(t["hyperparameters"], json({{"optimizer.lr", lr.at(id)}})) << t.dump();
+    ASSERT_TRUE(t["eval"].is_object()) << t.dump();
+    EXPECT_EQ(t["eval"]["step"], 6) << t.dump();
+    json one = Client().Get("/v1/tasks/" + id).body;
+    ASSERT_EQ(one["evals"].size(), 2u) << one.dump();
+    EXPECT_EQ(one["evals"][0][0], 3);
+    EXPECT_EQ(one["evals"][1][1], t["eval"]["eval_loss"]);
+  }
+  json view = Client().Get("/v1/tasks").body;
+  ASSERT_EQ(view["best"].size(), 1u) << view.dump();
+  const json& best = view["best"][0];
+  EXPECT_EQ(best["sweep"], "s");
+  EXPECT_EQ(best["task"], "s-lr1.0e-3");
+  EXPECT_EQ(best["step"], 6);
+  EXPECT_EQ(best["runner_up"]["task"], "s-lr1.0e-2");
+  EXPECT_NEAR(best["margin"].get<double>(),
+              tasks["s-lr1.0e-2"]["eval"]["eval_loss"].get<double>() -
+                  tasks["s-lr1.0e-3"]["eval"]["eval_loss"].get<double>(),
+              1e-9);
+  // The report of the state so far, written once tasks ended, and served.
+  ASSERT_TRUE(test::WaitUntil([&] { return Client().Get("/v1/tasks").body.contains("report"); }, 30.0));
+  httplib::Client http(url_);
+  auto page = http.Get("/report.html");
+  ASSERT_TRUE(page);
+  EXPECT_EQ(page->status, 200);
+  EXPECT_THAT(page->body, HasSubstr("Best models"));
+  EXPECT_THAT(page->body, HasSubstr("s-lr1.0e-5"));
+  json report = json::parse(ReadFile(dir_ + "/state/report.json"));
+  EXPECT_EQ(report["best"][0]["task"], "s-lr1.0e-3");
+  // saturn status: the tasks, then the results with a column per swept field.
+  ProcessSpec status;
+  status.argv = {SATURN_BINARY_DIR "/src/cli/saturn", "status", "--server", url_};
+  status.stdout_path = dir_ + "/status.txt";
+  status.stderr_path = dir_ + "/status.txt";
+  ASSERT_EQ(Process::Spawn(status).Wait(), 0) << ReadFile(dir_ + "/status.txt");
+  std::string out = ReadFile(dir_ + "/status.txt");
+  std::map<std::string, std::vector<std::string>> rows;  // first word -> the line's words
+  std::istringstream lines(out);
+  for (std::string line; std::getline(lines, line);) {
+    std::istringstream words(line);
+    std::vector<std::string> w;
+    for (std::string word; words >> word;)
+      w.push_back(word);
+    if (!w.empty()) rows[w[0]] = w;
+  }
+  EXPECT_THAT(rows["RESULTS"], ::testing::ElementsAre("RESULTS", "lr", "EVAL", "LOSS", "SE", "STEP"))
+      << out;
+  ASSERT_GE(rows["s-lr1.0e-5"].size(), 3u) << out;
+  EXPECT_EQ(rows["s-lr1.0e-5"][1], "1e-05") << out;  // the value swept, then its evaluation loss
+  EXPECT_NEAR(std::stod(rows["s-lr1.0e-5"][2]), tasks["s-lr1.0e-5"]["eval"]["eval_loss"], 1e-4);
+  EXPECT_THAT(out, HasSubstr("best so far of s: s-lr1.0e-3, eval_loss"));
+  EXPECT_THAT(out, HasSubstr("ahead of s-lr1.0e-2 by"));
 }
 
 TEST_F(ServeApi, TheEventStreamReplaysAndFollows) {
