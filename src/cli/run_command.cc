@@ -69,9 +69,10 @@ int RunRun(const RunOptions& o) {
         b.value("metric", "eval_loss") == "eval_loss"
             ? "evaluation loss " + FormatLoss(b["final_eval_loss"].get<double>())
             : b["metric"].get<std::string>() + " " + FormatLoss(b["value"].get<double>());
-    std::fprintf(stderr, "best of %s: %s, %s; model: %s/tasks/%s/model.pt\n",
+    std::fprintf(stderr, "best of %s: %s, %s; model: %s/tasks/%s/model.pt%s\n",
                  b["sweep"].get<std::string>().c_str(), b["task"].get<std::string>().c_str(),
-                 value.c_str(), s.run_dir.c_str(), b["task"].get<std::string>().c_str());
+                 value.c_str(), s.run_dir.c_str(), b["task"].get<std::string>().c_str(),
+                 EarlierBestPhrase(b, s.run_dir + "/").c_str());
     if (std::string margin = MarginPhrase(b); !margin.empty()) {
       std::fprintf(stderr, "  %s\n", margin.c_str());
     }

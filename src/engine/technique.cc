@@ -381,7 +381,7 @@ ExecuteResult Technique::Execute(TrainContext& ctx, const Knobs& knobs,
       EvalResult r = Evaluate(ctx, *options.eval_data, options.eval_batches,
                               CheckpointParams(checkpoint, ctx.model));
       r.seconds = MonotonicSeconds() - start;
-      if (options.on_eval) options.on_eval(step, r);
+      if (options.on_eval) options.on_eval(step, r, checkpoint);
     }
     ctx.comm.Barrier();
     if (own && ctx.comm.Rank() == 0) {

@@ -181,7 +181,10 @@ struct ExecuteOptions {
   int64_t eval_every = 0;
   int64_t eval_batches = 1;
   const Dataset* eval_data = nullptr;
-  std::function<void(int64_t steps_done, const EvalResult& result)> on_eval;
+  // `checkpoint`: the folder whose model was evaluated (it may be removed
+  // once on_eval returns): e.g. to keep the best model (protocol/best_model.h).
+  std::function<void(int64_t steps_done, const EvalResult& result, const std::string& checkpoint)>
+      on_eval;
 };
 
 struct ExecuteResult {

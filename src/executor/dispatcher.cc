@@ -43,6 +43,11 @@ WorkerRequest Dispatcher::RequestFor(int j, const Assignment& a, const std::stri
   call.checkpoint_every = CheckpointInterval(task.steps, run_.options().checkpoint_every);
   call.keep_checkpoints = run_.options().keep_checkpoints;
   call.save_model = dir + "/model.pt";
+  if (task.spec.contains("eval")) {
+    // The model of its best evaluation so far, by its workload's select:.
+    call.best_dir = dir + "/best";
+    call.select = task.select.metric + (task.select.maximize ? ":max" : ":min");
+  }
   if (run_.site.backend->LaunchesRanks() && option.gpus > 1) {
     call.rank_from_env = true;
     call.rendezvous = dir + "/rendezvous-" + std::to_string(++launches_);

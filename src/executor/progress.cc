@@ -9,6 +9,7 @@
 
 #include "common/format.h"
 #include "planner/explain.h"
+#include "protocol/best_model.h"
 #include "report/phrases.h"
 #include "report/run_costs.h"
 #include "report/run_report.h"
@@ -250,6 +251,13 @@ std::vector<RunReportTask> ReportTasks(const RunContext& run) {
     t.sweep = run.WorkloadTaskOf(j).sweep;
     t.settings = run.WorkloadTaskOf(j).spec;
     t.select = run.WorkloadTaskOf(j).select;
+    if (std::optional<BestEval> kept = ReadBestEval(run.TaskDirOf(j) + "/best")) {
+      t.best_model = {{"step", kept->step},
+                      {"metric", kept->by.metric},
+                      {"mode", kept->by.maximize ? "max" : "min"},
+                      {"value", kept->value},
+                      {"path", "tasks/" + t.name + "/best/model.pt"}};
+    }
     tasks.push_back(std::move(t));
   }
   return tasks;

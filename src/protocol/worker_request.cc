@@ -10,6 +10,7 @@
 
 #include "common/error.h"
 #include "common/format.h"
+#include "protocol/best_model.h"
 
 namespace saturn {
 namespace {
@@ -84,6 +85,10 @@ const std::vector<Flag>& Flags() {
        "keep the newest N checkpoints (0: all)"},
       {"--save-model", kExecute, false, &R::save_model, "PATH",
        "also write the final weights here"},
+      {"--best-dir", kExecute, false, &R::best_dir, "DIR",
+       "keep the model of the best evaluation so far here"},
+      {"--select", kExecute, false, &R::select, "METRIC:MODE",
+       "what best means: eval_loss or eval_accuracy, min or max (default eval_loss:min)"},
   };
   return flags;
 }
@@ -350,6 +355,10 @@ void CheckWorkerRequest(const WorkerRequest& o) {
     if (o.to_step < o.from_step) fail("--to-step", "expected >= --from-step");
     if (o.checkpoint_every < 0) fail("--checkpoint-every", "expected an integer >= 0");
     if (o.keep_checkpoints < 0) fail("--keep-checkpoints", "expected an integer >= 0");
+    if (!ParseBestMetric(o.select)) {
+      fail("--select", "expected eval_loss or eval_accuracy, then :min or :max, got " +
+                           Quote(o.select));
+    }
   }
 }
 

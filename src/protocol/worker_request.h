@@ -88,6 +88,10 @@ struct WorkerRequest {
   int64_t checkpoint_every = 0;  // steps; 0: only at to_step and on SIGTERM
   int keep_checkpoints = 0;      // the newest N; 0: keep every checkpoint
   std::string save_model;        // also write the final weights here
+  // The model of the best evaluation so far, kept in this folder
+  // (protocol/best_model.h); "": not kept. Ranked by `select`.
+  std::string best_dir;
+  std::string select = "eval_loss:min";  // METRIC:min|max
 
   bool IsRank() const { return rank >= 0; }
   // The device a rank uses: device_ids[rank], or the rank itself.

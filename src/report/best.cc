@@ -78,6 +78,7 @@ json Entry(const std::string& sweep, const std::vector<Ranked>& ranked, size_t t
                 {"margin_se", nullptr},
                 {"within_noise", nullptr}};
   if (best.eval->accuracy >= 0) entry["final_eval_accuracy"] = best.eval->accuracy;
+  if (!best.task->best_model.is_null()) entry["best_model"] = best.task->best_model;
   if (ranked.size() < 2) return entry;
   const Ranked& second = ranked[1];
   entry["runner_up"] = {{"task", second.task->name}, {"value", second.value}};
@@ -139,6 +140,13 @@ std::string MarginPhrase(const json& b) {
   return out;
 }
 
+std::string EarlierBestPhrase(const json& b, const std::string& folder) {
+  if (!b.contains("best_model") || b["best_model"]["step"] == b["step"]) return "";
+  const json& m = b["best_model"];
+  return "; its best evaluation (step " + std::to_string(m["step"].get<long>()) + ", " +
+         FormatLoss(m["value"].get<double>()) + "): " + folder + m["path"].get<std::string>();
+}
+
 std::string BestHtml(const json& best) {
   if (best.empty()) return "";
   std::string html = "<h2>Best models</h2>\n<ul>\n";
@@ -157,7 +165,8 @@ std::string BestHtml(const json& best) {
             std::to_string(b["evaluated"].get<int>()) + " of " +
             Plural(static_cast<long>(b["tasks"].get<size_t>()), "task") + " evaluated" +
             (margin.empty() ? "" : "; " + XmlEscape(margin)) + "; its model: <code>tasks/" +
-            XmlEscape(b["task"].get<std::string>()) + "/model.pt</code></li>\n";
+            XmlEscape(b["task"].get<std::string>()) + "/model.pt</code>" +
+            XmlEscape(EarlierBestPhrase(b)) + "</li>\n";
   }
   return html + "</ul>\n";
 }

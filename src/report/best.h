@@ -46,6 +46,11 @@ nlohmann::json BestOfSweeps(const std::vector<RunReportTask>& tasks, const Evals
                             std::map<std::string, std::string>& best_of,
                             Ranking ranking = Ranking::kFinal);
 
+// "; its best evaluation (step 300, 2.1042): tasks/t/best/model.pt" when
+// the best task's best evaluation came before its final one ("" otherwise).
+// The path is the run folder's, after `folder` ("" or "saturn-runs/w/").
+std::string EarlierBestPhrase(const nlohmann::json& entry, const std::string& folder = "");
+
 // report.html's "Best models" list ("" without any).
 std::string BestHtml(const nlohmann::json& best);
 // "ahead of X by 0.0123 (standard error 0.004: within the evaluations'

@@ -388,6 +388,7 @@ json WriteRunReport(const RunReportInput& in) {
       if (!value.is_null()) values[path] = std::move(value);
     }
     report["tasks"].back()["hyperparameter_values"] = std::move(values);
+    report["tasks"].back()["best_model"] = t.best_model;
     report["tasks"].back()["slowdown_vs_profile"] = slowdowns[i] ? json(*slowdowns[i]) : json();
     report["tasks"].back()["disk_bytes"] = t.disk_bytes >= 0 ? json(t.disk_bytes) : json();
   }

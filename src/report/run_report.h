@@ -84,6 +84,9 @@ struct RunReportTask : TaskState {
   // Why it got its configuration, in a few words (planner/explain.h); "" if
   // it never ran.
   std::string why;
+  // Its best evaluation's model, kept as it trained (protocol/best_model.h):
+  // null, or {step, metric, mode, value} of tasks/<name>/best/.
+  nlohmann::json best_model;
   // The pack it trained in last ("" alone): report.json's "pack"; the
   // actual Gantt chart draws a pack's members as one bar.
   std::string pack;

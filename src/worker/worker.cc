@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <cstdio>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -22,6 +23,7 @@
 #include "engine/pack.h"
 #include "engine/plugin.h"
 #include "engine/technique.h"
+#include "protocol/best_model.h"
 #include "protocol/worker_protocol.h"
 #include "worker/launcher.h"
 
@@ -195,6 +197,19 @@ std::optional<int> SearchByEstimate(const WorkerRequest& o, const Job& job) {
   return 0;
 }
 
+// Keeps the model of `checkpoint` as the task's best when this evaluation
+// improves on the best so far (protocol/best_model.h).
+void KeepIfBest(BestModelKeeper& best, const Job& job, int64_t step, const engine::EvalResult& r,
+                const std::string& checkpoint) {
+  double value = best.by().metric == "eval_accuracy" ? (r.accuracy >= 0 ? r.accuracy : NAN) : r.loss;
+  if (!best.Improves(value)) return;
+  best.Replace(static_cast<long>(step), value, [&](const std::string& into) {
+    engine::ExportModel(checkpoint, *job.model, job.task.lora,
+                        {into + "/model.pt", into + "/trained.pt",
+                         job.task.lora.Enabled() ? into + "/adapters.pt" : ""});
+  });
+}
+
 // Execute mode: train from --from-step to --to-step with step and eval lines;
 // rank 0 saves the model and writes the result.
 int RunExecute(const WorkerRequest& o, const Job& job, engine::TrainContext& ctx, int rank) {
@@ -231,17 +246,24 @@ int RunExecute(const WorkerRequest& o, const Job& job, engine::TrainContext& ctx
     std::fflush(stdout);
   };
   std::unique_ptr<engine::Dataset> held_out;
+  // The best evaluation's model, where the executor asks for it (not for a
+  // pack: its members' evaluations are their own).
+  std::optional<BestModelKeeper> best;
+  if (rank == 0 && !o.best_dir.empty() && job.task.pack.empty())
+    best.emplace(o.best_dir, *ParseBestMetric(o.select));
   if (job.task.eval.every > 0) {
     if (rank == 0) held_out = engine::MakeEvalDataset(job.task, *job.model);
     run.eval_every = job.task.eval.every;
     run.eval_batches = job.task.eval.batches;
     run.eval_data = held_out.get();
-    run.on_eval = [&](int64_t steps_done, const engine::EvalResult& r) {
+    run.on_eval = [&](int64_t steps_done, const engine::EvalResult& r,
+                      const std::string& checkpoint) {
       eval_share_s = r.seconds / static_cast<double>(job.task.eval.every);
       std::printf("%s\n", FormatEvalLine({static_cast<long>(steps_done), r.loss, r.accuracy,
                                           r.seconds, r.loss_se})
                               .c_str());
       std::fflush(stdout);
+      if (best) KeepIfBest(*best, job, steps_done, r, checkpoint);
     };
   }
   Knobs knobs = ParseKnobs(o.knobs);

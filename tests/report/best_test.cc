@@ -92,5 +92,33 @@ TEST(Best, SelectNamesTheMetricAndTheDirection) {
   EXPECT_EQ(BestOfSweeps(tasks, evals, best_of)[0]["task"], "b");
 }
 
+// While a service trains, every task's latest evaluation counts (a running
+// one's too, a failed one's not); the best's earlier best evaluation, kept
+// as its best model, is named where it came before the final one.
+TEST(Best, SoFarRanksLatestEvaluationsAndNamesAnEarlierBestModel) {
+  SelectSpec loss;
+  std::vector<RunReportTask> tasks = {Finished("a", loss), Finished("b", loss),
+                                      Finished("c", loss)};
+  tasks[1].status = TaskStatus::kRunning;
+  tasks[2].status = TaskStatus::kFailed;
+  tasks[0].best_model = {{"step", 50}, {"value", 1.5}, {"path", "tasks/a/best/model.pt"}};
+  Evals evals = EvalsOf({Eval("a", 50, 1.5, -1, -1), Eval("a", 100, 2.0, -1, -1),
+                         Eval("b", 50, 1.9, -1, -1), Eval("c", 50, 0.1, -1, -1)});
+  std::map<std::string, std::string> best_of;
+  nlohmann::json final = BestOfSweeps(tasks, evals, best_of);
+  ASSERT_EQ(final.size(), 1u);
+  EXPECT_EQ(final[0]["task"], "a");  // the only finished task
+  EXPECT_EQ(final[0]["runner_up"], nullptr);
+  EXPECT_EQ(EarlierBestPhrase(final[0], "runs/w/"),
+            "; its best evaluation (step 50, 1.5000): runs/w/tasks/a/best/model.pt");
+  nlohmann::json so_far = BestOfSweeps(tasks, evals, best_of, Ranking::kSoFar);
+  ASSERT_EQ(so_far.size(), 1u);
+  EXPECT_EQ(so_far[0]["task"], "b");  // 1.9 at step 50 against a's latest, 2.0
+  EXPECT_EQ(so_far[0]["step"], 50);
+  EXPECT_EQ(so_far[0]["runner_up"]["task"], "a");
+  EXPECT_EQ(so_far[0]["evaluated"], 2);
+  EXPECT_EQ(EarlierBestPhrase(so_far[0]), "");  // b kept no best model
+}
+
 }  // namespace
 }  // namespace saturn

@@ -5,12 +5,15 @@
 
 #include <signal.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <regex>
 #include <thread>
 
 #include "common/clock.h"
+#include "common/fs.h"
 #include "tests/engine/worker_process.h"
 
 namespace saturn::testing {
@@ -162,6 +165,59 @@ TEST_F(Protocol, ExecutePrintsProgressAndCheckpointsAtTheEnd) {
   ASSERT_EQ(run.status, 0) << run.err;
   EXPECT_THAT(run.out, HasSubstr("saturn: step=4 "));
   EXPECT_EQ(Result()["completed_steps"], 6);
+}
+
+// The evaluations' (step, value) from a worker's eval lines.
+std::vector<std::pair<int, double>> EvalLines(const std::string& out, const std::string& metric) {
+  std::regex line("saturn: eval_step=(\\d+) .*" + metric + "=([0-9.e+-]+)");
+  std::vector<std::pair<int, double>> evals;
+  for (std::sregex_iterator it(out.begin(), out.end(), line), end; it != end; ++it)
+    evals.push_back({std::stoi((*it)[1]), std::stod((*it)[2])});
+  return evals;
+}
+
+// --best-dir keeps the model of the best evaluation so far, by --select:
+// its step and value are those of the best eval line (over a resume too),
+// and its model.pt is byte for byte the model of a run trained to that step.
+TEST_F(Protocol, TheBestEvaluationsModelIsKept) {
+  nlohmann::json task = TinyTask("gpt");
+  task["eval"] = {{"every", 2}, {"batches", 2}};
+  task_ = dir_->Write("task.json", task.dump());
+  for (const std::string select : {"eval_loss:min", "eval_loss:max"}) {
+    SCOPED_TRACE(select);
+    std::filesystem::remove_all(Path("ck"));
+    std::filesystem::remove_all(Path("best"));
+    std::string out;
+    for (auto [from, to] : {std::pair{0, 5}, std::pair{5, 8}}) {  // a resume between
+      std::vector<std::string> args = Execute("single", 1, from, to);
+      args.insert(args.end(), {"--best-dir", Path("best"), "--select", select});
+      WorkerRun run = Run(args);
+      ASSERT_EQ(run.status, 0) << run.err;
+      out += run.out;
+    }
+    std::vector<std::pair<int, double>> evals = EvalLines(out, "eval_loss");
+    ASSERT_EQ(evals.size(), 5u) << out;  // steps 2, 4, 5 (the first run's last), 6, 8
+    bool max = select == "eval_loss:max";
+    auto best = std::min_element(evals.begin(), evals.end(), [&](const auto& a, const auto& b) {
+      return max ? a.second > b.second : a.second < b.second;
+    });
+    nlohmann::json kept = ReadJson(Path("best/best.json"));
+    EXPECT_EQ(kept["step"], best->first);
+    EXPECT_NEAR(kept["value"].get<double>(), best->second, 1e-5 * std::abs(best->second));
+    EXPECT_EQ(kept["mode"], max ? "max" : "min");
+    // The same task trained to that step alone: the same model.
+    std::filesystem::remove_all(Path("ck"));
+    std::vector<std::string> args = Execute("single", 1, 0, best->first);
+    args.insert(args.end(), {"--save-model", Path("alone.pt")});
+    ASSERT_EQ(Run(args).status, 0);
+    EXPECT_EQ(ReadFile(Path("best/model.pt")), ReadFile(Path("alone.pt")));
+  }
+  // A bad --select is refused, naming the flag.
+  std::vector<std::string> args = Execute("single", 1, 0, 2);
+  args.insert(args.end(), {"--select", "accuracy:up"});
+  WorkerRun bad = Run(args);
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_THAT(bad.err, HasSubstr("--select"));
 }
 
 TEST_F(Protocol, SigtermCheckpointsAndExitsZeroThenResumes) {
