@@ -213,6 +213,41 @@ json ColumnValue(const RunReportTask& t, const std::string& path) {
   return at->is_object() ? json() : *at;
 }
 
+// Whether any task's evaluations report an accuracy.
+bool AnyAccuracy(const Evals& evals) {
+  for (const auto& [task, points] : evals) {
+    for (const auto& [step, e] : points) {
+      if (e.accuracy >= 0) return true;
+    }
+  }
+  return false;
+}
+
+// A task's evaluation cells (loss, and accuracy where `accuracy`): a
+// finished task's final evaluation, another's latest "@ step" (one stopped
+// early, one still running); its best evaluation's kept model in the title.
+std::string EvalCells(const RunReportTask& t, const Evals& evals,
+                      const std::map<std::string, std::string>& best_of, bool accuracy) {
+  const auto* points = EvalsOfTask(evals, t.name);
+  const EvalPoint* e = FinalEval(t, points);
+  std::string at;
+  if (e == nullptr && t.status != TaskStatus::kFinished && (e = LatestEval(points)) != nullptr)
+    at = " <span class=\"none\">@ " + std::to_string(e->step) + "</span>";
+  std::string title;
+  if (!t.best_model.is_null()) {
+    title = " title=\"its best evaluation: " + FormatLoss(t.best_model["value"].get<double>()) +
+            " at step " + std::to_string(t.best_model["step"].get<long>()) + ", kept as " +
+            XmlEscape(t.best_model["path"].get<std::string>()) + "\"";
+  }
+  std::string cells = "<td" + title + ">" +
+                      (e ? FormatLoss(e->loss) + at + (IsBest(t, best_of) ? " (best)" : "") : "") +
+                      "</td>";
+  if (accuracy) {
+    cells += "<td>" + (e && e->accuracy >= 0 ? FormatFixed(e->accuracy, 4) + at : "") + "</td>";
+  }
+  return cells;
+}
+
 // The task table. A task that never started (cancelled or failed before its
 // first worker) ran nowhere: no technique, GPUs, node or times.
 std::string TableHtml(const RunReportInput& in, const Evals& evals,
@@ -220,6 +255,7 @@ std::string TableHtml(const RunReportInput& in, const Evals& evals,
                       const std::map<std::string, TaskColor>& colors) {
   const bool types = NamesTypes(in.cluster);
   const auto columns = HyperParameterColumns(in);
+  const bool accuracy = AnyAccuracy(evals);
   std::string hp_headers;
   for (const auto& [path, header] : columns)
     hp_headers += "<th title=\"" + XmlEscape(path) + "\">" + XmlEscape(header) + "</th>";
@@ -229,14 +265,13 @@ std::string TableHtml(const RunReportInput& in, const Evals& evals,
       "<th>GPUs</th><th>node</th>" +
       std::string(types ? "<th>GPU type</th>" : "") +
       "<th>why this configuration</th><th>start</th><th>end</th>"
-      "<th>steps</th><th>final loss</th><th>eval loss</th><th>attempts</th>"
+      "<th>steps</th><th>final loss</th><th>eval loss</th>" +
+      std::string(accuracy ? "<th>eval accuracy</th>" : "") +
+      "<th>attempts</th>"
       "<th title=\"bytes of its task folder: checkpoints kept, model.pt, adapters.pt, ...\">"
       "disk</th><th>error</th></tr>\n";
   const std::string none = "<span class=\"none\">–</span>";
   for (const RunReportTask& t : in.tasks) {
-    const EvalPoint* final_eval = FinalEval(t, EvalsOfTask(evals, t.name));
-    std::string eval_cell =
-        final_eval ? FormatLoss(final_eval->loss) + (IsBest(t, best_of) ? " (best)" : "") : "";
     const bool ran = t.attempts > 0;
     auto cell = [&](bool known, const std::string& text) {
       return "<td>" + (known ? text : none) + "</td>";
@@ -261,8 +296,8 @@ std::string TableHtml(const RunReportInput& in, const Evals& evals,
             cell(ran && t.start_s >= 0, FormatDuration(t.start_s)) +
             cell(ran && t.end_s >= 0, FormatDuration(t.end_s)) + "<td>" +
             std::to_string(t.steps_done) + "/" + std::to_string(t.steps) + "</td>" +
-            cell(t.status == TaskStatus::kFinished, FormatLoss(t.final_loss)) + "<td>" + eval_cell +
-            "</td><td>" + std::to_string(t.attempts) +
+            cell(t.status == TaskStatus::kFinished, FormatLoss(t.final_loss)) +
+            EvalCells(t, evals, best_of, accuracy) + "<td>" + std::to_string(t.attempts) +
             (t.failures > 0 ? " (" + std::to_string(t.failures) + " failed)" : "") + "</td>" +
             (t.disk_bytes >= 0
                  ? "<td class=\"disk\">" + FormatBytes(static_cast<double>(t.disk_bytes)) + "</td>"
@@ -389,6 +424,9 @@ json WriteRunReport(const RunReportInput& in) {
     }
     report["tasks"].back()["hyperparameter_values"] = std::move(values);
     report["tasks"].back()["best_model"] = t.best_model;
+    // Its latest evaluation, whatever its end (one stopped early included).
+    const EvalPoint* latest = LatestEval(evals_of(t.name));
+    report["tasks"].back()["last_eval"] = latest ? EvalPointToJson(*latest) : json();
     report["tasks"].back()["slowdown_vs_profile"] = slowdowns[i] ? json(*slowdowns[i]) : json();
     report["tasks"].back()["disk_bytes"] = t.disk_bytes >= 0 ? json(t.disk_bytes) : json();
   }

@@ -74,7 +74,7 @@ TEST_F(EarlyStopRun, TheRuleStopsWhatAshaStopsAndTheRestFinish) {
   test::ReferenceAsha asha(2, 2, 16);
   std::set<std::string> expected, stopped;
   std::set<std::pair<std::string, long>> seen;
-  std::map<std::string, double> stop_value;
+  std::map<std::string, long> decided_at;
   for (const Event& e : events) {
     if (e.kind == EventKind::kTaskEvaluated && !expected.count(e.task)) {
       long step = e.extra["step"].get<long>();
@@ -89,6 +89,7 @@ TEST_F(EarlyStopRun, TheRuleStopsWhatAshaStopsAndTheRestFinish) {
       EXPECT_EQ(e.extra["metric"], "eval_loss");
       // Decided at a rung (2 or 4); its checkpoint at or after it.
       long decided = e.extra["eval_step"].get<long>();
+      decided_at[e.task] = decided;
       EXPECT_TRUE(decided == 2 || decided == 4) << e.task << " at " << decided;
       EXPECT_GE(e.extra["step"].get<long>(), decided);
     }
@@ -103,6 +104,11 @@ TEST_F(EarlyStopRun, TheRuleStopsWhatAshaStopsAndTheRestFinish) {
       EXPECT_EQ(t["status"], "stopped") << name;
       EXPECT_LT(t["steps_done"].get<long>(), 16) << name;
       EXPECT_TRUE(fs::exists(dir_ + "/run/tasks/" + name)) << name;
+      // Its result is its last evaluation: the one it was stopped on, or
+      // one its worker made before the stop reached it.
+      ASSERT_TRUE(t["last_eval"].is_object()) << t.dump();
+      EXPECT_GE(t["last_eval"]["step"].get<long>(), decided_at[name]) << t.dump();
+      EXPECT_LE(t["last_eval"]["step"].get<long>(), t["steps_done"].get<long>()) << t.dump();
     } else {
       EXPECT_EQ(t["status"], "finished") << name;
       ++finished;
