@@ -188,6 +188,7 @@ EOF
         echo "    batch_size: 4"
         echo "    optimizer: {type: sgd, lr: 0.1}"
         echo "    steps: 60"
+        echo "    eval: {every: 20}"
       done
     } >"$work/workload.yaml"
     serve_and_submit "$work" server || exit 1
@@ -227,11 +228,13 @@ PY
 ) || { echo "FAILED: never one task running and one queued"; cat "$artifacts/server-one.log"; exit 1; }
     "$saturn" cancel "$queued" --server "$url" >"$artifacts/cancel-one.log" 2>&1 || {
       echo "FAILED: saturn cancel $queued"; cat "$artifacts/cancel-one.log"; exit 1; }
+    # The cancelled task shows no technique, GPUs or node: columns 4-6, after
+    # the task, its evaluation loss and its status.
     check server-cancelled --server "$url" --expect-tasks gpt-d,gpt-e \
       --wait-status "$running=finished" --wait-status "$queued=cancelled" \
-      --expect-text "tr[data-task=\"$queued\"] td:nth-child(3)" '^–$' \
       --expect-text "tr[data-task=\"$queued\"] td:nth-child(4)" '^–$' \
       --expect-text "tr[data-task=\"$queued\"] td:nth-child(5)" '^–$' \
+      --expect-text "tr[data-task=\"$queued\"] td:nth-child(6)" '^–$' \
       --expect-text '#c-plan' '^done$' --reject-text main 'time_limit|past due' \
       --timeout 90 || status=1
     ;;
