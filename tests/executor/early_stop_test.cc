@@ -19,6 +19,7 @@
 #include "common/process.h"
 #include "contracts/events.h"
 #include "tests/testing/reference_asha.h"
+#include "tests/testing/reference_median.h"
 #include "tests/testing/test_dir.h"
 
 namespace saturn {
@@ -33,7 +34,10 @@ class EarlyStopRun : public ::testing::Test {
   void SetUp() override {
     dir_ = test::OwnTestDir("early_stop_run");
     WriteFileAtomic(dir_ + "/corpus.txt", std::string(3000, 'z'));
-    // Six learning rates on one device: the tasks run one after another.
+    WriteWorkload("asha: {metric: eval_loss, grace_steps: 2, reduction_factor: 2}");
+  }
+  // Six learning rates on one device: the tasks run one after another.
+  void WriteWorkload(const std::string& rule) {
     WriteFileAtomic(dir_ + "/w.yaml",
                     "cluster: {nodes: [{name: n0, gpus: 1, gpu_memory_gib: 1}]}\n"
                     "tasks:\n"
@@ -46,8 +50,8 @@ class EarlyStopRun : public ::testing::Test {
                     "    steps: 16\n"
                     "    eval: {every: 2}\n"
                     "    sweep: {optimizer.lr: [1.0e-2, 1.0, 1.0e-3, 1.0e-5, 1.0e-1, 1.0e-4]}\n"
-                    "early_stop: {asha: {metric: eval_loss, grace_steps: 2, "
-                    "reduction_factor: 2}}\n");
+                    "early_stop: {" +
+                        rule + "}\n");
   }
   int RunSaturn(const std::string& extra = "") {
     ProcessSpec spec;
@@ -120,6 +124,36 @@ TEST_F(EarlyStopRun, TheRuleStopsWhatAshaStopsAndTheRestFinish) {
   EXPECT_THAT(ReadFile(dir_ + "/out.log"),
               HasSubstr(std::to_string(stopped.size()) + " stopped early"));
   EXPECT_THAT(ReadFile(dir_ + "/out.log"), HasSubstr("planned with each task's expected work"));
+}
+
+// The median rule in a real run: it stops exactly the tasks an independent
+// median rule written here stops, fed the same evaluations in order.
+TEST_F(EarlyStopRun, TheMedianRuleStopsWhatTheMedianRuleStops) {
+  WriteWorkload("median: {metric: eval_loss, grace_steps: 4, min_samples: 2}");
+  ASSERT_EQ(RunSaturn(), 0) << ReadFile(dir_ + "/out.log");
+  std::vector<Event> events = ParseEventLines(ReadFile(dir_ + "/run/events.jsonl"), "events");
+  test::ReferenceMedian median(4, 2, 16);
+  std::set<std::string> expected, stopped;
+  std::set<std::pair<std::string, long>> seen;
+  for (const Event& e : events) {
+    if (e.kind == EventKind::kTaskEvaluated && !expected.count(e.task)) {
+      long step = e.extra["step"].get<long>();
+      if (seen.emplace(e.task, step).second &&
+          median.Stops(e.task, step, e.extra["eval_loss"].get<double>())) {
+        expected.insert(e.task);
+      }
+    }
+    if (e.kind == EventKind::kTaskEarlyStopped) {
+      stopped.insert(e.task);
+      EXPECT_EQ(e.extra["rule"], "median");
+    }
+  }
+  EXPECT_FALSE(expected.empty()) << "the reference stops nothing: the test cannot fail";
+  EXPECT_EQ(stopped, expected);
+  EXPECT_FALSE(stopped.count("t-lr1.0e-3"));
+  json report = json::parse(ReadFile(dir_ + "/run/report.json"));
+  for (const json& t : report["tasks"])
+    EXPECT_EQ(t["status"], stopped.count(t["task"]) ? "stopped" : "finished") << t["task"];
 }
 
 }  // namespace
