@@ -96,7 +96,9 @@ std::optional<TaskStatus> StatusOf(const json& task) {
 // A task's value of a metric in its latest evaluation ("" without one).
 std::string EvalCell(const json& task, const char* metric) {
   const json& e = task.contains("eval") ? task["eval"] : json();
-  return e.is_object() && e.contains(metric) ? FormatLoss(e[metric].get<double>()) : "";
+  // JSON has no NaN: a diverged evaluation's loss is null.
+  if (!e.is_object() || !e.contains(metric)) return "";
+  return e[metric].is_number() ? FormatLoss(e[metric].get<double>()) : "nan";
 }
 
 // The results table: a column per swept or searched field and per metric,
@@ -136,7 +138,7 @@ void PrintResults(const json& body) {
       line += values[c] + std::string(widths[c] - values[c].size() + 2, ' ');
     std::printf("%s%10s %9s", line.c_str(), loss.c_str(), se.c_str());
     if (accuracy) std::printf(" %9s", acc.c_str());
-    std::printf(" %7s  %s\n", step.c_str(), mark.c_str());
+    std::printf(" %7s%s\n", step.c_str(), mark.empty() ? "" : ("  " + mark).c_str());
   };
   std::vector<std::string> headers;
   for (const auto& [path, header] : columns)
@@ -159,7 +161,8 @@ void PrintResults(const json& body) {
     std::string margin = MarginPhrase(b);
     std::printf("best so far of %s: %s, %s %s at step %s%s%s\n", Text(b["sweep"]).c_str(),
                 Text(b["task"]).c_str(), Text(b["metric"]).c_str(),
-                FormatLoss(b["value"].get<double>()).c_str(), Text(b["step"]).c_str(),
+                b["value"].is_number() ? FormatLoss(b["value"].get<double>()).c_str() : "-",
+                Text(b["step"]).c_str(),
                 margin.empty() ? "" : ", ", margin.c_str());
   }
 }

@@ -106,11 +106,9 @@ Event TaskStarted(double t, const TaskPlace& at, Progress from) {
   return Make(t, EventKind::kTaskStarted, &at, std::move(extra));
 }
 
-Event TaskEvaluated(double t, const TaskPlace& at, long step, double loss, double accuracy,
-                    double seconds, double loss_se) {
-  json extra = {{"step", step}, {"eval_loss", loss}, {"eval_s", seconds}};
-  if (accuracy >= 0) extra["eval_accuracy"] = accuracy;
-  if (loss_se >= 0) extra["eval_loss_se"] = loss_se;
+Event TaskEvaluated(double t, const TaskPlace& at, const EvalPoint& e, double seconds) {
+  json extra = EvalPointToJson(e);
+  extra["eval_s"] = seconds;
   return Make(t, EventKind::kTaskEvaluated, &at, std::move(extra));
 }
 

@@ -11,6 +11,7 @@
 
 #include "contracts/events.h"
 #include "contracts/plan.h"
+#include "contracts/task_view.h"
 
 namespace saturn::events {
 
@@ -49,10 +50,9 @@ Event RunFinished(double t, int finished, int failed, double makespan_s);
 // Joined a run that was already going, with its profiled configurations.
 Event TaskArrived(double t, const std::string& task, int configurations);
 Event TaskStarted(double t, const TaskPlace& at, Progress from);
-// Evaluated on held-out data after `step` steps (accuracy < 0: none;
-// loss_se < 0: no standard error, one batch).
-Event TaskEvaluated(double t, const TaskPlace& at, long step, double loss, double accuracy,
-                    double seconds, double loss_se = -1.0);
+// Evaluated on held-out data after e.step steps (accuracy < 0: none; a
+// standard error < 0: none, one batch), in `seconds`.
+Event TaskEvaluated(double t, const TaskPlace& at, const EvalPoint& e, double seconds);
 // Pre-empted (a plan switch or an interrupt) with a checkpoint at `at_stop`.
 Event TaskPreempted(double t, const TaskPlace& at, Progress at_stop);
 // `steps` and `loss` < 0: not known (the simulator).

@@ -42,7 +42,7 @@ const std::vector<KindEntry>& Kinds() {
       {EventKind::kTaskStarted, "task_started", {true, true, {"done"}, {"step"}}},
       {EventKind::kTaskEvaluated,
        "task_evaluated",
-       {true, true, {}, {"step", "eval_loss", "eval_s", "eval_accuracy", "eval_loss_se"}}},
+       {true, true, {}, {"step", "eval_loss", "eval_s", "eval_accuracy", "eval_loss_se", "eval_accuracy_se"}}},
       {EventKind::kTaskStopped, "task_stopped", {true, true, {"reason", "done"}, {"step"}}},
       {EventKind::kTaskFinished, "task_finished", {true, true, {}, {"steps", "loss"}}},
       {EventKind::kTaskFailed,

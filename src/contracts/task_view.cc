@@ -78,6 +78,7 @@ nlohmann::json EvalPointToJson(const EvalPoint& e) {
   nlohmann::json out = {{"step", e.step}, {"eval_loss", e.loss}};
   if (e.loss_se >= 0) out["eval_loss_se"] = e.loss_se;
   if (e.accuracy >= 0) out["eval_accuracy"] = e.accuracy;
+  if (e.accuracy_se >= 0) out["eval_accuracy_se"] = e.accuracy_se;
   return out;
 }
 

@@ -67,9 +67,11 @@ struct EvalPoint {
   double loss = 0.0;
   double accuracy = -1.0;  // < 0: none
   double loss_se = -1.0;   // the loss's standard error over its batches; < 0: unknown
+  double accuracy_se = -1.0;  // the accuracy's, likewise
 };
 
-// Contract 6's evaluation: {"step", "eval_loss"[, "eval_loss_se"][, "eval_accuracy"]}.
+// Contract 6's evaluation: {"step", "eval_loss"[, "eval_loss_se"][,
+// "eval_accuracy"][, "eval_accuracy_se"]}.
 nlohmann::json EvalPointToJson(const EvalPoint& e);
 
 // A task as `saturn serve` shows it (Contract 6's Task): its state, and

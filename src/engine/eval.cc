@@ -11,6 +11,22 @@
 #include "engine/device.h"
 
 namespace saturn::engine {
+namespace {
+
+// The standard error of the mean of `values` (their sample standard
+// deviation over sqrt(n)); -1 with fewer than 2.
+double StandardErrorOfMean(const std::vector<double>& values) {
+  if (values.size() < 2) return -1.0;
+  double mean = 0.0, squares = 0.0, k = static_cast<double>(values.size());
+  for (double v : values)
+    mean += v / k;
+  for (double v : values)
+    squares += (v - mean) * (v - mean);
+  return std::sqrt(squares / (k - 1.0) / k);
+}
+
+}  // namespace
+
 EvalResult Evaluate(const TrainContext& ctx, const Dataset& data, int64_t batches,
                     const BlockParamsFn& params) {
   std::vector<Batch> list;
@@ -44,7 +60,7 @@ EvalResult EvaluateBatches(const TrainContext& ctx, const std::vector<Batch>& ba
   bool classifier = ctx.model.Loss() == LossKind::kCrossEntropy;
   double loss_sum = 0.0;
   int64_t items = 0, hits = 0, total = 0;
-  std::vector<double> batch_losses;
+  std::vector<double> batch_losses, batch_accuracies;
   for (size_t k = 0; k < batches.size(); ++k) {
     at::Tensor targets = ctx.device.Place(batches[k].targets);
     double sum = ctx.model.LossSum(h[k], targets).item<double>();
@@ -53,21 +69,19 @@ EvalResult EvaluateBatches(const TrainContext& ctx, const std::vector<Batch>& ba
     items += n;
     if (n > 0) batch_losses.push_back(sum / static_cast<double>(n));
     if (classifier && h[k].dim() == targets.dim() + 1) {
-      hits += h[k].argmax(-1).eq(targets).sum().item<int64_t>();
+      int64_t batch_hits = h[k].argmax(-1).eq(targets).sum().item<int64_t>();
+      hits += batch_hits;
       total += targets.numel();
+      if (targets.numel() > 0)
+        batch_accuracies.push_back(static_cast<double>(batch_hits) /
+                                   static_cast<double>(targets.numel()));
     }
   }
   EvalResult result;
   result.loss = items > 0 ? loss_sum / static_cast<double>(items) : 0.0;
   result.accuracy = total > 0 ? static_cast<double>(hits) / static_cast<double>(total) : -1.0;
-  if (batch_losses.size() >= 2) {
-    double mean = 0.0, squares = 0.0, k = static_cast<double>(batch_losses.size());
-    for (double l : batch_losses)
-      mean += l / k;
-    for (double l : batch_losses)
-      squares += (l - mean) * (l - mean);
-    result.loss_se = std::sqrt(squares / (k - 1.0) / k);
-  }
+  result.loss_se = StandardErrorOfMean(batch_losses);
+  result.accuracy_se = StandardErrorOfMean(batch_accuracies);
   ctx.device.Synchronize();
   result.seconds = MonotonicSeconds() - start;
   return result;

@@ -157,6 +157,7 @@ struct EvalResult {
   // The standard error of `loss` over the held-out batches (their losses'
   // sample standard deviation / sqrt(batches)); < 0 with one batch.
   double loss_se = -1.0;
+  double accuracy_se = -1.0;  // the accuracy's, likewise (cross-entropy models)
   double seconds = 0.0;  // what it took, reading (and, in Execute, writing) the model included
 };
 

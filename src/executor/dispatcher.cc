@@ -113,9 +113,9 @@ void Dispatcher::ReadProgress(int j) {
   while (auto line = l.process->ReadLine(0.0)) {
     lines += *line + "\n";
     if (EvalReport e; ParseEvalLine(*line, &e)) {
-      run_.Emit(events::TaskEvaluated(run_.Now(), run_.Where(j), e.steps_done, e.loss, e.accuracy,
-                                      e.seconds, e.loss_se));
-      if (!pack) run_.evals[l.record.name][e.steps_done] = {e.steps_done, e.loss, e.accuracy, e.loss_se};
+      const EvalPoint point{e.steps_done, e.loss, e.accuracy, e.loss_se, e.accuracy_se};
+      run_.Emit(events::TaskEvaluated(run_.Now(), run_.Where(j), point, e.seconds));
+      if (!pack) run_.evals[l.record.name][e.steps_done] = point;
       if (!pack) StopEarlyIfRuled(j, e);
       continue;
     }

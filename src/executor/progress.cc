@@ -242,7 +242,7 @@ std::vector<HyperParameters> HyperParametersOf(const RunContext& run) {
   return SweptValues(swept);
 }
 
-std::vector<RunReportTask> ReportTasks(const RunContext& run) {
+std::vector<RunReportTask> ReportTasks(const RunContext& run, bool best_models) {
   std::vector<RunReportTask> tasks;
   for (int j = 0; j < run.NumTasks(); ++j) {
     RunReportTask t;
@@ -251,12 +251,11 @@ std::vector<RunReportTask> ReportTasks(const RunContext& run) {
     t.sweep = run.WorkloadTaskOf(j).sweep;
     t.settings = run.WorkloadTaskOf(j).spec;
     t.select = run.WorkloadTaskOf(j).select;
-    if (std::optional<BestEval> kept = ReadBestEval(run.TaskDirOf(j) + "/best")) {
-      t.best_model = {{"step", kept->step},
-                      {"metric", kept->by.metric},
-                      {"mode", kept->by.maximize ? "max" : "min"},
-                      {"value", kept->value},
-                      {"path", "tasks/" + t.name + "/best/model.pt"}};
+    std::optional<BestEval> kept;
+    if (best_models) kept = ReadBestEval(run.TaskDirOf(j) + "/best");
+    if (kept) {
+      t.best_model = BestEvalToJson(*kept);
+      t.best_model["path"] = "tasks/" + t.name + "/best/model.pt";
     }
     tasks.push_back(std::move(t));
   }

@@ -32,7 +32,8 @@ int FirstPlanIndex(const RunContext& run);
 // run's task order.
 std::vector<HyperParameters> HyperParametersOf(const RunContext& run);
 // The tasks as the report names them, with their state (for the best of
-// each sweep, report/best.h).
-std::vector<RunReportTask> ReportTasks(const RunContext& run);
+// each sweep, report/best.h), and their kept best models (read from their
+// folders) where `best_models`.
+std::vector<RunReportTask> ReportTasks(const RunContext& run, bool best_models = true);
 
 }  // namespace saturn

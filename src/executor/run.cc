@@ -77,7 +77,12 @@ void Run::WriteReportNow() {
   // Nothing planned yet: nothing to report.
   if (FirstPlanIndex(run) < 0) return;
   RunSummary s = Summarize(run, /*interrupted=*/true);
-  s.makespan_s = std::max(s.makespan_s, run.Now());
+  // Up to now while tasks train; else to the last end (time the service sat
+  // idle afterwards is no part of the run).
+  bool training = false;
+  for (int j = 0; j < run.NumTasks(); ++j)
+    training = training || run.Running(j);
+  if (training) s.makespan_s = std::max(s.makespan_s, run.Now());
   WriteReport(run, s);
 }
 

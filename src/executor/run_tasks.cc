@@ -326,7 +326,9 @@ std::vector<EvalPoint> Run::Evaluations(const std::string& task) const {
 
 json Run::BestSoFar() const {
   std::map<std::string, std::string> best_of;
-  return BestOfSweeps(ReportTasks(impl_->run), impl_->run.evals, best_of, Ranking::kSoFar);
+  // Not the kept best models: read from disk, too slow for every view.
+  return BestOfSweeps(ReportTasks(impl_->run, /*best_models=*/false), impl_->run.evals, best_of,
+                      Ranking::kSoFar);
 }
 
 }  // namespace saturn

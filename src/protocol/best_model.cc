@@ -20,6 +20,13 @@ std::optional<BestMetric> ParseBestMetric(const std::string& text) {
   return BestMetric{metric, mode == "max"};
 }
 
+json BestEvalToJson(const BestEval& e) {
+  return {{"step", e.step},
+          {"metric", e.by.metric},
+          {"mode", e.by.maximize ? "max" : "min"},
+          {"value", e.value}};
+}
+
 std::optional<BestEval> ReadBestEval(const std::string& dir) {
   std::error_code ec;
   if (!fs::exists(dir + "/best.json", ec)) return std::nullopt;
@@ -38,11 +45,22 @@ std::optional<BestEval> ReadBestEval(const std::string& dir) {
 
 BestModelKeeper::BestModelKeeper(std::string dir, BestMetric by)
     : dir_(std::move(dir)), by_(std::move(by)) {
-  // Killed between Replace's renames: the last best is the one set aside.
+  // Killed in Replace: a best.partial/ with its best.json (written last) is
+  // complete and better than the kept one, so it goes in; without one, the
+  // kept one stays, or the one set aside comes back.
   std::error_code ec;
-  if (!fs::exists(dir_, ec) && fs::exists(dir_ + ".old/best.json", ec))
-    fs::rename(dir_ + ".old", dir_, ec);
-  fs::remove_all(dir_ + ".partial", ec);
+  std::string partial = dir_ + ".partial", old = dir_ + ".old";
+  if (fs::exists(partial + "/best.json", ec)) {
+    if (fs::exists(dir_, ec)) {
+      fs::remove_all(old, ec);
+      fs::rename(dir_, old, ec);
+    }
+    fs::rename(partial, dir_, ec);
+  } else if (!fs::exists(dir_, ec) && fs::exists(old + "/best.json", ec)) {
+    fs::rename(old, dir_, ec);
+  }
+  fs::remove_all(partial, ec);
+  if (fs::exists(dir_ + "/best.json", ec)) fs::remove_all(old, ec);
   best_ = ReadBestEval(dir_);
   if (best_ && (best_->by.metric != by_.metric || best_->by.maximize != by_.maximize))
     best_.reset();
@@ -62,11 +80,7 @@ void BestModelKeeper::Replace(long step, double value,
   fs::create_directories(partial);
   fill(partial);
   BestEval e{step, by_, value};
-  json j = {{"step", step},
-            {"metric", by_.metric},
-            {"mode", by_.maximize ? "max" : "min"},
-            {"value", value}};
-  WriteFileAtomic(partial + "/best.json", j.dump(2) + "\n");
+  WriteFileAtomic(partial + "/best.json", BestEvalToJson(e).dump(2) + "\n");
   // Killed between the renames: best.old holds the last best (the next
   // keeper puts it back).
   fs::remove_all(old, ec);

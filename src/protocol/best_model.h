@@ -6,8 +6,11 @@
 //   {"step": 350, "metric": "eval_loss", "mode": "min", "value": 2.31}
 // The worker (rank 0, at each evaluation) replaces it when an evaluation
 // improves on it; a resumed worker reads best.json first, so a kill never
-// loses the best nor keeps a worse one. The folder is replaced atomically:
-// filled as best.partial/, the old one renamed aside, the new one renamed in.
+// loses the best nor keeps a worse one. The folder is replaced by renames:
+// filled as best.partial/ (best.json last), the old one renamed aside to
+// best.old/, the new one renamed in; a keeper made after a kill between
+// them finishes the replacement (or puts the old one back), so a reader
+// may briefly find no best/, never a half-written one.
 // Torch-free: the caller fills the folder (engine::ExportModel).
 //
 //   BestModelKeeper keeper(dir + "/best", {"eval_loss", false});
@@ -15,6 +18,7 @@
 #pragma once
 
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 
@@ -38,6 +42,8 @@ struct BestEval {
   double value = 0.0;
 };
 
+// best.json's content: {"step", "metric", "mode", "value"}.
+nlohmann::json BestEvalToJson(const BestEval& e);
 // best.json of `dir`; nullopt where there is none or it does not parse.
 std::optional<BestEval> ReadBestEval(const std::string& dir);
 

@@ -304,6 +304,10 @@ std::string FormatEvalLine(const EvalReport& r) {
     std::snprintf(line, sizeof line, " eval_accuracy=%.6g", r.accuracy);
     out += line;
   }
+  if (r.accuracy_se >= 0) {
+    std::snprintf(line, sizeof line, " eval_accuracy_se=%.6g", r.accuracy_se);
+    out += line;
+  }
   std::snprintf(line, sizeof line, " eval_s=%.6f", r.seconds);
   return out + line;
 }
@@ -315,6 +319,7 @@ bool ParseEvalLine(const std::string& line, EvalReport* report) {
   r.loss = f->at("eval_loss");
   if (!MeasureField(*f, "eval_accuracy", 1.0, &r.accuracy) ||
       !MeasureField(*f, "eval_loss_se", limits::kMaxNumber, &r.loss_se) ||
+      !MeasureField(*f, "eval_accuracy_se", 1.0, &r.accuracy_se) ||
       !MeasureField(*f, "eval_s", limits::kMaxNumber, &r.seconds)) {
     return false;
   }

@@ -102,7 +102,7 @@ struct StepReport {
 };
 
 // A progress line "saturn: eval_step=N eval_loss=X [eval_loss_se=E] [eval_accuracy=A]
-// eval_s=S": an evaluation on held-out data after N steps (tasks with
+// [eval_accuracy_se=E] eval_s=S": an evaluation on held-out data after N steps (tasks with
 // eval). It has no "step" field, so ParseStepLine skips it.
 struct EvalReport {
   long steps_done = 0;
@@ -110,6 +110,7 @@ struct EvalReport {
   double accuracy = -1.0;  // < 0: not a classifier
   double seconds = 0.0;
   double loss_se = -1.0;  // the loss's standard error over its batches; < 0: one batch
+  double accuracy_se = -1.0;  // the accuracy's, likewise
 };
 
 // The worker broke the protocol: a foreign version, a malformed message, a

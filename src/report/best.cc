@@ -24,6 +24,9 @@ double ValueOf(const SelectSpec& select, const EvalPoint& e) {
 Evals EvalsOf(const std::vector<Event>& events) {
   Evals out;
   for (const Event& e : events) {
+    // A task of that name that arrives (again: a cancelled one replaced)
+    // starts with no evaluations.
+    if (e.kind == EventKind::kTaskArrived) out.erase(e.task);
     if (e.kind != EventKind::kTaskEvaluated || !e.extra.contains("step") ||
         !e.extra.contains("eval_loss"))
       continue;
@@ -32,6 +35,7 @@ Evals EvalsOf(const std::vector<Event>& events) {
     p.loss = e.extra["eval_loss"].get<double>();
     p.accuracy = e.extra.value("eval_accuracy", -1.0);
     p.loss_se = e.extra.value("eval_loss_se", -1.0);
+    p.accuracy_se = e.extra.value("eval_accuracy_se", -1.0);
     out[e.task][p.step] = p;
   }
   return out;
@@ -84,8 +88,12 @@ json Entry(const std::string& sweep, const std::vector<Ranked>& ranked, size_t t
   entry["runner_up"] = {{"task", second.task->name}, {"value", second.value}};
   double margin = std::fabs(best.value - second.value);
   entry["margin"] = margin;
-  if (select.metric == "eval_loss" && best.eval->loss_se >= 0 && second.eval->loss_se >= 0) {
-    double se = std::hypot(best.eval->loss_se, second.eval->loss_se);
+  // Each evaluation's standard error of the metric ranked by.
+  auto se_of = [&](const EvalPoint* e) {
+    return select.metric == "eval_accuracy" ? e->accuracy_se : e->loss_se;
+  };
+  if (se_of(best.eval) >= 0 && se_of(second.eval) >= 0) {
+    double se = std::hypot(se_of(best.eval), se_of(second.eval));
     entry["margin_se"] = se;
     entry["within_noise"] = margin < kNoiseStandardErrors * se;
   }

@@ -22,7 +22,8 @@
 namespace saturn {
 
 // Per task, its evaluations by step (a later event for the same step, after
-// a resume, replaces the earlier one).
+// a resume, replaces the earlier one; a task_arrived event for its name, a
+// cancelled task replaced by a new one, clears them).
 using Evals = std::map<std::string, std::map<long, EvalPoint>>;
 Evals EvalsOf(const std::vector<Event>& events);
 const std::map<long, EvalPoint>* EvalsOfTask(const Evals& evals, const std::string& task);

@@ -45,7 +45,7 @@ Service::Service(const ServeOptions& options, const Clock& clock)
   for (const Event& e : run_->PastEvents())
     PushEvent(EventLine(e));
   run_->Subscribe([this](const Event& e) { PushEvent(EventLine(e)); });
-  Publish(true);
+  Publish(true, /*report=*/true);
 }
 
 Service::~Service() = default;
@@ -126,7 +126,7 @@ void Service::Run(const std::atomic<bool>& stop) {
   hooks.after_turn = [&] { Publish(false); };
   hooks.stop = [&] { return stop.load(); };
   run_->Drive(hooks);
-  Publish(true);
+  Publish(true, /*report=*/true);
 }
 
 }  // namespace saturn

@@ -74,12 +74,15 @@ class Service {
   struct Request;
   void HandleRequests();
   Reply Post(std::unique_ptr<Request> request);
-  void Publish(bool force);
+  // The views now (`force`) or at most every 0.25 s; `report`: write the
+  // report too (on start and on stopping).
+  void Publish(bool force, bool report = false);
   void PushEvent(const std::string& line);
   void StreamProgress(const std::vector<TaskView>& views);
   // report.json and report.html in the state folder: after tasks ended (at
-  // most every kReportEvery_s), and when forced (on start and on stopping).
-  void WriteReportIfDue(const std::vector<TaskView>& views, bool force);
+  // most every kReportEvery_s, at once when the last one ends), and when
+  // asked (on start and on stopping).
+  void WriteReportIfDue(const std::vector<TaskView>& views, bool asked);
   static constexpr double kReportEvery_s = 5.0;
 
   ServeOptions options_;

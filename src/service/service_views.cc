@@ -31,7 +31,7 @@ void Service::StreamProgress(const std::vector<TaskView>& views) {
   }
 }
 
-void Service::Publish(bool force) {
+void Service::Publish(bool force, bool report) {
   double now = run_->Now();
   if (!force && now - last_publish_ < 0.25) return;
   bool refresh_losses = force || static_cast<long>(now) / 2 != static_cast<long>(last_publish_) / 2;
@@ -41,9 +41,15 @@ void Service::Publish(bool force) {
   json tasks = json::array();
   for (const TaskView& v : views) {
     tasks.push_back(TaskViewToJson(v));
+    bool ended = IsEnded(v.status);
+    if (!ended && losses_final_.count(v.name)) {
+      // A cancelled task replaced by a new one of its name: its curves go.
+      losses_final_.erase(v.name);
+      losses_.erase(v.name);
+      evals_.erase(v.name);
+    }
     if (!v.steps) continue;  // not joined yet: no curve
     // Curves of running tasks every 2 s; a task's last one once it ended.
-    bool ended = IsEnded(v.status);
     bool ended_unread = ended && !losses_final_.count(v.name);
     bool running = v.status == TaskStatus::kRunning;
     if ((refresh_losses && running) || !losses_.count(v.name) || ended_unread) {
@@ -58,7 +64,7 @@ void Service::Publish(bool force) {
       if (ended) losses_final_.insert(v.name);
     }
   }
-  WriteReportIfDue(views, force);
+  WriteReportIfDue(views, report);
   json view = {{"version", 1}, {"now_s", now}, {"tasks", tasks}, {"best", run_->BestSoFar()}};
   if (report_written_) view["report"] = "report.html";
   std::string plan = PlanToJson(run_->CurrentPlan()).dump();
@@ -69,7 +75,7 @@ void Service::Publish(bool force) {
   plan_view_ = std::move(plan);
 }
 
-void Service::WriteReportIfDue(const std::vector<TaskView>& views, bool force) {
+void Service::WriteReportIfDue(const std::vector<TaskView>& views, bool asked) {
   long ended = std::count_if(views.begin(), views.end(),
                              [](const TaskView& v) { return IsEnded(v.status); });
   double now = run_->Now();
@@ -77,7 +83,7 @@ void Service::WriteReportIfDue(const std::vector<TaskView>& views, bool force) {
   // one ends), and when asked.
   bool all = ended == static_cast<long>(views.size());
   bool due = ended != ended_at_report_ && (all || now - last_report_ >= kReportEvery_s);
-  if (!due && !(force && ended > 0)) return;
+  if (!due && !(asked && ended > 0)) return;
   try {
     run_->WriteReportNow();
     report_written_ = std::filesystem::exists(options_.source.state_dir + "/report.html");

@@ -203,11 +203,17 @@ void KeepIfBest(BestModelKeeper& best, const Job& job, int64_t step, const engin
                 const std::string& checkpoint) {
   double value = best.by().metric == "eval_accuracy" ? (r.accuracy >= 0 ? r.accuracy : NAN) : r.loss;
   if (!best.Improves(value)) return;
-  best.Replace(static_cast<long>(step), value, [&](const std::string& into) {
-    engine::ExportModel(checkpoint, *job.model, job.task.lora,
-                        {into + "/model.pt", into + "/trained.pt",
-                         job.task.lora.Enabled() ? into + "/adapters.pt" : ""});
-  });
+  try {
+    best.Replace(static_cast<long>(step), value, [&](const std::string& into) {
+      engine::ExportModel(checkpoint, *job.model, job.task.lora,
+                          {into + "/model.pt", into + "/trained.pt",
+                           job.task.lora.Enabled() ? into + "/adapters.pt" : ""});
+    });
+  } catch (const std::exception& e) {
+    // The best so far stays; training goes on.
+    std::fprintf(stderr, "saturn-worker: warning: the best model (step %ld) not kept: %s\n",
+                 static_cast<long>(step), e.what());
+  }
 }
 
 // Execute mode: train from --from-step to --to-step with step and eval lines;
@@ -260,7 +266,7 @@ int RunExecute(const WorkerRequest& o, const Job& job, engine::TrainContext& ctx
                       const std::string& checkpoint) {
       eval_share_s = r.seconds / static_cast<double>(job.task.eval.every);
       std::printf("%s\n", FormatEvalLine({static_cast<long>(steps_done), r.loss, r.accuracy,
-                                          r.seconds, r.loss_se})
+                                          r.seconds, r.loss_se, r.accuracy_se})
                               .c_str());
       std::fflush(stdout);
       if (best) KeepIfBest(*best, job, steps_done, r, checkpoint);

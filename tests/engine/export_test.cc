@@ -105,6 +105,11 @@ void TrainAndCheck(const std::string& name, nlohmann::json json) {
   EXPECT_LT(one.loss_se, 0);  // one batch: none
   EXPECT_NEAR(mine.loss_se, std::fabs(one.loss - two.loss) / 2, 1e-6 * std::max(1.0, mine.loss));
   EXPECT_THAT(run.out, HasSubstr("eval_loss_se="));
+  // The accuracy's likewise, where the model has one (cross-entropy).
+  if (one.accuracy >= 0) {
+    EXPECT_LT(one.accuracy_se, 0);
+    EXPECT_NEAR(mine.accuracy_se, std::fabs(one.accuracy - two.accuracy) / 2, 1e-9);
+  }
 
   if (!PythonHasTorch()) GTEST_SKIP() << "/usr/bin/python3 has no torch";
   SaveBatch(batches[0], dir.Path("batch.pt"));

@@ -57,6 +57,25 @@ TEST(BestModel, AKillBetweenTheRenamesLosesNothing) {
   EXPECT_FALSE(fs::exists(dir + ".partial"));
 }
 
+TEST(BestModel, AKillAfterTheNewOneWasCompleteKeepsTheNewOne) {
+  std::string dir = test::OwnTestDir("best_model_partial") + "/best";
+  BestModelKeeper keeper(dir, *ParseBestMetric("eval_loss:min"));
+  keeper.Replace(5, 2.0, [](const std::string& into) { WriteModel(into, "step 5"); });
+  // Killed after the better one was written whole (best.json last) and the
+  // old one set aside, before it was renamed in.
+  fs::create_directories(dir + ".partial");
+  WriteModel(dir + ".partial", "step 10");
+  WriteFileAtomic(dir + ".partial/best.json",
+                  R"({"step": 10, "metric": "eval_loss", "mode": "min", "value": 1.5})");
+  fs::rename(dir, dir + ".old");
+  BestModelKeeper after(dir, *ParseBestMetric("eval_loss:min"));
+  ASSERT_TRUE(after.best());
+  EXPECT_EQ(after.best()->step, 10);
+  EXPECT_EQ(ReadFile(dir + "/model.pt"), "step 10");
+  EXPECT_FALSE(fs::exists(dir + ".old"));
+  EXPECT_FALSE(fs::exists(dir + ".partial"));
+}
+
 TEST(BestModel, OnlyKnownMetricsAndModesParse) {
   EXPECT_TRUE(ParseBestMetric("eval_accuracy:max")->maximize);
   EXPECT_FALSE(ParseBestMetric("eval_loss:min")->maximize);

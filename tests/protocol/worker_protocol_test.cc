@@ -116,6 +116,10 @@ TEST(WorkerProtocol, EvalLinesRoundTripAndAreNotStepLines) {
   EXPECT_LT(back.loss_se, 0);   // one batch: no standard error
   ASSERT_TRUE(ParseEvalLine(FormatEvalLine({7, 2.0, -1.0, 0.1, 0.0125}), &back));
   EXPECT_DOUBLE_EQ(back.loss_se, 0.0125);
+  EXPECT_LT(back.accuracy_se, 0);
+  ASSERT_TRUE(ParseEvalLine(FormatEvalLine({7, 2.0, 0.5, 0.1, 0.0125, 0.25}), &back));
+  EXPECT_DOUBLE_EQ(back.accuracy_se, 0.25);
+  EXPECT_FALSE(ParseEvalLine("saturn: eval_step=7 eval_loss=2 eval_accuracy_se=2 eval_s=0", &back));
   EXPECT_FALSE(ParseEvalLine("saturn: eval_step=7 eval_loss=2 eval_loss_se=-1 eval_s=0", &back));
 }
 

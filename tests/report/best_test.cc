@@ -79,8 +79,16 @@ TEST(Best, SelectNamesTheMetricAndTheDirection) {
   EXPECT_EQ(b["task"], "b");
   EXPECT_EQ(b["mode"], "max");
   EXPECT_NEAR(b["value"].get<double>(), 0.7, 1e-12);
-  EXPECT_TRUE(b["margin_se"].is_null());  // no standard error for accuracy
+  // The loss's standard error says nothing of the accuracy's.
+  EXPECT_TRUE(b["margin_se"].is_null());
   EXPECT_EQ(best_of["s"], "b");
+  // With the accuracy's: the margin 0.1 against sqrt(0.02^2 + 0.03^2).
+  std::vector<Event> with_se = {Eval("a", 100, 1.0, 0.6, 0.01), Eval("b", 100, 1.2, 0.7, 0.01)};
+  with_se[0].extra["eval_accuracy_se"] = 0.02;
+  with_se[1].extra["eval_accuracy_se"] = 0.03;
+  b = BestOfSweeps(tasks, EvalsOf(with_se), best_of)[0];
+  EXPECT_NEAR(b["margin_se"].get<double>(), std::sqrt(0.02 * 0.02 + 0.03 * 0.03), 1e-12);
+  EXPECT_FALSE(b["within_noise"].get<bool>());  // 0.1 > 2 x 0.036
   // Loss, but the highest (mode: max): a perverse choice, honoured.
   SelectSpec highest_loss;
   highest_loss.maximize = true;
@@ -118,6 +126,14 @@ TEST(Best, SoFarRanksLatestEvaluationsAndNamesAnEarlierBestModel) {
   EXPECT_EQ(so_far[0]["runner_up"]["task"], "a");
   EXPECT_EQ(so_far[0]["evaluated"], 2);
   EXPECT_EQ(EarlierBestPhrase(so_far[0]), "");  // b kept no best model
+  // A task cancelled and replaced by a new one of its name (it arrives
+  // again): the old one's evaluations are not the new one's.
+  Event again;
+  again.kind = EventKind::kTaskArrived;
+  again.task = "b";
+  Evals replaced = EvalsOf({Eval("b", 50, 1.9, -1, -1), again, Eval("b", 20, 3.0, -1, -1)});
+  ASSERT_EQ(replaced["b"].size(), 1u);
+  EXPECT_EQ(replaced["b"].begin()->first, 20);
 }
 
 }  // namespace

@@ -257,7 +257,8 @@ def model_selection_problems(page, reply, details):
         out.append("hyper-parameter columns %s, the API's paths %s" % (
             [h["path"] for h in heads if h["path"]], paths))
         return out
-    last = lambda p: p.rsplit(".", 1)[-1]
+    # The short key of the task names and the report: batch_size is "bs".
+    last = lambda p: {"batch_size": "bs"}.get(p.rsplit(".", 1)[-1], p.rsplit(".", 1)[-1])
     for h in heads:
         if h["path"]:
             want = h["path"] if [last(p) for p in paths].count(last(h["path"])) > 1 else last(h["path"])

@@ -279,7 +279,8 @@ def sweep_scenario():
     def lora(name, model, optimizer, gpu, accuracy, final):
         seg = Segment(20, 20 + 600 * 1.5, "single", 1, "node1", [gpu], 0, 1.5, "task_finished")
         return Task(name, 600, 0.0, [seg], sweep="lora",
-                    hyperparameters={"model.type": model, "optimizer.type": optimizer},
+                    hyperparameters={"model.type": model, "optimizer.type": optimizer,
+                                     "batch_size": 8},
                     evaluate={"every": 100, "batches": 1, "final": final, "accuracy": accuracy},
                     select=("eval_accuracy", "max"))
 
