@@ -1,6 +1,7 @@
 #include "executor/dispatcher.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <string>
@@ -134,6 +135,7 @@ void Dispatcher::ReadProgress(int j) {
       }
       continue;
     }
+    if (!std::isfinite(r.loss)) StopDiverged(j, r);
     long every = std::max(1L, run_.Steps(j) / 500);
     if (r.step % every == 0 || l.reported.step == run_.Steps(j)) {
       run_.site.state->AddLoss(l.record.name, r.step, r.loss);
@@ -141,6 +143,18 @@ void Dispatcher::ReadProgress(int j) {
   }
   if (!lines.empty())
     AppendText((pack ? PackDir(l.pack) : run_.TaskDirOf(j)) + "/worker.out", lines);
+}
+
+// Diverged (a learning rate too high, most often): retrying from its last
+// checkpoint would diverge again, so the task fails now, once its worker
+// has checkpointed.
+void Dispatcher::StopDiverged(int j, const StepReport& r) {
+  LiveTask& l = run_.tasks[j];
+  if (!l.stop.diverged.empty() || l.stop.cancel || l.stop.early) return;
+  std::string loss = std::isnan(r.loss) ? "nan" : r.loss > 0 ? "inf" : "-inf";
+  l.stop.diverged = "diverged: its training loss is " + loss + " at step " +
+                    std::to_string(r.step) + " (a lower learning rate may train)";
+  Preempt(j);
 }
 
 void Dispatcher::StopEarlyIfRuled(int j, const EvalReport& e) {
@@ -188,9 +202,11 @@ void Dispatcher::HandleExit(int j, int status) {
   bool was_stopping = l.stop.pending;
   bool cancelled = l.stop.cancel;
   bool early = l.stop.early;
+  std::string diverged = std::move(l.stop.diverged);
   l.stop.pending = false;
   l.stop.cancel = false;
   l.stop.early = false;
+  l.stop.diverged.clear();
   l.process.reset();
   std::string protocol_error;
   std::optional<WorkerExecuteResult> result;
@@ -199,6 +215,8 @@ void Dispatcher::HandleExit(int j, int status) {
     MarkFinished(j, *result);
   } else if (cancelled) {
     MarkCancelled(j, result ? result->completed_steps : LatestCheckpointOf(j));
+  } else if (!diverged.empty()) {
+    MarkDiverged(j, diverged);
   } else if (early) {
     MarkEarlyStopped(j, result ? result->completed_steps : LatestCheckpointOf(j));
   } else if (result || was_stopping) {
@@ -266,6 +284,20 @@ void Dispatcher::MarkAttemptFailed(int j, int status, const std::string& protoco
                  Plural(r.failures, "failure").c_str(), r.attempts,
                  give_up ? "giving up" : "will retry", how.c_str());
   }
+}
+
+void Dispatcher::MarkDiverged(int j, const std::string& why) {
+  TaskRecord& r = run_.tasks[j].record;
+  r.status = TaskStatus::kFailed;
+  ++r.failures;
+  r.error = why;
+  r.checkpoint_step = LatestCheckpointOf(j);
+  r.end_s = run_.Now();
+  run_.SaveTask(j);
+  run_.replan_soon = true;
+  run_.Emit(events::TaskFailed(run_.Now(), run_.Where(j), r.error, r.failures, /*give_up=*/true,
+                               r.checkpoint_step));
+  if (run_.options().progress) std::fprintf(stderr, "task %s %s\n", r.name.c_str(), why.c_str());
 }
 
 void Dispatcher::MarkCancelled(int j, long checkpoint_step) {

@@ -78,6 +78,10 @@ class Dispatcher {
   // stopped with a checkpoint; MarkEarlyStopped settles it at its exit.
   void StopEarlyIfRuled(int j, const EvalReport& e);
   void MarkEarlyStopped(int j, long checkpoint_step);
+  // A step's loss that is not finite: the worker is stopped with a
+  // checkpoint; MarkDiverged fails the task at its exit, without a retry.
+  void StopDiverged(int j, const StepReport& r);
+  void MarkDiverged(int j, const std::string& why);
   long LatestCheckpointOf(int j);
 
   RunContext& run_;

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -290,6 +291,7 @@ void RunState::SaveTask(const TaskRecord& t) {
 }
 
 void RunState::AddLoss(const std::string& task, long step, double loss) {
+  if (!std::isfinite(loss)) return;  // a diverged step: no point of a curve
   Statement s(db_, "INSERT OR REPLACE INTO losses(task, step, loss) VALUES(?, ?, ?)");
   s.Bind(1, task).Bind(2, step).Bind(3, loss).Step();
 }

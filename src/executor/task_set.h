@@ -49,6 +49,8 @@ struct StopOrder {
   bool early = false;
   long early_step = 0;
   double early_value = 0.0;
+  // Stopping for good because its training loss stopped being finite: why.
+  std::string diverged;
   double since_s = 0.0;
 };
 

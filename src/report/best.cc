@@ -32,7 +32,8 @@ Evals EvalsOf(const std::vector<Event>& events) {
       continue;
     EvalPoint p;
     p.step = e.extra["step"].get<long>();
-    p.loss = e.extra["eval_loss"].get<double>();
+    // JSON has no NaN: a diverged evaluation's loss is null.
+    p.loss = e.extra["eval_loss"].is_number() ? e.extra["eval_loss"].get<double>() : NAN;
     p.accuracy = e.extra.value("eval_accuracy", -1.0);
     p.loss_se = e.extra.value("eval_loss_se", -1.0);
     p.accuracy_se = e.extra.value("eval_accuracy_se", -1.0);

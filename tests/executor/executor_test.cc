@@ -418,6 +418,32 @@ TEST_F(Run, AFailingTaskIsRetriedThenFailsWhileTheOthersFinish) {
   EXPECT_THAT(ReadFile(dir_ + "/run/report.html"), HasSubstr("crashed at step"));
 }
 
+// A task whose training loss stops being finite (a learning rate too high)
+// fails at once, without the retries that would diverge again, keeping its
+// checkpoint; the others finish. (The run state's loss curve refused the
+// NaN, and the whole run died of it.)
+TEST_F(Run, ADivergedTaskFailsAtOnceWithoutRetries) {
+  Workload(2, 8);
+  WriteFileAtomic(dir_ + "/profile.csv",
+                  "task,technique,gpus,runtime_s\nt0,single,1,1\nt1,ddp,2,1\n");
+  int status = RunSaturn("--no-introspection --max-retries 3 --profile " + dir_ + "/profile.csv",
+                         "ddp 2 nan_at 3\n");
+  EXPECT_EQ(status, 1);
+  json report = Report();
+  std::map<std::string, json> tasks;
+  for (const json& t : report["tasks"])
+    tasks[t["task"]] = t;
+  EXPECT_EQ(tasks["t0"]["status"], "finished");
+  EXPECT_EQ(tasks["t1"]["status"], "failed");
+  EXPECT_EQ(tasks["t1"]["attempts"], 1);
+  EXPECT_THAT(tasks["t1"]["error"].get<std::string>(),
+              HasSubstr("diverged: its training loss is nan at step 3"));
+  EXPECT_GE(tasks["t1"]["steps_done"].get<long>(), 3);
+  for (const auto& [step, loss] :
+       tasks["t1"]["loss_curve"].get<std::vector<std::pair<long, double>>>())
+    EXPECT_LT(step, 3);  // a curve of finite points
+}
+
 // Bug: a worker that exited 0 with a result breaking the protocol was
 // recorded as "exit 1: <log tail>": the protocol error was overwritten.
 TEST_F(Run, AResultThatBreaksTheProtocolIsTheFailuresMessage) {

@@ -6,7 +6,7 @@
 # FAKE_WORKER_RULES, lines of "technique gpus action [arg]" or, for one task
 # only, "task/technique gpus action [arg]" (task rules win):
 #   ok STEP_S | samples S1,S2,... (a search measures these) | infeasible REASON |
-#   crash | hang | oom | crash_at STEP |
+#   crash | hang | oom | crash_at STEP | nan_at STEP (its loss is nan from STEP on) |
 #   estimated NOTE (an analytic estimate: "estimated" says NOTE and the
 #   --estimate, --peak-tflops and --link-gb-s it was given) |
 #   crash_once MARKER (crashes if the file MARKER does not exist, creating it;
@@ -151,7 +151,11 @@ while [ "$step" -lt "$to" ]; do
     steplog end crashed; echo "fake worker: crashed at step $step" >&2; exit 1
   fi
   sleep "$step_s"
-  if [ "$rank" = 0 ]; then loss "$step"; echo "saturn: step=$step loss=$LOSS step_s=$step_s"; fi
+  if [ "$rank" = 0 ]; then
+    loss "$step"
+    if [ "$action" = nan_at ] && [ "$step" -ge "$arg" ]; then LOSS=nan; fi
+    echo "saturn: step=$step loss=$LOSS step_s=$step_s"
+  fi
   step=$((step + 1))
   if [ "$every" -gt 0 ] && [ $((step % every)) -eq 0 ]; then checkpoint $step; fi
   if [ "$eval_every" -gt 0 ] && { [ $((step % eval_every)) -eq 0 ] || [ "$step" -eq "$to" ]; }; then
