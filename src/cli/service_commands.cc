@@ -162,8 +162,7 @@ void PrintResults(const json& body) {
     std::printf("best so far of %s: %s, %s %s at step %s%s%s\n", Text(b["sweep"]).c_str(),
                 Text(b["task"]).c_str(), Text(b["metric"]).c_str(),
                 b["value"].is_number() ? FormatLoss(b["value"].get<double>()).c_str() : "-",
-                Text(b["step"]).c_str(),
-                margin.empty() ? "" : ", ", margin.c_str());
+                Text(b["step"]).c_str(), margin.empty() ? "" : ", ", margin.c_str());
   }
 }
 

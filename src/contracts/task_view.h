@@ -65,8 +65,8 @@ struct TaskState {
 struct EvalPoint {
   long step = 0;
   double loss = 0.0;
-  double accuracy = -1.0;  // < 0: none
-  double loss_se = -1.0;   // the loss's standard error over its batches; < 0: unknown
+  double accuracy = -1.0;     // < 0: none
+  double loss_se = -1.0;      // the loss's standard error over its batches; < 0: unknown
   double accuracy_se = -1.0;  // the accuracy's, likewise
 };
 

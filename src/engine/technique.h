@@ -158,7 +158,7 @@ struct EvalResult {
   // sample standard deviation / sqrt(batches)); < 0 with one batch.
   double loss_se = -1.0;
   double accuracy_se = -1.0;  // the accuracy's, likewise (cross-entropy models)
-  double seconds = 0.0;  // what it took, reading (and, in Execute, writing) the model included
+  double seconds = 0.0;       // what it took, reading (and, in Execute, writing) the model included
 };
 
 struct ExecuteOptions {

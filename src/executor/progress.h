@@ -13,8 +13,8 @@
 
 #include "executor/run.h"
 #include "executor/run_context.h"
-#include "report/run_report.h"
 #include "replan/replan.h"
+#include "report/run_report.h"
 
 namespace saturn {
 

@@ -27,9 +27,9 @@
 #include "executor/run_state.h"
 #include "executor/task_set.h"
 #include "launch/backend.h"
-#include "report/best.h"
 #include "replan/dispatch.h"
 #include "replan/replan.h"
+#include "report/best.h"
 
 namespace saturn {
 

@@ -109,7 +109,7 @@ struct EvalReport {
   double loss = 0.0;
   double accuracy = -1.0;  // < 0: not a classifier
   double seconds = 0.0;
-  double loss_se = -1.0;  // the loss's standard error over its batches; < 0: one batch
+  double loss_se = -1.0;      // the loss's standard error over its batches; < 0: one batch
   double accuracy_se = -1.0;  // the accuracy's, likewise
 };
 

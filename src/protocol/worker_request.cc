@@ -356,8 +356,8 @@ void CheckWorkerRequest(const WorkerRequest& o) {
     if (o.checkpoint_every < 0) fail("--checkpoint-every", "expected an integer >= 0");
     if (o.keep_checkpoints < 0) fail("--keep-checkpoints", "expected an integer >= 0");
     if (!ParseBestMetric(o.select)) {
-      fail("--select", "expected eval_loss or eval_accuracy, then :min or :max, got " +
-                           Quote(o.select));
+      fail("--select",
+           "expected eval_loss or eval_accuracy, then :min or :max, got " + Quote(o.select));
     }
   }
 }

@@ -235,8 +235,9 @@ std::string EvalCells(const RunReportTask& t, const Evals& evals,
     at = " <span class=\"none\">@ " + std::to_string(e->step) + "</span>";
   std::string title;
   if (!t.best_model.is_null()) {
-    title = " title=\"its best evaluation: " + FormatLoss(t.best_model["value"].get<double>()) +
-            " at step " + std::to_string(t.best_model["step"].get<long>()) + ", kept as " +
+    title = " title=\"its best evaluation by " + XmlEscape(t.best_model.value("metric", "")) +
+            ": " + FormatLoss(t.best_model["value"].get<double>()) + " at step " +
+            std::to_string(t.best_model["step"].get<long>()) + ", kept as " +
             XmlEscape(t.best_model["path"].get<std::string>()) + "\"";
   }
   std::string cells = "<td" + title + ">" +

@@ -232,8 +232,8 @@ class Simulation {
     bool stop = stoppers_.Decide(j, c.at, p_.tasks[j].name, &value);
     // The evaluation the rule decided on, as a run logs it.
     bool accuracy = e.spec.maximize();
-    Emit(events::TaskEvaluated(now_, Where(j), {step, accuracy ? 0.0 : value, accuracy ? value : -1.0},
-                               0.0));
+    Emit(events::TaskEvaluated(now_, Where(j),
+                               {step, accuracy ? 0.0 : value, accuracy ? value : -1.0}, 0.0));
     if (!stop) {
       PushDecision(j, c.time, c.at);
       return false;

@@ -4,8 +4,8 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <cstdio>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -201,7 +201,8 @@ std::optional<int> SearchByEstimate(const WorkerRequest& o, const Job& job) {
 // improves on the best so far (protocol/best_model.h).
 void KeepIfBest(BestModelKeeper& best, const Job& job, int64_t step, const engine::EvalResult& r,
                 const std::string& checkpoint) {
-  double value = best.by().metric == "eval_accuracy" ? (r.accuracy >= 0 ? r.accuracy : NAN) : r.loss;
+  double value =
+      best.by().metric == "eval_accuracy" ? (r.accuracy >= 0 ? r.accuracy : NAN) : r.loss;
   if (!best.Improves(value)) return;
   try {
     best.Replace(static_cast<long>(step), value, [&](const std::string& into) {
