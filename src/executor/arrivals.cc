@@ -83,8 +83,10 @@ void LeaveRun(RunContext& run, const std::set<std::string>& names) {
                              " left the run unfinished");
     }
   }
-  for (const std::string& name : names)
+  for (const std::string& name : names) {
     run.evals.erase(name);
+    run.stopper.Forget(name);
+  }
   std::erase_if(run.tasks.workload().tasks,
                 [&](const WorkloadTask& t) { return names.count(t.name); });
   std::erase_if(run.tasks.profile().rows, [&](const ProfileRow& r) { return names.count(r.task); });

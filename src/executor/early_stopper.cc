@@ -37,7 +37,12 @@ std::optional<EarlyStopper::Stop> EarlyStopper::OnEvaluation(const WorkloadTask&
   last = std::max(last, step);
   double value = task.early_stop.maximize() ? accuracy : loss;
   if (task.early_stop.maximize() && accuracy < 0) return std::nullopt;
-  if (!RuleOf(task).OnEvaluation(task.name, step, task.steps, value)) return std::nullopt;
+  // A task forgotten (replaced) is a new trial under a key of its own.
+  auto generation = generation_.find(task.name);
+  std::string trial = generation == generation_.end()
+                          ? task.name
+                          : task.name + "#" + std::to_string(generation->second);
+  if (!RuleOf(task).OnEvaluation(trial, step, task.steps, value)) return std::nullopt;
   return Stop{value};
 }
 
@@ -45,15 +50,26 @@ void EarlyStopper::Replay(const std::vector<Event>& events, const Workload& work
   std::map<std::string, const WorkloadTask*> by_name;
   for (const WorkloadTask& t : workload.tasks)
     by_name[t.name] = &t;
+  // JSON has no NaN: a diverged evaluation's metric is null.
+  auto number = [](const Event& e, const char* key, double absent) {
+    if (!e.extra.contains(key)) return absent;
+    return e.extra[key].is_number() ? e.extra[key].get<double>() : NAN;
+  };
   for (const Event& e : events) {
+    if (e.kind == EventKind::kTaskArrived) Forget(e.task);
     if (e.kind != EventKind::kTaskEvaluated || !e.extra.contains("step")) continue;
     auto it = by_name.find(e.task);
     if (it == by_name.end()) continue;
-    double accuracy =
-        e.extra.contains("eval_accuracy") ? e.extra["eval_accuracy"].get<double>() : -1.0;
-    OnEvaluation(*it->second, e.extra["step"].get<long>(), e.extra.value("eval_loss", 0.0),
-                 accuracy);
+    OnEvaluation(*it->second, e.extra["step"].get<long>(), number(e, "eval_loss", 0.0),
+                 number(e, "eval_accuracy", -1.0));
   }
+}
+
+void EarlyStopper::Forget(const std::string& task) {
+  if (!last_evaluated_.count(task)) return;  // nothing seen of it
+  std::erase_if(seen_, [&](const auto& s) { return s.first == task; });
+  last_evaluated_.erase(task);
+  ++generation_[task];
 }
 
 double EarlyStopper::ExpectedFraction(const WorkloadTask& task, const Workload& workload) const {

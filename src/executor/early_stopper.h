@@ -51,8 +51,13 @@ class EarlyStopper {
   std::optional<Stop> OnEvaluation(const WorkloadTask& task, long step, double loss,
                                    double accuracy);
   // The evaluations of a run's event log, in order, without deciding
-  // (`workload`: whose tasks they are; others are skipped).
+  // (`workload`: whose tasks they are; others are skipped); a task that
+  // arrives again (task_arrived) is forgotten first.
   void Replay(const std::vector<Event>& events, const Workload& workload);
+  // A task of this name left the run (a cancelled one, replaced by a new
+  // one of its name): the new one is a new trial to the rules, the old
+  // one's evaluations stay in their history under another key.
+  void Forget(const std::string& task);
   // The fraction of its steps `task` is expected to train, from its rule,
   // its group's size in `workload` and the decisions it has passed; 1 for a
   // task without a rule.
@@ -64,6 +69,7 @@ class EarlyStopper {
   std::map<std::string, std::unique_ptr<StopRule>> rules_;  // by stop group
   std::set<std::pair<std::string, long>> seen_;             // (task, step) evaluated
   std::map<std::string, long> last_evaluated_;              // task -> its latest step
+  std::map<std::string, int> generation_;                   // task -> times forgotten
   // (group, size, steps, every, concurrency) -> expected total steps by
   // decisions passed, and the steps the rule decides at.
   struct Expected {

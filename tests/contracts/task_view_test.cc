@@ -44,10 +44,13 @@ TEST(TaskView, JsonHasContractSixsFieldsWithNullsForUnknowns) {
   nlohmann::json j = TaskViewToJson(v);
   for (const char* key :
        {"id", "status", "technique", "gpus", "node", "gpu_ids", "steps_done", "steps", "eta_s",
-        "planned_start_s", "loss", "final_loss", "attempts", "failures", "submitted_s", "error"}) {
+        "planned_start_s", "loss", "final_loss", "attempts", "failures", "submitted_s", "error",
+        "hyperparameters", "eval"}) {
     EXPECT_TRUE(j.contains(key)) << key;
   }
-  EXPECT_EQ(j.size(), 16u);
+  EXPECT_EQ(j.size(), 18u);
+  EXPECT_EQ(j["hyperparameters"], nlohmann::json::object());
+  EXPECT_TRUE(j["eval"].is_null());  // before its first evaluation
   EXPECT_EQ(j["id"], "a");
   EXPECT_EQ(j["status"], "profiling");
   EXPECT_TRUE(j["technique"].is_null());
@@ -70,9 +73,17 @@ TEST(TaskView, JsonOfAFinishedPlacedTask) {
   v.final_loss = 1.5;
   v.attempts = 2;
   v.failures = 1;
+  v.hyperparameters = {{"optimizer.lr", 0.001}};
+  v.eval = EvalPoint{10, 2.5, 0.25, 0.125, -1.0};
   nlohmann::json j = TaskViewToJson(v);
   EXPECT_EQ(j["status"], "finished");
   EXPECT_EQ(j["technique"], "fsdp");
+  EXPECT_EQ(j["hyperparameters"]["optimizer.lr"], 0.001);
+  // The standard errors it has, none it lacks.
+  EXPECT_EQ(j["eval"], nlohmann::json({{"step", 10},
+                                       {"eval_loss", 2.5},
+                                       {"eval_accuracy", 0.25},
+                                       {"eval_loss_se", 0.125}}));
   EXPECT_EQ(j["gpu_ids"], nlohmann::json({0, 1}));
   EXPECT_EQ(j["final_loss"], 1.5);
   EXPECT_EQ(j["attempts"], 2);

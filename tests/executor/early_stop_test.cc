@@ -18,6 +18,7 @@
 #include "common/fs.h"
 #include "common/process.h"
 #include "contracts/events.h"
+#include "executor/early_stopper.h"
 #include "tests/testing/reference_asha.h"
 #include "tests/testing/reference_median.h"
 #include "tests/testing/test_dir.h"
@@ -154,6 +155,49 @@ TEST_F(EarlyStopRun, TheMedianRuleStopsWhatTheMedianRuleStops) {
   json report = json::parse(ReadFile(dir_ + "/run/report.json"));
   for (const json& t : report["tasks"])
     EXPECT_EQ(t["status"], stopped.count(t["task"]) ? "stopped" : "finished") << t["task"];
+}
+
+// A task cancelled and replaced by a new one of its name (saturn serve) is
+// a new trial to the rule: its evaluations at steps the old one reached are
+// judged, live and when a restart replays the log; a diverged evaluation
+// (null in the log: JSON has no NaN) replays as the worst.
+TEST(EarlyStopper, AReplacedTaskIsANewTrialLiveAndOnReplay) {
+  Workload w;
+  for (const char* name : {"a", "b", "c"}) {
+    WorkloadTask t;
+    t.name = name;
+    t.steps = 16;
+    t.stop_group = "g";
+    t.spec = {{"eval", {{"every", 2}}}};
+    t.early_stop.rule = "asha";
+    t.early_stop.grace_steps = 2;
+    w.tasks.push_back(t);
+  }
+  const WorkloadTask &a = w.tasks[0], &b = w.tasks[1], &c = w.tasks[2];
+  EarlyStopper live;
+  // At the rung of step 2, each better than every one before it: none stops.
+  EXPECT_FALSE(live.OnEvaluation(a, 2, 2.0, -1));
+  EXPECT_FALSE(live.OnEvaluation(b, 2, 1.0, -1));
+  EXPECT_FALSE(live.OnEvaluation(c, 2, 0.5, -1));
+  live.Forget("c");
+  // The new c, worst at the rung: stopped (without Forget, step 2 was seen).
+  std::optional<EarlyStopper::Stop> stop = live.OnEvaluation(c, 2, 9.0, -1);
+  ASSERT_TRUE(stop);
+  EXPECT_EQ(stop->value, 9.0);
+
+  auto eval = [](const std::string& task, long step, const nlohmann::json& loss) {
+    Event e;
+    e.kind = EventKind::kTaskEvaluated;
+    e.task = task;
+    e.extra = {{"step", step}, {"eval_loss", loss}, {"eval_s", 0.0}};
+    return e;
+  };
+  Event arrived;
+  arrived.kind = EventKind::kTaskArrived;
+  arrived.task = "c";
+  EarlyStopper replayed;
+  replayed.Replay({eval("a", 2, 2.0), eval("b", 2, nullptr), eval("c", 2, 0.5), arrived}, w);
+  ASSERT_TRUE(replayed.OnEvaluation(c, 2, 9.0, -1));
 }
 
 }  // namespace
