@@ -124,6 +124,14 @@ class Run : public ::testing::Test {
     return ParseEventLines(ReadFile(dir_ + "/run/events.jsonl"), "events.jsonl");
   }
   json Report() { return json::parse(ReadFile(dir_ + "/run/report.json")); }
+  // report.json's tasks by name.
+  std::map<std::string, json> ReportTasks() {
+    std::map<std::string, json> tasks;
+    json report = Report();  // kept: a loop over a temporary's member reads freed memory
+    for (const json& t : report["tasks"])
+      tasks[t["task"].get<std::string>()] = t;
+    return tasks;
+  }
 
   // No GPU ever runs two tasks at once.
   void ExpectNoSharing() {
@@ -402,10 +410,7 @@ TEST_F(Run, AFailingTaskIsRetriedThenFailsWhileTheOthersFinish) {
   int status = RunSaturn("--no-introspection --max-retries 1 --profile " + dir_ + "/profile.csv",
                          "fsdp 2 crash_at 2\n");
   EXPECT_EQ(status, 1);
-  json report = Report();
-  std::map<std::string, json> tasks;
-  for (const json& t : report["tasks"])
-    tasks[t["task"]] = t;
+  std::map<std::string, json> tasks = ReportTasks();
   EXPECT_EQ(tasks["t0"]["status"], "finished");
   EXPECT_EQ(tasks["t2"]["status"], "finished");
   EXPECT_EQ(tasks["t1"]["status"], "failed");
@@ -429,10 +434,7 @@ TEST_F(Run, ADivergedTaskFailsAtOnceWithoutRetries) {
   int status = RunSaturn("--no-introspection --max-retries 3 --profile " + dir_ + "/profile.csv",
                          "ddp 2 nan_at 3\n");
   EXPECT_EQ(status, 1);
-  json report = Report();
-  std::map<std::string, json> tasks;
-  for (const json& t : report["tasks"])
-    tasks[t["task"]] = t;
+  std::map<std::string, json> tasks = ReportTasks();
   EXPECT_EQ(tasks["t0"]["status"], "finished");
   EXPECT_EQ(tasks["t1"]["status"], "failed");
   EXPECT_EQ(tasks["t1"]["attempts"], 1);

@@ -450,7 +450,7 @@ def say_delay(browser, spec, say):
         say("delay: %s not measured (emitted %s, shown %s)" % (cond, emitted, shown))
 
 
-def main():
+def parse_args():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--server", required=True)
     p.add_argument("--artifacts", required=True)
@@ -477,7 +477,27 @@ def main():
     p.add_argument("--timeout", type=float, default=60)
     p.add_argument("--width", type=int, default=1440)
     p.add_argument("--height", type=int, default=1500)
-    args = p.parse_args()
+    return p.parse_args()
+
+
+def say_summary(browser, page, say):
+    """What the page showed, in the log."""
+    say("page:", json.dumps({k: page.get(k) for k in ("ready", "conn", "streams", "lastEvent")}))
+    for r in page["rows"]:
+        say("  row %-16s %-10s %s/%s" % (r["id"], r["status"], r["steps_done"], r["steps"]))
+    say("  gantt: %d planned bars, %d actual bars; %d loss curves" % (
+        len(page["planned"]), len(page["actual"]), len(page["curves"])))
+    for card in json.loads(browser.evaluate(TEXTS_JS % json.dumps("#c-plan-card"))):
+        say("  plan card: %s" % " ".join(card.split()))
+    say("  hyper-parameter columns: %s; %d evaluation curves; report link %s" % (
+        [h["text"] for h in page.get("heads", []) if h["path"]],
+        len(page.get("evalCurves", [])), page.get("report")))
+    for b in page.get("best", []):
+        say("  best so far: %s" % " ".join(b["text"].split()))
+
+
+def main():
+    args = parse_args()
     os.makedirs(args.artifacts, exist_ok=True)
     log = open(os.path.join(args.artifacts, "check.log"), "w")
 
@@ -532,18 +552,7 @@ def main():
             f.write(browser.evaluate("document.documentElement.outerHTML"))
         if args.delay_of:
             say_delay(browser, args.delay_of, say)
-        say("page:", json.dumps({k: page.get(k) for k in ("ready", "conn", "streams", "lastEvent")}))
-        for r in page["rows"]:
-            say("  row %-16s %-10s %s/%s" % (r["id"], r["status"], r["steps_done"], r["steps"]))
-        say("  gantt: %d planned bars, %d actual bars; %d loss curves" % (
-            len(page["planned"]), len(page["actual"]), len(page["curves"])))
-        for card in json.loads(browser.evaluate(TEXTS_JS % json.dumps("#c-plan-card"))):
-            say("  plan card: %s" % " ".join(card.split()))
-        say("  hyper-parameter columns: %s; %d evaluation curves; report link %s" % (
-            [h["text"] for h in page.get("heads", []) if h["path"]],
-            len(page.get("evalCurves", [])), page.get("report")))
-        for b in page.get("best", []):
-            say("  best so far: %s" % " ".join(b["text"].split()))
+        say_summary(browser, page, say)
         for e in browser.console_errors:
             say("  console error:", e)
     finally:

@@ -125,6 +125,25 @@ class Task:
         self.evaluate, self.select = evaluate, select
 
 
+def segment_events(task):
+    """The events of a task's segments: each start, and each end as it ended."""
+    events = []
+    for seg in task.segments:
+        place = {"task": task.id, "technique": seg.technique, "gpus": seg.gpus,
+                 "node": seg.node, "gpu_ids": seg.gpu_ids}
+        events.append({"t": float(seg.start), "event": "task_started", **place,
+                       "step": seg.from_step})
+        if seg.end is None:
+            continue
+        end = {"t": float(seg.end), "event": seg.how, **place,
+               "step": seg.step_at(seg.end, task.steps), **seg.extra}
+        if seg.how == "task_finished":
+            end["steps"] = task.steps
+            end["loss"] = end["final_loss"] = loss_at(task.id, task.steps)
+        events.append(end)
+    return events
+
+
 def busy_scenario():
     gpt2 = {"sweep": "gpt2", "select": ("eval_loss", "min")}
     tasks = [
@@ -192,20 +211,7 @@ def busy_scenario():
          "arrived": ["t5-small", "llama-tiny"], "new_end_s": 2520.0, "preempted": []},
     ]
     for task in tasks:
-        for seg in task.segments:
-            place = {"task": task.id, "technique": seg.technique, "gpus": seg.gpus,
-                     "node": seg.node, "gpu_ids": seg.gpu_ids}
-            events.append({"t": float(seg.start), "event": "task_started", **place,
-                           "step": seg.from_step})
-            if seg.end is not None:
-                step = seg.step_at(seg.end, task.steps)
-                end = {"t": float(seg.end), "event": seg.how, **place, "step": step,
-                       **seg.extra}
-                if seg.how == "task_finished":
-                    end["steps"] = task.steps
-                    end["loss"] = end["final_loss"] = loss_at(task.id, task.steps)
-                events.append(end)
-        events += eval_events(task)
+        events += segment_events(task) + eval_events(task)
     events.sort(key=lambda e: e["t"])
     return tasks, plans, events
 
@@ -244,16 +250,7 @@ def ended_scenario():
                    "status": "time_limit"})
     events.append({"t": 200.0, "event": "task_cancelled", "task": "bert-base", "step": 0})
     for task in tasks:
-        for seg in task.segments:
-            place = {"task": task.id, "technique": seg.technique, "gpus": seg.gpus,
-                     "node": seg.node, "gpu_ids": seg.gpu_ids}
-            events.append({"t": float(seg.start), "event": "task_started", **place, "step": 0})
-            end = {"t": float(seg.end), "event": seg.how, **place,
-                   "step": seg.step_at(seg.end, task.steps), **seg.extra}
-            if seg.how == "task_finished":
-                end["steps"] = task.steps
-                end["loss"] = end["final_loss"] = loss_at(task.id, task.steps)
-            events.append(end)
+        events += segment_events(task)
     events.sort(key=lambda e: e["t"])
     return tasks, [(28.0, plan)], events
 
@@ -308,17 +305,7 @@ def sweep_scenario():
     events.append({"t": 18.0, "event": "plan", "makespan_s": 1440.0, "solver": "auto",
                    "status": "optimal"})
     for task in tasks:
-        for seg in task.segments:
-            place = {"task": task.id, "technique": seg.technique, "gpus": seg.gpus,
-                     "node": seg.node, "gpu_ids": seg.gpu_ids}
-            events.append({"t": float(seg.start), "event": "task_started", **place, "step": 0})
-            end = {"t": float(seg.end), "event": seg.how, **place,
-                   "step": seg.step_at(seg.end, task.steps), **seg.extra}
-            if seg.how == "task_finished":
-                end["steps"] = task.steps
-                end["loss"] = end["final_loss"] = loss_at(task.id, task.steps)
-            events.append(end)
-        events += eval_events(task)
+        events += segment_events(task) + eval_events(task)
     events.sort(key=lambda e: e["t"])
     return tasks, [(18.0, plan)], events
 
