@@ -42,10 +42,9 @@ TEST(TaskView, JsonHasContractSixsFieldsWithNullsForUnknowns) {
   v.name = "a";
   v.status = TaskStatus::kProfiling;
   nlohmann::json j = TaskViewToJson(v);
-  for (const char* key :
-       {"id", "status", "technique", "gpus", "node", "gpu_ids", "steps_done", "steps", "eta_s",
-        "planned_start_s", "loss", "final_loss", "attempts", "failures", "submitted_s", "error",
-        "hyperparameters", "eval"}) {
+  for (const char* key : {"id", "status", "technique", "gpus", "node", "gpu_ids", "steps_done",
+                          "steps", "eta_s", "planned_start_s", "loss", "final_loss", "attempts",
+                          "failures", "submitted_s", "error", "hyperparameters", "eval"}) {
     EXPECT_TRUE(j.contains(key)) << key;
   }
   EXPECT_EQ(j.size(), 18u);
@@ -80,10 +79,10 @@ TEST(TaskView, JsonOfAFinishedPlacedTask) {
   EXPECT_EQ(j["technique"], "fsdp");
   EXPECT_EQ(j["hyperparameters"]["optimizer.lr"], 0.001);
   // The standard errors it has, none it lacks.
-  EXPECT_EQ(j["eval"], nlohmann::json({{"step", 10},
-                                       {"eval_loss", 2.5},
-                                       {"eval_accuracy", 0.25},
-                                       {"eval_loss_se", 0.125}}));
+  EXPECT_EQ(
+      j["eval"],
+      nlohmann::json(
+          {{"step", 10}, {"eval_loss", 2.5}, {"eval_accuracy", 0.25}, {"eval_loss_se", 0.125}}));
   EXPECT_EQ(j["gpu_ids"], nlohmann::json({0, 1}));
   EXPECT_EQ(j["final_loss"], 1.5);
   EXPECT_EQ(j["attempts"], 2);

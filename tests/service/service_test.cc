@@ -212,7 +212,8 @@ TEST_F(ServeApi, ASweepShowsItsResultsTheBestSoFarAndAReport) {
                   tasks["s-lr1.0e-3"]["eval"]["eval_loss"].get<double>(),
               1e-9);
   // The report of the state so far, written once tasks ended, and served.
-  ASSERT_TRUE(test::WaitUntil([&] { return Client().Get("/v1/tasks").body.contains("report"); }, 30.0));
+  ASSERT_TRUE(
+      test::WaitUntil([&] { return Client().Get("/v1/tasks").body.contains("report"); }, 30.0));
   httplib::Client http(url_);
   auto page = http.Get("/report.html");
   ASSERT_TRUE(page);
@@ -237,7 +238,8 @@ TEST_F(ServeApi, ASweepShowsItsResultsTheBestSoFarAndAReport) {
       w.push_back(word);
     if (!w.empty()) rows[w[0]] = w;
   }
-  EXPECT_THAT(rows["RESULTS"], ::testing::ElementsAre("RESULTS", "lr", "EVAL", "LOSS", "SE", "STEP"))
+  EXPECT_THAT(rows["RESULTS"],
+              ::testing::ElementsAre("RESULTS", "lr", "EVAL", "LOSS", "SE", "STEP"))
       << out;
   ASSERT_GE(rows["s-lr1.0e-5"].size(), 3u) << out;
   EXPECT_EQ(rows["s-lr1.0e-5"][1], "1e-05") << out;  // the value swept, then its evaluation loss
