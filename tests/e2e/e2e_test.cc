@@ -67,10 +67,13 @@ TEST_F(EndToEnd, AModelTooLargeForOneDeviceIsProfiledOnlyWhereItFits) {
     EXPECT_TRUE(knobs.value("checkpointing", false) || knobs.value("accumulation", 1) > 1)
         << technique << ": " << knobs.dump();
   }
-  EXPECT_NE(p.Find("large", "spill", 1), nullptr);
   // Feasible: a row, unless it measured faster than a simpler one only
   // within noise, which the summary names (docs/contracts.md, Contract 2).
+  // On a loaded machine spill's 1-GPU trial may read within noise of
+  // single's (checkpointed) one (CI flake: "spill within noise of single").
   std::string log = Log();
+  EXPECT_TRUE(p.Find("large", "spill", 1) != nullptr ||
+              log.find("1 GPU: spill within noise of") != std::string::npos);
   for (const char* technique : {"fsdp", "pipeline"}) {
     EXPECT_TRUE(p.Find("large", technique, 2) != nullptr ||
                 log.find(std::string("2 GPUs: ") + technique + " within noise of") !=
