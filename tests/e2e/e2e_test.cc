@@ -14,10 +14,10 @@
 
 #include "common/fs.h"
 #include "common/process.h"
-#include "engine/checkpoint.h"
 #include "contracts/cluster.h"
 #include "contracts/events.h"
 #include "contracts/profile.h"
+#include "engine/checkpoint.h"
 #include "tests/e2e/saturn_test_base.h"
 
 namespace saturn {
