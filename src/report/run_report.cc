@@ -256,6 +256,8 @@ std::string TableHtml(const RunReportInput& in, const Evals& evals,
                       const std::map<std::string, TaskColor>& colors) {
   const bool types = NamesTypes(in.cluster);
   const auto columns = HyperParameterColumns(in);
+  // Evaluation columns only where tasks evaluated.
+  const bool evaluated = !evals.empty();
   const bool accuracy = AnyAccuracy(evals);
   std::string hp_headers;
   for (const auto& [path, header] : columns)
@@ -266,7 +268,8 @@ std::string TableHtml(const RunReportInput& in, const Evals& evals,
       "<th>GPUs</th><th>node</th>" +
       std::string(types ? "<th>GPU type</th>" : "") +
       "<th>why this configuration</th><th>start</th><th>end</th>"
-      "<th>steps</th><th>final loss</th><th>eval loss</th>" +
+      "<th>steps</th><th>final loss</th>" +
+      std::string(evaluated ? "<th>eval loss</th>" : "") +
       std::string(accuracy ? "<th>eval accuracy</th>" : "") +
       "<th>attempts</th>"
       "<th title=\"bytes of its task folder: checkpoints kept, model.pt, adapters.pt, ...\">"
@@ -298,7 +301,8 @@ std::string TableHtml(const RunReportInput& in, const Evals& evals,
             cell(ran && t.end_s >= 0, FormatDuration(t.end_s)) + "<td>" +
             std::to_string(t.steps_done) + "/" + std::to_string(t.steps) + "</td>" +
             cell(t.status == TaskStatus::kFinished, FormatLoss(t.final_loss)) +
-            EvalCells(t, evals, best_of, accuracy) + "<td>" + std::to_string(t.attempts) +
+            (evaluated ? EvalCells(t, evals, best_of, accuracy) : "") + "<td>" +
+            std::to_string(t.attempts) +
             (t.failures > 0 ? " (" + std::to_string(t.failures) + " failed)" : "") + "</td>" +
             (t.disk_bytes >= 0
                  ? "<td class=\"disk\">" + FormatBytes(static_cast<double>(t.disk_bytes)) + "</td>"

@@ -464,6 +464,13 @@ TEST_F(RunReport, EvaluationCurvesAndTheBestTaskOfEachSweep) {
   EXPECT_THAT(html, HasSubstr("mlp: <b>mlp-lr0.01</b>, evaluation loss 1.1000"));
   EXPECT_THAT(html, HasSubstr("1.1000 (best)"));
   EXPECT_EQ(Count(html, ": evaluation loss</title>"), 3);  // dashed over a, b and c
+  // The task table's evaluation columns; c, unfinished, shows its latest "@ 50".
+  EXPECT_THAT(html, HasSubstr("<th>eval loss</th><th>eval accuracy</th>"));
+  EXPECT_THAT(html, HasSubstr("0.2000 <span class=\"none\">@ 50</span>"));
+  // Without any evaluation, no evaluation columns.
+  in_.events.clear();
+  WriteRunReport(in_);
+  EXPECT_THAT(ReadFile(in_.run_dir + "/report.html"), Not(HasSubstr("<th>eval loss</th>")));
 }
 
 // The points of a task's curve of `kind` ("train", or "eval"'s polyline),
