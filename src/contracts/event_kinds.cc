@@ -1,6 +1,7 @@
 #include "contracts/event_kinds.h"
 
 #include <algorithm>
+#include <cmath>
 #include <stdexcept>
 #include <utility>
 
@@ -110,6 +111,19 @@ Event TaskEvaluated(double t, const TaskPlace& at, const EvalPoint& e, double se
   json extra = EvalPointToJson(e);
   extra["eval_s"] = seconds;
   return Make(t, EventKind::kTaskEvaluated, &at, std::move(extra));
+}
+
+std::optional<EvalPoint> EvalPointOf(const Event& e) {
+  if (e.kind != EventKind::kTaskEvaluated || !e.extra.contains("step") ||
+      !e.extra.contains("eval_loss"))
+    return std::nullopt;
+  auto number = [&](const char* key, double absent) {
+    if (!e.extra.contains(key)) return absent;
+    return e.extra[key].is_number() ? e.extra[key].get<double>() : NAN;
+  };
+  return EvalPoint{e.extra["step"].get<long>(), number("eval_loss", 0.0),
+                   number("eval_accuracy", -1.0), number("eval_loss_se", -1.0),
+                   number("eval_accuracy_se", -1.0)};
 }
 
 Event TaskPreempted(double t, const TaskPlace& at, Progress at_stop) {

@@ -6,6 +6,7 @@
 //   trace.push_back(events::TaskStopped(now, where, {.done = 0.4}));  // simulator
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -53,6 +54,10 @@ Event TaskStarted(double t, const TaskPlace& at, Progress from);
 // Evaluated on held-out data after e.step steps (accuracy < 0: none; a
 // standard error < 0: none, one batch), in `seconds`.
 Event TaskEvaluated(double t, const TaskPlace& at, const EvalPoint& e, double seconds);
+// The evaluation a task_evaluated event logged; nullopt for another kind or
+// one without its step and loss. JSON has no NaN: a diverged evaluation's
+// null metric reads as NaN.
+std::optional<EvalPoint> EvalPointOf(const Event& e);
 // Pre-empted (a plan switch or an interrupt) with a checkpoint at `at_stop`.
 Event TaskPreempted(double t, const TaskPlace& at, Progress at_stop);
 // `steps` and `loss` < 0: not known (the simulator).

@@ -116,8 +116,10 @@ void Dispatcher::ReadProgress(int j) {
     if (EvalReport e; ParseEvalLine(*line, &e)) {
       const EvalPoint point{e.steps_done, e.loss, e.accuracy, e.loss_se, e.accuracy_se};
       run_.Emit(events::TaskEvaluated(run_.Now(), run_.Where(j), point, e.seconds));
-      if (!pack) run_.evals[l.record.name][e.steps_done] = point;
-      if (!pack) StopEarlyIfRuled(j, e);
+      if (!pack) {
+        run_.evals[l.record.name][e.steps_done] = point;
+        StopEarlyIfRuled(j, e);
+      }
       continue;
     }
     StepReport r;

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <tuple>
 
+#include "contracts/event_kinds.h"
+
 namespace saturn {
 namespace {
 
@@ -50,18 +52,11 @@ void EarlyStopper::Replay(const std::vector<Event>& events, const Workload& work
   std::map<std::string, const WorkloadTask*> by_name;
   for (const WorkloadTask& t : workload.tasks)
     by_name[t.name] = &t;
-  // JSON has no NaN: a diverged evaluation's metric is null.
-  auto number = [](const Event& e, const char* key, double absent) {
-    if (!e.extra.contains(key)) return absent;
-    return e.extra[key].is_number() ? e.extra[key].get<double>() : NAN;
-  };
   for (const Event& e : events) {
     if (e.kind == EventKind::kTaskArrived) Forget(e.task);
-    if (e.kind != EventKind::kTaskEvaluated || !e.extra.contains("step")) continue;
+    std::optional<EvalPoint> p = events::EvalPointOf(e);
     auto it = by_name.find(e.task);
-    if (it == by_name.end()) continue;
-    OnEvaluation(*it->second, e.extra["step"].get<long>(), number(e, "eval_loss", 0.0),
-                 number(e, "eval_accuracy", -1.0));
+    if (p && it != by_name.end()) OnEvaluation(*it->second, p->step, p->loss, p->accuracy);
   }
 }
 

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "common/format.h"
+#include "contracts/event_kinds.h"
 #include "report/svg.h"
 
 namespace saturn {
@@ -27,17 +28,7 @@ Evals EvalsOf(const std::vector<Event>& events) {
     // A task of that name that arrives (again: a cancelled one replaced)
     // starts with no evaluations.
     if (e.kind == EventKind::kTaskArrived) out.erase(e.task);
-    if (e.kind != EventKind::kTaskEvaluated || !e.extra.contains("step") ||
-        !e.extra.contains("eval_loss"))
-      continue;
-    EvalPoint p;
-    p.step = e.extra["step"].get<long>();
-    // JSON has no NaN: a diverged evaluation's loss is null.
-    p.loss = e.extra["eval_loss"].is_number() ? e.extra["eval_loss"].get<double>() : NAN;
-    p.accuracy = e.extra.value("eval_accuracy", -1.0);
-    p.loss_se = e.extra.value("eval_loss_se", -1.0);
-    p.accuracy_se = e.extra.value("eval_accuracy_se", -1.0);
-    out[e.task][p.step] = p;
+    if (std::optional<EvalPoint> p = events::EvalPointOf(e)) out[e.task][p->step] = *p;
   }
   return out;
 }

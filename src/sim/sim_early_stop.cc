@@ -5,6 +5,7 @@
 #include <random>
 
 #include "common/error.h"
+#include "contracts/event_kinds.h"
 
 namespace saturn {
 
@@ -33,11 +34,11 @@ std::vector<SimEarlyStop> EarlyStopsFromWorkload(
   if (evaluations) {
     for (const Event& e : *evaluations) {
       auto t = by_name.find(e.task);
-      if (e.kind != EventKind::kTaskEvaluated || !e.extra.contains("step") || t == by_name.end())
-        continue;
-      const char* field = t->second->early_stop.maximize() ? "eval_accuracy" : "eval_loss";
-      if (!e.extra.contains(field)) continue;
-      curves[e.task][e.extra["step"].get<long>()] = e.extra[field].get<double>();
+      std::optional<EvalPoint> p = events::EvalPointOf(e);
+      if (!p || t == by_name.end()) continue;
+      bool accuracy = t->second->early_stop.maximize();
+      if (accuracy && p->accuracy < 0) continue;  // not reported
+      curves[e.task][p->step] = accuracy ? p->accuracy : p->loss;
     }
   }
   std::mt19937_64 rng(seed);
