@@ -1,5 +1,7 @@
 #include "common/csv.h"
 
+#include <functional>
+
 #include "common/error.h"
 
 namespace saturn {
@@ -11,8 +13,8 @@ bool IsBlank(const CsvRecord& record) {
 
 }  // namespace
 
-CsvTable ParseCsv(std::string_view text, std::string_view source) {
-  CsvTable table;
+void ForEachCsvRecord(std::string_view text, std::string_view source,
+                      const std::function<void(CsvRecord&)>& each) {
   CsvRecord record;
   std::string field;
   int line = 1;
@@ -24,8 +26,8 @@ CsvTable ParseCsv(std::string_view text, std::string_view source) {
     record.fields.push_back(std::move(field));
     field.clear();
     field_was_quoted = false;
-    if (!IsBlank(record)) table.records.push_back(std::move(record));
-    record = CsvRecord{};
+    if (!IsBlank(record)) each(record);
+    record.fields.clear();
   };
   while (i < text.size()) {
     char c = text[i];
@@ -65,6 +67,12 @@ CsvTable ParseCsv(std::string_view text, std::string_view source) {
   }
   if (quoted) throw InputError(source, record.line, "", "unterminated quoted field");
   if (!field.empty() || !record.fields.empty() || field_was_quoted) end_record();
+}
+
+CsvTable ParseCsv(std::string_view text, std::string_view source) {
+  CsvTable table;
+  ForEachCsvRecord(text, source,
+                   [&](CsvRecord& record) { table.records.push_back(std::move(record)); });
   return table;
 }
 

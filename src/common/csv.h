@@ -9,6 +9,7 @@
 //   std::string line = CsvLine({"a", "b,c"});      // -> a,"b,c"
 #pragma once
 
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -23,6 +24,12 @@ struct CsvRecord {
 struct CsvTable {
   std::vector<CsvRecord> records;  // the header, if any, is records[0]
 };
+
+// Calls `each` with every non-blank record in order (the record may be moved
+// from; its fields' storage is reused for the next one), without keeping
+// the table: for files of millions of rows. InputError as ParseCsv.
+void ForEachCsvRecord(std::string_view text, std::string_view source,
+                      const std::function<void(CsvRecord&)>& each);
 
 // `source` names the input in error messages.
 CsvTable ParseCsv(std::string_view text, std::string_view source);

@@ -1,0 +1,109 @@
+#include "table/group_file.h"
+
+#include <algorithm>
+#include <cstring>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "common/error.h"
+#include "common/fs.h"
+
+namespace saturn::table {
+namespace {
+
+using json = nlohmann::json;
+constexpr char kMagic[] = "SATURN-GROUPS 1\n";
+constexpr size_t kMagicBytes = sizeof(kMagic) - 1;
+
+static_assert(sizeof(float) == 4, "float32 rows");
+
+json HeaderJson(const GroupedTable& t) {
+  json groups = json::array();
+  for (const TableGroup& g : t.groups)
+    groups.push_back(
+        {{"name", g.name}, {"first", g.first}, {"rows", g.rows}, {"train_rows", g.train_rows}});
+  return {{"source", t.source},         {"features", t.feature_names},
+          {"label", t.label},           {"classification", t.classification},
+          {"classes", t.classes},       {"rows", t.Rows()},
+          {"groups", std::move(groups)}};
+}
+
+void LittleEndian64(uint64_t v, char* out) {
+  for (int i = 0; i < 8; ++i)
+    out[i] = static_cast<char>((v >> (8 * i)) & 0xff);
+}
+
+[[noreturn]] void Broken(const std::string& path, const std::string& why) {
+  throw InputError(path, 0, "", "not a readable group file (" + why +
+                                    "); delete it and Saturn writes it again from the CSV");
+}
+
+// Reads `bytes` bytes at `offset` into `out`.
+void ReadAt(std::ifstream& in, const std::string& path, uint64_t offset, void* out, size_t bytes) {
+  in.seekg(static_cast<std::streamoff>(offset));
+  in.read(static_cast<char*>(out), static_cast<std::streamsize>(bytes));
+  if (static_cast<size_t>(in.gcount()) != bytes) Broken(path, "cut short");
+}
+
+}  // namespace
+
+void WriteGroupFile(const GroupedTable& t, const std::string& path) {
+  std::string header = HeaderJson(t).dump();
+  char length[8];
+  LittleEndian64(header.size(), length);
+  AtomicFileWriter out(path);
+  out.Write(kMagic, kMagicBytes);
+  out.Write(length, sizeof(length));
+  out.Write(header.data(), header.size());
+  out.Write(t.features.data(), t.features.size() * sizeof(float));
+  out.Write(t.labels.data(), t.labels.size() * sizeof(float));
+  out.Commit();
+}
+
+GroupedTable ReadGroupFile(const std::string& path, const std::optional<std::string>& group) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError(path, 0, "", "cannot open the group file");
+  char head[kMagicBytes + 8];
+  ReadAt(in, path, 0, head, sizeof(head));
+  if (std::memcmp(head, kMagic, kMagicBytes) != 0) Broken(path, "no SATURN-GROUPS header");
+  uint64_t length = 0;
+  for (int i = 7; i >= 0; --i)
+    length = (length << 8) | static_cast<unsigned char>(head[kMagicBytes + i]);
+  if (length > (uint64_t{1} << 32)) Broken(path, "header length");
+  std::string text(length, '\0');
+  ReadAt(in, path, sizeof(head), text.data(), text.size());
+  GroupedTable t;
+  int64_t rows = 0;
+  try {
+    json h = json::parse(text);
+    t.source = h.at("source");
+    t.feature_names = h.at("features").get<std::vector<std::string>>();
+    t.label = h.at("label");
+    t.classification = h.at("classification");
+    t.classes = h.at("classes").get<std::vector<std::string>>();
+    rows = h.at("rows");
+    for (const json& g : h.at("groups"))
+      t.groups.push_back({g.at("name"), g.at("first"), g.at("rows"), g.at("train_rows")});
+  } catch (const json::exception& e) {
+    Broken(path, std::string("header: ") + e.what());
+  }
+  if (!group) return t;
+  auto it = std::find_if(t.groups.begin(), t.groups.end(),
+                         [&](const TableGroup& g) { return g.name == *group; });
+  if (it == t.groups.end()) {
+    throw InputError(path, 0, "", "has no group " + Quote(*group) + " (of " +
+                                      std::to_string(t.groups.size()) + ")");
+  }
+  TableGroup g = *it;
+  const uint64_t data = sizeof(head) + length, f = static_cast<uint64_t>(t.Features());
+  const uint64_t first = static_cast<uint64_t>(g.first), n = static_cast<uint64_t>(g.rows);
+  t.features.resize(n * f);
+  t.labels.resize(n);
+  ReadAt(in, path, data + first * f * 4, t.features.data(), n * f * 4);
+  ReadAt(in, path, data + static_cast<uint64_t>(rows) * f * 4 + first * 4, t.labels.data(), n * 4);
+  g.first = 0;
+  t.groups = {g};
+  return t;
+}
+
+}  // namespace saturn::table

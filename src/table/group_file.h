@@ -1,0 +1,32 @@
+// The group file: a grouped table (table/grouped_table.h) in one binary file
+// that the workload writes once and each group's worker reads its own rows
+// from, without the CSV.
+//
+//   "SATURN-GROUPS 1\n", then the header's length (8 bytes, little-endian),
+//   the header (JSON: source, features, label, classification, classes,
+//   groups [{name, first, rows, train_rows}]), then float32 features
+//   [rows x features] and float32 labels [rows], little-endian, each group's
+//   rows together (training rows first).
+//
+//   WriteGroupFile(table, "cache/tables/ab12.groups");         // atomic
+//   GroupedTable head = ReadGroupFile(path);                    // no rows
+//   GroupedTable one = ReadGroupFile(path, "store-7");          // that group's rows only
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "table/grouped_table.h"
+
+namespace saturn::table {
+
+void WriteGroupFile(const GroupedTable& t, const std::string& path);
+
+// The header (groups, features, classes) and, with `group`, that group's
+// rows only: `groups` then holds that group alone, its `first` 0.
+// InputError naming the file when it is not a group file, is cut short,
+// or has no such group.
+GroupedTable ReadGroupFile(const std::string& path,
+                           const std::optional<std::string>& group = std::nullopt);
+
+}  // namespace saturn::table
