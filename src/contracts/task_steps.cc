@@ -44,6 +44,7 @@ long SamplesPerEpoch(const json& spec) {
   const json& data = spec["data"];
   std::string type = data["type"];
   if (type == "synthetic") return data.value("size", 0L);
+  if (type == "table") return data.value("train_rows", 0L);
   std::error_code ec;
   if (type == "text") {
     long seq = spec["model"].value("seq_len", 0L);

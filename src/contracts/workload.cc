@@ -16,6 +16,7 @@
 #include "common/model_presets.h"
 #include "contracts/task_steps.h"
 #include "contracts/task_variants.h"
+#include "contracts/workload_table.h"
 #include "contracts/text_data.h"
 #include "contracts/workload_command.h"
 #include "contracts/workload_early_stop.h"
@@ -72,6 +73,10 @@ class TaskReader {
       t.spec["model"] = ReadModel();
       if (f_.Has("finetune")) t.spec["finetune"] = ReadFinetune();
       t.spec["data"] = ReadData();
+      if (model_type_ == "mlp" && !t.spec["model"].contains("width")) {
+        f_.Fail("model", "an mlp on " + t.spec["data"]["type"].get<std::string>() +
+                             " data needs width: (its vectors' width)");
+      }
       t.spec["batch_size"] = f_.Int("batch_size", 1, limits::kMaxBatchSize);
       t.batch_size_line = YamlLine(f_.Required("batch_size"));
       t.field = f_.path();
@@ -141,14 +146,16 @@ class TaskReader {
       if (auto size = d.OptionalInt("size", 1)) out["size"] = *size;
     } else if (type == "tokens") {
       out = ReadTokens(d);
+    } else if (type == "table") {
+      out = ReadTableData(d, w_.base_dir, model_type_);
     } else if (type == "tensors") {
       d.AllowOnly({"type", "path", "eval_path"});
       out["path"] = ExistingFile(d, "path", w_.base_dir);
       if (d.Has("eval_path")) out["eval_path"] = ExistingFile(d, "eval_path", w_.base_dir);
     } else {
       d.Fail("type", "unknown data type " + Quote(type) +
-                         "; expected text, synthetic, tokens or tensors" +
-                         SuggestionFor(type, {"text", "synthetic", "tokens", "tensors"}));
+                         "; expected text, synthetic, tokens, tensors or table" +
+                         SuggestionFor(type, {"text", "synthetic", "tokens", "tensors", "table"}));
     }
     return out;
   }
@@ -314,7 +321,11 @@ std::string TrialKey(const WorkloadTask& t) {
     key["optimizer"].erase("lr");
     key["optimizer"].erase("schedule");
   }
-  if (key.contains("data")) key["data"].erase("seed");
+  if (key.contains("data")) {  // a table's groups share one shape: their trials
+    key["data"].erase("seed");
+    key["data"].erase("group");
+    key["data"].erase("train_rows");
+  }
   return key.dump();  // nlohmann sorts object keys: canonical
 }
 
@@ -399,9 +410,42 @@ WorkloadTask ReadVariant(const Workload& w, const YAML::Node& written, const std
   }
 }
 
+// Adds a task of tasks[i] (a variant, or a group of one): its steps, trial
+// key and sweep (`sweep`: the tasks its best is chosen among); names must
+// be unique (`names` maps each to its line).
+void AddTask(WorkloadTask task, const TaskVariant& variant, const TaskExpansion& expansion,
+             const std::string& sweep, const std::string& path,
+             std::map<std::string, int>& names, Workload& w) {
+  try {
+    SetSteps(variant.node, w.source, path, task);
+  } catch (const InputError& e) {
+    if (expansion.Empty() || e.line() > 1) throw;
+    throw e.AtLine(expansion.Searched() ? expansion.SearchLine() : expansion.SweepLine());
+  }
+  task.trial_key = TrialKey(task);
+  task.sweep = sweep;
+  task.varied = VariedValues(variant.set, task.spec);
+  auto [it, inserted] = names.emplace(task.name, task.line);
+  if (!inserted) {
+    // Samples have names of their own: a duplicate is the sweep's, or
+    // another task's name.
+    int line = task.line;
+    std::string field = ".name";
+    if (!expansion.Empty()) {
+      line = expansion.Swept() ? expansion.SweepLine() : expansion.SearchLine();
+      field = expansion.Swept() ? ".sweep" : ".search";
+    }
+    throw InputError(
+        w.source, line, path + field,
+        (expansion.Empty() ? "duplicate task name " : "makes the duplicate task name ") +
+            Quote(task.name) + " (also at line " + std::to_string(it->second) + ")");
+  }
+  w.tasks.push_back(std::move(task));
+}
+
 // Reads tasks[i]: validates it as written, then each variant its sweep and
-// search make, and appends each resulting task (names must be unique:
-// `names` maps each to its line).
+// search make (and each group of a table task's variants), and appends each
+// resulting task.
 void ReadTaskAndSweep(const YAML::Node& node, const std::string& path,
                       std::map<std::string, int>& names, Workload& w) {
   TaskReader base(w, node, path);
@@ -419,31 +463,15 @@ void ReadTaskAndSweep(const YAML::Node& node, const std::string& path,
       task = ReadVariant(w, node, path + kind + variant.name + ")", variant, expansion);
       KeepLines(written, variant.set, made_at, task);
     }
-    try {
-      SetSteps(variant.node, w.source, path, task);
-    } catch (const InputError& e) {
-      if (expansion.Empty() || e.line() > 1) throw;
-      throw e.AtLine(made_at);
+    if (!IsTableTask(task)) {
+      AddTask(std::move(task), variant, expansion, written.name, path, names, w);
+      continue;
     }
-    task.trial_key = TrialKey(task);
-    task.sweep = written.name;
-    task.varied = VariedValues(variant.set, task.spec);
-    auto [it, inserted] = names.emplace(task.name, task.line);
-    if (!inserted) {
-      // Samples have names of their own: a duplicate is the sweep's, or
-      // another task's name.
-      int line = task.line;
-      std::string field = ".name";
-      if (!expansion.Empty()) {
-        line = expansion.Swept() ? expansion.SweepLine() : expansion.SearchLine();
-        field = expansion.Swept() ? ".sweep" : ".search";
-      }
-      throw InputError(
-          w.source, line, path + field,
-          (expansion.Empty() ? "duplicate task name " : "makes the duplicate task name ") +
-              Quote(task.name) + " (also at line " + std::to_string(it->second) + ")");
+    // One task per group; a group's variants are its sweep.
+    for (WorkloadTask& group : ExpandGroups(task, w)) {
+      std::string sweep = written.name + "@" + group.group;
+      AddTask(std::move(group), variant, expansion, sweep, path, names, w);
     }
-    w.tasks.push_back(std::move(task));
   }
 }
 

@@ -67,6 +67,9 @@ struct WorkloadTask {
   bool gpu_range_given = false;  // gpu_range: written (gpu_max is then the user's)
   std::string trial_key;         // canonical JSON of what determines speed and memory
   std::string sweep;             // the name as written: tasks of one sweep share it
+  // A table task's group (its data's group_by value; docs/groups.md), else
+  // empty. Its sweep is then "<name as written>@<group>".
+  std::string group;
   // What its sweep and search set, in the order written (the sweep's
   // fields, then the search's); empty for a task of neither.
   std::vector<VariedValue> varied;

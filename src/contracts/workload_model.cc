@@ -192,7 +192,8 @@ json ReadModelField(const YamlFields& m, const std::string& base_dir) {
     ints({"blocks", "width", "image_size"});
   } else if (type == "mlp") {
     m.AllowOnly({"type", "layers", "width", "init"});
-    ints({"layers", "width"});
+    out["layers"] = m.Int("layers", 0, limits::kMaxModelSize);  // 0: linear (table data)
+    if (out["layers"] != 0 || m.Has("width")) ints({"width"});
   } else if (type == "torchscript") {
     m.AllowOnly({"type", "path", "loss"});
     out["path"] = ExistingFile(m, "path", base_dir);

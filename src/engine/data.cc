@@ -329,6 +329,7 @@ std::pair<at::Tensor, at::Tensor> RowsOf(const TaskSpec& task, Split split, at::
 }
 
 std::unique_ptr<Dataset> MakeSplit(const TaskSpec& task, const Model& model, Split split) {
+  if (task.data.type == "table") return MakeTableDataset(task, model, split == Split::kEval);
   InputShape input = model.Input();
   bool tokens = input.kind == InputShape::Kind::kTokens;
   bool any = input.kind == InputShape::Kind::kAny;

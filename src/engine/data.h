@@ -15,6 +15,12 @@
 //   tensors    a file written by torch.save([inputs, targets], path):
 //              sample i is row i mod N of both (float tensors become
 //              float32, integer ones int64)
+//   table      one group's rows of a group file (table/group_file.h, for
+//              mlp models): training sample i is training row
+//              order(e)[i mod N], e = i / N, a seeded shuffle per epoch;
+//              held-out sample i is held-out row i mod N. The group file
+//              holds each group's split (docs/groups.md), so a table task
+//              trains on its training rows whether it evaluates or not
 //
 // Held-out data (task.eval, evaluated by engine/eval.h). Without
 // data.eval_path, a task that evaluates holds out part of its data, and
@@ -45,6 +51,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "engine/model.h"
 #include "engine/task.h"
@@ -69,5 +76,31 @@ class Dataset {
 std::unique_ptr<Dataset> MakeDataset(const TaskSpec& task, const Model& model);
 // The task's held-out samples (see above), checked like MakeDataset's.
 std::unique_ptr<Dataset> MakeEvalDataset(const TaskSpec& task, const Model& model);
+// Table data's split (engine/table_data.cc); MakeDataset and MakeEvalDataset
+// call it for data.type table.
+std::unique_ptr<Dataset> MakeTableDataset(const TaskSpec& task, const Model& model, bool eval);
+
+// One table group's training or held-out rows on the host, and which row
+// each sample is (above): what a table Dataset draws from, and what a fused
+// array (engine/array.h) gathers every member's step from at once.
+class TableRows {
+ public:
+  // InputError when the model does not fit the table, or the group file is
+  // unreadable.
+  static std::unique_ptr<TableRows> Load(const TaskSpec& task, const Model& model, bool eval);
+  const at::Tensor& Inputs() const { return inputs_; }    // [rows, features] float
+  const at::Tensor& Targets() const { return targets_; }  // [rows] int64, or [rows, 1] float
+  int64_t Size() const { return inputs_.size(0); }
+  int64_t RowOf(int64_t sample) const;
+
+ private:
+  TableRows(at::Tensor inputs, at::Tensor targets, uint64_t seed, std::string group, bool shuffle);
+  at::Tensor inputs_, targets_;
+  uint64_t seed_;
+  std::string group_;
+  bool shuffle_;
+  mutable int64_t epoch_ = -1;
+  mutable std::vector<int64_t> order_;
+};
 
 }  // namespace saturn::engine

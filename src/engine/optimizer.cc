@@ -40,7 +40,11 @@ class Sgd final : public Optimizer {
               int64_t step) const override {
     at::NoGradGuard no_grad;
     const double lr = LrAt(step);
-    if (momentum_ != 0.0 && Fusable(param, grad, state)) return Fused(param, grad, state[0], lr);
+    if (momentum_ != 0.0 && Fusable(param, grad, state)) {
+      float* buffer = state[0].data_ptr<float>();
+      return UpdateFloats(param.data_ptr<float>(), grad.data_ptr<float>(), &buffer, param.numel(),
+                          step);
+    }
     if (momentum_ == 0.0) {
       param.add_(grad, -lr);
       return;
@@ -51,14 +55,20 @@ class Sgd final : public Optimizer {
   }
 
  private:
-  // buffer = momentum * buffer + grad; param -= lr * buffer.
-  void Fused(const at::Tensor& param, const at::Tensor& grad, const at::Tensor& buffer,
-             double step_lr) const {
-    float* p = param.data_ptr<float>();
-    const float* g = grad.data_ptr<float>();
-    float* b = buffer.data_ptr<float>();
-    const float momentum = static_cast<float>(momentum_), lr = static_cast<float>(step_lr);
-    at::parallel_for(0, param.numel(), kGrain, [=](int64_t begin, int64_t end) {
+  // With momentum: buffer = momentum * buffer + grad; param -= lr * buffer.
+  // Without: param -= lr * grad.
+  void UpdateFloats(float* p, const float* g, float* const* state, int64_t n,
+                    int64_t step) const override {
+    const float momentum = static_cast<float>(momentum_), lr = static_cast<float>(LrAt(step));
+    if (momentum_ == 0.0) {
+      at::parallel_for(0, n, kGrain, [=](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i)
+          p[i] -= lr * g[i];
+      });
+      return;
+    }
+    float* b = state[0];
+    at::parallel_for(0, n, kGrain, [=](int64_t begin, int64_t end) {
       for (int64_t i = begin; i < end; ++i) {
         float v = momentum * b[i] + g[i];
         b[i] = v;
@@ -83,10 +93,14 @@ class Adam final : public Optimizer {
   void Update(const at::Tensor& param, const at::Tensor& grad, std::vector<at::Tensor>& state,
               int64_t step) const override {
     at::NoGradGuard no_grad;
+    if (Fusable(param, grad, state)) {
+      float* slots[2] = {state[0].data_ptr<float>(), state[1].data_ptr<float>()};
+      return UpdateFloats(param.data_ptr<float>(), grad.data_ptr<float>(), slots, param.numel(),
+                          step);
+    }
     double correction1 = 1.0 - std::pow(beta1_, static_cast<double>(step));
     double correction2 = 1.0 - std::pow(beta2_, static_cast<double>(step));
     const double lr = LrAt(step);
-    if (Fusable(param, grad, state)) return Fused(param, grad, state, lr, correction1, correction2);
     if (decay_ != 0.0) param.mul_(1.0 - lr * decay_);
     at::Tensor& exp_avg = state[0];
     at::Tensor& exp_avg_sq = state[1];
@@ -98,12 +112,13 @@ class Adam final : public Optimizer {
 
  private:
   // PyTorch's formula, element by element in one pass.
-  void Fused(const at::Tensor& param, const at::Tensor& grad, std::vector<at::Tensor>& state,
-             double lr, double correction1, double correction2) const {
-    float* p = param.data_ptr<float>();
-    const float* g = grad.data_ptr<float>();
-    float* m = state[0].data_ptr<float>();
-    float* v = state[1].data_ptr<float>();
+  void UpdateFloats(float* p, const float* g, float* const* state, int64_t n,
+                    int64_t step) const override {
+    const double correction1 = 1.0 - std::pow(beta1_, static_cast<double>(step));
+    const double correction2 = 1.0 - std::pow(beta2_, static_cast<double>(step));
+    const double lr = LrAt(step);
+    float* m = state[0];
+    float* v = state[1];
     const float keep = static_cast<float>(1.0 - lr * decay_);
     const float b1 = static_cast<float>(beta1_), b2 = static_cast<float>(beta2_);
     const float one_b1 = static_cast<float>(1.0 - beta1_),
@@ -112,7 +127,7 @@ class Adam final : public Optimizer {
     const float eps = static_cast<float>(eps_);
     const float step_size = static_cast<float>(lr / correction1);
     const bool decay = decay_ != 0.0;
-    at::parallel_for(0, param.numel(), kGrain, [=](int64_t begin, int64_t end) {
+    at::parallel_for(0, n, kGrain, [=](int64_t begin, int64_t end) {
       for (int64_t i = begin; i < end; ++i) {
         float gi = g[i];
         float mi = b1 * m[i] + one_b1 * gi;
@@ -132,6 +147,17 @@ class Adam final : public Optimizer {
 
 double Optimizer::LrAt(int64_t step) const {
   return spec_.lr * spec_.schedule.Multiplier(step - 1);
+}
+
+void Optimizer::UpdateFloats(float* param, const float* grad, float* const* state, int64_t n,
+                             int64_t step) const {
+  auto host = [n](const float* data) {
+    return at::from_blob(const_cast<float*>(data), {n}, at::TensorOptions().dtype(at::kFloat));
+  };
+  std::vector<at::Tensor> slots;
+  for (size_t i = 0; i < Slots().size(); ++i)
+    slots.push_back(host(state[i]));
+  Update(host(param), host(grad), slots, step);
 }
 
 std::vector<at::Tensor> Optimizer::NewState(const at::Tensor& param) const {

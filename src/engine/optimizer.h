@@ -38,6 +38,13 @@ class Optimizer {
   // Updates `param` in place (without autograd) for optimizer step `step`.
   virtual void Update(const at::Tensor& param, const at::Tensor& grad,
                       std::vector<at::Tensor>& state, int64_t step) const = 0;
+  // Update's arithmetic on `n` contiguous float32 elements in host memory
+  // (`state`: one pointer per slot, each to n elements): the fused form
+  // that Update takes for plain float32 CPU tensors, callable on a slice
+  // of a larger tensor without a view (a fused array's member,
+  // engine/array.h).
+  virtual void UpdateFloats(float* param, const float* grad, float* const* state, int64_t n,
+                            int64_t step) const;
   // Zero-initialised state for `param`, allocated like `param`.
   std::vector<at::Tensor> NewState(const at::Tensor& param) const;
   // The optimizer of the parameter named `name` (a block's slot name): this

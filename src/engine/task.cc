@@ -211,8 +211,12 @@ TaskSpec ParseTask(const nlohmann::json& json, const std::string& source) {
     }
   } else if (spec.data.type == "tensors") {
     spec.data.path = data.String("path");
+  } else if (spec.data.type == "table") {
+    spec.data.path = data.String("path");
+    spec.data.group = data.String("group");
   } else {
-    data.Fail("type", "expected text, synthetic, tokens or tensors, got " + Quote(spec.data.type));
+    data.Fail("type",
+              "expected text, synthetic, tokens, tensors or table, got " + Quote(spec.data.type));
   }
   if (data.Has("eval_path")) {
     if (spec.data.type != "tokens" && spec.data.type != "tensors") {

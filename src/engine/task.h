@@ -45,7 +45,7 @@ struct OptimizerSpec {
 };
 
 struct DataSpec {
-  std::string type;     // text | synthetic | tokens | tensors
+  std::string type;     // text | synthetic | tokens | tensors | table
   std::string path;     // text: any file, read as bytes; tokens: a token file; tensors: torch.save
   uint64_t seed = 0;    // synthetic: defaults to the task's seed
   int64_t seq_len = 0;  // tokens
@@ -53,6 +53,9 @@ struct DataSpec {
   // tokens, tensors: a separate held-out file for evaluation; "" = the
   // held-out split of `path` (data.h)
   std::string eval_path;
+  // table: the group whose rows of the group file at `path` are the task's
+  // (table/group_file.h; the workload writes the file, docs/groups.md)
+  std::string group;
 };
 
 // Evaluation on held-out data (data.h: the split): after every `every`

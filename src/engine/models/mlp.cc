@@ -1,5 +1,8 @@
-// MLP classifier over vectors of `width` features: `layers` hidden blocks
-// (linear + ReLU, width to width) and a linear head to 10 classes.
+// MLP over vectors of `inputs` features (default: width): `layers` hidden
+// blocks (linear + ReLU, the first inputs to width, the others width to
+// width) and a linear head to `outputs` (default 10) classes, or with
+// loss: mse to `outputs` regression targets. layers: 0 is linear (mse) or
+// logistic (cross_entropy) regression: the head alone, inputs to outputs.
 #include <memory>
 
 #include "common/error.h"
@@ -10,9 +13,14 @@ namespace {
 
 constexpr int64_t kClasses = 10;
 
+struct MlpShape {
+  int64_t layers = 1, width = 1, inputs = 1, outputs = kClasses;
+  bool mse = false;
+};
+
 class Hidden final : public Block {
  public:
-  Hidden(ParamFactory& f, int64_t width) : fc_(*this, f, "fc", width, width, -1) {}
+  Hidden(ParamFactory& f, int64_t in, int64_t width) : fc_(*this, f, "fc", in, width, -1) {}
   at::Tensor Forward(const at::Tensor& x) override { return at::relu(fc_(x)); }
 
  private:
@@ -21,7 +29,7 @@ class Hidden final : public Block {
 
 class Head final : public Block {
  public:
-  Head(ParamFactory& f, int64_t width) : out_(*this, f, "out", width, kClasses, -1) {}
+  Head(ParamFactory& f, int64_t in, int64_t outputs) : out_(*this, f, "out", in, outputs, -1) {}
   at::Tensor Forward(const at::Tensor& x) override { return out_(x); }
 
  private:
@@ -30,23 +38,27 @@ class Head final : public Block {
 
 class Mlp final : public Model {
  public:
-  Mlp(int64_t layers, int64_t width, uint64_t seed) : layers_(layers), width_(width), seed_(seed) {}
-  int NumBlocks() const override { return static_cast<int>(layers_) + 1; }
+  Mlp(MlpShape shape, uint64_t seed) : s_(shape), seed_(seed) {}
+  int NumBlocks() const override { return static_cast<int>(s_.layers) + 1; }
   uint64_t Seed() const override { return seed_; }
   std::unique_ptr<Block> MakeBlock(int index, ParamFactory& factory) const override {
-    if (index == NumBlocks() - 1) return std::make_unique<Head>(factory, width_);
-    return std::make_unique<Hidden>(factory, width_);
+    if (index == NumBlocks() - 1)
+      return std::make_unique<Head>(factory, s_.layers == 0 ? s_.inputs : s_.width, s_.outputs);
+    return std::make_unique<Hidden>(factory, index == 0 ? s_.inputs : s_.width, s_.width);
   }
   InputShape Input() const override {
     InputShape input;
     input.kind = InputShape::Kind::kVector;
-    input.width = width_;
-    input.classes = kClasses;
+    input.width = s_.inputs;
+    input.classes = s_.outputs;
     return input;
   }
+  LossKind Loss() const override { return s_.mse ? LossKind::kMse : LossKind::kCrossEntropy; }
   double ForwardFlopsPerSample() const override {
-    double w = static_cast<double>(width_);
-    return 2.0 * static_cast<double>(layers_) * w * w + 2.0 * w * kClasses;
+    double w = static_cast<double>(s_.width), in = static_cast<double>(s_.inputs);
+    double out = static_cast<double>(s_.outputs);
+    if (s_.layers == 0) return 2.0 * in * out;
+    return 2.0 * in * w + 2.0 * static_cast<double>(s_.layers - 1) * w * w + 2.0 * w * out;
   }
 
   // layers.<k>.weight / .bias (nn.Linear), out.* (saturn_models.MLP).
@@ -56,7 +68,7 @@ class Mlp final : public Model {
   }
 
  private:
-  int64_t layers_, width_;
+  MlpShape s_;
   uint64_t seed_;
 };
 
@@ -69,7 +81,20 @@ class MlpFamily final : public ModelFamily {
                        "LoRA adapts transformer models (gpt, gpt2, vit), not mlp");
     }
     JsonFields fields(task.model, task.source, "model");
-    return std::make_unique<Mlp>(fields.Int("layers", 1), fields.Int("width", 1), task.seed);
+    MlpShape shape;
+    shape.layers = fields.IntOr("layers", 1, 0);
+    shape.width = shape.layers == 0 ? fields.IntOr("width", 1, 1) : fields.Int("width", 1);
+    shape.inputs = fields.IntOr("inputs", shape.width, 1);
+    shape.outputs = fields.IntOr("outputs", kClasses, 1);
+    std::string loss = fields.StringOr("loss", "cross_entropy");
+    if (loss != "cross_entropy" && loss != "mse") {
+      fields.Fail("loss", "expected cross_entropy or mse, got " + Quote(loss));
+    }
+    shape.mse = loss == "mse";
+    if (!shape.mse && shape.outputs < 2) {
+      fields.Fail("outputs", "a classifier (cross_entropy) needs at least 2 outputs");
+    }
+    return std::make_unique<Mlp>(shape, task.seed);
   }
 };
 
