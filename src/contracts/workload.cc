@@ -73,7 +73,8 @@ class TaskReader {
       t.spec["model"] = ReadModel();
       if (f_.Has("finetune")) t.spec["finetune"] = ReadFinetune();
       t.spec["data"] = ReadData();
-      if (model_type_ == "mlp" && !t.spec["model"].contains("width")) {
+      if (model_type_ == "mlp" && !t.spec["model"].contains("width") &&
+          t.spec["data"]["type"] != "table") {
         f_.Fail("model", "an mlp on " + t.spec["data"]["type"].get<std::string>() +
                              " data needs width: (its vectors' width)");
       }

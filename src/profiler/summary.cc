@@ -221,8 +221,24 @@ std::string ProfileSummary(const Workload& workload, const ProfileRun& run) {
                         : "")
       << ") in " << FormatDuration(run.wall_s) << "\n";
   if (run.analytic > 0) out << AnalyticLine(run) << "\n";
-  for (size_t k = 0; k < workload.tasks.size(); ++k)
-    TaskLines(workload.tasks[k], k, run, out);
+  const std::vector<WorkloadTask>& tasks = workload.tasks;
+  for (size_t k = 0; k < tasks.size();) {
+    // A table task's groups of one shape share their trials: one entry.
+    size_t end = k + 1;
+    long fewest = tasks[k].steps, most = tasks[k].steps;
+    while (!tasks[k].group.empty() && end < tasks.size() && !tasks[end].group.empty() &&
+           tasks[end].trial_key == tasks[k].trial_key) {
+      fewest = std::min(fewest, tasks[end].steps);
+      most = std::max(most, tasks[end].steps);
+      ++end;
+    }
+    if (end - k > 1) {
+      out << "  " << Plural(static_cast<long>(end - k), "group") << " of one shape ("
+          << fewest << " to " << most << " steps; their trials are shared), the first:\n";
+    }
+    TaskLines(tasks[k], k, run, out);
+    k = end;
+  }
   const std::vector<TypeContradiction> suspect = FindTypeContradictions(workload, run);
   if (!suspect.empty()) {
     out << "suspect measurements: slow on the GPU type where the rest are fast, likely "
