@@ -64,7 +64,14 @@ int RunRun(const RunOptions& o) {
   if (const std::string warning = SlowdownWarning(s.run_dir); !warning.empty()) {
     std::fprintf(stderr, "warning: %s\n", warning.c_str());
   }
-  for (const nlohmann::json& b : s.best) {
+  constexpr size_t kBestLines = 8;  // more (a table's groups): in the report
+  for (size_t i = 0; i < s.best.size(); ++i) {
+    const nlohmann::json& b = s.best[i];
+    if (i == kBestLines) {
+      std::fprintf(stderr, "best of %zu more sweeps: in %s/report.html and report.json\n",
+                   s.best.size() - kBestLines, s.run_dir.c_str());
+      break;
+    }
     std::string value =
         b.value("metric", "eval_loss") == "eval_loss"
             ? "evaluation loss " + FormatLoss(b["final_eval_loss"].get<double>())

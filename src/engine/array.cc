@@ -130,9 +130,12 @@ void FusedArray::Compact(const std::vector<int>& keep) {
   active_ = std::move(active);
 }
 
-double FusedArray::HeldOutLoss(size_t position) const {
+// The held-out loss (and a classifier's accuracy) of the member at
+// `position` over all its held-out rows, into `result`.
+void FusedArray::HeldOut(size_t position, ArrayMemberResult& result) const {
   const TableRows& rows = *members_[static_cast<size_t>(active_[position])]->eval;
-  if (rows.Size() == 0) return 0.0;
+  result.eval_samples = rows.Size();
+  if (rows.Size() == 0) return;
   at::NoGradGuard no_grad;
   const at::Device device = weights_[0].device();
   at::Tensor h = rows.Inputs().to(device);
@@ -144,7 +147,9 @@ double FusedArray::HeldOutLoss(size_t position) const {
   at::Tensor targets = rows.Targets().to(device);
   at::Tensor sum = mse_ ? at::mse_loss(h, targets, at::Reduction::Sum)
                         : at::cross_entropy_loss(h, targets, {}, at::Reduction::Sum);
-  return sum.item<double>() / static_cast<double>(mse_ ? rows.Size() * outputs_ : rows.Size());
+  const auto n = static_cast<double>(rows.Size());
+  result.eval_loss = sum.item<double>() / (mse_ ? n * static_cast<double>(outputs_) : n);
+  if (!mse_) result.eval_accuracy = h.argmax(-1).eq(targets).sum().item<double>() / n;
 }
 
 // Every member's initial weights (its blocks, as alone), stacked on
@@ -248,8 +253,7 @@ void FusedArray::Update(int64_t step) {
 void FusedArray::Finish(size_t position,
                         const std::function<void(const ArrayMemberResult&)>& on_end) {
   Member& m = *members_[static_cast<size_t>(active_[position])];
-  m.result.eval_samples = m.eval->Size();
-  m.result.eval_loss = HeldOutLoss(position);
+  HeldOut(position, m.result);
   const auto p = static_cast<int64_t>(position);
   size_t name = 0;
   for (size_t l = 0; l < weights_.size(); ++l) {
@@ -260,7 +264,8 @@ void FusedArray::Finish(size_t position,
 }
 
 ArrayResult FusedArray::Train(const at::Device& device,
-                              const std::function<void(const ArrayMemberResult&)>& on_end) {
+                              const std::function<void(const ArrayMemberResult&)>& on_end,
+                              const std::function<bool(int64_t, double)>& on_step) {
   Stack(device);
   int64_t step = 0;
   while (!active_.empty()) {
@@ -283,10 +288,14 @@ ArrayResult FusedArray::Train(const at::Device& device,
     losses.sum().backward();
     at::Tensor host = losses.detach().to(at::kDouble).cpu().contiguous();
     const double* loss = host.data_ptr<double>();
-    for (size_t i = 0; i < active_.size(); ++i)
+    double mean = 0.0;
+    for (size_t i = 0; i < active_.size(); ++i) {
       members_[static_cast<size_t>(active_[i])]->result.losses.push_back(loss[i]);
+      mean += loss[i] / static_cast<double>(active_.size());
+    }
     Update(step);
     ++step;
+    if (on_step && !on_step(step, mean)) break;
   }
   ArrayResult result;
   result.steps = step;

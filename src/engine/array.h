@@ -50,6 +50,7 @@ struct ArrayMemberResult {
   std::string name;
   std::vector<double> losses;  // its mean training loss, step by step
   double eval_loss = 0.0;      // mean over all its held-out samples at its end
+  double eval_accuracy = -1.0;  // a classifier's, likewise; < 0: a regression
   int64_t eval_samples = 0;
   // Its trained weights, keyed as in model.pt (Model::ExportName), on the host.
   std::vector<std::pair<std::string, at::Tensor>> params;
@@ -71,16 +72,20 @@ class FusedArray {
 
   int Members() const { return static_cast<int>(members_.size()); }
   // Trains every member to its steps on `device` (a cpu or cuda device);
-  // `on_end` (optional) is called as each member ends, with its result.
+  // `on_end` (optional) is called as each member ends, with its result;
+  // `on_step` after each array step with the steps done and the mean of
+  // the members' losses; it returns false to stop there (the members not
+  // ended then have no held-out loss or weights in the result).
   ArrayResult Train(const at::Device& device,
-                    const std::function<void(const ArrayMemberResult&)>& on_end = {});
+                    const std::function<void(const ArrayMemberResult&)>& on_end = {},
+                    const std::function<bool(int64_t, double)>& on_step = {});
 
  private:
   struct Member;
   void Stack(const at::Device& device);
   void Compact(const std::vector<int>& keep);
   void Finish(size_t position, const std::function<void(const ArrayMemberResult&)>& on_end);
-  double HeldOutLoss(size_t position) const;
+  void HeldOut(size_t position, ArrayMemberResult& result) const;
   at::Tensor Forward(const at::Tensor& x) const;
   at::Tensor StepLosses(int64_t step);
   void Update(int64_t step);

@@ -420,4 +420,8 @@ bool ExportModel(const std::string& checkpoint, const Model& model, const LoraSp
   return trained && model.SaveTrained(all, paths.trained);
 }
 
+void WriteTensorFile(const std::string& path, const NamedTensors& tensors) {
+  WriteFileAtomic(path, TensorBytes(tensors));
+}
+
 }  // namespace saturn::engine

@@ -158,4 +158,8 @@ struct ExportPaths {
 bool ExportModel(const std::string& checkpoint, const Model& model, const LoraSpec& lora,
                  const ExportPaths& paths);
 
+// `tensors` as a torch.save file at `path`, atomically (a fused array's
+// member's model.pt, engine/array.h).
+void WriteTensorFile(const std::string& path, const NamedTensors& tensors);
+
 }  // namespace saturn::engine

@@ -171,6 +171,22 @@ ScheduleSpec ParseSchedule(const nlohmann::json& object, const std::string& sour
 
 }  // namespace
 
+TaskSpec ArrayTasks(std::vector<TaskSpec> members, const std::string& source) {
+  TaskSpec array;
+  array.source = source;
+  array.name = "array";
+  array.model_type = members[0].model_type;
+  array.model = members[0].model;
+  array.data = members[0].data;
+  array.optimizer = members[0].optimizer;
+  array.batch_size = members[0].batch_size;
+  for (const TaskSpec& m : members)
+    array.steps = std::max(array.steps, m.steps);
+  array.array = true;
+  array.pack = std::move(members);
+  return array;
+}
+
 TaskSpec ParseTask(const nlohmann::json& json, const std::string& source) {
   // A pack (engine/pack.h): {"pack": [task, task, ...]}.
   if (json.is_object() && json.contains("pack")) {
@@ -179,6 +195,10 @@ TaskSpec ParseTask(const nlohmann::json& json, const std::string& source) {
     std::vector<TaskSpec> members;
     for (const nlohmann::json& member : list)
       members.push_back(ParseTask(member, source));
+    bool tables = !members.empty();
+    for (const TaskSpec& m : members)
+      tables = tables && m.data.type == "table";
+    if (tables) return ArrayTasks(std::move(members), source);
     return PackTasks(std::move(members), source);
   }
   JsonFields task(json, source, "");

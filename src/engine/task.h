@@ -113,6 +113,9 @@ struct TaskSpec {
   // A pack's members (engine/pack.h: LoRA tasks over one frozen base trained
   // as this one task); empty for a task alone.
   std::vector<TaskSpec> pack;
+  // The members are table tasks trained as a fused array (engine/array.h),
+  // each to its own steps (`steps`: the most of them).
+  bool array = false;
 };
 
 // Typed, checked access to the fields of one JSON object. `path` prefixes
@@ -150,6 +153,9 @@ TaskSpec PackTasks(std::vector<TaskSpec> members, const std::string& source);
 
 // A task object, or a pack: {"pack": [task, task, ...]}.
 TaskSpec ParseTask(const nlohmann::json& json, const std::string& source);
+// A pack whose members all train table data: a fused array (checked by
+// FusedArray, engine/array.h). ParseTask makes one of {"pack": [...]} so.
+TaskSpec ArrayTasks(std::vector<TaskSpec> members, const std::string& source);
 // Reads and parses a task file; InputError if unreadable or not valid JSON.
 TaskSpec LoadTask(const std::string& path);
 

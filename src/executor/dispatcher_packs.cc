@@ -118,12 +118,16 @@ Dispatcher::PackStart Dispatcher::StartPack(int j, const Assignment& a) {
   if (!run_.tasks.placements().Place(j, a)) return PackStart::kWait;
   std::string dir = PackDir(pack);
   json spec = {{"pack", json::array()}};
+  // A LoRA pack trains to its shortest member's end (the others go on
+  // alone); an array (table tasks, engine/array.h) trains each member to
+  // its own end.
+  const bool array = !run_.WorkloadTaskOf(members[0]).group.empty();
   long to_step = run_.Steps(members[0]);
   for (int m : members) {
     json member = run_.WorkloadTaskOf(m).spec;
     member["name"] = run_.tasks[m].record.name;
     spec["pack"].push_back(std::move(member));
-    to_step = std::min(to_step, run_.Steps(m));
+    to_step = array ? std::max(to_step, run_.Steps(m)) : std::min(to_step, run_.Steps(m));
   }
   WriteFileAtomic(dir + "/task.json", spec.dump(2) + "\n");
   WorkerRequest call = RequestFor(j, a, dir);
@@ -219,7 +223,7 @@ void Dispatcher::SettleMember(int m, const std::string& dir, const json& member,
   LiveTask& l = run_.tasks[m];
   const std::string& name = l.record.name;
   std::string own = run_.TaskDirOf(m);
-  long step = result.completed_steps;
+  long step = member.value("completed_steps", result.completed_steps);  // an array's: its own
   fs::path theirs = fs::path(dir) / "checkpoints" / name;
   MoveOver(theirs / ("checkpoint-" + std::to_string(step)),
            fs::path(own) / "checkpoints" / ("checkpoint-" + std::to_string(step)));
@@ -232,9 +236,17 @@ void Dispatcher::SettleMember(int m, const std::string& dir, const json& member,
   std::vector<double> losses = member.value("losses", std::vector<double>{});
   long from_step = step - static_cast<long>(losses.size());
   long every = std::max(1L, run_.Steps(m) / 500);
+  std::vector<std::pair<long, double>> curve;
   for (size_t i = 0; i < losses.size(); ++i) {
     long s = from_step + static_cast<long>(i);
-    if (s % every == 0) run_.site.state->AddLoss(name, s, losses[i]);
+    if (s % every == 0) curve.push_back({s, losses[i]});
+  }
+  run_.site.state->AddLosses(name, curve);
+  if (member.contains("eval_loss")) {  // an array member's held-out loss at its end
+    const EvalPoint point{step, member["eval_loss"].get<double>(),
+                          member.value("eval_accuracy", -1.0)};
+    run_.Emit(events::TaskEvaluated(run_.Now(), run_.Where(m), point, 0.0));
+    run_.evals[name][step] = point;
   }
   l.record.steps_done = step;
   l.reported.step = step;

@@ -38,10 +38,13 @@ std::string RunningLine(const RunContext& run, int j) {
   std::string name = l.record.name;
   if (l.pack_host == j) {
     std::string members;
+    int running = 0;
     for (int m = 0; m < run.NumTasks(); ++m) {
-      if (run.tasks[m].pack_host == j && run.tasks[m].record.status == TaskStatus::kRunning)
-        members += (members.empty() ? "" : ", ") + run.tasks[m].record.name;
+      if (run.tasks[m].pack_host != j || run.tasks[m].record.status != TaskStatus::kRunning)
+        continue;
+      if (++running <= 4) members += (members.empty() ? "" : ", ") + run.tasks[m].record.name;
     }
+    if (running > 4) members += " and " + std::to_string(running - 4) + " more";
     name = l.pack + " (" + members + ")";
   }
   return "  " + name + " " + FormatFixed(pct, 0) + "% (" + o.technique + " x" +

@@ -296,6 +296,24 @@ void RunState::AddLoss(const std::string& task, long step, double loss) {
   s.Bind(1, task).Bind(2, step).Bind(3, loss).Step();
 }
 
+void RunState::AddLosses(const std::string& task,
+                         const std::vector<std::pair<long, double>>& points) {
+  if (points.empty()) return;
+  Check(db_, sqlite3_exec(db_, "BEGIN", nullptr, nullptr, nullptr), "BEGIN");
+  try {
+    Statement s(db_, "INSERT OR REPLACE INTO losses(task, step, loss) VALUES(?, ?, ?)");
+    for (const auto& [step, loss] : points) {
+      if (!std::isfinite(loss)) continue;
+      s.Bind(1, task).Bind(2, step).Bind(3, loss).Step();
+      sqlite3_reset(s.stmt);
+    }
+  } catch (...) {
+    sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+    throw;
+  }
+  Check(db_, sqlite3_exec(db_, "COMMIT", nullptr, nullptr, nullptr), "COMMIT");
+}
+
 std::vector<std::pair<long, double>> RunState::Losses(const std::string& task) {
   std::vector<std::pair<long, double>> out;
   Statement s(db_, "SELECT step, loss FROM losses WHERE task = ? ORDER BY step");

@@ -89,6 +89,9 @@ class RunState {
   void SaveTask(const TaskRecord& task);
 
   void AddLoss(const std::string& task, long step, double loss);
+  // Many points of one task's curve in one transaction (a pack's member's
+  // curve when it settles); non-finite losses are left out, as AddLoss does.
+  void AddLosses(const std::string& task, const std::vector<std::pair<long, double>>& points);
   std::vector<std::pair<long, double>> Losses(const std::string& task);
 
   void Append(const Event& event);

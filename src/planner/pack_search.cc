@@ -370,10 +370,13 @@ std::string DescribePacks(const Problem& problem, const PackTerms& terms,
     const PlanTask& e = *entry.at(problem.tasks[group[0]].name);
     std::string names;
     double end = e.end_s;
-    for (int j : group) {
-      names += (names.empty() ? "" : ", ") + problem.tasks[j].name;
-      end = std::max(end, entry.at(problem.tasks[j].name)->end_s);
+    constexpr size_t kNames = 6;  // an array's hundreds of groups: the first few
+    for (size_t i = 0; i < group.size(); ++i) {
+      const std::string& name = problem.tasks[group[i]].name;
+      if (i < kNames) names += (names.empty() ? "" : ", ") + name;
+      end = std::max(end, entry.at(name)->end_s);
     }
+    if (group.size() > kNames) names += " and " + std::to_string(group.size() - kNames) + " more";
     out += "  " + e.pack + ": " + std::to_string(group.size()) + " tasks (" + names + "), " +
            e.technique + " on " + Plural(e.gpus, "GPU") + ", " + FormatDuration(end - e.start_s) +
            "; " + StepComparison(problem, terms, group, e) + "; " +

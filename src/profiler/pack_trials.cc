@@ -17,12 +17,26 @@ bool TakesPacks(const std::string& technique) {
 }
 
 // Pack sizes measured for a class of `size` tasks: 2, 4, 8, while a pack of
-// half as many is smaller than the class.
-std::vector<int> PackSizes(size_t size) {
+// half as many is smaller than the class; an array's 2, 8, 32, ... 512 and
+// 1024 while the one before is smaller than the class (its step time grows
+// about linearly with its size, which the planner interpolates).
+std::vector<int> PackSizes(size_t size, bool array) {
   std::vector<int> out;
-  for (int k = 2; k <= 8 && static_cast<size_t>(k / 2) < size; k *= 2)
+  const int factor = array ? 4 : 2, largest = array ? 1024 : 8;
+  for (int k = 2; static_cast<size_t>(k / factor) < size; k = std::min(k * factor, largest)) {
     out.push_back(k);
+    if (k == largest) break;
+  }
   return out;
+}
+
+// The pack class of a table task (an array's member, engine/array.h):
+// one architecture, batch size and optimizer state.
+std::string ArrayClassOf(const json& s, const std::string& optimizer_kind) {
+  json key = {{"array", s.value("model", json::object())},
+              {"batch_size", s.value("batch_size", 0)},
+              {"optimizer", optimizer_kind}};
+  return key.dump();
 }
 
 double Rows(const WorkloadTask& task) {
@@ -62,6 +76,15 @@ std::string PackClassOf(const WorkloadTask& task, std::string* why_not) {
   };
   const json& s = task.spec;
   if (task.is_command) return no("a command task (the user's own program)");
+  const json& opt = s.value("optimizer", json::object());
+  std::string kind = opt.value("type", std::string("sgd"));
+  if (kind == "sgd") kind += opt.value("momentum", 0.0) == 0.0 ? "" : "+momentum";
+  if (!task.group.empty()) {
+    if (s.contains("eval") && s["eval"].value("every", 0) > 0)
+      return no("it evaluates during training (an array takes its held-out loss at the end)");
+    if (opt.value("clip_grad_norm", 0.0) > 0.0) return no("it clips gradients (not in arrays yet)");
+    return ArrayClassOf(s, kind == "adamw" ? "adam" : kind);  // adam and adamw: the same state
+  }
   if (!s.contains("finetune") || !s["finetune"].contains("lora"))
     return no("not a LoRA task (only LoRA tasks share a frozen base)");
   const json& model = s.value("model", json::object());
@@ -70,9 +93,6 @@ std::string PackClassOf(const WorkloadTask& task, std::string* why_not) {
     return no("a " + type + " model (packs take gpt, gpt2 and llama)");
   if (s.contains("eval") && s["eval"].value("every", 0) > 0)
     return no("it evaluates (evaluation in a pack is not supported yet)");
-  const json& opt = s.value("optimizer", json::object());
-  std::string kind = opt.value("type", std::string("sgd"));
-  if (kind == "sgd") kind += opt.value("momentum", 0.0) == 0.0 ? "" : "+momentum";
   json key = {{"model", model},
               {"precision", s.value("precision", std::string("fp32"))},
               {"optimizer", kind}};
@@ -93,10 +113,13 @@ std::vector<PackClassTrials> PackClasses(const Workload& workload, const Profile
   for (const std::string& cls : order) {
     const std::vector<size_t>& tasks = members[cls];
     if (tasks.size() < 2) continue;
-    PackClassTrials c{cls, tasks, PackSizes(tasks.size()), {}};
+    bool array = !workload.tasks[tasks[0]].group.empty();
+    PackClassTrials c{cls, tasks, PackSizes(tasks.size(), array), {}, array};
     for (int base : run.task_trials[tasks[0]]) {
       const Trial& t = run.trials[base];
-      if (!t.result.feasible || !t.estimated_from.empty() || !TakesPacks(t.technique)) continue;
+      bool takes = array ? t.technique == "single" && t.gpus == 1  // arrays: one device
+                         : TakesPacks(t.technique);
+      if (!t.result.feasible || !t.estimated_from.empty() || !takes) continue;
       c.configs.push_back({base, {}, false, false, ""});
     }
     // Per GPU count and type, fastest alone first (ties: the order measured).
@@ -160,7 +183,7 @@ void Judge(PackClassTrials::Config& config, const PackClassTrials& c, const Prof
   if (!Fits(t)) {
     config.why_ended = std::to_string(k) + " do not fit";
     *next_technique = true;
-  } else if (t.result.step_s > (1.0 - kPackGain) * k * alone_s) {
+  } else if (!c.array && t.result.step_s > (1.0 - kPackGain) * k * alone_s) {
     config.why_ended = "a pack of " + std::to_string(k) + " steps no faster than its members " +
                        "one after another: larger packs not measured";
   } else if (config.pack_trials.size() == c.sizes.size()) {
@@ -241,7 +264,8 @@ void AddPackColumns(const Workload& workload, const std::vector<PackClassTrials>
       row.extra[columns - 2] = Number(Rows(workload.tasks[it->second]));
     }
     run.pack_summary += "  " + label + ": " + Plural(static_cast<long>(cls.tasks.size()), "task") +
-                        " may share a base (measured with " + workload.tasks[cls.tasks[0]].name +
+                        (cls.array ? " may train as one fused array" : " may share a base") +
+                        " (measured with " + workload.tasks[cls.tasks[0]].name +
                         "), step seconds at ROWS rows:" + line + "\n";
   }
 }

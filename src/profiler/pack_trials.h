@@ -60,6 +60,11 @@ struct PackClassTrials {
     std::string why_ended;
   };
   std::vector<Config> configs;  // per (GPU count, type), fastest alone first
+  // Table tasks' fused arrays (engine/array.h): sizes on to 1024, each
+  // measured while it fits, however its step compares with its members'
+  // steps one after another (an array saves its members' launches, which
+  // the planner counts).
+  bool array = false;
 };
 
 // Every class of two or more tasks (after the tasks' own trials were

@@ -105,6 +105,9 @@ json BestOfSweeps(const std::vector<RunReportTask>& tasks, const Evals& evals,
   }
   json best = json::array();
   for (const std::string& sweep : sweeps) {
+    // A table group's tasks are its sweep ("<task>@<group>"): one task
+    // alone has no best to choose (the groups' summary shows each loss).
+    if (members[sweep].size() < 2 && sweep.find('@') != std::string::npos) continue;
     std::vector<Ranked> ranked;
     for (const RunReportTask* t : members[sweep]) {
       const EvalPoint* e = ranking == Ranking::kFinal ? FinalEval(*t, EvalsOfTask(evals, t->name))

@@ -21,6 +21,7 @@
 #include "engine/estimate.h"
 #include "engine/eval.h"
 #include "engine/pack.h"
+#include "worker/array_job.h"
 #include "engine/plugin.h"
 #include "engine/technique.h"
 #include "protocol/best_model.h"
@@ -276,6 +277,7 @@ int RunExecute(const WorkerRequest& o, const Job& job, engine::TrainContext& ctx
   Knobs knobs = ParseKnobs(o.knobs);
   engine::ExecuteResult done = job.technique->Execute(ctx, knobs, run);
   if (rank != 0) return 0;
+  PrintHeldOutAtEnd(ctx, done.checkpoint, done.completed_steps);
   if (!o.save_model.empty() && job.task.pack.empty()) {
     // model.pt, and for a torchscript task trained.pt beside it.
     std::filesystem::path folder = std::filesystem::path(o.save_model).parent_path();
@@ -317,9 +319,10 @@ int RunExecute(const WorkerRequest& o, const Job& job, engine::TrainContext& ctx
   return 0;
 }
 
-int RunRank(const WorkerRequest& o, const Job& job, int rank, int world_size) {
+// Pre-emption in execute mode: SIGTERM sets g_stop; the step finishes, a
+// checkpoint is written, and the worker exits 0 (docs/worker.md).
+void CatchTerminate(const WorkerRequest& o) {
   if (o.mode == WorkerMode::kExecute) {
-    // Pre-emption: finish the step, checkpoint, exit 0 (docs/worker.md).
     struct sigaction action {};
     action.sa_handler = OnTerminate;
     sigemptyset(&action.sa_mask);
@@ -331,6 +334,10 @@ int RunRank(const WorkerRequest& o, const Job& job, int rank, int world_size) {
   sigemptyset(&terminate);
   sigaddset(&terminate, SIGTERM);
   sigprocmask(SIG_UNBLOCK, &terminate, nullptr);
+}
+
+int RunRank(const WorkerRequest& o, const Job& job, int rank, int world_size) {
+  CatchTerminate(o);
   engine::DeviceSpec spec;
   spec.kind = engine::ParseDeviceKind(o.device_kind);
   spec.index = o.DeviceId(rank);
@@ -424,6 +431,10 @@ int RunWorker(const WorkerRequest& o) {
       engine::LoadTechniquePlugin(path, engine::Techniques());
     Job job;
     job.task = engine::LoadTask(o.task_path);
+    if (job.task.array) {
+      CatchTerminate(o);
+      return RunArrayJob(o, job.task, &g_stop);
+    }
     job.technique = &engine::Techniques().Get(o.technique);
     job.model = engine::BuildModel(job.task);
     if (o.IsRank()) return RunRank(o, job, o.rank, o.world_size);

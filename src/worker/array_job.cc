@@ -1,0 +1,156 @@
+#include "worker/array_job.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <vector>
+
+#include "common/error.h"
+#include "common/fs.h"
+#include "engine/array.h"
+#include "engine/checkpoint.h"
+#include "engine/data.h"
+#include "engine/device.h"
+#include "engine/eval.h"
+#include "protocol/worker_protocol.h"
+
+namespace saturn::worker {
+namespace {
+
+double Now() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// The members with their steps cut to `steps` (a search's).
+std::vector<engine::TaskSpec> Members(const engine::TaskSpec& task, int64_t steps) {
+  std::vector<engine::TaskSpec> members = task.pack;
+  for (engine::TaskSpec& m : members)
+    if (steps > 0) m.steps = std::min(m.steps, steps);
+  return members;
+}
+
+int Search(const WorkerRequest& o, const engine::TaskSpec& task, const engine::Device& device) {
+  WorkerSearchResult result;
+  result.technique = o.technique;
+  result.gpus = o.gpus;
+  result.ready_unix_s = Now();
+  const int64_t steps = o.warmup + o.measure;
+  double setup_start = Now();
+  engine::FusedArray array(Members(task, steps), o.task_path);
+  result.setup_s = Now() - setup_start;
+  std::vector<double> times;
+  double last = Now();
+  device.ResetPeak();
+  array.Train(device.TorchDevice(), {}, [&](int64_t done, double) {
+    device.Synchronize();
+    double now = Now();
+    (done <= o.warmup ? result.warmup_step_s : times).push_back(now - last);
+    last = now;
+    return true;
+  });
+  if (times.empty()) times = result.warmup_step_s;
+  std::vector<double> sorted = times;
+  std::sort(sorted.begin(), sorted.end());
+  result.feasible = !device.OverCapacity();
+  if (!result.feasible) result.reason = "the array does not fit the device's memory";
+  result.step_s = sorted[sorted.size() / 2];
+  result.step_samples_s = times;
+  result.peak_memory_bytes = {static_cast<double>(device.PeakBytes())};
+  result.resident_bytes = {static_cast<double>(device.LiveBytes())};
+  result.capacity_bytes = static_cast<double>(device.CapacityBytes());
+  result.done_unix_s = Now();
+  WriteFileAtomic(o.out_path, ToJson(result).dump(2) + "\n");
+  return 0;
+}
+
+int Execute(const WorkerRequest& o, const engine::TaskSpec& task, const engine::Device& device,
+            const std::atomic<bool>* stop) {
+  if (o.from_step != 0) {
+    throw InputError("", 0, "--from-step",
+                     "an array keeps no checkpoint yet: it trains from step 0");
+  }
+  engine::FusedArray array(Members(task, 0), o.task_path);
+  std::filesystem::path models = std::filesystem::path(o.save_model).parent_path();
+  WorkerExecuteResult result;
+  double last = Now();
+  engine::ArrayResult trained = array.Train(
+      device.TorchDevice(),
+      [&](const engine::ArrayMemberResult& m) {
+        if (o.save_model.empty()) return;
+        std::filesystem::create_directories(models / m.name);
+        engine::WriteTensorFile((models / m.name / "model.pt").string(), m.params);
+      },
+      [&](int64_t done, double mean) {
+        result.losses.push_back(mean);
+        double now = Now();
+        std::printf("%s\n",
+                    FormatStepLine({static_cast<long>(done), mean, now - last, -1.0}).c_str());
+        last = now;
+        std::fflush(stdout);
+        return !(stop && stop->load());
+      });
+  result.completed_steps = static_cast<long>(trained.steps);
+  result.preempted = stop && stop->load();
+  result.final_loss = result.losses.empty() ? 0.0 : result.losses.back();
+  result.peak_memory_bytes = {static_cast<double>(device.PeakBytes())};
+  result.resident_bytes = {static_cast<double>(device.LiveBytes())};
+  for (size_t k = 0; k < trained.members.size(); ++k) {
+    const engine::ArrayMemberResult& m = trained.members[k];
+    bool ended = !m.params.empty();
+    nlohmann::json entry = {{"name", m.name},
+                            {"losses", ended ? m.losses : std::vector<double>{}},
+                            {"completed_steps", ended ? static_cast<long>(m.losses.size()) : 0L}};
+    if (ended) {
+      entry["eval_loss"] = m.eval_loss;
+      if (m.eval_accuracy >= 0) entry["eval_accuracy"] = m.eval_accuracy;
+      entry["eval_samples"] = m.eval_samples;
+    }
+    result.members.push_back(std::move(entry));
+  }
+  WriteFileAtomic(o.out_path, ToJson(result).dump(2) + "\n");
+  return 0;
+}
+
+}  // namespace
+
+int RunArrayJob(const WorkerRequest& o, const engine::TaskSpec& task,
+                const std::atomic<bool>* stop) {
+  if (o.technique != "single" || o.gpus != 1) {
+    std::string why = "arrays (table tasks trained together) train on one device with single";
+    if (o.mode != WorkerMode::kSearch) throw InputError("", 0, "--technique", why);
+    WorkerSearchResult r;
+    r.technique = o.technique;
+    r.gpus = o.gpus;
+    r.reason = why;
+    WriteFileAtomic(o.out_path, ToJson(r).dump(2) + "\n");
+    return 0;
+  }
+  engine::DeviceSpec spec;
+  spec.kind = engine::ParseDeviceKind(o.device_kind);
+  spec.index = o.DeviceId(0);
+  spec.threads = o.threads;
+  spec.capacity_bytes = o.CapacityBytes();
+  engine::Device device(spec);
+  if (o.mode == WorkerMode::kSearch) return Search(o, task, device);
+  return Execute(o, task, device, stop);
+}
+
+void PrintHeldOutAtEnd(const engine::TrainContext& ctx, const std::string& checkpoint,
+                       int64_t completed_steps) {
+  const engine::TaskSpec& task = ctx.task;
+  if (task.data.type != "table" || task.eval.every > 0 || !task.pack.empty() ||
+      checkpoint.empty() || completed_steps < task.steps) {
+    return;
+  }
+  std::unique_ptr<engine::TableRows> rows = engine::TableRows::Load(task, ctx.model, true);
+  engine::EvalResult r = engine::EvaluateBatches(ctx, {{rows->Inputs(), rows->Targets()}},
+                                                 engine::CheckpointParams(checkpoint, ctx.model));
+  std::printf("%s\n", FormatEvalLine({static_cast<long>(completed_steps), r.loss, r.accuracy,
+                                      r.seconds, -1.0, -1.0})
+                          .c_str());
+  std::fflush(stdout);
+}
+
+}  // namespace saturn::worker

@@ -1,0 +1,36 @@
+// Table tasks in the worker (docs/groups.md). A fused array (engine/array.h): a pack task file whose
+// members all train table data. Search measures the array's step time (its
+// longest member's first warm-up + measured steps); execute trains every
+// member to its own steps from step 0 and writes each member's model.pt
+// (<save-model's folder>/<member>/model.pt), losses and held-out loss into
+// the result's members. Arrays train on one device (technique single); they
+// keep no checkpoint yet, so a stopped array's members start again from
+// step 0 (docs/groups.md).
+//
+// A table task alone that does not evaluate during training gets its
+// held-out loss at its end all the same, over all its held-out rows, as an
+// array's member does: PrintHeldOutAtEnd.
+//
+//   if (task.array) return RunArrayJob(request, task, &stop_flag);
+//   PrintHeldOutAtEnd(ctx, done.checkpoint, done.completed_steps);  // after Execute
+#pragma once
+
+#include <atomic>
+#include <string>
+
+#include "engine/task.h"
+#include "engine/technique.h"
+#include "worker/options.h"
+
+namespace saturn::worker {
+
+int RunArrayJob(const WorkerRequest& o, const engine::TaskSpec& task,
+                const std::atomic<bool>* stop);
+
+// An evaluation line of the held-out loss (and accuracy) over all of a
+// table task's held-out rows with the weights of `checkpoint`, when the
+// task trains table data, does not evaluate on its own, and has ended.
+void PrintHeldOutAtEnd(const engine::TrainContext& ctx, const std::string& checkpoint,
+                       int64_t completed_steps);
+
+}  // namespace saturn::worker

@@ -1,0 +1,132 @@
+// `saturn run` trains a table's groups as fused arrays (engine/array.h)
+// where the plan packs them: each group's model ends as the same task
+// trained alone (`--no-pack`, beside it), with its own model.pt, loss curve
+// and held-out loss.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "common/fs.h"
+#include "tests/e2e/saturn_test_base.h"
+
+namespace saturn {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using ::testing::HasSubstr;
+
+class ArrayRun : public SaturnTestBase {
+ protected:
+  // Five stores of 30 to 110 rows, y = a_s . x + b_s; two learning rates:
+  // ten tasks. The profile says a task alone takes 1 s a step and an array
+  // of 8 (64 rows) 1.1 s: the plan packs them.
+  void Write() {
+    setenv("XDG_CACHE_HOME", (dir_ + "/cache").c_str(), 1);
+    std::string csv = "store,x0,x1,y\n";
+    uint64_t s = 3;
+    auto uniform = [&s]() {
+      s = s * 6364136223846793005ULL + 1442695040888963407ULL;
+      return static_cast<double>(s >> 11) / static_cast<double>(1ULL << 53) * 2.0 - 1.0;
+    };
+    for (int g = 0; g < 5; ++g)
+      for (int r = 0; r < 30 + 20 * g; ++r) {
+        double x0 = uniform(), x1 = uniform();
+        csv += "s" + std::to_string(g) + "," + std::to_string(x0) + "," + std::to_string(x1) +
+               "," + std::to_string((g + 1) * x0 - g * x1 + 0.2 * g + 0.05 * uniform()) + "\n";
+      }
+    WriteFileAtomic(dir_ + "/stores.csv", csv);
+    WriteFileAtomic(dir_ + "/w.yaml",
+                    "cluster: {nodes: [{name: n0, gpus: 1, gpu_memory_gib: 2}]}\ntasks:\n"
+                    "  - name: st\n"
+                    "    model: {type: mlp, layers: 1, width: 8}\n"
+                    "    data: {type: table, path: stores.csv, features: [x0, x1], label: y, "
+                    "group_by: store}\n"
+                    "    batch_size: 8\n"
+                    "    optimizer: {type: adam, lr: 1.0e-2}\n"
+                    "    sweep: {optimizer.lr: [1.0e-2, 3.0e-2]}\n"
+                    "    epochs: 3\n");
+  }
+  // The profile of the workload's tasks (their steps as the workload says).
+  void WriteProfile(const std::vector<std::pair<std::string, long>>& tasks) {
+    std::string profile =
+        "task,technique,gpus,runtime_s,step_s,steps,pack_class,pack_rows,pack_step_s\n";
+    for (const auto& [name, steps] : tasks)
+      profile += name + ",single,1," + std::to_string(steps + 2) + ",1.0," +
+                 std::to_string(steps) + ",stores,8,8:1.0 64:1.1 128:1.2\n";
+    WriteFileAtomic(dir_ + "/profile.csv", profile);
+  }
+  json RunReport(const std::string& run, const std::string& flag, int* code) {
+    std::vector<std::string> args = {"run",       dir_ + "/w.yaml",      "--run-dir",
+                                     dir_ + "/" + run, "--profile", dir_ + "/profile.csv",
+                                     "--max-retries", "0"};
+    if (!flag.empty()) args.push_back(flag);
+    *code = Run(args);
+    std::string path = dir_ + "/" + run + "/report.json";
+    return fs::exists(path) ? json::parse(ReadFile(path)) : json();
+  }
+  static std::map<std::string, json> ByName(const json& report) {
+    std::map<std::string, json> out;
+    for (const json& t : report["tasks"])
+      out[t["task"].get<std::string>()] = t;
+    return out;
+  }
+};
+
+TEST_F(ArrayRun, EachGroupEndsAsTheSameTaskTrainedAlone) {
+  Write();
+  // Steps: rows 30 + 20 g, a fifth held out, 3 epochs of batch 8.
+  std::vector<std::pair<std::string, long>> tasks;
+  for (const char* lr : {"1.0e-2", "3.0e-2"})
+    for (int g = 0; g < 5; ++g) {
+      long rows = 30 + 20 * g, held = std::lround(rows * 0.2);
+      long train = rows - held;
+      tasks.push_back({std::string("st-lr") + lr + "-s" + std::to_string(g), 3 * ((train + 7) / 8)});
+    }
+  WriteProfile(tasks);
+  int code = 0;
+  json packed = RunReport("packed", "", &code);
+  ASSERT_EQ(code, 0) << Log();
+  EXPECT_THAT(Log(), HasSubstr("tasks train together from step 0"));
+  json alone = RunReport("alone", "--no-pack", &code);
+  ASSERT_EQ(code, 0) << Log();
+  std::map<std::string, json> p = ByName(packed), a = ByName(alone);
+  ASSERT_EQ(p.size(), 10u);
+  int in_arrays = 0;
+  for (const auto& [name, steps] : tasks) {
+    const json& t = p[name];
+    EXPECT_EQ(t["status"], "finished") << name;
+    EXPECT_EQ(t["steps_done"], steps) << name;
+    in_arrays += t.contains("pack");
+    EXPECT_FALSE(a[name].contains("pack")) << name;
+    EXPECT_NEAR(t["final_loss"].get<double>(), a[name]["final_loss"].get<double>(),
+                1e-4 * std::fabs(a[name]["final_loss"].get<double>()))
+        << name;
+    // The array's held-out loss at the end, as the task alone reports it.
+    ASSERT_TRUE(t["last_eval"].is_object()) << name;
+    ASSERT_TRUE(a[name]["last_eval"].is_object()) << name;
+    EXPECT_EQ(t["last_eval"]["step"], steps) << name;
+    EXPECT_NEAR(t["last_eval"]["eval_loss"].get<double>(),
+                a[name]["last_eval"]["eval_loss"].get<double>(),
+                1e-4 * std::fabs(a[name]["last_eval"]["eval_loss"].get<double>()))
+        << name;
+    EXPECT_TRUE(fs::exists(dir_ + "/packed/tasks/" + name + "/model.pt")) << name;
+    EXPECT_EQ(t["loss_curve"].size(), static_cast<size_t>(steps)) << name;
+  }
+  EXPECT_GE(in_arrays, 8);
+  // Each group's learning rates are its own sweep: the best of each.
+  std::map<std::string, std::string> best;
+  for (const json& b : packed["best"])
+    best[b["sweep"].get<std::string>()] = b["task"];
+  EXPECT_EQ(best.size(), 5u);
+  EXPECT_TRUE(best.count("st@s0"));
+}
+
+}  // namespace
+}  // namespace saturn
