@@ -80,8 +80,12 @@ int main(int argc, char** argv) {
   for (const saturn::table::TableGroup& g : t.groups) {
     json task = {{"name", saturn::table::GroupNameForTask(g.name)},
                  {"model",
-                  {{"type", "mlp"}, {"layers", layers}, {"width", width}, {"inputs", t.Features()},
-                   {"outputs", t.Outputs()}, {"loss", t.classification ? "cross_entropy" : "mse"}}},
+                  {{"type", "mlp"},
+                   {"layers", layers},
+                   {"width", width},
+                   {"inputs", t.Features()},
+                   {"outputs", t.Outputs()},
+                   {"loss", t.classification ? "cross_entropy" : "mse"}}},
                  {"data", {{"type", "table"}, {"path", group_file}, {"group", g.name}}},
                  {"batch_size", batch},
                  {"optimizer", {{"type", "adam"}, {"lr", lr}}},
@@ -130,10 +134,10 @@ int main(int argc, char** argv) {
                  {"max_relative_difference", max_apart},
                  {"threads", threads},
                  {"groups", groups}};
-  std::cerr << "array_bench: " << members.size() << " groups, " << steps << " steps: CSV "
-            << read_s << " s, fused " << fused_s << " s (" << fused.steps
-            << " array steps); alone, " << alone_groups << " groups: " << alone_s
-            << " s; trajectories apart at most " << max_apart << " (relative)\n";
+  std::cerr << "array_bench: " << members.size() << " groups, " << steps << " steps: CSV " << read_s
+            << " s, fused " << fused_s << " s (" << fused.steps << " array steps); alone, "
+            << alone_groups << " groups: " << alone_s << " s; trajectories apart at most "
+            << max_apart << " (relative)\n";
   if (!out.empty()) saturn::WriteFileAtomic(out, result.dump(1) + "\n");
   return 0;
 }

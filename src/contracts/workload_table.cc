@@ -35,10 +35,14 @@ std::shared_ptr<const table::GroupedTable> Header(const std::string& group_file)
 // The group file of `spec` (named by the CSV's bytes and the spec), written
 // from the CSV unless it is there.
 std::string GroupFile(const table::TableSpec& spec, const YamlFields& d) {
-  json key = {{"features", spec.features}, {"label", spec.label},
-              {"group_by", spec.group_by}, {"task", spec.task},
-              {"holdout", spec.holdout},   {"seed", spec.split_seed},
-              {"min_group_rows", spec.min_group_rows}, {"format", 1}};
+  json key = {{"features", spec.features},
+              {"label", spec.label},
+              {"group_by", spec.group_by},
+              {"task", spec.task},
+              {"holdout", spec.holdout},
+              {"seed", spec.split_seed},
+              {"min_group_rows", spec.min_group_rows},
+              {"format", 1}};
   std::string bytes = ReadFile(spec.path);
   std::string text = key.dump();
   uint32_t crc = Crc32c(bytes.data(), bytes.size());
@@ -56,12 +60,15 @@ std::string GroupFile(const table::TableSpec& spec, const YamlFields& d) {
 
 }  // namespace
 
-json ReadTableData(const YamlFields& d, const std::string& base_dir, const std::string& model_type) {
+json ReadTableData(const YamlFields& d, const std::string& base_dir,
+                   const std::string& model_type) {
   d.AllowOnly({"type", "path", "features", "label", "group_by", "task", "holdout", "seed",
                "min_group_rows"});
   if (model_type != "mlp") {
-    d.Fail("type", "table data feeds mlp models (layers: 0 for linear or logistic regression), "
-                   "not " + model_type);
+    d.Fail("type",
+           "table data feeds mlp models (layers: 0 for linear or logistic regression), "
+           "not " +
+               model_type);
   }
   table::TableSpec spec;
   spec.path = ExistingFile(d, "path", base_dir);
@@ -70,8 +77,8 @@ json ReadTableData(const YamlFields& d, const std::string& base_dir, const std::
     d.Fail("features", "expected a non-empty list of column names");
   }
   for (size_t i = 0; i < features.size(); ++i)
-    spec.features.push_back(
-        YamlToString(features[i], d.source(), d.FieldPath("features") + "[" + std::to_string(i) + "]"));
+    spec.features.push_back(YamlToString(features[i], d.source(),
+                                         d.FieldPath("features") + "[" + std::to_string(i) + "]"));
   spec.label = d.String("label");
   spec.group_by = d.String("group_by");
   spec.task = d.OptionalString("task").value_or("");

@@ -59,9 +59,9 @@ FusedArray::FusedArray(std::vector<TaskSpec> members, const std::string& source)
       MemberFails(source, m, k, "model.type", "arrays take mlp models, not " + m.model_type);
     }
     if (ShapeOf(m) != ShapeOf(first)) {
-      MemberFails(source, m, k, "model",
-                  "members are one architecture: " + ShapeOf(first).dump() + ", got " +
-                      ShapeOf(m).dump());
+      MemberFails(
+          source, m, k, "model",
+          "members are one architecture: " + ShapeOf(first).dump() + ", got " + ShapeOf(m).dump());
     }
     if (m.batch_size != first.batch_size) {
       MemberFails(source, m, k, "batch_size",
@@ -72,8 +72,8 @@ FusedArray::FusedArray(std::vector<TaskSpec> members, const std::string& source)
     if (optimizer->Slots() != MakeOptimizer(first.optimizer)->Slots()) {
       MemberFails(source, m, k, "optimizer",
                   "members' optimizers keep the same state (adam and adamw alike, sgd with "
-                  "momentum alike, sgd without), as " + Quote(first.name) + "'s " +
-                      first.optimizer.type + " does");
+                  "momentum alike, sgd without), as " +
+                      Quote(first.name) + "'s " + first.optimizer.type + " does");
     }
     if (m.optimizer.clip_grad_norm > 0.0) {
       MemberFails(source, m, k, "optimizer.clip_grad_norm",

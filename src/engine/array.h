@@ -48,8 +48,8 @@ class Optimizer;
 
 struct ArrayMemberResult {
   std::string name;
-  std::vector<double> losses;  // its mean training loss, step by step
-  double eval_loss = 0.0;      // mean over all its held-out samples at its end
+  std::vector<double> losses;   // its mean training loss, step by step
+  double eval_loss = 0.0;       // mean over all its held-out samples at its end
   double eval_accuracy = -1.0;  // a classifier's, likewise; < 0: a regression
   int64_t eval_samples = 0;
   // Its trained weights, keyed as in model.pt (Model::ExportName), on the host.

@@ -57,7 +57,8 @@ std::unique_ptr<TableRows> TableRows::Load(const TaskSpec& task, const Model& mo
   if (task.model_type != "mlp") {
     throw InputError(task.source, 0, "data.type",
                      "table data feeds mlp models (layers: 0 for linear or logistic "
-                     "regression), not " + task.model_type);
+                     "regression), not " +
+                         task.model_type);
   }
   table::GroupedTable t = table::ReadGroupFile(task.data.path, task.data.group);
   const table::TableGroup& g = t.groups[0];

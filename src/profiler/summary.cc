@@ -233,8 +233,8 @@ std::string ProfileSummary(const Workload& workload, const ProfileRun& run) {
       ++end;
     }
     if (end - k > 1) {
-      out << "  " << Plural(static_cast<long>(end - k), "group") << " of one shape ("
-          << fewest << " to " << most << " steps; their trials are shared), the first:\n";
+      out << "  " << Plural(static_cast<long>(end - k), "group") << " of one shape (" << fewest
+          << " to " << most << " steps; their trials are shared), the first:\n";
     }
     TaskLines(tasks[k], k, run, out);
     k = end;

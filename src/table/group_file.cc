@@ -34,8 +34,9 @@ void LittleEndian64(uint64_t v, char* out) {
 }
 
 [[noreturn]] void Broken(const std::string& path, const std::string& why) {
-  throw InputError(path, 0, "", "not a readable group file (" + why +
-                                    "); delete it and Saturn writes it again from the CSV");
+  throw InputError(
+      path, 0, "",
+      "not a readable group file (" + why + "); delete it and Saturn writes it again from the CSV");
 }
 
 // Reads `bytes` bytes at `offset` into `out`.
@@ -91,8 +92,9 @@ GroupedTable ReadGroupFile(const std::string& path, const std::optional<std::str
   auto it = std::find_if(t.groups.begin(), t.groups.end(),
                          [&](const TableGroup& g) { return g.name == *group; });
   if (it == t.groups.end()) {
-    throw InputError(path, 0, "", "has no group " + Quote(*group) + " (of " +
-                                      std::to_string(t.groups.size()) + ")");
+    throw InputError(
+        path, 0, "",
+        "has no group " + Quote(*group) + " (of " + std::to_string(t.groups.size()) + ")");
   }
   TableGroup g = *it;
   const uint64_t data = sizeof(head) + length, f = static_cast<uint64_t>(t.Features());

@@ -94,8 +94,7 @@ class Reader {
   void Header(const CsvRecord& r) {
     header_ = r.fields;
     for (size_t i = 0; i < spec_.features.size(); ++i)
-      feature_columns_.push_back(
-          Column(spec_.features[i], "features[" + std::to_string(i) + "]"));
+      feature_columns_.push_back(Column(spec_.features[i], "features[" + std::to_string(i) + "]"));
     label_column_ = Column(spec_.label, "label");
     group_column_ = Column(spec_.group_by, "group_by");
   }
@@ -169,7 +168,7 @@ class Reader {
 // Each group's rows (file order), groups sorted by name; an InputError
 // naming every group that is too small.
 std::vector<std::pair<std::string, std::vector<int64_t>>> GroupRows(const RawRows& raw,
-                                                                   const TableSpec& spec) {
+                                                                    const TableSpec& spec) {
   std::vector<std::vector<int64_t>> rows(raw.group_names.size());
   for (size_t i = 0; i < raw.group_ids.size(); ++i)
     rows[static_cast<size_t>(raw.group_ids[i])].push_back(static_cast<int64_t>(i));
@@ -186,9 +185,8 @@ std::vector<std::pair<std::string, std::vector<int64_t>>> GroupRows(const RawRow
       listed += (i ? ", " : "") + short_groups[i];
     if (short_groups.size() > 5) listed += ", ...";
     throw InputError(spec.path, 0, spec.group_by,
-                     std::to_string(short_groups.size()) + " of " +
-                         std::to_string(by_name.size()) + " groups have fewer than " +
-                         std::to_string(spec.min_group_rows) +
+                     std::to_string(short_groups.size()) + " of " + std::to_string(by_name.size()) +
+                         " groups have fewer than " + std::to_string(spec.min_group_rows) +
                          " rows (data.min_group_rows), too few to train and hold out: " + listed);
   }
   return {by_name.begin(), by_name.end()};
@@ -226,7 +224,8 @@ std::vector<int64_t> GroupShuffle(int64_t rows, uint64_t seed, const std::string
 std::string GroupNameForTask(const std::string& group) {
   std::string out;
   for (char c : group)
-    out += std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-' ? c : '_';
+    out +=
+        std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-' ? c : '_';
   return out.empty() ? "_" : out;
 }
 

@@ -37,37 +37,35 @@ struct TableSpec {
   std::vector<std::string> features;  // columns, in the model's input order
   std::string label;
   std::string group_by;
-  std::string task;                 // "regression", "classification", or "" (inferred)
-  double holdout = 0.2;             // the fraction of each group held out for evaluation
-  uint64_t split_seed = 0;          // seeds each group's shuffle
-  int64_t min_group_rows = 5;       // fewer is an error naming the group
+  std::string task;            // "regression", "classification", or "" (inferred)
+  double holdout = 0.2;        // the fraction of each group held out for evaluation
+  uint64_t split_seed = 0;     // seeds each group's shuffle
+  int64_t min_group_rows = 5;  // fewer is an error naming the group
 };
 
 struct TableGroup {
-  std::string name;        // the group column's value
-  int64_t first = 0;       // its first row in GroupedTable (rows are grouped)
-  int64_t rows = 0;        // training rows first, then held-out ones
+  std::string name;   // the group column's value
+  int64_t first = 0;  // its first row in GroupedTable (rows are grouped)
+  int64_t rows = 0;   // training rows first, then held-out ones
   int64_t train_rows = 0;
   int64_t EvalRows() const { return rows - train_rows; }
 };
 
 struct GroupedTable {
-  std::string source;                      // the CSV file
+  std::string source;  // the CSV file
   std::vector<std::string> feature_names;
   std::string label;
   bool classification = false;
-  std::vector<std::string> classes;        // classification: sorted; label value k is classes[k]
-  std::vector<TableGroup> groups;          // sorted by name
-  std::vector<float> features;             // row-major [rows x features], grouped
-  std::vector<float> labels;               // a class index, or the target
+  std::vector<std::string> classes;  // classification: sorted; label value k is classes[k]
+  std::vector<TableGroup> groups;    // sorted by name
+  std::vector<float> features;       // row-major [rows x features], grouped
+  std::vector<float> labels;         // a class index, or the target
 
   int64_t Features() const { return static_cast<int64_t>(feature_names.size()); }
   int64_t Rows() const { return static_cast<int64_t>(labels.size()); }
   const float* Row(int64_t row) const { return features.data() + row * Features(); }
   // Outputs a model needs: the classes, or 1.
-  int64_t Outputs() const {
-    return classification ? static_cast<int64_t>(classes.size()) : 1;
-  }
+  int64_t Outputs() const { return classification ? static_cast<int64_t>(classes.size()) : 1; }
 };
 
 // Reads and checks the CSV of `spec`. InputError naming `workload` at

@@ -19,8 +19,7 @@ namespace saturn::worker {
 namespace {
 
 double Now() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 // The members with their steps cut to `steps` (a search's).

@@ -1,7 +1,7 @@
-// Table tasks in the worker (docs/groups.md). A fused array (engine/array.h): a pack task file whose
-// members all train table data. Search measures the array's step time (its
-// longest member's first warm-up + measured steps); execute trains every
-// member to its own steps from step 0 and writes each member's model.pt
+// Table tasks in the worker (docs/groups.md). A fused array (engine/array.h): a pack task file
+// whose members all train table data. Search measures the array's step time (its longest member's
+// first warm-up + measured steps); execute trains every member to its own steps from step 0 and
+// writes each member's model.pt
 // (<save-model's folder>/<member>/model.pt), losses and held-out loss into
 // the result's members. Arrays train on one device (technique single); they
 // keep no checkpoint yet, so a stopped array's members start again from

@@ -21,11 +21,11 @@
 #include "engine/estimate.h"
 #include "engine/eval.h"
 #include "engine/pack.h"
-#include "worker/array_job.h"
 #include "engine/plugin.h"
 #include "engine/technique.h"
 #include "protocol/best_model.h"
 #include "protocol/worker_protocol.h"
+#include "worker/array_job.h"
 #include "worker/launcher.h"
 
 namespace saturn::worker {

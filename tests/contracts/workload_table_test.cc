@@ -38,10 +38,13 @@ class WorkloadTableTest : public ::testing::Test {
         "cluster: {nodes: [{name: n0, gpus: 2}]}\ntasks:\n"
         "  - name: jobs\n"
         "    model: {type: mlp, layers: 0}\n"
-        "    data: " + data + "\n"
-        "    batch_size: 4\n"
-        "    optimizer: {type: adam, lr: 1.0e-2}\n"
-        "    epochs: 2\n" + extra,
+        "    data: " +
+            data +
+            "\n"
+            "    batch_size: 4\n"
+            "    optimizer: {type: adam, lr: 1.0e-2}\n"
+            "    epochs: 2\n" +
+            extra,
         "w.yaml", dir_);
   }
   std::string ErrorOf(const std::string& data, const std::string& extra = "") {
@@ -106,8 +109,10 @@ TEST_F(WorkloadTableTest, OnlyMlpModelsTakeTables) {
     ParseWorkload(
         "cluster: {nodes: [{name: n0, gpus: 2}]}\ntasks:\n  - name: g\n"
         "    model: {type: gpt, layers: 1, d_model: 8, heads: 2, seq_len: 4}\n"
-        "    data: " + kData + "\n    batch_size: 4\n    optimizer: {type: adam, lr: 1.0e-2}\n"
-        "    steps: 3\n",
+        "    data: " +
+            kData +
+            "\n    batch_size: 4\n    optimizer: {type: adam, lr: 1.0e-2}\n"
+            "    steps: 3\n",
         "w.yaml", dir_);
     FAIL() << "no error";
   } catch (const InputError& e) {
@@ -117,11 +122,13 @@ TEST_F(WorkloadTableTest, OnlyMlpModelsTakeTables) {
 
 TEST_F(WorkloadTableTest, MoreGroupsThanTheWorkloadsLimitIsAnError) {
   try {
-    ParseWorkload("cluster: {nodes: [{name: n0, gpus: 2}]}\nmax_tasks: 1\ntasks:\n"
-                  "  - name: jobs\n    model: {type: mlp, layers: 0}\n    data: " + kData +
-                      "\n    batch_size: 4\n    optimizer: {type: adam, lr: 1.0e-2}\n"
-                      "    epochs: 2\n",
-                  "w.yaml", dir_);
+    ParseWorkload(
+        "cluster: {nodes: [{name: n0, gpus: 2}]}\nmax_tasks: 1\ntasks:\n"
+        "  - name: jobs\n    model: {type: mlp, layers: 0}\n    data: " +
+            kData +
+            "\n    batch_size: 4\n    optimizer: {type: adam, lr: 1.0e-2}\n"
+            "    epochs: 2\n",
+        "w.yaml", dir_);
     FAIL() << "no error";
   } catch (const InputError& e) {
     EXPECT_THAT(e.what(), HasSubstr("makes 2 tasks (one per group)"));

@@ -38,8 +38,8 @@ class ArrayRun : public SaturnTestBase {
     for (int g = 0; g < 5; ++g)
       for (int r = 0; r < 30 + 20 * g; ++r) {
         double x0 = uniform(), x1 = uniform();
-        csv += "s" + std::to_string(g) + "," + std::to_string(x0) + "," + std::to_string(x1) +
-               "," + std::to_string((g + 1) * x0 - g * x1 + 0.2 * g + 0.05 * uniform()) + "\n";
+        csv += "s" + std::to_string(g) + "," + std::to_string(x0) + "," + std::to_string(x1) + "," +
+               std::to_string((g + 1) * x0 - g * x1 + 0.2 * g + 0.05 * uniform()) + "\n";
       }
     WriteFileAtomic(dir_ + "/stores.csv", csv);
     WriteFileAtomic(dir_ + "/w.yaml",
@@ -58,14 +58,14 @@ class ArrayRun : public SaturnTestBase {
     std::string profile =
         "task,technique,gpus,runtime_s,step_s,steps,pack_class,pack_rows,pack_step_s\n";
     for (const auto& [name, steps] : tasks)
-      profile += name + ",single,1," + std::to_string(steps + 2) + ",1.0," +
-                 std::to_string(steps) + ",stores,8,8:1.0 64:1.1 128:1.2\n";
+      profile += name + ",single,1," + std::to_string(steps + 2) + ",1.0," + std::to_string(steps) +
+                 ",stores,8,8:1.0 64:1.1 128:1.2\n";
     WriteFileAtomic(dir_ + "/profile.csv", profile);
   }
   json RunReport(const std::string& run, const std::string& flag, int* code) {
-    std::vector<std::string> args = {"run",       dir_ + "/w.yaml",      "--run-dir",
-                                     dir_ + "/" + run, "--profile", dir_ + "/profile.csv",
-                                     "--max-retries", "0"};
+    std::vector<std::string> args = {
+        "run",       dir_ + "/w.yaml",      "--run-dir",     dir_ + "/" + run,
+        "--profile", dir_ + "/profile.csv", "--max-retries", "0"};
     if (!flag.empty()) args.push_back(flag);
     *code = Run(args);
     std::string path = dir_ + "/" + run + "/report.json";
@@ -87,7 +87,8 @@ TEST_F(ArrayRun, EachGroupEndsAsTheSameTaskTrainedAlone) {
     for (int g = 0; g < 5; ++g) {
       long rows = 30 + 20 * g, held = std::lround(rows * 0.2);
       long train = rows - held;
-      tasks.push_back({std::string("st-lr") + lr + "-s" + std::to_string(g), 3 * ((train + 7) / 8)});
+      tasks.push_back(
+          {std::string("st-lr") + lr + "-s" + std::to_string(g), 3 * ((train + 7) / 8)});
     }
   WriteProfile(tasks);
   int code = 0;

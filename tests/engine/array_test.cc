@@ -101,17 +101,19 @@ void ExpectTrajectoriesAsAlone(const TestDir& dir, const std::vector<nlohmann::j
 TEST(FusedArray, EachRegressionMemberTrainsAsAloneThroughItsOwnEnd) {
   TestDir dir("array_regression");
   std::string file = WriteTable(dir, "y", "");
-  nlohmann::json mlp = {{"type", "mlp"}, {"layers", 2}, {"width", 16}, {"inputs", 3},
-                        {"outputs", 1},  {"loss", "mse"}};
+  nlohmann::json mlp = {{"type", "mlp"}, {"layers", 2},  {"width", 16},
+                        {"inputs", 3},   {"outputs", 1}, {"loss", "mse"}};
   nlohmann::json cosine = {{"type", "cosine"}, {"warmup_steps", 3}};
   ExpectTrajectoriesAsAlone(
-      dir,
-      {Member("a", file, "s0", mlp, 1, 14, {{"type", "adam"}, {"lr", 1e-2}}),
-       Member("b", file, "s1", mlp, 2, 30,
-              {{"type", "adamw"}, {"lr", 3e-2}, {"beta1", 0.8}, {"weight_decay", 0.1},
-               {"schedule", cosine}}),
-       Member("c", file, "s2", mlp, 3, 9, {{"type", "adam"}, {"lr", 2e-3}, {"eps", 1e-6}}),
-       Member("d", file, "s1", mlp, 4, 20, {{"type", "adam"}, {"lr", 5e-3}})});
+      dir, {Member("a", file, "s0", mlp, 1, 14, {{"type", "adam"}, {"lr", 1e-2}}),
+            Member("b", file, "s1", mlp, 2, 30,
+                   {{"type", "adamw"},
+                    {"lr", 3e-2},
+                    {"beta1", 0.8},
+                    {"weight_decay", 0.1},
+                    {"schedule", cosine}}),
+            Member("c", file, "s2", mlp, 3, 9, {{"type", "adam"}, {"lr", 2e-3}, {"eps", 1e-6}}),
+            Member("d", file, "s1", mlp, 4, 20, {{"type", "adam"}, {"lr", 5e-3}})});
 }
 
 TEST(FusedArray, ClassifiersAndLinearModelsWithSgdTrainAsAlone) {
@@ -119,18 +121,18 @@ TEST(FusedArray, ClassifiersAndLinearModelsWithSgdTrainAsAlone) {
   std::string file = WriteTable(dir, "c", "classification");
   nlohmann::json logistic = {{"type", "mlp"}, {"layers", 0}, {"inputs", 3}, {"outputs", 3}};
   ExpectTrajectoriesAsAlone(
-      dir, {Member("a", file, "s0", logistic, 1, 12,
-                   {{"type", "sgd"}, {"lr", 0.5}, {"momentum", 0.9}}),
-            Member("b", file, "s1", logistic, 2, 7, {{"type", "sgd"}, {"lr", 0.1}, {"momentum", 0.5}}),
-            Member("c", file, "s2", logistic, 5, 16,
-                   {{"type", "sgd"}, {"lr", 1.0}, {"momentum", 0.3}})});
+      dir,
+      {Member("a", file, "s0", logistic, 1, 12, {{"type", "sgd"}, {"lr", 0.5}, {"momentum", 0.9}}),
+       Member("b", file, "s1", logistic, 2, 7, {{"type", "sgd"}, {"lr", 0.1}, {"momentum", 0.5}}),
+       Member("c", file, "s2", logistic, 5, 16,
+              {{"type", "sgd"}, {"lr", 1.0}, {"momentum", 0.3}})});
 }
 
 TEST(FusedArray, WhatCannotShareAnArrayIsAnInputErrorNamingTheMember) {
   TestDir dir("array_errors");
   std::string file = WriteTable(dir, "y", "");
-  nlohmann::json mlp = {{"type", "mlp"}, {"layers", 0}, {"inputs", 3}, {"outputs", 1},
-                        {"loss", "mse"}};
+  nlohmann::json mlp = {
+      {"type", "mlp"}, {"layers", 0}, {"inputs", 3}, {"outputs", 1}, {"loss", "mse"}};
   nlohmann::json a = Member("a", file, "s0", mlp, 1, 5, {{"type", "adam"}, {"lr", 1e-2}});
   nlohmann::json b = Member("b", file, "s1", mlp, 1, 5, {{"type", "adam"}, {"lr", 1e-2}});
   b["batch_size"] = 4;
@@ -145,7 +147,8 @@ TEST(FusedArray, WhatCannotShareAnArrayIsAnInputErrorNamingTheMember) {
     }
     return "no error";
   };
-  EXPECT_THAT(error({a, b}), HasSubstr("array[1].batch_size: task 'b': members share one batch size"));
+  EXPECT_THAT(error({a, b}),
+              HasSubstr("array[1].batch_size: task 'b': members share one batch size"));
   b = Member("b", file, "s1", mlp, 1, 5, {{"type", "sgd"}, {"lr", 1e-2}});
   EXPECT_THAT(error({a, b}), HasSubstr("array[1].optimizer"));
   b = Member("b", file, "s1", mlp, 1, 5, {{"type", "adam"}, {"lr", 1e-2}});
