@@ -32,6 +32,10 @@ std::shared_ptr<const table::GroupedTable> Header(const std::string& group_file)
   return header;
 }
 
+// Group files made in this process: by the CSV (path, size, modification
+// time) and the data fields, so that a sweep's variants read it once.
+std::map<std::string, std::string> made;
+
 // The group file of `spec` (named by the CSV's bytes and the spec), written
 // from the CSV unless it is there.
 std::string GroupFile(const table::TableSpec& spec, const YamlFields& d) {
@@ -43,6 +47,15 @@ std::string GroupFile(const table::TableSpec& spec, const YamlFields& d) {
               {"seed", spec.split_seed},
               {"min_group_rows", spec.min_group_rows},
               {"format", 1}};
+  std::error_code ec;
+  auto stamp = fs::last_write_time(spec.path, ec).time_since_epoch().count();
+  std::string seen = spec.path + "|" + std::to_string(fs::file_size(spec.path, ec)) + "|" +
+                     std::to_string(stamp) + "|" + key.dump();
+  {
+    std::lock_guard<std::mutex> lock(tables_mutex);
+    auto it = made.find(seen);
+    if (it != made.end() && fs::exists(it->second, ec)) return it->second;
+  }
   std::string bytes = ReadFile(spec.path);
   std::string text = key.dump();
   uint32_t crc = Crc32c(bytes.data(), bytes.size());
@@ -50,11 +63,12 @@ std::string GroupFile(const table::TableSpec& spec, const YamlFields& d) {
   std::string path = (fs::path(SaturnCacheDir()) / "tables" /
                       (Crc32cHex(crc) + "-" + std::to_string(bytes.size()) + ".groups"))
                          .string();
-  std::error_code ec;
   if (!fs::exists(path, ec)) {
     table::GroupedTable t = table::ReadGroupedTable(spec, d.source(), YamlLine(d.node()), d.path());
     WriteGroupFile(t, path);
   }
+  std::lock_guard<std::mutex> lock(tables_mutex);
+  made[seen] = path;
   return path;
 }
 
@@ -109,9 +123,18 @@ std::vector<WorkloadTask> ExpandGroups(const WorkloadTask& t, const Workload& w)
   }
   std::vector<WorkloadTask> out;
   out.reserve(table->groups.size());
+  std::map<std::string, std::string> named;  // task name part -> group
   for (const table::TableGroup& g : table->groups) {
     WorkloadTask task = t;
-    task.name = t.name + "-" + table::GroupNameForTask(g.name);
+    std::string part = table::GroupNameForTask(g.name);
+    auto [it, added] = named.emplace(part, g.name);
+    if (!added) {
+      throw InputError(w.source, t.line, t.field + ".data.group_by",
+                       "groups " + Quote(it->second) + " and " + Quote(g.name) +
+                           " both make the task name " + Quote(t.name + "-" + part) +
+                           " (names keep letters, digits, '.', '_' and '-'): rename one");
+    }
+    task.name = t.name + "-" + part;
     task.group = g.name;
     task.spec["name"] = task.name;
     task.spec["data"] = {{"type", "table"},

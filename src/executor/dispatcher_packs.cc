@@ -253,6 +253,7 @@ void Dispatcher::SettleMember(int m, const std::string& dir, const json& member,
   if (!losses.empty()) l.reported.last_loss = losses.back();
   WorkerExecuteResult own_result = result;
   own_result.final_loss = losses.empty() ? 0.0 : losses.back();
+  own_result.completed_steps = step;  // an array's member: its own (0 if it had not ended)
   bool cancel = l.stop.cancel;
   l.stop.cancel = false;
   if (step >= run_.Steps(m)) {

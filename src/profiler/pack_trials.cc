@@ -83,6 +83,11 @@ std::string PackClassOf(const WorkloadTask& task, std::string* why_not) {
     if (s.contains("eval") && s["eval"].value("every", 0) > 0)
       return no("it evaluates during training (an array takes its held-out loss at the end)");
     if (opt.value("clip_grad_norm", 0.0) > 0.0) return no("it clips gradients (not in arrays yet)");
+    if (s.value("precision", std::string("fp32")) != "fp32") return no("arrays train in fp32");
+    if (!task.techniques.empty() && std::find(task.techniques.begin(), task.techniques.end(),
+                                              "single") == task.techniques.end()) {
+      return no("its techniques leave out single, on which arrays train");
+    }
     return ArrayClassOf(s, kind == "adamw" ? "adam" : kind);  // adam and adamw: the same state
   }
   if (!s.contains("finetune") || !s["finetune"].contains("lora"))

@@ -61,7 +61,7 @@ void WriteGroupFile(const GroupedTable& t, const std::string& path) {
   out.Commit();
 }
 
-GroupedTable ReadGroupFile(const std::string& path, const std::optional<std::string>& group) {
+GroupFileHeader ReadGroupFileHeader(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(path, 0, "", "cannot open the group file");
   char head[kMagicBytes + 8];
@@ -73,39 +73,58 @@ GroupedTable ReadGroupFile(const std::string& path, const std::optional<std::str
   if (length > (uint64_t{1} << 32)) Broken(path, "header length");
   std::string text(length, '\0');
   ReadAt(in, path, sizeof(head), text.data(), text.size());
-  GroupedTable t;
-  int64_t rows = 0;
+  GroupFileHeader h;
+  h.data_offset = sizeof(head) + length;
+  GroupedTable& t = h.table;
   try {
-    json h = json::parse(text);
-    t.source = h.at("source");
-    t.feature_names = h.at("features").get<std::vector<std::string>>();
-    t.label = h.at("label");
-    t.classification = h.at("classification");
-    t.classes = h.at("classes").get<std::vector<std::string>>();
-    rows = h.at("rows");
-    for (const json& g : h.at("groups"))
+    json j = json::parse(text);
+    t.source = j.at("source");
+    t.feature_names = j.at("features").get<std::vector<std::string>>();
+    t.label = j.at("label");
+    t.classification = j.at("classification");
+    t.classes = j.at("classes").get<std::vector<std::string>>();
+    h.rows = j.at("rows");
+    for (const json& g : j.at("groups"))
       t.groups.push_back({g.at("name"), g.at("first"), g.at("rows"), g.at("train_rows")});
   } catch (const json::exception& e) {
     Broken(path, std::string("header: ") + e.what());
   }
-  if (!group) return t;
-  auto it = std::find_if(t.groups.begin(), t.groups.end(),
-                         [&](const TableGroup& g) { return g.name == *group; });
-  if (it == t.groups.end()) {
+  for (size_t i = 0; i < t.groups.size(); ++i) {
+    const TableGroup& g = t.groups[i];
+    if (g.first < 0 || g.rows < 0 || g.first + g.rows > h.rows) Broken(path, "group rows");
+    h.index.emplace(g.name, i);
+  }
+  return h;
+}
+
+GroupedTable ReadGroupRows(const std::string& path, const GroupFileHeader& h,
+                           const std::string& group) {
+  auto it = h.index.find(group);
+  if (it == h.index.end()) {
     throw InputError(
         path, 0, "",
-        "has no group " + Quote(*group) + " (of " + std::to_string(t.groups.size()) + ")");
+        "has no group " + Quote(group) + " (of " + std::to_string(h.table.groups.size()) + ")");
   }
-  TableGroup g = *it;
-  const uint64_t data = sizeof(head) + length, f = static_cast<uint64_t>(t.Features());
+  GroupedTable t = h.table;
+  TableGroup g = t.groups[it->second];
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError(path, 0, "", "cannot open the group file");
+  const uint64_t f = static_cast<uint64_t>(t.Features());
   const uint64_t first = static_cast<uint64_t>(g.first), n = static_cast<uint64_t>(g.rows);
   t.features.resize(n * f);
   t.labels.resize(n);
-  ReadAt(in, path, data + first * f * 4, t.features.data(), n * f * 4);
-  ReadAt(in, path, data + static_cast<uint64_t>(rows) * f * 4 + first * 4, t.labels.data(), n * 4);
+  ReadAt(in, path, h.data_offset + first * f * 4, t.features.data(), n * f * 4);
+  ReadAt(in, path, h.data_offset + static_cast<uint64_t>(h.rows) * f * 4 + first * 4,
+         t.labels.data(), n * 4);
   g.first = 0;
   t.groups = {g};
   return t;
+}
+
+GroupedTable ReadGroupFile(const std::string& path, const std::optional<std::string>& group) {
+  GroupFileHeader h = ReadGroupFileHeader(path);
+  if (group) return ReadGroupRows(path, h, *group);
+  return std::move(h.table);
 }
 
 }  // namespace saturn::table

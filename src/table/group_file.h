@@ -4,7 +4,7 @@
 //
 //   "SATURN-GROUPS 1\n", then the header's length (8 bytes, little-endian),
 //   the header (JSON: source, features, label, classification, classes,
-//   groups [{name, first, rows, train_rows}]), then float32 features
+//   rows, groups [{name, first, rows, train_rows}]), then float32 features
 //   [rows x features] and float32 labels [rows], little-endian, each group's
 //   rows together (training rows first).
 //
@@ -13,8 +13,10 @@
 //   GroupedTable one = ReadGroupFile(path, "store-7");          // that group's rows only
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
+#include <unordered_map>
 
 #include "table/grouped_table.h"
 
@@ -28,5 +30,17 @@ void WriteGroupFile(const GroupedTable& t, const std::string& path);
 // or has no such group.
 GroupedTable ReadGroupFile(const std::string& path,
                            const std::optional<std::string>& group = std::nullopt);
+
+// The header alone, read once by a process that reads many groups of one
+// file (a fused array's members): then ReadGroupRows for each.
+struct GroupFileHeader {
+  GroupedTable table;  // without rows
+  uint64_t data_offset = 0;
+  int64_t rows = 0;                               // in the whole file
+  std::unordered_map<std::string, size_t> index;  // group name -> table.groups
+};
+GroupFileHeader ReadGroupFileHeader(const std::string& path);
+GroupedTable ReadGroupRows(const std::string& path, const GroupFileHeader& header,
+                           const std::string& group);
 
 }  // namespace saturn::table

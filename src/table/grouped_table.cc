@@ -18,12 +18,22 @@ namespace {
 // More distinct labels than this cannot be classes (and are not interned).
 constexpr size_t kMaxClasses = 10000;
 
+// A missing number: empty, NA, NaN or null (any case, spaces around).
 bool IsMissing(const std::string& v) {
   std::string lower;
   for (char c : v)
     if (!std::isspace(static_cast<unsigned char>(c))) lower += static_cast<char>(std::tolower(c));
-  return lower.empty() || lower == "na" || lower == "nan" || lower == "null" || lower == "none";
+  return lower.empty() || lower == "na" || lower == "nan" || lower == "null";
 }
+
+bool IsBlank(const std::string& v) {
+  return std::all_of(v.begin(), v.end(),
+                     [](char c) { return std::isspace(static_cast<unsigned char>(c)); });
+}
+
+// Classes inferred (no task: declared) from more distinct labels than this
+// are more likely a numeric target with a stray value.
+constexpr size_t kMaxInferredClasses = 100;
 
 // The number `v` holds, whole and finite; false otherwise.
 bool ParseNumber(const std::string& v, double* out) {
@@ -93,8 +103,21 @@ class Reader {
 
   void Header(const CsvRecord& r) {
     header_ = r.fields;
-    for (size_t i = 0; i < spec_.features.size(); ++i)
-      feature_columns_.push_back(Column(spec_.features[i], "features[" + std::to_string(i) + "]"));
+    if (!header_.empty() && header_[0].rfind("\xEF\xBB\xBF", 0) == 0) header_[0].erase(0, 3);
+    for (std::string& name : header_) {  // "a, b": the names without the spaces
+      name.erase(0, name.find_first_not_of(" \t"));
+      name.erase(name.find_last_not_of(" \t") + 1);
+    }
+    for (size_t i = 0; i < spec_.features.size(); ++i) {
+      const std::string& f = spec_.features[i];
+      std::string field = "features[" + std::to_string(i) + "]";
+      if (f == spec_.label || f == spec_.group_by) {
+        throw InputError(workload_, line_, field_ + "." + field,
+                         Quote(f) + " is the " + (f == spec_.label ? "label" : "group_by") +
+                             " column; a feature cannot be");
+      }
+      feature_columns_.push_back(Column(f, field));
+    }
     label_column_ = Column(spec_.label, "label");
     group_column_ = Column(spec_.group_by, "group_by");
   }
@@ -122,7 +145,7 @@ class Reader {
     }
     Label(r);
     const std::string& g = r.fields[static_cast<size_t>(group_column_)];
-    if (IsMissing(g)) Fail(r, group_column_, "missing group (" + Quote(g) + ")");
+    if (IsBlank(g)) Fail(r, group_column_, "missing group (an empty value)");
     auto [it, added] = group_index_.emplace(g, static_cast<int32_t>(raw_.group_names.size()));
     if (added) raw_.group_names.push_back(g);
     raw_.group_ids.push_back(it->second);
@@ -239,11 +262,25 @@ GroupedTable ReadGroupedTable(const TableSpec& spec, const std::string& workload
   t.classification = Classify(raw, spec);
   std::vector<int32_t> class_of(raw.label_strings.size(), 0);
   if (t.classification) {
+    if (spec.task.empty() && raw.label_strings.size() > kMaxInferredClasses) {
+      throw InputError(spec.path, raw.first_non_numeric_line, spec.label,
+                       Quote(raw.first_non_numeric) +
+                           " is not a number, which makes the label a class, but it has " +
+                           std::to_string(raw.label_strings.size()) +
+                           (raw.label_strings.size() >= kMaxClasses ? " or more" : "") +
+                           " distinct values: fix the value for a regression target, or "
+                           "declare data.task: classification");
+    }
     if (raw.label_strings.size() >= kMaxClasses) {
       throw InputError(spec.path, 0, spec.label,
                        "has " + std::to_string(kMaxClasses) +
                            " or more distinct values: too many classes (for a numeric target, "
                            "declare data.task: regression)");
+    }
+    if (raw.label_strings.size() < 2) {
+      throw InputError(
+          spec.path, 0, spec.label,
+          "has one class (" + Quote(raw.label_strings[0]) + "): a classifier needs at least two");
     }
     t.classes = raw.label_strings;
     if (raw.first_non_numeric_line == 0) {  // class ids: 2 before 10

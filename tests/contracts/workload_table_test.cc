@@ -104,6 +104,15 @@ TEST_F(WorkloadTableTest, BadTablesNameTheFieldTheLineOrTheGroup) {
   EXPECT_THAT(ErrorOf(kData, "    max_tasks_never: 1\n"), HasSubstr("max_tasks_never"));
 }
 
+TEST_F(WorkloadTableTest, GroupsWhoseTaskNamesAreAlikeAreAnErrorNamingBoth) {
+  std::string csv = "store,hour,gpus,minutes\n";
+  for (int i = 0; i < 10; ++i)
+    csv += std::string(i % 2 ? "a b" : "a_b") + ",1,2," + std::to_string(i) + "\n";
+  WriteFileAtomic(dir_ + "/jobs.csv", csv);
+  EXPECT_THAT(ErrorOf(kData), HasSubstr("tasks[0].data.group_by: groups 'a b' and 'a_b' both make "
+                                        "the task name 'jobs-a_b'"));
+}
+
 TEST_F(WorkloadTableTest, OnlyMlpModelsTakeTables) {
   try {
     ParseWorkload(

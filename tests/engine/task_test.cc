@@ -108,7 +108,8 @@ TEST(Task, ErrorsNameTheFileAndField) {
 
   json = Valid();
   json["data"]["type"] = "images";
-  EXPECT_THAT(ErrorOf(json), HasSubstr("data.type: expected text, synthetic, tokens or tensors"));
+  EXPECT_THAT(ErrorOf(json),
+              HasSubstr("data.type: expected text, synthetic, tokens, tensors or table"));
 
   json = Valid();
   json["data"] = {{"type", "tokens"}, {"path", "t.bin"}, {"seq_len", 8}};

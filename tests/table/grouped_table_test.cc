@@ -133,6 +133,27 @@ TEST_F(GroupedTableTest, BadTablesNameTheFileLineColumnOrGroup) {
   EXPECT_THAT(ErrorOf(spec), HasSubstr("has a header but no rows"));
 }
 
+TEST_F(GroupedTableTest, StrayLabelsOneClassAndFeaturesThatAreTheLabelAreErrors) {
+  std::string csv = "g,x,y,z\n";
+  for (int i = 0; i < 150; ++i)
+    csv += "a," + std::to_string(i) + ",1," + std::to_string(i * 0.5) + "\n";
+  csv += "a,1,1,?\n";
+  EXPECT_THAT(ErrorOf(Spec(csv)), HasSubstr("t.csv:152: z: '?' is not a number, which makes"));
+  EXPECT_THAT(ErrorOf(Spec("g,x,y,z\na,1,2,cat\na,3,4,cat\n")),
+              HasSubstr("z: has one class ('cat')"));
+  TableSpec spec = Spec("g,x,y,z\na,1,2,3\na,1,2,3\n");
+  spec.features = {"x", "z"};
+  EXPECT_THAT(ErrorOf(spec), HasSubstr("tasks[0].data.features[1]: 'z' is the label column"));
+}
+
+TEST_F(GroupedTableTest, AByteOrderMarkSpacesAndAGroupNamedNaAreRead) {
+  TableSpec spec = Spec("\xEF\xBB\xBFg, x, y, z\nNA,1,2,3\nNA,1,2,4\nnone,5,6,7\nnone,1,1,1\n");
+  GroupedTable t = ReadGroupedTable(spec, "w.yaml", 7, "tasks[0].data");
+  ASSERT_EQ(t.groups.size(), 2u);
+  EXPECT_EQ(t.groups[0].name, "NA");
+  EXPECT_EQ(t.groups[1].name, "none");
+}
+
 TEST_F(GroupedTableTest, TheGroupFileGivesEachGroupItsOwnRows) {
   GroupedTable t = ReadGroupedTable(Spec(Csv(3)), "w.yaml", 7, "tasks[0].data");
   std::string path = dir_ + "/t.groups";
