@@ -62,21 +62,6 @@ class ArrayRun : public SaturnTestBase {
                  ",stores,8,8:1.0 64:1.1 128:1.2\n";
     WriteFileAtomic(dir_ + "/profile.csv", profile);
   }
-  json RunReport(const std::string& run, const std::string& flag, int* code) {
-    std::vector<std::string> args = {
-        "run",       dir_ + "/w.yaml",      "--run-dir",     dir_ + "/" + run,
-        "--profile", dir_ + "/profile.csv", "--max-retries", "0"};
-    if (!flag.empty()) args.push_back(flag);
-    *code = Run(args);
-    std::string path = dir_ + "/" + run + "/report.json";
-    return fs::exists(path) ? json::parse(ReadFile(path)) : json();
-  }
-  static std::map<std::string, json> ByName(const json& report) {
-    std::map<std::string, json> out;
-    for (const json& t : report["tasks"])
-      out[t["task"].get<std::string>()] = t;
-    return out;
-  }
 };
 
 TEST_F(ArrayRun, EachGroupEndsAsTheSameTaskTrainedAlone) {
@@ -97,7 +82,7 @@ TEST_F(ArrayRun, EachGroupEndsAsTheSameTaskTrainedAlone) {
   EXPECT_THAT(Log(), HasSubstr("tasks train together from step 0"));
   json alone = RunReport("alone", "--no-pack", &code);
   ASSERT_EQ(code, 0) << Log();
-  std::map<std::string, json> p = ByName(packed), a = ByName(alone);
+  std::map<std::string, json> p = TasksByName(packed), a = TasksByName(alone);
   ASSERT_EQ(p.size(), 10u);
   int in_arrays = 0;
   for (const auto& [name, steps] : tasks) {

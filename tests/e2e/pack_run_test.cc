@@ -65,26 +65,6 @@ class PackRun : public SaturnTestBase {
     }
     WriteFileAtomic(dir_ + "/profile.csv", profile);
   }
-
-  std::vector<std::string> Args(const std::string& run, const std::string& flag) {
-    std::vector<std::string> args = {
-        "run",       dir_ + "/w.yaml",      "--run-dir",     dir_ + "/" + run,
-        "--profile", dir_ + "/profile.csv", "--max-retries", "0"};
-    if (!flag.empty()) args.push_back(flag);
-    return args;
-  }
-  json RunReport(const std::string& run, const std::string& flag, int* code) {
-    *code = Run(Args(run, flag));
-    std::string path = dir_ + "/" + run + "/report.json";
-    return fs::exists(path) ? json::parse(ReadFile(path)) : json();
-  }
-
-  static std::map<std::string, json> ByName(const json& report) {
-    std::map<std::string, json> out;
-    for (const json& t : report["tasks"])
-      out[t["task"].get<std::string>()] = t;
-    return out;
-  }
 };
 
 TEST_F(PackRun, MembersEndAsTheSameTasksTrainedAlone) {
@@ -95,7 +75,7 @@ TEST_F(PackRun, MembersEndAsTheSameTasksTrainedAlone) {
   EXPECT_THAT(Log(), HasSubstr("pack-1: 3 tasks train together from step 0"));
   json alone = RunReport("alone", "--no-pack", &code);
   ASSERT_EQ(code, 0) << Log();
-  std::map<std::string, json> p = ByName(packed), a = ByName(alone);
+  std::map<std::string, json> p = TasksByName(packed), a = TasksByName(alone);
   ASSERT_EQ(p.size(), 3u);
   for (const auto& [name, t] : p) {
     EXPECT_EQ(t["status"], "finished") << name;
@@ -130,7 +110,7 @@ TEST_F(PackRun, AMemberThatFailsFailsAloneAndTheOthersFinish) {
   json report = RunReport("run", "", &code);
   EXPECT_EQ(code, 1) << Log();
   EXPECT_THAT(Log(), HasSubstr("pack-1 failed"));
-  std::map<std::string, json> t = ByName(report);
+  std::map<std::string, json> t = TasksByName(report);
   ASSERT_EQ(t.size(), 3u);
   EXPECT_EQ(t["m0"]["status"], "finished");
   EXPECT_EQ(t["m1"]["status"], "finished");
@@ -148,7 +128,7 @@ TEST_F(PackRun, MembersWithMoreStepsContinueAloneAsTheirTwins) {
   ASSERT_EQ(code, 0) << Log();
   json alone = RunReport("alone", "--no-pack", &code);
   ASSERT_EQ(code, 0) << Log();
-  std::map<std::string, json> p = ByName(packed), a = ByName(alone);
+  std::map<std::string, json> p = TasksByName(packed), a = TasksByName(alone);
   for (const auto& [name, t] : p) {
     EXPECT_EQ(t["status"], "finished") << name;
     EXPECT_NEAR(t["final_loss"].get<double>(), a[name]["final_loss"].get<double>(), 1e-4) << name;
@@ -174,7 +154,7 @@ TEST_F(PackRun, AKilledRunResumesEveryMemberWithNothingLost) {
   int code = 0;
   json straight = RunReport("straight", "", &code);
   ASSERT_EQ(code, 0) << Log();
-  std::vector<std::string> args = Args("killed", "");
+  std::vector<std::string> args = RunArgs("killed", "");
   args.insert(args.end(), {"--checkpoint-every", "20"});
   Process p = Process::Spawn(Saturn(args));
   // Kill the orchestrator once the pack has checkpointed beyond the start.
@@ -186,7 +166,7 @@ TEST_F(PackRun, AKilledRunResumesEveryMemberWithNothingLost) {
   ::kill(p.pid(), SIGKILL);
   p.Wait();
   std::this_thread::sleep_for(std::chrono::seconds(3));  // the worker gets SIGTERM
-  args = Args("killed", "--resume");
+  args = RunArgs("killed", "--resume");
   args.insert(args.end(), {"--checkpoint-every", "20"});
   ASSERT_EQ(Run(args), 0) << Log();
   // The resumed pack went on from its checkpoint, not from the start.
@@ -194,7 +174,7 @@ TEST_F(PackRun, AKilledRunResumesEveryMemberWithNothingLost) {
   EXPECT_THAT(resumed, HasSubstr("pack-1: 3 tasks train together from step "));
   EXPECT_THAT(resumed, Not(HasSubstr("train together from step 0\n")));
   json killed = json::parse(ReadFile(dir_ + "/killed/report.json"));
-  std::map<std::string, json> k = ByName(killed), s = ByName(straight);
+  std::map<std::string, json> k = TasksByName(killed), s = TasksByName(straight);
   for (const auto& [name, t] : k) {
     EXPECT_EQ(t["status"], "finished") << name;
     EXPECT_EQ(t.value("pack", ""), "pack-1") << name;

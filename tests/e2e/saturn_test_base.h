@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -38,6 +40,29 @@ class SaturnTestBase : public ::testing::Test {
     return ExitCode(Process::Spawn(Saturn(args)).Wait());
   }
   std::string Log() const { return ReadFile(dir_ + "/out.log"); }
+
+  // `saturn run <dir>/w.yaml --run-dir <dir>/<run> --profile <dir>/profile.csv
+  // --max-retries 0 [flag]`: a run of the test's workload from its profile.
+  std::vector<std::string> RunArgs(const std::string& run, const std::string& flag) const {
+    std::vector<std::string> args = {
+        "run",       dir_ + "/w.yaml",      "--run-dir",     dir_ + "/" + run,
+        "--profile", dir_ + "/profile.csv", "--max-retries", "0"};
+    if (!flag.empty()) args.push_back(flag);
+    return args;
+  }
+  // That run's report.json (null when it wrote none) and exit code.
+  nlohmann::json RunReport(const std::string& run, const std::string& flag, int* code) const {
+    *code = Run(RunArgs(run, flag));
+    std::string path = dir_ + "/" + run + "/report.json";
+    return std::filesystem::exists(path) ? nlohmann::json::parse(ReadFile(path)) : nlohmann::json();
+  }
+  // A report's tasks by name.
+  static std::map<std::string, nlohmann::json> TasksByName(const nlohmann::json& report) {
+    std::map<std::string, nlohmann::json> out;
+    for (const nlohmann::json& t : report["tasks"])
+      out[t["task"].get<std::string>()] = t;
+    return out;
+  }
 
   std::string dir_;
 };
