@@ -19,21 +19,9 @@ namespace {
 using json = nlohmann::json;
 namespace fs = std::filesystem;
 
-// Group files' headers read in this process, by group file.
-std::mutex tables_mutex;
-std::map<std::string, std::shared_ptr<const table::GroupedTable>> tables;
-
-std::shared_ptr<const table::GroupedTable> Header(const std::string& group_file) {
-  std::lock_guard<std::mutex> lock(tables_mutex);
-  auto it = tables.find(group_file);
-  if (it != tables.end()) return it->second;
-  auto header = std::make_shared<const table::GroupedTable>(table::ReadGroupFile(group_file));
-  tables.emplace(group_file, header);
-  return header;
-}
-
 // Group files made in this process: by the CSV (path, size, modification
 // time) and the data fields, so that a sweep's variants read it once.
+std::mutex tables_mutex;
 std::map<std::string, std::string> made;
 
 // The group file of `spec` (named by the CSV's bytes and the spec), written
@@ -103,8 +91,8 @@ json ReadTableData(const YamlFields& d, const std::string& base_dir,
   spec.split_seed = static_cast<uint64_t>(d.OptionalInt("seed", 0).value_or(0));
   spec.min_group_rows = d.OptionalInt("min_group_rows", 2).value_or(spec.min_group_rows);
   std::string file = GroupFile(spec, d);
-  std::shared_ptr<const table::GroupedTable> t = Header(file);
-  return {{"type", "table"}, {"path", file}, {"groups", t->groups.size()}};
+  const table::GroupedTable& t = table::CachedGroupFileHeader(file).table;
+  return {{"type", "table"}, {"path", file}, {"groups", t.groups.size()}};
 }
 
 bool IsTableTask(const WorkloadTask& t) {
@@ -112,7 +100,7 @@ bool IsTableTask(const WorkloadTask& t) {
 }
 
 std::vector<WorkloadTask> ExpandGroups(const WorkloadTask& t, const Workload& w) {
-  std::shared_ptr<const table::GroupedTable> table = Header(t.spec["data"]["path"]);
+  const table::GroupedTable* table = &table::CachedGroupFileHeader(t.spec["data"]["path"]).table;
   long room = w.max_tasks - static_cast<long>(w.tasks.size());
   if (static_cast<long>(table->groups.size()) > room) {
     throw InputError(w.source, t.line, t.field + ".data",

@@ -37,24 +37,34 @@ nlohmann::json ShapeOf(const TaskSpec& t) {
   return shape;
 }
 
-// The layers of an mlp block: one Linear, its weight and bias.
-std::pair<at::Tensor, at::Tensor> LinearOf(const Block& block) {
+// The layer of an mlp block: one Linear, its weight and bias, and their
+// slot names.
+struct LinearSlots {
   at::Tensor weight, bias;
+  std::string weight_name, bias_name;
+};
+LinearSlots LinearOf(const Block& block) {
+  LinearSlots out;
   for (const ParamSlot& slot : block.Params()) {
-    if (slot.name.ends_with(".weight")) weight = *slot.tensor;
-    if (slot.name.ends_with(".bias")) bias = *slot.tensor;
+    if (slot.name.ends_with(".weight")) out.weight = *slot.tensor, out.weight_name = slot.name;
+    if (slot.name.ends_with(".bias")) out.bias = *slot.tensor, out.bias_name = slot.name;
   }
-  return {weight, bias};
+  return out;
+}
+
+void RequireGrads(std::vector<at::Tensor>& tensors) {
+  for (at::Tensor& t : tensors)
+    t.requires_grad_(true);
 }
 
 }  // namespace
 
-FusedArray::FusedArray(std::vector<TaskSpec> members, const std::string& source)
-    : specs_(std::move(members)) {
-  if (specs_.empty()) throw InputError(source, 0, "array", "an array needs at least one task");
-  const TaskSpec& first = specs_[0];
-  for (size_t k = 0; k < specs_.size(); ++k) {
-    const TaskSpec& m = specs_[k];
+FusedArray::FusedArray(const std::vector<TaskSpec>& members, const std::string& source) {
+  if (members.empty()) throw InputError(source, 0, "array", "an array needs at least one task");
+  const TaskSpec& first = members[0];
+  const std::vector<std::string> slots = MakeOptimizer(first.optimizer)->Slots();
+  for (size_t k = 0; k < members.size(); ++k) {
+    const TaskSpec& m = members[k];
     if (m.model_type != "mlp") {
       MemberFails(source, m, k, "model.type", "arrays take mlp models, not " + m.model_type);
     }
@@ -69,7 +79,7 @@ FusedArray::FusedArray(std::vector<TaskSpec> members, const std::string& source)
                       std::to_string(m.batch_size));
     }
     std::unique_ptr<Optimizer> optimizer = MakeOptimizer(m.optimizer);
-    if (optimizer->Slots() != MakeOptimizer(first.optimizer)->Slots()) {
+    if (optimizer->Slots() != slots) {
       MemberFails(source, m, k, "optimizer",
                   "members' optimizers keep the same state (adam and adamw alike, sgd with "
                   "momentum alike, sgd without), as " +
@@ -124,6 +134,8 @@ void FusedArray::Compact(const std::vector<int>& keep) {
   for (auto& slots : state_)
     for (at::Tensor& s : slots)
       shrink(s);
+  RequireGrads(weights_);
+  RequireGrads(biases_);
   std::vector<int> active;
   for (int position : keep)
     active.push_back(active_[static_cast<size_t>(position)]);
@@ -133,7 +145,8 @@ void FusedArray::Compact(const std::vector<int>& keep) {
 // The held-out loss (and a classifier's accuracy) of the member at
 // `position` over all its held-out rows, into `result`.
 void FusedArray::HeldOut(size_t position, ArrayMemberResult& result) const {
-  const TableRows& rows = *members_[static_cast<size_t>(active_[position])]->eval;
+  const Member& m = *members_[static_cast<size_t>(active_[position])];
+  const TableRows& rows = *m.eval;
   result.eval_samples = rows.Size();
   if (rows.Size() == 0) return;
   at::NoGradGuard no_grad;
@@ -145,10 +158,9 @@ void FusedArray::HeldOut(size_t position, ArrayMemberResult& result) const {
     if (l + 1 < weights_.size()) h = at::relu(h);
   }
   at::Tensor targets = rows.Targets().to(device);
-  at::Tensor sum = mse_ ? at::mse_loss(h, targets, at::Reduction::Sum)
-                        : at::cross_entropy_loss(h, targets, {}, at::Reduction::Sum);
+  // The mean the member alone reports (engine/eval.h: LossSum over the rows).
   const auto n = static_cast<double>(rows.Size());
-  result.eval_loss = sum.item<double>() / (mse_ ? n * static_cast<double>(outputs_) : n);
+  result.eval_loss = m.model->LossSum(h, targets).item<double>() / n;
   if (!mse_) result.eval_accuracy = h.argmax(-1).eq(targets).sum().item<double>() / n;
 }
 
@@ -171,13 +183,11 @@ void FusedArray::Stack(const at::Device& device) {
     std::vector<at::Tensor> w, b;
     for (auto& m : members_) {
       std::unique_ptr<Block> block = m->model->BuildBlock(l, true);
-      auto [weight, bias] = LinearOf(*block);
-      w.push_back(weight);
-      b.push_back(bias);
-      for (const ParamSlot& slot : block->Params())
-        if (slot.name.ends_with(".weight")) m->names.push_back(m->model->ExportName(l, slot.name));
-      for (const ParamSlot& slot : block->Params())
-        if (slot.name.ends_with(".bias")) m->names.push_back(m->model->ExportName(l, slot.name));
+      LinearSlots linear = LinearOf(*block);
+      w.push_back(linear.weight);
+      b.push_back(linear.bias);
+      m->names.push_back(m->model->ExportName(l, linear.weight_name));
+      m->names.push_back(m->model->ExportName(l, linear.bias_name));
     }
     weights_.push_back(at::stack(w).to(device).contiguous());
     biases_.push_back(at::stack(b).to(device).contiguous());
@@ -190,6 +200,8 @@ void FusedArray::Stack(const at::Device& device) {
         state.push_back(at::zeros_like(t));
       state_.push_back(std::move(state));
     }
+  RequireGrads(weights_);
+  RequireGrads(biases_);
   active_.clear();
   for (int k = 0; k < Members(); ++k)
     active_.push_back(k);
@@ -228,10 +240,11 @@ void FusedArray::Update(int64_t step) {
       at::Tensor grad = param.grad().contiguous();
       std::vector<at::Tensor>& state = state_[p++];
       const int64_t n = param.numel() / param.size(0);
+      const bool host = param.device().is_cpu();
       for (size_t i = 0; i < active_.size(); ++i) {
         const Optimizer& opt = *members_[static_cast<size_t>(active_[i])]->optimizer;
         const auto k = static_cast<int64_t>(i);
-        if (param.device().is_cpu()) {
+        if (host) {
           float* slots[2] = {nullptr, nullptr};
           for (size_t s = 0; s < state.size(); ++s)
             slots[s] = state[s].data_ptr<float>() + k * n;
@@ -278,12 +291,7 @@ ArrayResult FusedArray::Train(const at::Device& device,
       }
     }
     if (keep.empty()) break;
-    if (step == 0 || keep.size() < active_.size()) {
-      if (keep.size() < active_.size()) Compact(keep);
-      for (std::vector<at::Tensor>* group : {&weights_, &biases_})
-        for (at::Tensor& t : *group)
-          t.requires_grad_(true);
-    }
+    if (keep.size() < active_.size()) Compact(keep);
     at::Tensor losses = StepLosses(step);
     losses.sum().backward();
     at::Tensor host = losses.detach().to(at::kDouble).cpu().contiguous();

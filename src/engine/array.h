@@ -21,9 +21,10 @@
 //     stepping its slice of each stacked tensor and its state;
 //   - it ends at its own steps: the array drops it and goes on with the
 //     rest (the stacked tensors shrink to the members still training).
-// Gradient clipping and evaluation during training are not supported in an
-// array (an InputError names the member); a member's held-out loss is taken
-// at its end over all its held-out rows.
+// Gradient clipping and bf16 are not supported in an array (an InputError
+// names the member). A member does not evaluate during training (its
+// eval: is not run; the profiler keeps tasks that evaluate out of arrays);
+// its held-out loss is taken at its end over all its held-out rows.
 //
 //   FusedArray array(members, "array.json");           // InputError if they cannot share
 //   ArrayResult r = array.Train(device);                // every member to its steps
@@ -65,13 +66,14 @@ class FusedArray {
  public:
   // InputError naming `source` and the member's field when the members
   // cannot share an array.
-  FusedArray(std::vector<TaskSpec> members, const std::string& source);
+  FusedArray(const std::vector<TaskSpec>& members, const std::string& source);
   ~FusedArray();
   FusedArray(const FusedArray&) = delete;
   FusedArray& operator=(const FusedArray&) = delete;
 
   int Members() const { return static_cast<int>(members_.size()); }
-  // Trains every member to its steps on `device` (a cpu or cuda device);
+  // Trains every member to its steps on `device` (a cpu or cuda device),
+  // once per array;
   // `on_end` (optional) is called as each member ends, with its result;
   // `on_step` after each array step with the steps done and the mean of
   // the members' losses; it returns false to stop there (the members not
@@ -90,7 +92,6 @@ class FusedArray {
   at::Tensor StepLosses(int64_t step);
   void Update(int64_t step);
 
-  std::vector<TaskSpec> specs_;
   std::vector<std::unique_ptr<Member>> members_;
   std::vector<int> active_;                     // members still training, by slot
   std::vector<at::Tensor> weights_, biases_;    // per layer: [active, out, in], [active, out]

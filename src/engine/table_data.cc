@@ -2,9 +2,6 @@
 // (table/group_file.h), training rows in a seeded order each epoch.
 #include <algorithm>
 #include <cstring>
-#include <map>
-#include <memory>
-#include <mutex>
 #include <utility>
 #include <vector>
 
@@ -16,17 +13,6 @@
 
 namespace saturn::engine {
 namespace {
-
-// Group files' headers read in this process (an array's members share one).
-const table::GroupFileHeader& HeaderOf(const std::string& path) {
-  static std::mutex mutex;
-  static std::map<std::string, std::unique_ptr<table::GroupFileHeader>>* headers =
-      new std::map<std::string, std::unique_ptr<table::GroupFileHeader>>();
-  std::lock_guard<std::mutex> lock(mutex);
-  auto& header = (*headers)[path];
-  if (!header) header = std::make_unique<table::GroupFileHeader>(table::ReadGroupFileHeader(path));
-  return *header;
-}
 
 // The rows' samples as a Dataset.
 class TableDataset final : public Dataset {
@@ -74,8 +60,8 @@ std::unique_ptr<TableRows> TableRows::Load(const TaskSpec& task, const Model& mo
                      "regression), not " +
                          task.model_type);
   }
-  table::GroupedTable t =
-      table::ReadGroupRows(task.data.path, HeaderOf(task.data.path), task.data.group);
+  table::GroupedTable t = table::ReadGroupRows(
+      task.data.path, table::CachedGroupFileHeader(task.data.path), task.data.group);
   const table::TableGroup& g = t.groups[0];
   if (input.width != t.Features() || input.classes != t.Outputs() ||
       (model.Loss() == LossKind::kMse) == t.classification) {

@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <cstring>
 #include <fstream>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
@@ -95,6 +98,16 @@ GroupFileHeader ReadGroupFileHeader(const std::string& path) {
     h.index.emplace(g.name, i);
   }
   return h;
+}
+
+const GroupFileHeader& CachedGroupFileHeader(const std::string& path) {
+  static std::mutex mutex;
+  // Never destroyed: readers may hold references until the process ends.
+  static auto* headers = new std::map<std::string, std::unique_ptr<GroupFileHeader>>();
+  std::lock_guard<std::mutex> lock(mutex);
+  std::unique_ptr<GroupFileHeader>& header = (*headers)[path];
+  if (!header) header = std::make_unique<GroupFileHeader>(ReadGroupFileHeader(path));
+  return *header;
 }
 
 GroupedTable ReadGroupRows(const std::string& path, const GroupFileHeader& h,

@@ -40,6 +40,9 @@ struct GroupFileHeader {
   std::unordered_map<std::string, size_t> index;  // group name -> table.groups
 };
 GroupFileHeader ReadGroupFileHeader(const std::string& path);
+// The header of `path`, read once per process (group files are named by
+// their contents, so one path never holds another table). Thread-safe.
+const GroupFileHeader& CachedGroupFileHeader(const std::string& path);
 GroupedTable ReadGroupRows(const std::string& path, const GroupFileHeader& header,
                            const std::string& group);
 

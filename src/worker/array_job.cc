@@ -1,11 +1,11 @@
 #include "worker/array_job.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <vector>
 
+#include "common/clock.h"
 #include "common/error.h"
 #include "common/fs.h"
 #include "engine/array.h"
@@ -14,13 +14,10 @@
 #include "engine/device.h"
 #include "engine/eval.h"
 #include "protocol/worker_protocol.h"
+#include "worker/results.h"
 
 namespace saturn::worker {
 namespace {
-
-double Now() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
 
 // The members with their steps cut to `steps` (a search's).
 std::vector<engine::TaskSpec> Members(const engine::TaskSpec& task, int64_t steps) {
@@ -31,20 +28,18 @@ std::vector<engine::TaskSpec> Members(const engine::TaskSpec& task, int64_t step
 }
 
 int Search(const WorkerRequest& o, const engine::TaskSpec& task, const engine::Device& device) {
-  WorkerSearchResult result;
-  result.technique = o.technique;
-  result.gpus = o.gpus;
-  result.ready_unix_s = Now();
+  WorkerSearchResult result = Infeasible(o, "");
+  result.ready_unix_s = UnixClock().Now();
   const int64_t steps = o.warmup + o.measure;
-  double setup_start = Now();
+  double setup_start = UnixClock().Now();
   engine::FusedArray array(Members(task, steps), o.task_path);
-  result.setup_s = Now() - setup_start;
+  result.setup_s = UnixClock().Now() - setup_start;
   std::vector<double> times;
-  double last = Now();
+  double last = UnixClock().Now();
   device.ResetPeak();
   array.Train(device.TorchDevice(), {}, [&](int64_t done, double) {
     device.Synchronize();
-    double now = Now();
+    double now = UnixClock().Now();
     (done <= o.warmup ? result.warmup_step_s : times).push_back(now - last);
     last = now;
     return true;
@@ -59,8 +54,8 @@ int Search(const WorkerRequest& o, const engine::TaskSpec& task, const engine::D
   result.peak_memory_bytes = {static_cast<double>(device.PeakBytes())};
   result.resident_bytes = {static_cast<double>(device.LiveBytes())};
   result.capacity_bytes = static_cast<double>(device.CapacityBytes());
-  result.done_unix_s = Now();
-  WriteFileAtomic(o.out_path, ToJson(result).dump(2) + "\n");
+  result.done_unix_s = UnixClock().Now();
+  WriteResult(o.out_path, result);
   return 0;
 }
 
@@ -73,7 +68,7 @@ int Execute(const WorkerRequest& o, const engine::TaskSpec& task, const engine::
   engine::FusedArray array(Members(task, 0), o.task_path);
   std::filesystem::path models = std::filesystem::path(o.save_model).parent_path();
   WorkerExecuteResult result;
-  double last = Now();
+  double last = UnixClock().Now();
   engine::ArrayResult trained = array.Train(
       device.TorchDevice(),
       [&](const engine::ArrayMemberResult& m) {
@@ -83,7 +78,7 @@ int Execute(const WorkerRequest& o, const engine::TaskSpec& task, const engine::
       },
       [&](int64_t done, double mean) {
         result.losses.push_back(mean);
-        double now = Now();
+        double now = UnixClock().Now();
         std::printf("%s\n",
                     FormatStepLine({static_cast<long>(done), mean, now - last, -1.0}).c_str());
         last = now;
@@ -108,7 +103,7 @@ int Execute(const WorkerRequest& o, const engine::TaskSpec& task, const engine::
     }
     result.members.push_back(std::move(entry));
   }
-  WriteFileAtomic(o.out_path, ToJson(result).dump(2) + "\n");
+  WriteResult(o.out_path, result);
   return 0;
 }
 
@@ -119,11 +114,7 @@ int RunArrayJob(const WorkerRequest& o, const engine::TaskSpec& task,
   if (o.technique != "single" || o.gpus != 1) {
     std::string why = "arrays (table tasks trained together) train on one device with single";
     if (o.mode != WorkerMode::kSearch) throw InputError("", 0, "--technique", why);
-    WorkerSearchResult r;
-    r.technique = o.technique;
-    r.gpus = o.gpus;
-    r.reason = why;
-    WriteFileAtomic(o.out_path, ToJson(r).dump(2) + "\n");
+    WriteResult(o.out_path, Infeasible(o, why));
     return 0;
   }
   engine::DeviceSpec spec;

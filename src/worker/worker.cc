@@ -27,6 +27,7 @@
 #include "protocol/worker_protocol.h"
 #include "worker/array_job.h"
 #include "worker/launcher.h"
+#include "worker/results.h"
 
 namespace saturn::worker {
 namespace {
@@ -50,23 +51,9 @@ Knobs ParseKnobs(const std::string& text) {
   return knobs;
 }
 
-template <typename Message>
-void WriteResult(const std::string& path, const Message& message) {
-  WriteFileAtomic(path, ToJson(message).dump(2) + "\n");
-}
-
 template <typename T>
 std::vector<double> Doubles(const std::vector<T>& values) {
   return std::vector<double>(values.begin(), values.end());
-}
-
-// An infeasible search result; a feasible one fills in the measurements.
-WorkerSearchResult Infeasible(const WorkerRequest& o, const std::string& reason) {
-  WorkerSearchResult r;
-  r.technique = o.technique;
-  r.gpus = o.gpus;
-  r.reason = reason;
-  return r;
 }
 
 struct Job {
