@@ -42,6 +42,12 @@ Errors (a task that is not LoRA asked for peft, ...) exit 2 naming the task.
 evaluates with (mean cross-entropy over every target; mean squared error for
 torchscript tasks with ``loss: mse``).
 
+A table's groups (docs/groups.md) end in one file, groups.safetensors, and
+its index groups.json: ``load_group("runs/my-run", "store-7")`` is one
+group's model, ``load_groups("runs/my-run")`` every group's, and
+``group_index("runs/my-run")`` the features in order, the label, the classes
+and each group's task and losses.
+
 A torchscript task's trained model is its own module: ``torch.jit.load(
 "tasks/<task>/trained.pt")``; its ``model.pt`` holds the same weights under
 the module's own parameter names. Models were trained in float32 (bf16 tasks
@@ -59,7 +65,8 @@ import torch.nn.functional as F
 from torch import nn
 
 __all__ = ["GPT", "GPT2", "Llama", "ViT", "ResNet", "MLP", "LLAMA_PRESETS", "build", "load", "loss",
-           "save_hf", "load_hf", "save_peft", "export_hf", "llama_config"]
+           "save_hf", "load_hf", "save_peft", "export_hf", "llama_config", "group_index",
+           "load_group", "load_groups", "GroupError"]
 
 VOCAB = 256  # gpt: byte-level next-token prediction
 CLASSES = 10  # vit, resnet, mlp
@@ -549,8 +556,9 @@ def write_safetensors(tensors, path, metadata=None, dtype=None):
     os.replace(tmp, path)
 
 
-def read_safetensors(path):
-    """The tensors of a safetensors file, as a dict (read one at a time)."""
+def read_safetensors(path, keys=None):
+    """The tensors of a safetensors file, as a dict (read one at a time);
+    only those named in `keys` if given."""
     names = {v: k for k, v in _SAFETENSORS_DTYPES.items()}
     out = {}
     with open(path, "rb") as f:
@@ -558,7 +566,7 @@ def read_safetensors(path):
         header = json.loads(f.read(length))
         start = 8 + length
         for name, entry in header.items():
-            if name == "__metadata__":
+            if name == "__metadata__" or (keys is not None and name not in keys):
                 continue
             if entry["dtype"] not in names:
                 raise ValueError("%s: %s: dtype %s is not supported" % (path, name, entry["dtype"]))
@@ -943,15 +951,21 @@ class ResNet(nn.Module):
 
 
 class MLP(nn.Module):
-    """Vector classifier: model {type: mlp, layers, width}.
+    """Vector model: model {type: mlp, layers, width[, inputs, outputs]}.
 
-    Input [B, width] float; output [B, 10] logits.
+    `layers` hidden blocks (linear + ReLU: inputs to width, then width to
+    width) and a linear head to `outputs`; layers 0 is the head alone
+    (linear or logistic regression, a table's groups: docs/groups.md).
+    Input [B, inputs] float (inputs: width unless given); output
+    [B, outputs] (10 logits unless given).
     """
 
-    def __init__(self, layers, width):
+    def __init__(self, layers, width, inputs=None, outputs=CLASSES):
         super().__init__()
-        self.layers = nn.ModuleList([nn.Linear(width, width) for _ in range(layers)])
-        self.out = nn.Linear(width, CLASSES)
+        inputs = width if inputs is None else inputs
+        self.layers = nn.ModuleList([nn.Linear(inputs if k == 0 else width, width)
+                                     for k in range(layers)])
+        self.out = nn.Linear(width if layers else inputs, outputs)
 
     def forward(self, x):
         for layer in self.layers:
@@ -977,7 +991,9 @@ def build(model):
     if kind == "resnet":
         return ResNet(model["blocks"], model["width"], model.get("image_size"))
     if kind == "mlp":
-        return MLP(model["layers"], model["width"])
+        layers = model.get("layers", 1)
+        width = model["width"] if layers else model.get("width", 1)
+        return MLP(layers, width, model.get("inputs"), model.get("outputs", CLASSES))
     if kind == "torchscript":
         return torch.jit.load(model["path"])
     raise ValueError("unknown model type %r; expected gpt, gpt2, llama, vit, resnet, mlp or "
@@ -1006,6 +1022,85 @@ def loss(model, inputs, targets, kind="cross_entropy"):
     if kind == "mse":
         return F.mse_loss(outputs, targets)
     return F.cross_entropy(outputs.reshape(-1, outputs.shape[-1]), targets.reshape(-1))
+
+
+# A table's groups (docs/groups.md, "The models of every group"): a run of
+# table tasks ends with groups.safetensors (every group's model, its tensors
+# named "<group>/<name in model.pt>") and groups.json, its index.
+
+GROUPS_FORMAT = "saturn-groups/1"
+# What a group's entry in groups.json holds where it differs from the
+# index's own (a run of several table tasks, a sweep of model sizes).
+_GROUP_SHARED = ("model", "features", "label", "kind", "classes")
+
+
+class GroupError(LookupError):
+    """A run without groups.json, a group not in it, or one without a model."""
+
+
+def group_index(run_dir, group=None):
+    """A run's groups.json: the model, features (in input order), label,
+    kind (regression or classification), classes (in output order) and per
+    group its task, keys, train_rows, final_loss, eval_loss[, eval_accuracy]
+    or the reason it has no model. With `group`: that group's entry, the
+    index's shared fields filled in (GroupError if it is not there)."""
+    path = os.path.join(run_dir, "groups.json")
+    if not os.path.exists(path):
+        raise GroupError("%s has no groups.json: a finished `saturn run` of table tasks "
+                         "(data: {type: table, ...}) writes it" % run_dir)
+    with open(path) as f:
+        index = json.load(f)
+    if index.get("format") != GROUPS_FORMAT:
+        raise GroupError("%s: format %r, expected %r" % (path, index.get("format"),
+                                                         GROUPS_FORMAT))
+    if group is None:
+        return index
+    if group not in index["groups"]:
+        import difflib
+        names = list(index["groups"])
+        near = difflib.get_close_matches(str(group), names, 3)
+        raise GroupError("group %r is not in %s (%d groups: %s%s)%s" % (
+            group, path, len(names), ", ".join(repr(g) for g in names[:5]),
+            ", ..." if len(names) > 5 else "",
+            "; did you mean %s?" % ", ".join(repr(g) for g in near) if near else ""))
+    entry = dict(index["groups"][group])
+    for field in _GROUP_SHARED:
+        if field not in entry and field in index:
+            entry[field] = index[field]
+    return entry
+
+
+def _group_module(group, model, keys, tensors):
+    """build(model) with the tensors "<group>/<name>" of `keys` as its own."""
+    module = build(model)
+    prefix = group + "/"
+    module.load_state_dict({key[len(prefix):]: tensors[key] for key in keys
+                            if key.startswith(prefix)}, strict=True)
+    return module.eval()
+
+
+def load_group(run_dir, group):
+    """One group's trained model (an nn.Module in eval mode) out of a run's
+    groups.safetensors; GroupError naming the group when it is not in the
+    run or has no model (with the reason: its task failed, ...)."""
+    entry = group_index(run_dir, group)
+    if not entry["keys"]:
+        raise GroupError("group %r has no model: %s" % (group, entry.get("reason", "")))
+    tensors = read_safetensors(os.path.join(run_dir, "groups.safetensors"), set(entry["keys"]))
+    return _group_module(group, entry["model"], entry["keys"], tensors)
+
+
+def load_groups(run_dir):
+    """Every group's trained model, {group: nn.Module in eval mode}; groups
+    without a model are left out (groups.json says why)."""
+    index = group_index(run_dir)
+    tensors = read_safetensors(os.path.join(run_dir, "groups.safetensors"))
+    out = {}
+    for group, entry in index["groups"].items():
+        if entry["keys"]:
+            out[group] = _group_module(group, entry.get("model", index["model"]), entry["keys"],
+                                       tensors)
+    return out
 
 
 # Out of a run: a finished task as a Hugging Face model (--format hf) or its

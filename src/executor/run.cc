@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "common/signals.h"
+#include "executor/group_models.h"
 #include "executor/progress.h"
 #include "executor/replanner.h"
 #include "executor/run_impl.h"
@@ -67,6 +68,7 @@ RunSummary Run::Drive(const RunHooks& hooks) {
   if (interrupted) return s;
   run.Emit(events::RunFinished(run.Now(), s.finished, s.failed, s.makespan_s));
   nlohmann::json report = WriteReport(run, s);
+  WriteGroupModels(run, report);  // a table's groups: groups.safetensors, groups.json
   if (report.contains("best")) s.best = report["best"].get<std::vector<nlohmann::json>>();
   s.current_practice = report.value("current_practice", nlohmann::json());
   return s;

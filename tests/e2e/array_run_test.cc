@@ -112,6 +112,22 @@ TEST_F(ArrayRun, EachGroupEndsAsTheSameTaskTrainedAlone) {
     best[b["sweep"].get<std::string>()] = b["task"];
   EXPECT_EQ(best.size(), 5u);
   EXPECT_TRUE(best.count("st@s0"));
+  // Every group's best model in one file (executor/group_models.h).
+  std::string tensors = ReadFile(dir_ + "/packed/groups.safetensors");
+  ASSERT_GT(tensors.size(), 8u);
+  uint64_t length = 0;
+  for (int i = 7; i >= 0; --i)
+    length = (length << 8) | static_cast<unsigned char>(tensors[static_cast<size_t>(i)]);
+  json header = json::parse(tensors.substr(8, length));
+  json index = json::parse(ReadFile(dir_ + "/packed/groups.json"));
+  ASSERT_EQ(index["groups"].size(), 5u);
+  for (int g = 0; g < 5; ++g) {
+    std::string group = "s" + std::to_string(g);
+    const json& entry = index["groups"][group];
+    EXPECT_EQ(entry["task"], best["st@" + group]) << group;
+    for (const char* name : {"layers.0.weight", "layers.0.bias", "out.weight", "out.bias"})
+      EXPECT_TRUE(header.contains(group + "/" + name)) << group << name;
+  }
 }
 
 }  // namespace
