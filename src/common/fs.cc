@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -82,6 +83,28 @@ void SyncDirectory(const std::string& path) {
   // EINVAL: a file system that cannot flush directories (it orders them itself).
   if (err != 0 && err != EINVAL)
     throw SystemError("cannot flush directory " + path + ": " + std::strerror(err));
+}
+
+void WriteFileAtomicUnflushed(const std::string& path, const std::string& contents) {
+  MakeDirectories(Parent(path));
+  std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  std::FILE* f = std::fopen(tmp.c_str(), "wbe");
+  bool ok = f != nullptr && std::fwrite(contents.data(), 1, contents.size(), f) == contents.size();
+  int err = ok ? 0 : errno;
+  if (f != nullptr && std::fclose(f) != 0 && err == 0) err = errno;
+  if (err == 0 && ::rename(tmp.c_str(), path.c_str()) != 0) err = errno;
+  if (err != 0) {
+    ::unlink(tmp.c_str());
+    throw SystemError("cannot write " + path + ": " + std::strerror(err));
+  }
+}
+
+void SyncFileSystem(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw SystemError("cannot open " + path + ": " + std::strerror(errno));
+  int err = ::syncfs(fd) != 0 ? errno : 0;
+  ::close(fd);
+  if (err != 0) throw SystemError("cannot flush " + path + ": " + std::strerror(err));
 }
 
 void WriteFileDurable(const std::string& path, const std::string& contents) {

@@ -25,6 +25,16 @@ std::string ReadFile(const std::string& path);
 // std::runtime_error on failure (a full disk too: nothing is left behind).
 void WriteFileAtomic(const std::string& path, const std::string& contents);
 
+// WriteFileAtomic without flushing to disk: readers see all or nothing, but
+// a crash may lose it. For many small files made durable at once by a later
+// SyncFileSystem (an array's hundreds of members' models, before its
+// result names them).
+void WriteFileAtomicUnflushed(const std::string& path, const std::string& contents);
+
+// Flushes the file system holding `path` (syncfs): everything written to it
+// before is on disk. Throws std::runtime_error on failure.
+void SyncFileSystem(const std::string& path);
+
 // Writes `contents` to `path` in place and flushes it to disk (no rename:
 // for files of a folder that is itself renamed into place). Throws
 // std::runtime_error on failure, removing what it wrote.

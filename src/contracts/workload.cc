@@ -428,6 +428,9 @@ void ReadTaskAndSweep(const YAML::Node& node, const std::string& path,
     // One task per group; a group's variants are its sweep.
     for (WorkloadTask& group : ExpandGroups(task, w)) {
       std::string sweep = written.name + "@" + group.group;
+      // A group's model steps faster than one all-reduce: one device,
+      // unless the task lists its techniques (docs/groups.md).
+      if (group.techniques.empty()) group.techniques = {"single"};
       AddTask(std::move(group), variant, expansion, sweep, path, names, w);
     }
   }

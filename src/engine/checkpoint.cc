@@ -420,8 +420,12 @@ bool ExportModel(const std::string& checkpoint, const Model& model, const LoraSp
   return trained && model.SaveTrained(all, paths.trained);
 }
 
-void WriteTensorFile(const std::string& path, const NamedTensors& tensors) {
-  WriteFileAtomic(path, TensorBytes(tensors));
+void WriteTensorFile(const std::string& path, const NamedTensors& tensors, bool flushed) {
+  if (flushed) {
+    WriteFileAtomic(path, TensorBytes(tensors));
+  } else {
+    WriteFileAtomicUnflushed(path, TensorBytes(tensors));
+  }
 }
 
 }  // namespace saturn::engine

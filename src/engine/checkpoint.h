@@ -159,7 +159,8 @@ bool ExportModel(const std::string& checkpoint, const Model& model, const LoraSp
                  const ExportPaths& paths);
 
 // `tensors` as a torch.save file at `path`, atomically (a fused array's
-// member's model.pt, engine/array.h).
-void WriteTensorFile(const std::string& path, const NamedTensors& tensors);
+// member's model.pt, engine/array.h); not `flushed`: on disk only after a
+// later SyncFileSystem (common/fs.h), as many members' models at once.
+void WriteTensorFile(const std::string& path, const NamedTensors& tensors, bool flushed = true);
 
 }  // namespace saturn::engine

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -145,6 +146,7 @@ Dispatcher::PackStart Dispatcher::StartPack(int j, const Assignment& a) {
     run_.tasks.placements().Undo(j);
     throw;
   }
+  RunState::Batch batch(*run_.site.state);  // hundreds of an array's members at once
   for (int m : members) {
     LiveTask& member = run_.tasks[m];
     member.stop = StopOrder{};
@@ -188,15 +190,17 @@ void Dispatcher::HandlePackExit(int host, int status) {
     run_.tasks[m].stop.pending = false;
   }
   // Each member's entry of the result, by name (the pack's order is the plan's).
+  std::map<std::string, const json*> by_name;
+  if (result) {
+    for (const json& e : result->members)
+      by_name[e.value("name", "")] = &e;
+  }
   std::vector<const json*> entries;
   for (int m : members) {
-    const json* entry = nullptr;
-    if (result) {
-      for (const json& e : result->members)
-        if (e.value("name", "") == run_.tasks[m].record.name) entry = &e;
-    }
-    if (entry) entries.push_back(entry);
+    auto it = by_name.find(run_.tasks[m].record.name);
+    if (it != by_name.end()) entries.push_back(it->second);
   }
+  RunState::Batch batch(*run_.site.state);  // hundreds of an array's members at once
   if (result && entries.size() == members.size()) {
     for (size_t i = 0; i < members.size(); ++i)
       SettleMember(members[i], dir, *entries[i], *result);
@@ -251,7 +255,14 @@ void Dispatcher::SettleMember(int m, const std::string& dir, const json& member,
   l.record.steps_done = step;
   l.reported.step = step;
   if (!losses.empty()) l.reported.last_loss = losses.back();
-  WorkerExecuteResult own_result = result;
+  // The pack's figures without its members' entries and per-step losses
+  // (an array's result holds hundreds of members: copying it whole for each
+  // took most of settling them).
+  WorkerExecuteResult own_result;
+  own_result.preempted = result.preempted;
+  own_result.checkpoint = result.checkpoint;
+  own_result.peak_memory_bytes = result.peak_memory_bytes;
+  own_result.resident_bytes = result.resident_bytes;
   own_result.final_loss = losses.empty() ? 0.0 : losses.back();
   own_result.completed_steps = step;  // an array's member: its own (0 if it had not ended)
   bool cancel = l.stop.cancel;

@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
+#include <exception>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -299,19 +301,33 @@ void RunState::AddLoss(const std::string& task, long step, double loss) {
 void RunState::AddLosses(const std::string& task,
                          const std::vector<std::pair<long, double>>& points) {
   if (points.empty()) return;
-  Check(db_, sqlite3_exec(db_, "BEGIN", nullptr, nullptr, nullptr), "BEGIN");
-  try {
-    Statement s(db_, "INSERT OR REPLACE INTO losses(task, step, loss) VALUES(?, ?, ?)");
-    for (const auto& [step, loss] : points) {
-      if (!std::isfinite(loss)) continue;
-      s.Bind(1, task).Bind(2, step).Bind(3, loss).Step();
-      sqlite3_reset(s.stmt);
-    }
-  } catch (...) {
-    sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
-    throw;
+  Batch batch(*this);
+  Statement s(db_, "INSERT OR REPLACE INTO losses(task, step, loss) VALUES(?, ?, ?)");
+  for (const auto& [step, loss] : points) {
+    if (!std::isfinite(loss)) continue;
+    s.Bind(1, task).Bind(2, step).Bind(3, loss).Step();
+    sqlite3_reset(s.stmt);
   }
-  Check(db_, sqlite3_exec(db_, "COMMIT", nullptr, nullptr, nullptr), "COMMIT");
+}
+
+RunState::Batch::Batch(RunState& state)
+    : state_(state), exceptions_(std::uncaught_exceptions()) {
+  Check(state_.db_, sqlite3_exec(state_.db_, "SAVEPOINT batch", nullptr, nullptr, nullptr),
+        "SAVEPOINT");
+  ++state_.batch_depth_;
+}
+
+RunState::Batch::~Batch() {
+  --state_.batch_depth_;
+  if (std::uncaught_exceptions() > exceptions_) {
+    sqlite3_exec(state_.db_, "ROLLBACK TO batch", nullptr, nullptr, nullptr);
+    sqlite3_exec(state_.db_, "RELEASE batch", nullptr, nullptr, nullptr);
+  } else if (sqlite3_exec(state_.db_, "RELEASE batch", nullptr, nullptr, nullptr) != SQLITE_OK) {
+    // A destructor cannot throw: say so, as the run goes on without it.
+    std::fprintf(stderr, "saturn: warning: cannot commit the run state: %s\n",
+                 sqlite3_errmsg(state_.db_));
+  }
+  if (state_.batch_depth_ == 0) ::fdatasync(state_.events_fd_);
 }
 
 std::vector<std::pair<long, double>> RunState::Losses(const std::string& task) {
@@ -335,7 +351,7 @@ void RunState::Append(const Event& event) {
     data += n;
     left -= static_cast<size_t>(n);
   }
-  ::fdatasync(events_fd_);
+  if (batch_depth_ == 0) ::fdatasync(events_fd_);
 }
 
 double RunState::ResumeClock() {

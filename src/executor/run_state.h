@@ -96,6 +96,24 @@ class RunState {
 
   void Append(const Event& event);
   std::vector<Event> Events();
+
+  // Many writes as one (an array's hundreds of members starting or
+  // settling): one transaction, and the event log flushed to disk once when
+  // the outermost batch ends instead of after each event. Batches nest; one
+  // ended by an exception rolls its database writes back.
+  //
+  //   { RunState::Batch batch(state); for (...) { state.SaveTask(r); state.Append(e); } }
+  class Batch {
+   public:
+    explicit Batch(RunState& state);
+    ~Batch();
+    Batch(const Batch&) = delete;
+    Batch& operator=(const Batch&) = delete;
+
+   private:
+    RunState& state_;
+    int exceptions_;
+  };
   // Where a resumed run's clock continues: the clock when last saved (once
   // a second) or the last event's time, whichever is later, so events never
   // go back in time after a kill.
@@ -117,6 +135,7 @@ class RunState {
   sqlite3* db_ = nullptr;
   std::string dir_;
   int events_fd_ = -1;
+  int batch_depth_ = 0;
 };
 
 }  // namespace saturn

@@ -27,13 +27,36 @@ double MaxSteps(const PackTerms& terms, const std::vector<int>& group) {
   return s;
 }
 
+// Chunked tries every pack count up to this, then counts growing by
+// kCountRatio: a class of thousands of table groups (docs/groups.md) is cut
+// into a few dozen counts, not thousands, each a constructive plan.
+constexpr int kEveryCountUpTo = 32;
+constexpr double kCountRatio = 1.2;
+
+// Greedy merging starts from every task alone, and each round scores a
+// merge per neighbouring pair: quadratic in a class's size. Larger classes
+// are left to Chunked.
+constexpr int kGreedyClassUpTo = 32;
+
+// The pack counts Chunked tries for a class of n tasks (1 .. n-1).
+std::vector<int> PackCounts(int n) {
+  std::vector<int> counts;
+  for (int p = 1; p < n; p = p < kEveryCountUpTo ? p + 1 : static_cast<int>(p * kCountRatio))
+    counts.push_back(p);
+  return counts;
+}
+
 // Pairs of packs (indices into `packing`) worth trying to merge.
 std::vector<std::pair<int, int>> MergeCandidates(const PackTerms& terms, const Packing& packing) {
   std::map<std::string, std::vector<int>> by_class;
+  std::map<std::string, int> members;
   for (int g = 0; g < static_cast<int>(packing.size()); ++g) {
     const std::string& cls = terms.tasks[packing[g][0]].cls;
     if (!cls.empty()) by_class[cls].push_back(g);
+    if (!cls.empty()) members[cls] += static_cast<int>(packing[g].size());
   }
+  for (const auto& [cls, count] : members)
+    if (count > kGreedyClassUpTo) by_class.erase(cls);
   std::vector<std::pair<int, int>> pairs;
   for (auto& [cls, groups] : by_class) {
     std::stable_sort(groups.begin(), groups.end(), [&](int a, int b) {
@@ -112,6 +135,10 @@ namespace {
 // Most packings one search scores (each a constructive plan of the packed
 // problem: about a millisecond at tens of tasks).
 constexpr int kMaxEvaluations = 3000;
+// Hill climbing's share: this many tasks' worth of scoring a call, and at
+// least kMinImproveEvaluations packings.
+constexpr int kImproveWork = 300000;
+constexpr int kMinImproveEvaluations = 100;
 
 Packing Canonical(Packing p) {
   for (std::vector<int>& group : p)
@@ -152,7 +179,8 @@ class PackingSearch {
       Packing best = packing;
       PackingScore best_score = Score(packing);
       const int n = static_cast<int>(members.size());
-      for (int p = 1; p < n && !Spent(); ++p) {
+      for (int p : PackCounts(n)) {
+        if (Spent()) break;
         Packing trial = others;
         for (int c = 0; c < p; ++c)
           trial.emplace_back(members.begin() + c * n / p, members.begin() + (c + 1) * n / p);
@@ -186,21 +214,27 @@ class PackingSearch {
   // or swaps two tasks of one class between packs, while that helps.
   Packing Improve(Packing packing) {
     PackingScore best = Score(packing);
-    for (bool improved = true; improved && !Spent();) {
+    // Each scored packing costs about its task count; thousands of tasks
+    // get fewer moves tried.
+    const int budget =
+        std::max(kMinImproveEvaluations, kImproveWork / std::max(1, problem_.NumTasks()));
+    const int stop = std::min(kMaxEvaluations, evaluations_ + budget);
+    auto spent = [&] { return evaluations_ >= stop; };
+    for (bool improved = true; improved && !spent();) {
       improved = false;
-      for (size_t g = 0; g < packing.size() && !improved && !Spent(); ++g) {
-        for (size_t i = 0; i < packing[g].size() && !improved && !Spent(); ++i) {
+      for (size_t g = 0; g < packing.size() && !improved && !spent(); ++g) {
+        for (size_t i = 0; i < packing[g].size() && !improved && !spent(); ++i) {
           const int j = packing[g][i];
           if (terms_.tasks[j].cls.empty()) continue;
-          for (size_t h = 0; h <= packing.size() && !improved && !Spent(); ++h) {
+          for (size_t h = 0; h <= packing.size() && !improved && !spent(); ++h) {
             if (h == g || (h < packing.size() && !terms_.Compatible(j, packing[h][0]))) continue;
             if (h == packing.size() && packing[g].size() == 1) continue;
             Packing trial = Moved(packing, g, i, h);
             PackingScore s = Score(trial);
             if (s < best) best = s, packing = trial, improved = true;
           }
-          for (size_t h = g + 1; h < packing.size() && !improved && !Spent(); ++h) {
-            for (size_t k = 0; k < packing[h].size() && !improved; ++k) {
+          for (size_t h = g + 1; h < packing.size() && !improved && !spent(); ++h) {
+            for (size_t k = 0; k < packing[h].size() && !improved && !spent(); ++k) {
               if (!terms_.Compatible(j, packing[h][k])) continue;
               Packing trial = packing;
               std::swap(trial[g][i], trial[h][k]);
@@ -247,11 +281,38 @@ class PackingSearch {
 
 }  // namespace
 
+namespace {
+
+// Whether the best packing's constructive plan is shorter than any plan
+// without packs can be (the unpacked problem's lower bound): then the plan
+// without packs is solved only for comparison (ShortSolve), not to beat.
+bool PackedWinsAnyway(const Problem& problem, const PackTerms& terms,
+                      const std::vector<Packing>& candidates) {
+  if (candidates.empty()) return false;
+  double packed = ScorePacking(problem, terms, candidates[0]).makespan;
+  return packed < MakespanLowerBound(problem) * (1 - 1e-9);
+}
+
+// A solve at a small fixed effort (constructive plans and a short climb).
+PlanRequest ShortSolve(PlanRequest request) {
+  constexpr double kComparisonEffort = 0.02;
+  request.anytime = false;
+  request.work_limit = 0.0;
+  request.work_scale *= kComparisonEffort;
+  return request;
+}
+
+}  // namespace
+
 std::vector<Packing> SearchPackings(const Problem& problem, const PackTerms& terms, int keep,
                                     int* evaluations) {
   PackingSearch search(problem, terms);
   search.Improve(search.Chunked());
-  search.Improve(search.Greedy());
+  // Hill climbing from every task alone (greedy merging found no merge, or
+  // every class was too large for it) costs the most per packing scored and
+  // repeats what merging and Chunked tried.
+  Packing greedy = search.Greedy();
+  if (greedy.size() < static_cast<size_t>(problem.NumTasks())) search.Improve(greedy);
   if (evaluations) *evaluations = search.evaluations();
   return search.Best(keep);
 }
@@ -273,7 +334,9 @@ PackedPlanResult PlanWithPacks(const Problem& problem, const PackTerms& terms,
   }
   PlanRequest share = request;
   if (request.anytime) share.time_limit_s /= 1.0 + static_cast<double>(candidates.size());
-  out.result = RunPlanner(problem, share);
+  out.result = RunPlanner(problem, PackedWinsAnyway(problem, terms, candidates)
+                                       ? ShortSolve(share)
+                                       : share);
   if (!may_pack) return out;
   out.unpacked_makespan_s = out.result.plan.makespan_s;
   double solve_s = out.result.plan.solve_time_s;

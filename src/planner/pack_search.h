@@ -7,7 +7,10 @@
 // GPU time). PlanWithPacks then solves the few best packings with the
 // requested solver and effort, and the unpacked problem beside them, and
 // keeps the shortest plan, so packing never lengthens a plan by the
-// solver's own estimate.
+// solver's own estimate. When the best packing's constructive plan is
+// already shorter than the unpacked problem's lower bound (a table's
+// thousands of groups in arrays), the unpacked problem is solved at a short
+// fixed effort, for the comparison only.
 //
 //   PackedPlanResult r = PlanWithPacks(problem, terms, request, /*allow_packs=*/true);
 //   WriteFileAtomic("plan.json", PlanToJson(r.result.plan).dump(2));
@@ -35,7 +38,8 @@ constexpr int kPackingsSolved = 3;
 
 // The `keep` best packings found (best first; distinct), searched three
 // ways, each scored by ScorePacking: each class cut into p packs of
-// members of similar step counts (the best p), greedy merging, then hill
+// members of similar step counts (the best p: every p up to 32, then p
+// growing by a fifth), greedy merging (classes of up to 32 tasks), then hill
 // climbing from both (moving a task to another pack or alone, swapping two).
 // `evaluations` (if not null) counts scored packings.
 std::vector<Packing> SearchPackings(const Problem& problem, const PackTerms& terms, int keep,

@@ -17,12 +17,13 @@ bool TakesPacks(const std::string& technique) {
 }
 
 // Pack sizes measured for a class of `size` tasks: 2, 4, 8, while a pack of
-// half as many is smaller than the class; an array's 2, 8, 32, ... 512 and
-// 1024 while the one before is smaller than the class (its step time grows
-// about linearly with its size, which the planner interpolates).
+// half as many is smaller than the class; an array's 2, 16, 128 and 1024
+// while the one before is smaller than the class (its step time grows
+// about linearly with its size, which the planner interpolates; each size
+// measured is a worker's start-up, most of a trial of a model this small).
 std::vector<int> PackSizes(size_t size, bool array) {
   std::vector<int> out;
-  const int factor = array ? 4 : 2, largest = array ? 1024 : 8;
+  const int factor = array ? 8 : 2, largest = array ? 1024 : 8;
   for (int k = 2; static_cast<size_t>(k / factor) < size; k = std::min(k * factor, largest)) {
     out.push_back(k);
     if (k == largest) break;

@@ -16,6 +16,7 @@
 #include "common/error.h"
 #include "contracts/cluster.h"
 #include "contracts/profile.h"
+#include "planner/lower_bound.h"
 #include "planner/pack_search.h"
 #include "planner/packing.h"
 #include "planner/validate.h"
@@ -325,6 +326,23 @@ TEST(Packing, GreedyPackingIsWithinTwoPercentOfEveryPacking) {
         shape.tasks, shape.classes, shape.nodes, r.result.plan.makespan_s, best, packings,
         r.result.plan.makespan_s / best, r.evaluations);
   }
+}
+
+TEST(Packing, AThousandGroupsOfOneClassArePackedWithFewScoredPackings) {
+  // A table's groups (docs/groups.md): one class, steps from 10 to ~1000.
+  std::vector<Spec> specs;
+  for (int i = 0; i < 1000; ++i)
+    specs.push_back({"g" + std::to_string(i), "table", 64, 10 + 1000 / (1 + i % 97), 0.002});
+  Instance in = MakeInstance(specs, 1, 0.5);
+  PlanRequest req;
+  PackedPlanResult r = PlanWithPacks(in.problem, in.terms, req, true);
+  EXPECT_TRUE(ValidatePlan(in.problem, in.terms, r.result.plan).empty());
+  // Pack counts 1..32, then growing by a fifth (not all 999), and no greedy
+  // merging from a thousand tasks alone: a few hundred scored, not 3,000.
+  EXPECT_LT(r.evaluations, 1000);
+  EXPECT_LT(r.result.plan.makespan_s, MakespanLowerBound(in.problem));
+  // The plan without packs is still solved, for the comparison.
+  EXPECT_GE(r.unpacked_makespan_s, MakespanLowerBound(in.problem) * (1 - 1e-9));
 }
 
 }  // namespace
