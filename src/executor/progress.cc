@@ -254,6 +254,9 @@ std::vector<RunReportTask> ReportTasks(const RunContext& run, bool best_models) 
     t.sweep = run.WorkloadTaskOf(j).sweep;
     t.settings = run.WorkloadTaskOf(j).spec;
     t.select = run.WorkloadTaskOf(j).select;
+    // A table task's group and its training rows (contracts' ExpandGroups).
+    t.group = run.WorkloadTaskOf(j).group;
+    if (!t.group.empty()) t.train_rows = t.settings["data"].value("train_rows", 0L);
     std::optional<BestEval> kept;
     if (best_models) kept = ReadBestEval(run.TaskDirOf(j) + "/best");
     if (kept) {

@@ -37,7 +37,7 @@ std::string TimeLabel(double seconds, double tick) {
 struct Layout {
   std::map<std::string, int> first_row, node_index;
   double row_h = 20, node_gap = 6, plot_h = 0, end = 1;
-  static constexpr double kLeft = 110, kRight = 20, kTop = 56, kPlotW = 1100;
+  static constexpr double kLeft = 110, kRight = 20, kTop = 56, kPlotW = kGanttPlotWidth;
 
   explicit Layout(const GanttChart& chart) {
     int rows = 0;

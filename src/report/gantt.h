@@ -49,6 +49,9 @@ struct GanttBar {
   int members = 0;                    // a pack's member count; 0: one task
 };
 
+// The width of a chart's time axis in pixels (the SVG adds its margins).
+constexpr double kGanttPlotWidth = 1100;
+
 struct GanttChart {
   std::string title;
   std::string subtitle;

@@ -19,28 +19,6 @@ constexpr double kLegendWrapRow = 12.5;
 constexpr double kWidth = kLegendX + kLegendW;
 constexpr size_t kMaxPoints = 600;  // per curve: more adds nothing a chart this wide shows
 
-// An axis step of 1, 2, 2.5 or 5 x 10^k giving about `target` ticks over `span`.
-double NiceStep(double span, int target) {
-  double raw = span / std::max(1, target);
-  double pow10 = std::pow(10.0, std::floor(std::log10(raw)));
-  for (double m : {1.0, 2.0, 2.5, 5.0, 10.0}) {
-    if (m * pow10 >= raw * (1 - 1e-9)) return m * pow10;
-  }
-  return 10 * pow10;
-}
-
-// A tick's label with as many decimals as its step needs: 0.25, 2.5, 3.
-std::string TickLabel(double value, double step) {
-  int decimals = 0;
-  while (decimals < 6) {
-    double scaled = step * std::pow(10.0, decimals);
-    if (std::fabs(scaled - std::round(scaled)) < 1e-6 * std::max(1.0, scaled)) break;
-    ++decimals;
-  }
-  std::string text = FormatFixed(value, decimals);
-  return text == "-0" ? "0" : text;
-}
-
 std::string StepLabel(double step) {
   if (step >= 10000 && std::fmod(step, 1000) == 0) return FormatNumber(step / 1000) + "k";
   return FormatNumber(step);
@@ -73,7 +51,7 @@ struct Axes {
     }
     if (!(hi >= lo)) lo = 0, hi = 1;
     if (hi - lo < 1e-12) lo -= 0.5, hi += 0.5;
-    y_step = NiceStep(hi - lo, 5);
+    y_step = NiceAxisStep(hi - lo, 5);
     lo = std::floor(lo / y_step + 1e-9) * y_step;
     hi = std::ceil(hi / y_step - 1e-9) * y_step;
   }
@@ -98,9 +76,10 @@ void DrawAxes(SvgWriter& svg, const Axes& axes) {
   for (long k = 0; k <= y_ticks; ++k) {
     double v = axes.lo + static_cast<double>(k) * axes.y_step;
     svg.Line(kLeft, axes.Y(v), kLeft + kPlotW, axes.Y(v), "#e6e6e6");
-    svg.Text(kLeft - 5, axes.Y(v) + 3.5, TickLabel(v, axes.y_step), 9.5, "end", "fill=\"#555\"");
+    svg.Text(kLeft - 5, axes.Y(v) + 3.5, AxisTickLabel(v, axes.y_step), 9.5, "end",
+             "fill=\"#555\"");
   }
-  const double x_step = std::max(1.0, std::round(NiceStep(axes.max_step, 5)));
+  const double x_step = std::max(1.0, std::round(NiceAxisStep(axes.max_step, 5)));
   for (long k = 0; static_cast<double>(k) * x_step <= axes.max_step + 1e-9; ++k) {
     double s = static_cast<double>(k) * x_step;
     if (axes.X(s) > kLeft + kPlotW - 30) break;  // leave room for the axis name

@@ -77,4 +77,13 @@ std::string FormatBytes(double bytes) {
   return FormatFixed(bytes, bytes < 100 ? 1 : 0) + " " + kUnits[unit];
 }
 
+std::string WithCommas(long n) {
+  std::string digits = std::to_string(n < 0 ? -n : n), out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return (n < 0 ? "-" : "") + out;
+}
+
 }  // namespace saturn

@@ -53,4 +53,8 @@ std::string ContentionWarning(double median, int tasks, bool compared);
 // decimal below 100 of the unit, none from 100).
 std::string FormatBytes(double bytes);
 
+// A count as the report shows a large one: "10,000" (a comma every three
+// digits), "950".
+std::string WithCommas(long n);
+
 }  // namespace saturn

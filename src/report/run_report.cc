@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <map>
 #include <optional>
+#include <set>
 
 #include "common/format.h"
 #include "common/fs.h"
@@ -12,33 +13,18 @@
 #include "contracts/sweep.h"
 #include "report/best.h"
 #include "report/gantt.h"
+#include "report/gantt_merge.h"
+#include "report/groups_summary.h"
 #include "report/loss_charts.h"
 #include "report/phrases.h"
 #include "report/run_costs.h"
 #include "report/svg.h"
+#include "report/task_table.h"
 
 namespace saturn {
 namespace {
 
 using nlohmann::json;
-
-// Whether the cluster names its nodes' GPU types: then each task says the
-// type it ran on ("gpu_type"; "" where it never ran).
-bool NamesTypes(const Cluster& cluster) {
-  return std::any_of(cluster.nodes.begin(), cluster.nodes.end(),
-                     [](const ClusterNode& n) { return !n.gpu_type.empty(); });
-}
-
-// The GPU type of the node a task ran on ("" if it never ran or the node
-// has none).
-std::string TypeOf(const Cluster& cluster, const RunReportTask& t) {
-  int node = t.node.empty() ? -1 : cluster.NodeIndex(t.node);
-  return node < 0 ? "" : cluster.nodes[static_cast<size_t>(node)].gpu_type;
-}
-
-}  // namespace
-
-namespace {
 
 // What current practice (each task on a whole node, one after another)
 // would have taken, estimated from the same profile, against the run:
@@ -104,11 +90,22 @@ std::string CurrentPracticeHtml(const RunReportInput& in, const json& cp) {
 
 // Each task's colour in every picture of the report, by its place among
 // the run's tasks (then the first plan's, for a task the run no longer has).
-std::map<std::string, TaskColor> TaskColors(const RunReportInput& in) {
+// Where the groups are summarised, the tasks drawn one by one come first
+// (those of no table, then the charted groups'), so they take the palette's
+// first, plain colours.
+std::map<std::string, TaskColor> TaskColors(const RunReportInput& in, const GroupsSummary& groups) {
   std::map<std::string, TaskColor> colors;
   auto add = [&](const std::string& task) {
     if (!colors.count(task)) colors[task] = PaletteColor(colors.size());
   };
+  if (groups.summarised) {
+    for (const RunReportTask& t : in.tasks)
+      if (t.group.empty()) add(t.name);
+    for (const std::string& sweep : WorstGroupSweeps(groups, kChartedGroups)) {
+      for (const RunReportTask& t : in.tasks)
+        if (!t.group.empty() && t.sweep == sweep) add(t.name);
+    }
+  }
   for (const RunReportTask& t : in.tasks)
     add(t.name);
   for (const PlanTask& t : in.first_plan.tasks)
@@ -147,175 +144,95 @@ std::string GanttsHtml(const RunReportInput& in, int switches,
     baseline.colors = colors;
     chart.time_end = baseline.time_end =
         std::max({cp.makespan_s, in.makespan_s, in.first_plan.makespan_s});
-    baseline_svg = RenderGanttSvg(baseline) + "\n";
+    const GanttMerge merged = MergeNarrowBars(baseline);
+    baseline_svg = RenderGanttSvg(baseline) + "\n" + MergedBarsNote(merged);
   }
-  return RenderGanttSvg(chart) + "\n" + baseline_svg;
+  const GanttMerge merged = MergeNarrowBars(chart);
+  return RenderGanttSvg(chart) + "\n" + MergedBarsNote(merged) + baseline_svg;
 }
 
-bool IsBest(const RunReportTask& t, const std::map<std::string, std::string>& best_of) {
-  auto it = best_of.find(t.sweep.empty() ? t.name : t.sweep);
-  return it != best_of.end() && it->second == t.name;
+// A task's curves, in its colour; a loss that is not finite (a group that
+// diverged) has no place on an axis and is left out.
+LossSeries SeriesOf(const RunReportTask& t, const Evals& evals,
+                    const std::map<std::string, std::string>& best_of,
+                    const std::map<std::string, TaskColor>& colors) {
+  LossSeries s;
+  s.task = t.name;
+  s.group = t.sweep;
+  for (const auto& [step, loss] : t.losses)
+    if (std::isfinite(loss)) s.train.push_back({step, loss});
+  if (const auto* e = EvalsOfTask(evals, t.name)) {
+    for (const auto& [step, p] : *e)
+      if (std::isfinite(p.loss)) s.eval.push_back({step, p.loss});
+  }
+  s.color = colors.at(t.name);
+  if (IsBest(t, best_of)) s.note = "best";
+  if (t.status != TaskStatus::kFinished) s.note = ToString(t.status);
+  return s;
 }
 
-// A chart per sweep (or task alone), curves in the tasks' colours.
+// A chart per sweep (or task alone), curves in the tasks' colours. Of a
+// run whose groups are summarised, the tasks of no table, then the
+// kChartedGroups groups of highest held-out loss, highest first, and a line
+// that says so.
 std::string LossHtml(const RunReportInput& in, const Evals& evals,
                      const std::map<std::string, std::string>& best_of,
-                     const std::map<std::string, TaskColor>& colors) {
+                     const std::map<std::string, TaskColor>& colors, const GroupsSummary& groups) {
   std::vector<LossSeries> series;
   for (const RunReportTask& t : in.tasks) {
-    LossSeries s;
-    s.task = t.name;
-    s.group = t.sweep;
-    s.train = t.losses;
-    if (const auto* e = EvalsOfTask(evals, t.name)) {
-      for (const auto& [step, p] : *e)
-        s.eval.push_back({step, p.loss});
+    if (!groups.summarised || t.group.empty())
+      series.push_back(SeriesOf(t, evals, best_of, colors));
+  }
+  std::string note;
+  if (groups.summarised) {
+    const std::vector<std::string> worst = WorstGroupSweeps(groups, kChartedGroups);
+    for (const std::string& sweep : worst) {
+      for (const RunReportTask& t : in.tasks) {
+        if (!t.group.empty() && t.sweep == sweep)
+          series.push_back(SeriesOf(t, evals, best_of, colors));
+      }
     }
-    s.color = colors.at(t.name);
-    if (IsBest(t, best_of)) s.note = "best";
-    if (t.status != TaskStatus::kFinished) s.note = ToString(t.status);
-    series.push_back(std::move(s));
+    note = "<p class=\"note\">" +
+           (worst.empty() ? std::string("No group has a held-out loss to choose charts by")
+                          : "The " + Plural(static_cast<long>(worst.size()), "group") +
+                                " of highest held-out loss") +
+           " of " + WithCommas(static_cast<long>(groups.groups.size())) +
+           " groups; every group's losses are in the groups table above.</p>\n";
   }
-  return "<h2>Loss curves</h2>\n<div class=\"curves\">\n" + LossChartsHtml(series) + "</div>\n";
+  return "<h2>Loss curves</h2>\n" + note + "<div class=\"curves\">\n" + LossChartsHtml(series) +
+         "</div>\n";
 }
 
-// The hyper-parameters' columns: every swept field of any task, in the
-// order the tasks name them; headed by the short key the task names use
-// ("lr"), or the whole path where two fields share one.
-std::vector<std::pair<std::string, std::string>> HyperParameterColumns(const RunReportInput& in) {
-  std::vector<std::string> paths;
-  for (const RunReportTask& t : in.tasks) {
-    for (const auto& [path, value] : t.hyperparameters) {
-      if (std::find(paths.begin(), paths.end(), path) == paths.end()) paths.push_back(path);
-    }
-  }
-  return HyperParameterHeaders(paths);
-}
-
-// The bytes of every task folder whose size is known; nullopt where none is.
-
-// A task's value in a hyper-parameter column: the one its sweep gave it,
-// else its own setting as written (a task of no sweep, or of a sweep that
-// varied other fields); null where it has none.
-json ColumnValue(const RunReportTask& t, const std::string& path) {
-  for (const auto& [swept, value] : t.hyperparameters) {
-    if (swept == path) return value;
-  }
-  const json* at = &t.settings;
-  for (size_t begin = 0;;) {
-    const size_t dot = path.find('.', begin);
-    const std::string key = path.substr(begin, dot == std::string::npos ? dot : dot - begin);
-    if (!at->is_object() || !at->contains(key)) return nullptr;
-    at = &(*at)[key];
-    if (dot == std::string::npos) break;
-    begin = dot + 1;
-  }
-  return at->is_object() ? json() : *at;
-}
-
-// Whether any task's evaluations report an accuracy.
-bool AnyAccuracy(const Evals& evals) {
-  for (const auto& [task, points] : evals) {
-    for (const auto& [step, e] : points) {
-      if (e.accuracy >= 0) return true;
-    }
-  }
-  return false;
-}
-
-// A task's evaluation cells (loss, and accuracy where `accuracy`): a
-// finished task's final evaluation, another's latest "@ step" (one stopped
-// early, one still running); its best evaluation's kept model in the title.
-std::string EvalCells(const RunReportTask& t, const Evals& evals,
-                      const std::map<std::string, std::string>& best_of, bool accuracy) {
-  const auto* points = EvalsOfTask(evals, t.name);
-  const EvalPoint* e = FinalEval(t, points);
-  std::string at;
-  if (e == nullptr && t.status != TaskStatus::kFinished && (e = LatestEval(points)) != nullptr)
-    at = " <span class=\"none\">@ " + std::to_string(e->step) + "</span>";
-  std::string title;
-  if (!t.best_model.is_null()) {
-    title = " title=\"its best evaluation by " + XmlEscape(t.best_model.value("metric", "")) +
-            ": " + FormatLoss(t.best_model["value"].get<double>()) + " at step " +
-            std::to_string(t.best_model["step"].get<long>()) + ", kept as " +
-            XmlEscape(t.best_model["path"].get<std::string>()) + "\"";
-  }
-  std::string cells = "<td" + title + ">" +
-                      (e ? FormatLoss(e->loss) + at + (IsBest(t, best_of) ? " (best)" : "") : "") +
-                      "</td>";
-  if (accuracy) {
-    cells += "<td>" + (e && e->accuracy >= 0 ? FormatFixed(e->accuracy, 4) + at : "") + "</td>";
-  }
-  return cells;
-}
-
-// The task table. A task that never started (cancelled or failed before its
-// first worker) ran nowhere: no technique, GPUs, node or times.
-std::string TableHtml(const RunReportInput& in, const Evals& evals,
+// The task table's rows: every task, or where the groups are summarised the
+// tasks of no table (the groups table has the rest) with a line that says so.
+std::string TasksHtml(const RunReportInput& in, const Evals& evals,
                       const std::map<std::string, std::string>& best_of,
-                      const std::map<std::string, TaskColor>& colors) {
-  const bool types = NamesTypes(in.cluster);
-  const auto columns = HyperParameterColumns(in);
-  // Evaluation columns only where tasks evaluated.
-  const bool evaluated = !evals.empty();
-  const bool accuracy = AnyAccuracy(evals);
-  std::string hp_headers;
-  for (const auto& [path, header] : columns)
-    hp_headers += "<th title=\"" + XmlEscape(path) + "\">" + XmlEscape(header) + "</th>";
-  std::string html =
-      "<h2>Tasks</h2>\n<table><tr><th>task</th>" + hp_headers +
-      "<th>status</th><th>technique</th>"
-      "<th>GPUs</th><th>node</th>" +
-      std::string(types ? "<th>GPU type</th>" : "") +
-      "<th>why this configuration</th><th>start</th><th>end</th>"
-      "<th>steps</th><th>final loss</th>" +
-      std::string(evaluated ? "<th>eval loss</th>" : "") +
-      std::string(accuracy ? "<th>eval accuracy</th>" : "") +
-      "<th>attempts</th>"
-      "<th title=\"bytes of its task folder: checkpoints kept, model.pt, adapters.pt, ...\">"
-      "disk</th><th>error</th></tr>\n";
-  const std::string none = "<span class=\"none\">–</span>";
+                      const std::map<std::string, TaskColor>& colors, const GroupsSummary& groups) {
+  std::vector<const RunReportTask*> rows;
+  Evals row_evals;  // the rows' evaluations: columns only for those
   for (const RunReportTask& t : in.tasks) {
-    const bool ran = t.attempts > 0;
-    auto cell = [&](bool known, const std::string& text) {
-      return "<td>" + (known ? text : none) + "</td>";
-    };
-    std::string hp_cells;
-    for (const auto& [path, header] : columns) {
-      const json value = ColumnValue(t, path);
-      hp_cells += value.is_null()
-                      ? cell(false, "")
-                      : "<td class=\"hp\">" + XmlEscape(HyperParameterText(value)) + "</td>";
-    }
-    html += std::string("<tr") + (t.status == TaskStatus::kFailed ? " class=\"failed\"" : "") +
-            "><td><span class=\"swatch\" style=\"background:" + colors.at(t.name).line +
-            "\"></span>" + XmlEscape(t.name) + "</td>" + hp_cells + "<td>" +
-            std::string(ToString(t.status)) + "</td>" +
-            cell(ran && !t.technique.empty(), XmlEscape(t.technique)) +
-            cell(ran && t.gpus > 0, std::to_string(t.gpus)) +
-            cell(ran && !t.node.empty(), XmlEscape(t.node)) +
-            (types ? cell(ran && !TypeOf(in.cluster, t).empty(), XmlEscape(TypeOf(in.cluster, t)))
-                   : "") +
-            cell(ran && !t.why.empty(), XmlEscape(t.why)) +
-            cell(ran && t.start_s >= 0, FormatDuration(t.start_s)) +
-            cell(ran && t.end_s >= 0, FormatDuration(t.end_s)) + "<td>" +
-            std::to_string(t.steps_done) + "/" + std::to_string(t.steps) + "</td>" +
-            cell(t.status == TaskStatus::kFinished, FormatLoss(t.final_loss)) +
-            (evaluated ? EvalCells(t, evals, best_of, accuracy) : "") + "<td>" +
-            std::to_string(t.attempts) +
-            (t.failures > 0 ? " (" + std::to_string(t.failures) + " failed)" : "") + "</td>" +
-            (t.disk_bytes >= 0
-                 ? "<td class=\"disk\">" + FormatBytes(static_cast<double>(t.disk_bytes)) + "</td>"
-                 : cell(false, "")) +
-            "<td>" + XmlEscape(t.error) + "</td></tr>\n";
+    if (groups.summarised && !t.group.empty()) continue;
+    rows.push_back(&t);
+    if (const auto* e = EvalsOfTask(evals, t.name)) row_evals[t.name] = *e;
   }
-  html += "</table>\n";
-  if (const std::optional<long long> total = TotalDiskBytes(in)) {
-    html += "<p class=\"disk\">The tasks' folders hold <b>" +
-            FormatBytes(static_cast<double>(*total)) + "</b> on disk (<code>" +
-            XmlEscape(in.run_dir) + "/tasks/</code>).</p>\n";
+  if (!groups.summarised) return TaskTableHtml(in, rows, evals, best_of, colors);
+  return TaskTableHtml(in, rows, row_evals, best_of, colors) + "<p class=\"note\">The " +
+         WithCommas(static_cast<long>(groups.rows.size())) +
+         " tasks of the table's groups are in the groups table above.</p>\n";
+}
+
+// "Best models": of a run whose groups are summarised, the sweeps of no
+// group (the groups table marks each group's best).
+std::string BestModelsHtml(const json& best, const GroupsSummary& groups) {
+  if (!groups.summarised) return BestHtml(best);
+  std::set<std::string> group_sweeps;
+  for (const ReportGroup& g : groups.groups)
+    group_sweeps.insert(g.sweep);
+  json kept = json::array();
+  for (const json& b : best) {
+    if (!group_sweeps.count(b["sweep"].get<std::string>())) kept.push_back(b);
   }
-  return html;
+  return BestHtml(kept);
 }
 
 // The warning that tasks ran markedly slower than profiled, or "".
@@ -325,11 +242,11 @@ std::string WarningHtml(const json& slowdown) {
   return "<p class=\"warning\"><b>Slower than profiled:</b> " + XmlEscape(text) + "</p>\n";
 }
 
-// report.html: Gantts, best models, loss curves, task table.
+// report.html: Gantts, best models, groups, loss curves, task table.
 std::string ReportHtml(const RunReportInput& in, const Evals& evals, const json& best,
                        const std::map<std::string, std::string>& best_of, int switches,
-                       double ratio, const json& slowdown) {
-  const std::map<std::string, TaskColor> colors = TaskColors(in);
+                       double ratio, const json& slowdown, const GroupsSummary& groups) {
+  const std::map<std::string, TaskColor> colors = TaskColors(in, groups);
   return "<!doctype html><html><head><meta charset=\"utf-8\"><title>Saturn run report</title>"
          "<style>body{font-family:Helvetica,Arial,sans-serif;margin:24px;color:#222}"
          "table{border-collapse:collapse}td,th{border:1px solid #ddd;padding:4px 8px;"
@@ -338,15 +255,40 @@ std::string ReportHtml(const RunReportInput& in, const Evals& evals, const json&
          "color:#999}.no-loss{width:"
          "100%;color:#555;font-size:14px}."
          "swatch{display:inline-block;width:10px;"
-         "height:10px;border-radius:2px;margin-right:6px}</style></head><body>\n"
+         "height:10px;border-radius:2px;margin-right:6px}.note{color:#555;font-size:13px}"
+         "</style></head><body>\n"
          "<h1>Saturn run report</h1>\n<p>Workload <code>" +
          XmlEscape(in.workload) + "</code>: actual makespan <b>" + FormatDuration(in.makespan_s) +
          "</b>, first plan " + FormatDuration(in.first_plan.makespan_s) + " (ratio " +
          FormatFixed(ratio, 3) + "), " + Plural(switches, "plan switch") + ", profiling " +
          FormatDuration(in.profiling_s) + ", planning " + FormatDuration(in.planning_s) +
          ".</p>\n" + CurrentPracticeHtml(in, CurrentPractice(in)) + WarningHtml(slowdown) +
-         GanttsHtml(in, switches, colors) + BestHtml(best) + LossHtml(in, evals, best_of, colors) +
-         TableHtml(in, evals, best_of, colors) + "</body></html>\n";
+         GanttsHtml(in, switches, colors) + BestModelsHtml(best, groups) + GroupsHtml(groups) +
+         LossHtml(in, evals, best_of, colors, groups) +
+         TasksHtml(in, evals, best_of, colors, groups) + "</body></html>\n";
+}
+
+// Each task's slowdown against its profile (SlowdownOf), from its own
+// events: 10,000 tasks do not each read every event.
+std::vector<std::optional<double>> Slowdowns(const RunReportInput& in) {
+  std::map<std::string, std::vector<Event>> events_of;
+  for (const Event& e : in.events)
+    events_of[e.task].push_back(e);
+  std::vector<std::optional<double>> slowdowns;
+  for (const RunReportTask& t : in.tasks)
+    slowdowns.push_back(SlowdownOf(t, events_of[t.name]));
+  return slowdowns;
+}
+
+// report.json's "hyperparameter_values" of a task: its value in each column.
+json HyperParameterValues(const RunReportTask& t,
+                          const std::vector<std::pair<std::string, std::string>>& columns) {
+  json values = json::object();
+  for (const auto& [path, header] : columns) {
+    json value = ColumnValue(t, path);
+    if (!value.is_null()) values[path] = std::move(value);
+  }
+  return values;
 }
 
 }  // namespace
@@ -369,14 +311,15 @@ json WriteRunReport(const RunReportInput& in) {
   if (in.first_plan.extra.contains("baselines")) {
     report["baselines"] = in.first_plan.extra["baselines"];
   }
-  std::vector<std::optional<double>> slowdowns;
-  for (const RunReportTask& t : in.tasks)
-    slowdowns.push_back(SlowdownOf(t, in.events));
+  const std::vector<std::optional<double>> slowdowns = Slowdowns(in);
   const json slowdown = SlowdownVsProfile(slowdowns, !report["current_practice"].is_null());
   report["slowdown_vs_profile"] = slowdown;
   const std::optional<long long> disk = TotalDiskBytes(in);
   report["disk_bytes"] = disk ? json(*disk) : json();
-  const auto columns = HyperParameterColumns(in);
+  std::vector<const RunReportTask*> all;
+  for (const RunReportTask& t : in.tasks)
+    all.push_back(&t);
+  const auto columns = HyperParameterColumns(all);
   const Evals evals = EvalsOf(in.events);
   auto evals_of = [&](const std::string& task) { return EvalsOfTask(evals, task); };
   std::map<std::string, std::string> best_of;  // sweep -> task
@@ -418,16 +361,15 @@ json WriteRunReport(const RunReportInput& in) {
     }
     if (NamesTypes(in.cluster)) report["tasks"].back()["gpu_type"] = TypeOf(in.cluster, t);
     if (!t.pack.empty()) report["tasks"].back()["pack"] = t.pack;
+    if (!t.group.empty()) {
+      report["tasks"].back()["group"] = t.group;
+      report["tasks"].back()["train_rows"] = t.train_rows;
+    }
     json hyperparameters = json::object();
     for (const auto& [path, value] : t.hyperparameters)
       hyperparameters[path] = value;
     report["tasks"].back()["hyperparameters"] = std::move(hyperparameters);
-    json values = json::object();
-    for (const auto& [path, header] : columns) {
-      json value = ColumnValue(t, path);
-      if (!value.is_null()) values[path] = std::move(value);
-    }
-    report["tasks"].back()["hyperparameter_values"] = std::move(values);
+    report["tasks"].back()["hyperparameter_values"] = HyperParameterValues(t, columns);
     report["tasks"].back()["best_model"] = t.best_model;
     // Its latest evaluation, whatever its end (one stopped early included).
     const EvalPoint* latest = LatestEval(evals_of(t.name));
@@ -436,10 +378,12 @@ json WriteRunReport(const RunReportInput& in) {
     report["tasks"].back()["disk_bytes"] = t.disk_bytes >= 0 ? json(t.disk_bytes) : json();
   }
   report["best"] = best;
+  const GroupsSummary groups = SummariseGroups(in.tasks, evals, best_of);
+  if (!groups.groups.empty()) report["groups"] = GroupsJson(groups);
   WriteFileAtomic(in.run_dir + "/report.json", report.dump(2) + "\n");
 
   WriteFileAtomic(in.run_dir + "/report.html",
-                  ReportHtml(in, evals, best, best_of, switches, ratio, slowdown));
+                  ReportHtml(in, evals, best, best_of, switches, ratio, slowdown, groups));
   return report;
 }
 

@@ -24,6 +24,15 @@
 // has one; "warning" is ContentionWarning's sentence from a median of
 // kMarkedSlowdown up, else null), also said under the headline.
 //
+// Groups (docs/groups.md): a table task's "group" and "train_rows", and
+// the run's "groups" (report/groups_summary.h: the count, the histogram of
+// the groups' held-out losses, the slowest groups) where it has table
+// tasks; report.html's "Groups" section, and from more than
+// kSummariseGroupTasksOver table tasks the groups summarised: loss charts of
+// the worst few groups only, no task-table row or best-models line per
+// group. A Gantt of more than kMaxGanttBars bars merges those too narrow to
+// read (report/gantt_merge.h).
+//
 // Disk: each task's "disk_bytes" (its task folder: checkpoints kept,
 // model.pt, adapters.pt, ...; null where unknown), the run's "disk_bytes"
 // (their sum), a column of the task table and a line under it.
@@ -90,6 +99,12 @@ struct RunReportTask : TaskState {
   // The pack it trained in last ("" alone): report.json's "pack"; the
   // actual Gantt chart draws a pack's members as one bar.
   std::string pack;
+  // A table task's group (WorkloadTask::group; "" for any other task) and
+  // its group's training rows (its spec's data.train_rows): report.json's
+  // "group" and "train_rows", and the report's groups summary
+  // (report/groups_summary.h).
+  std::string group;
+  long train_rows = 0;
 };
 
 struct RunReportInput {

@@ -1,8 +1,11 @@
 #include "report/svg.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <functional>
+
+#include "common/format.h"
 
 namespace saturn {
 namespace {
@@ -112,6 +115,26 @@ double NiceTick(double span, int target) {
     if (s >= raw) return s;
   }
   return std::pow(10.0, std::ceil(std::log10(raw)));
+}
+
+double NiceAxisStep(double span, int target) {
+  double raw = span / std::max(1, target);
+  double pow10 = std::pow(10.0, std::floor(std::log10(raw)));
+  for (double m : {1.0, 2.0, 2.5, 5.0, 10.0}) {
+    if (m * pow10 >= raw * (1 - 1e-9)) return m * pow10;
+  }
+  return 10 * pow10;
+}
+
+std::string AxisTickLabel(double value, double step) {
+  int decimals = 0;
+  while (decimals < 6) {
+    double scaled = step * std::pow(10.0, decimals);
+    if (std::fabs(scaled - std::round(scaled)) < 1e-6 * std::max(1.0, scaled)) break;
+    ++decimals;
+  }
+  std::string text = FormatFixed(value, decimals);
+  return text == "-0" ? "0" : text;
 }
 
 SvgWriter::SvgWriter(double width, double height) : width_(width), height_(height) {}

@@ -36,6 +36,11 @@ TaskColor PaletteColor(size_t index);
 // Tick spacing for an axis of `span` seconds with about `target` ticks, in
 // human steps (1, 2, 5 x 10^k seconds, or minutes/hours).
 double NiceTick(double span, int target);
+// An axis step of 1, 2, 2.5 or 5 x 10^k giving about `target` ticks over
+// `span` (a loss or a count).
+double NiceAxisStep(double span, int target);
+// A tick's label with as many decimals as its step needs: 0.25, 2.5, 3.
+std::string AxisTickLabel(double value, double step);
 
 class SvgWriter {
  public:
