@@ -11,6 +11,7 @@
 #include "common/format.h"
 #include "common/fs.h"
 #include "contracts/workload_model.h"
+#include "table/csv_text.h"
 #include "table/group_file.h"
 
 namespace saturn {
@@ -44,7 +45,9 @@ std::string GroupFile(const table::TableSpec& spec, const YamlFields& d) {
     auto it = made.find(seen);
     if (it != made.end() && fs::exists(it->second, ec)) return it->second;
   }
-  std::string bytes = ReadFile(spec.path);
+  // Read once: hashed for the name, and parsed unless the file is there.
+  const table::CsvText csv(spec.path);
+  const std::string_view bytes = csv.view();
   std::string text = key.dump();
   uint32_t crc = Crc32c(bytes.data(), bytes.size());
   crc = Crc32c(text.data(), text.size(), crc);
@@ -52,7 +55,8 @@ std::string GroupFile(const table::TableSpec& spec, const YamlFields& d) {
                       (Crc32cHex(crc) + "-" + std::to_string(bytes.size()) + ".groups"))
                          .string();
   if (!fs::exists(path, ec)) {
-    table::GroupedTable t = table::ReadGroupedTable(spec, d.source(), YamlLine(d.node()), d.path());
+    table::GroupedTable t =
+        table::ReadGroupedTable(spec, bytes, d.source(), YamlLine(d.node()), d.path());
     WriteGroupFile(t, path);
   }
   std::lock_guard<std::mutex> lock(tables_mutex);

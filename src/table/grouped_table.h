@@ -28,6 +28,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace saturn::table {
@@ -73,6 +74,10 @@ struct GroupedTable {
 // header, else the CSV file, its line and column for a bad value.
 GroupedTable ReadGroupedTable(const TableSpec& spec, const std::string& workload, int line,
                               const std::string& field);
+// The same from `text`, the bytes of spec.path (table/csv_text.h's
+// CsvText), read once by a caller that also hashes them.
+GroupedTable ReadGroupedTable(const TableSpec& spec, std::string_view text,
+                              const std::string& workload, int line, const std::string& field);
 
 // A group value made fit for a task's name: letters, digits, '.', '_' and
 // '-' kept, anything else '_' (an empty value is "_").

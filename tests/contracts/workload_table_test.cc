@@ -4,6 +4,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -79,6 +80,20 @@ TEST_F(WorkloadTableTest, EachGroupIsATaskWithItsOwnRowsStepsAndOneTrialKey) {
   EXPECT_EQ(north.spec["model"]["loss"], "mse");
   EXPECT_EQ(north.trial_key, w.tasks[1].trial_key);
   EXPECT_TRUE(fs::exists(north.spec["data"]["path"].get<std::string>()));
+}
+
+TEST_F(WorkloadTableTest, TheGroupFileIsNamedByTheCsvsBytesAndMadeOnce) {
+  std::string first = Parse(kData).tasks[0].spec["data"]["path"];
+  EXPECT_EQ(Parse(kData).tasks[0].spec["data"]["path"], first);
+  // Another table of the same size: another file, its own rows.
+  std::string csv = ReadFile(dir_ + "/jobs.csv");
+  csv[csv.find(",10\n") + 2] = '9';
+  auto stamp = fs::last_write_time(dir_ + "/jobs.csv");
+  WriteFileAtomic(dir_ + "/jobs.csv", csv);
+  fs::last_write_time(dir_ + "/jobs.csv", stamp + std::chrono::seconds(1));  // coarse clocks
+  Workload w = Parse(kData);
+  EXPECT_NE(w.tasks[0].spec["data"]["path"], first);
+  EXPECT_TRUE(fs::exists(first));
 }
 
 TEST_F(WorkloadTableTest, ASweepMakesEachGroupsVariantsItsSweep) {

@@ -154,6 +154,25 @@ TEST_F(GroupedTableTest, AByteOrderMarkSpacesAndAGroupNamedNaAreRead) {
   EXPECT_EQ(t.groups[1].name, "none");
 }
 
+TEST_F(GroupedTableTest, QuotedFieldsLineEndsAndALastLineWithoutItsEndAreRead) {
+  TableSpec spec = Spec(
+      "g,x,y,z\r\n\"a,\nb\",1,2,3\r\n\"a,\nb\",\"4\",5,6\r\n\r\nc,7,8,9\rc,1e1,-.5, 2 \nc,3,4,5");
+  GroupedTable t = ReadGroupedTable(spec, "w.yaml", 7, "tasks[0].data");
+  ASSERT_EQ(t.groups.size(), 2u);
+  EXPECT_EQ(t.groups[0].name, "a,\nb");
+  EXPECT_EQ(t.groups[0].rows, 2);
+  EXPECT_EQ(t.groups[1].rows, 3);
+  std::vector<float> xs;
+  for (int64_t r = 0; r < t.Rows(); ++r)
+    xs.push_back(t.Row(r)[0] + t.Row(r)[1] + t.labels[static_cast<size_t>(r)]);
+  std::sort(xs.begin(), xs.end());
+  EXPECT_THAT(xs, ElementsAre(6, 11.5f, 12, 15, 24));
+  spec = Spec("g,x,y,z\na,1,2,3\r\na,1,2,3\r\na,\"1\"x,2,3\n");
+  EXPECT_THAT(ErrorOf(spec), HasSubstr("t.csv:4: unexpected character after a closing quote"));
+  spec = Spec("g,x,y,z\na,1,2,3\r\r\na, 1 ,2,3\na,inf,2,3\n");
+  EXPECT_THAT(ErrorOf(spec), HasSubstr("t.csv:5: x: feature is not a number: 'inf'"));
+}
+
 TEST_F(GroupedTableTest, TheGroupFileGivesEachGroupItsOwnRows) {
   GroupedTable t = ReadGroupedTable(Spec(Csv(3)), "w.yaml", 7, "tasks[0].data");
   std::string path = dir_ + "/t.groups";
