@@ -14,32 +14,43 @@
 # The table: N Zipf-sized groups of 8 features (bench/groups/make_tables.py),
 # linear regression, 5 epochs of batch 64, Adam at 1e-2.
 #
-#   bench/groups/groups_bench.sh [BUILD_DIR] [--groups N] [--rows R] [--no-pack]
+# With --philly, the table is the Philly trace grouped by cluster instead
+# (make_tables.py philly: predict log duration from submission hour,
+# weekday and GPU count; 15 clusters of 3 to 41,226 jobs, so
+# min_group_rows: 3).
+#
+#   bench/groups/groups_bench.sh [BUILD_DIR] [--groups N] [--rows R] [--no-pack] [--philly]
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 source_dir=$(cd "$here/../.." && pwd)
 build=$source_dir/build
-groups=1000 rows=2000000 no_pack=0
+groups=1000 rows=2000000 no_pack=0 philly=0
 while [[ $# -gt 0 ]]; do
   case $1 in
     --groups) groups=$2; shift 2 ;;
     --rows) rows=$2; shift 2 ;;
     --no-pack) no_pack=1; shift ;;
+    --philly) philly=1; shift ;;
     *) build=$1; shift ;;
   esac
 done
 work=${WORK:-$(mktemp -d)}
 echo "work folder: $work" >&2
-table=$work/zipf.csv
-features=f0,f1,f2,f3,f4,f5,f6,f7
-[[ -f $table ]] || /usr/bin/python3 "$here/make_tables.py" zipf --out "$table" --groups "$groups" \
-  --rows "$rows" --features 8 --seed 0
+if [[ $philly == 1 ]]; then
+  table=$work/philly.csv features=hour,weekday,gpus label=log_duration group_by=cluster
+  [[ -f $table ]] || /usr/bin/python3 "$here/make_tables.py" philly --out "$table"
+  extra=", min_group_rows: 3" bench_extra=(--min-group-rows 3)
+else
+  table=$work/zipf.csv features=f0,f1,f2,f3,f4,f5,f6,f7 label=y group_by=group extra="" bench_extra=()
+  [[ -f $table ]] || /usr/bin/python3 "$here/make_tables.py" zipf --out "$table" --groups "$groups" \
+    --rows "$rows" --features 8 --seed 0
+fi
 cat >"$work/w.yaml" <<YAML
 cluster: {nodes: [{name: n0, gpus: 2, gpu_memory_gib: 4}]}
 tasks:
   - name: g
     model: {type: mlp, layers: 0}
-    data: {type: table, path: $table, features: [$features], label: y, group_by: group}
+    data: {type: table, path: $table, features: [$features], label: $label, group_by: $group_by$extra}
     batch_size: 64
     optimizer: {type: adam, lr: 1.0e-2}
     epochs: 5
@@ -52,10 +63,10 @@ seconds() {  # seconds COMMAND...: runs it, prints its wall seconds
   echo "$end - $start" | bc
 }
 plain=$(OPENBLAS_NUM_THREADS=2 seconds /usr/bin/python3 "$here/plain_loop.py" --csv "$table" \
-  --group-by group --features "$features" --label y --epochs 5 --batch 64 --lr 1e-2 --threads 2 \
+  --group-by "$group_by" --features "$features" --label "$label" --epochs 5 --batch 64 --lr 1e-2 --threads 2 \
   --out "$work/plain.json")
-OPENBLAS_NUM_THREADS=1 "$build/bench/groups/array_bench" --csv "$table" --group-by group --features "$features" --label y \
-  --threads 1 --group-file "$work/bench.groups" --out "$work/array.json" 2>/dev/null
+OPENBLAS_NUM_THREADS=1 "$build/bench/groups/array_bench" --csv "$table" --group-by "$group_by" --features "$features" --label "$label" \
+  "${bench_extra[@]}" --threads 1 --group-file "$work/bench.groups" --out "$work/array.json" 2>/dev/null
 saturn=$(XDG_CACHE_HOME=$work/cache seconds "$build/src/cli/saturn" run "$work/w.yaml" \
   --run-dir "$work/run")
 if [[ $no_pack == 1 ]]; then

@@ -6,10 +6,10 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cstdio>
-#include <exception>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
+#include <exception>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
@@ -310,8 +310,7 @@ void RunState::AddLosses(const std::string& task,
   }
 }
 
-RunState::Batch::Batch(RunState& state)
-    : state_(state), exceptions_(std::uncaught_exceptions()) {
+RunState::Batch::Batch(RunState& state) : state_(state), exceptions_(std::uncaught_exceptions()) {
   Check(state_.db_, sqlite3_exec(state_.db_, "SAVEPOINT batch", nullptr, nullptr, nullptr),
         "SAVEPOINT");
   ++state_.batch_depth_;

@@ -334,9 +334,8 @@ PackedPlanResult PlanWithPacks(const Problem& problem, const PackTerms& terms,
   }
   PlanRequest share = request;
   if (request.anytime) share.time_limit_s /= 1.0 + static_cast<double>(candidates.size());
-  out.result = RunPlanner(problem, PackedWinsAnyway(problem, terms, candidates)
-                                       ? ShortSolve(share)
-                                       : share);
+  out.result =
+      RunPlanner(problem, PackedWinsAnyway(problem, terms, candidates) ? ShortSolve(share) : share);
   if (!may_pack) return out;
   out.unpacked_makespan_s = out.result.plan.makespan_s;
   double solve_s = out.result.plan.solve_time_s;
