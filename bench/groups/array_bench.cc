@@ -16,7 +16,6 @@
 #include <filesystem>
 #include <iostream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -36,26 +35,18 @@ double Since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-std::vector<std::string> Split(const std::string& list) {
-  std::vector<std::string> out;
-  std::stringstream in(list);
-  for (std::string item; std::getline(in, item, ',');)
-    out.push_back(item);
-  return out;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"fused arrays against each group alone"};
   saturn::table::TableSpec spec;
-  std::string features, out, group_file = "/tmp/array_bench.groups";
+  std::string out, group_file = "/tmp/array_bench.groups";
   int64_t epochs = 5, batch = 64, layers = 0, width = 16;
   int threads = 1, alone_limit = 0;
   double lr = 1e-2;
   app.add_option("--csv", spec.path)->required();
   app.add_option("--group-by", spec.group_by)->required();
-  app.add_option("--features", features)->required();
+  app.add_option("--features", spec.features)->required()->delimiter(',');
   app.add_option("--label", spec.label)->required();
   app.add_option("--epochs", epochs);
   app.add_option("--batch", batch);
@@ -68,7 +59,6 @@ int main(int argc, char** argv) {
   app.add_option("--group-file", group_file);
   app.add_option("--out", out);
   CLI11_PARSE(app, argc, argv);
-  spec.features = Split(features);
   at::set_num_threads(threads);
 
   auto start = std::chrono::steady_clock::now();

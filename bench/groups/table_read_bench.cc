@@ -20,7 +20,6 @@
 #include <fstream>
 #include <iostream>
 #include <limits>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -56,14 +55,6 @@ std::ostream& operator<<(std::ostream& out, const Lowest& l) {
   return out << l.wall << " s (cpu " << l.cpu << " s)";
 }
 
-std::vector<std::string> Split(const std::string& list) {
-  std::vector<std::string> out;
-  std::stringstream in(list);
-  for (std::string item; std::getline(in, item, ',');)
-    out.push_back(item);
-  return out;
-}
-
 std::string Workload(const saturn::table::TableSpec& spec) {
   std::string features;
   for (const std::string& f : spec.features)
@@ -86,18 +77,17 @@ std::string Workload(const saturn::table::TableSpec& spec) {
 int main(int argc, char** argv) {
   CLI::App app{"reading a CSV table into a group file"};
   saturn::table::TableSpec spec;
-  std::string features, dir = "/tmp/table_read_bench";
+  std::string dir = "/tmp/table_read_bench";
   int repeat = 3;
   app.add_option("--csv", spec.path)->required();
   app.add_option("--group-by", spec.group_by)->required();
-  app.add_option("--features", features)->required();
+  app.add_option("--features", spec.features)->required()->delimiter(',');
   app.add_option("--label", spec.label)->required();
   app.add_option("--task", spec.task);
   app.add_option("--repeat", repeat);
   app.add_option("--dir", dir, "scratch folder (removed)");
   CLI11_PARSE(app, argc, argv);
   spec.path = fs::absolute(spec.path).string();
-  spec.features = Split(features);
   const std::string text = Workload(spec);
   Lowest workload, read, write;
   size_t tasks = 0;

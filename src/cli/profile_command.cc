@@ -11,6 +11,7 @@
 #include "common/fs.h"
 #include "contracts/workload.h"
 #include "launch/backend.h"
+#include "launch/worker.h"
 #include "profiler/profiler.h"
 
 namespace saturn {
@@ -28,6 +29,7 @@ struct ProfileOptions {
 };
 
 int RunProfile(const ProfileOptions& o) {
+  PrefetchTechniques(o.profiler.worker, o.plugins);  // while a table's CSV is read
   Workload workload = LoadWorkloadFile(o.workload, o.plugins, o.max_tasks);
   std::unique_ptr<LaunchBackend> backend = MakeBackend(o.backend);
   UseBackendAllocation(workload, *backend);

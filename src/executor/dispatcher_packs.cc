@@ -2,8 +2,10 @@
 // of a pack start in one worker and settle, when it exits, as tasks of their
 // own.
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <string>
 #include <vector>
@@ -35,6 +37,19 @@ std::vector<std::string> NamesOf(const RunContext& run, const std::vector<int>& 
 }
 
 // Moves `from` over `to` (a folder or a file), replacing what is there.
+constexpr double kNan = std::numeric_limits<double>::quiet_NaN();
+
+// A pack member's loss per step as the worker wrote them: JSON has no NaN
+// or inf, so a diverged step's loss is null.
+std::vector<double> MemberLosses(const json& member) {
+  std::vector<double> out;
+  auto it = member.find("losses");
+  if (it == member.end() || !it->is_array()) return out;
+  for (const json& v : *it)
+    out.push_back(v.is_number() ? v.get<double>() : kNan);
+  return out;
+}
+
 void MoveOver(const fs::path& from, const fs::path& to) {
   std::error_code ec;
   if (!fs::exists(from, ec)) return;
@@ -237,7 +252,7 @@ void Dispatcher::SettleMember(int m, const std::string& dir, const json& member,
   for (const char* file : {"model.pt", "adapters.pt"})
     MoveOver(fs::path(dir) / name / file, fs::path(own) / file);
   fs::remove_all(fs::path(dir) / name, ec);
-  std::vector<double> losses = member.value("losses", std::vector<double>{});
+  std::vector<double> losses = MemberLosses(member);
   long from_step = step - static_cast<long>(losses.size());
   long every = std::max(1L, run_.Steps(m) / 500);
   std::vector<std::pair<long, double>> curve;
@@ -246,8 +261,19 @@ void Dispatcher::SettleMember(int m, const std::string& dir, const json& member,
     if (s % every == 0) curve.push_back({s, losses[i]});
   }
   run_.site.state->AddLosses(name, curve);
+  // An array trains on past a member's non-finite loss (a learning rate too
+  // high): the member fails as a task alone that diverged.
+  for (size_t i = 0; i < losses.size(); ++i) {
+    if (std::isfinite(losses[i])) continue;
+    std::string loss = std::isnan(losses[i]) ? "nan" : losses[i] > 0 ? "inf" : "-inf";
+    MarkDiverged(m, "diverged: its training loss is " + loss + " at step " +
+                        std::to_string(from_step + static_cast<long>(i) + 1) +
+                        " (a lower learning rate may train)");
+    return;
+  }
   if (member.contains("eval_loss")) {  // an array member's held-out loss at its end
-    const EvalPoint point{step, member["eval_loss"].get<double>(),
+    const json& eval = member["eval_loss"];
+    const EvalPoint point{step, eval.is_number() ? eval.get<double>() : kNan,
                           member.value("eval_accuracy", -1.0)};
     run_.Emit(events::TaskEvaluated(run_.Now(), run_.Where(m), point, 0.0));
     run_.evals[name][step] = point;

@@ -281,16 +281,16 @@ void StartFresh(RunContext& run, const std::string& workload_text) {
 
 void WriteTaskFolders(const RunContext& run) {
   // Flushed to disk all at once: a flush per file took seconds for a
-  // table's thousands of groups.
+  // table's thousands of groups. An empty one is written again (a power
+  // cut before the flush may leave the renamed file empty).
   bool wrote = false;
   for (size_t k = 0; k < run.tasks.workload().tasks.size(); ++k) {
     std::string dir = run.TaskDir(static_cast<int>(k));
     MakeDirectories(dir + "/checkpoints");
-    if (!fs::exists(dir + "/task.json")) {
-      WriteFileAtomicUnflushed(dir + "/task.json",
-                               run.tasks.workload().tasks[k].spec.dump(2) + "\n");
-      wrote = true;
-    }
+    std::error_code ec;
+    if (fs::file_size(dir + "/task.json", ec) > 0 && !ec) continue;
+    WriteFileAtomicUnflushed(dir + "/task.json", run.tasks.workload().tasks[k].spec.dump(2) + "\n");
+    wrote = true;
   }
   if (wrote) SyncFileSystem(run.site.run_dir);
 }
@@ -301,6 +301,7 @@ void SetUpRun(RunContext& run) {
                          .lexically_normal()
                          .string();
   std::string workload_text = ReadFile(o.workload_path);
+  PrefetchTechniques(o.profiler.worker, o.plugins);  // while a table's CSV is read
   run.tasks.workload() = LoadWorkloadFile(o.workload_path, o.plugins, o.max_tasks);
   std::error_code ec;
   bool folder_existed = fs::exists(run.site.run_dir, ec);

@@ -9,7 +9,6 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <exception>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
@@ -310,7 +309,7 @@ void RunState::AddLosses(const std::string& task,
   }
 }
 
-RunState::Batch::Batch(RunState& state) : state_(state), exceptions_(std::uncaught_exceptions()) {
+RunState::Batch::Batch(RunState& state) : state_(state) {
   Check(state_.db_, sqlite3_exec(state_.db_, "SAVEPOINT batch", nullptr, nullptr, nullptr),
         "SAVEPOINT");
   ++state_.batch_depth_;
@@ -318,13 +317,13 @@ RunState::Batch::Batch(RunState& state) : state_(state), exceptions_(std::uncaug
 
 RunState::Batch::~Batch() {
   --state_.batch_depth_;
-  if (std::uncaught_exceptions() > exceptions_) {
-    sqlite3_exec(state_.db_, "ROLLBACK TO batch", nullptr, nullptr, nullptr);
-    sqlite3_exec(state_.db_, "RELEASE batch", nullptr, nullptr, nullptr);
-  } else if (sqlite3_exec(state_.db_, "RELEASE batch", nullptr, nullptr, nullptr) != SQLITE_OK) {
-    // A destructor cannot throw: say so, as the run goes on without it.
+  // Kept on an exception too: a batch is for speed, not all or nothing (the
+  // events and files it went with stay), so the state keeps what was done.
+  if (sqlite3_exec(state_.db_, "RELEASE batch", nullptr, nullptr, nullptr) != SQLITE_OK) {
+    // A destructor cannot throw: say so, and leave no transaction open.
     std::fprintf(stderr, "saturn: warning: cannot commit the run state: %s\n",
                  sqlite3_errmsg(state_.db_));
+    if (state_.batch_depth_ == 0) sqlite3_exec(state_.db_, "ROLLBACK", nullptr, nullptr, nullptr);
   }
   if (state_.batch_depth_ == 0) ::fdatasync(state_.events_fd_);
 }

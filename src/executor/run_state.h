@@ -100,7 +100,8 @@ class RunState {
   // Many writes as one (an array's hundreds of members starting or
   // settling): one transaction, and the event log flushed to disk once when
   // the outermost batch ends instead of after each event. Batches nest; one
-  // ended by an exception rolls its database writes back.
+  // ended by an exception keeps what was written (as each write alone
+  // would have: the events and files that went with them stay too).
   //
   //   { RunState::Batch batch(state); for (...) { state.SaveTask(r); state.Append(e); } }
   class Batch {
@@ -112,7 +113,6 @@ class RunState {
 
    private:
     RunState& state_;
-    int exceptions_;
   };
   // Where a resumed run's clock continues: the clock when last saved (once
   // a second) or the last event's time, whichever is later, so events never

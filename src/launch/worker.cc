@@ -3,8 +3,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <filesystem>
+#include <future>
 #include <map>
 #include <mutex>
 #include <stdexcept>
@@ -74,8 +76,10 @@ std::vector<WorkerTechnique> AskWorker(const Workload& workload, const std::stri
   std::vector<std::string> argv = {worker, "techniques"};
   for (const std::string& p : workload.plugins)
     argv.insert(argv.end(), {"--plugin", p});
+  static std::atomic<int> asked{0};  // a prefetch and another ask may overlap
   std::string err = (std::filesystem::temp_directory_path() /
-                     ("saturn-techniques-" + std::to_string(::getpid()) + ".err"))
+                     ("saturn-techniques-" + std::to_string(::getpid()) + "-" +
+                      std::to_string(++asked) + ".err"))
                         .string();
   ProcessSpec spec;
   spec.argv = argv;
@@ -147,26 +151,70 @@ void CheckTasks(const Workload& workload, const std::vector<WorkerTechnique>& av
   }
 }
 
+// One worker start per (worker, plug-ins) and process: the profiler and
+// the executor both ask, and PrefetchTechniques may have asked already.
+struct TechniqueCache {
+  std::mutex mutex;
+  std::map<std::vector<std::string>, std::vector<WorkerTechnique>> known;
+  std::map<std::vector<std::string>, std::shared_future<std::vector<WorkerTechnique>>> asking;
+};
+
+TechniqueCache& Techniques() {
+  static TechniqueCache cache;
+  return cache;
+}
+
+std::vector<std::string> KeyOf(const std::string& worker, const std::vector<std::string>& plugins) {
+  std::vector<std::string> key = plugins;
+  key.insert(key.begin(), worker);
+  return key;
+}
+
 }  // namespace
+
+void PrefetchTechniques(std::string worker, const std::vector<std::string>& plugins) {
+  if (worker.empty()) {
+    try {
+      worker = FindWorkerBinary();
+    } catch (const std::exception&) {
+      return;  // no engine here: whoever needs one says so
+    }
+  }
+  TechniqueCache& cache = Techniques();
+  std::vector<std::string> key = KeyOf(worker, plugins);
+  std::lock_guard<std::mutex> lock(cache.mutex);
+  if (cache.known.count(key) || cache.asking.count(key)) return;
+  Workload w;
+  w.plugins = plugins;
+  cache.asking[key] =
+      std::async(std::launch::async, [w, worker] { return AskWorker(w, worker); }).share();
+}
 
 std::vector<WorkerTechnique> AvailableTechniques(const Workload& workload,
                                                  const std::string& worker) {
-  // One worker start per (worker, plug-ins) and process: the profiler and
-  // the executor both ask.
-  static std::mutex mutex;
-  static std::map<std::vector<std::string>, std::vector<WorkerTechnique>> cache;
-  std::vector<std::string> key = workload.plugins;
-  key.insert(key.begin(), worker);
+  TechniqueCache& cache = Techniques();
+  std::vector<std::string> key = KeyOf(worker, workload.plugins);
   std::vector<WorkerTechnique> out;
+  std::shared_future<std::vector<WorkerTechnique>> asking;
   {
-    std::lock_guard<std::mutex> lock(mutex);
-    auto it = cache.find(key);
-    if (it != cache.end()) out = it->second;
+    std::lock_guard<std::mutex> lock(cache.mutex);
+    auto it = cache.known.find(key);
+    if (it != cache.known.end()) out = it->second;
+    auto a = cache.asking.find(key);
+    if (a != cache.asking.end()) asking = a->second;
   }
-  if (out.empty()) {
-    out = AskWorker(workload, worker);
-    std::lock_guard<std::mutex> lock(mutex);
-    cache[key] = out;
+  if (out.empty() && asking.valid()) {
+    try {
+      out = asking.get();
+    } catch (const std::exception&) {
+      out.clear();  // asked again below, for the error naming this workload
+    }
+  }
+  if (out.empty()) out = AskWorker(workload, worker);
+  {
+    std::lock_guard<std::mutex> lock(cache.mutex);
+    cache.known[key] = out;
+    cache.asking.erase(key);
   }
   CheckTasks(workload, out);
   return out;

@@ -140,6 +140,11 @@ class Reader {
     }
   }
 
+  // Models train in float32: a value beyond its range would be inf.
+  static std::string BeyondFloat(std::string_view v) {
+    return Quote(v) + " is beyond float32's range (magnitudes up to about 3.4e38; scale the column)";
+  }
+
   [[noreturn]] void Fail(const CsvRow& r, size_t column, const std::string& message) const {
     throw InputError(spec_.path, r.line, header_[column], message);
   }
@@ -159,6 +164,7 @@ class Reader {
              "feature is not a number: " + Quote(v) +
                  " (features are numeric; encode a category as numeric columns first)");
       }
+      if (!std::isfinite(static_cast<float>(d))) Fail(r, c, BeyondFloat(v));
       s.raw.features.push_back(static_cast<float>(d));
     }
     Label(r, s);
@@ -185,6 +191,8 @@ class Reader {
         s.first_non_numeric = v;
       }
       d = std::nan("");
+    } else if (!std::isfinite(static_cast<float>(d))) {
+      Fail(r, label_column_, BeyondFloat(v));
     }
     s.raw.label_values.push_back(static_cast<float>(d));
     if (!intern_labels_) return;  // a regression: no classes

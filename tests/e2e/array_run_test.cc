@@ -27,7 +27,8 @@ class ArrayRun : public SaturnTestBase {
   // Five stores of 30 to 110 rows, y = a_s . x + b_s; two learning rates:
   // ten tasks. The profile says a task alone takes 1 s a step and an array
   // of 8 (64 rows) 1.1 s: the plan packs them.
-  void Write() {
+  void Write(const std::string& optimizer = "{type: adam, lr: 1.0e-2}",
+             const std::string& lrs = "[1.0e-2, 3.0e-2]") {
     setenv("XDG_CACHE_HOME", (dir_ + "/cache").c_str(), 1);
     std::string csv = "store,x0,x1,y\n";
     uint64_t s = 3;
@@ -49,9 +50,21 @@ class ArrayRun : public SaturnTestBase {
                     "    data: {type: table, path: stores.csv, features: [x0, x1], label: y, "
                     "group_by: store}\n"
                     "    batch_size: 8\n"
-                    "    optimizer: {type: adam, lr: 1.0e-2}\n"
-                    "    sweep: {optimizer.lr: [1.0e-2, 3.0e-2]}\n"
+                    "    optimizer: " + optimizer + "\n"
+                    "    sweep: {optimizer.lr: " + lrs + "}\n"
                     "    epochs: 3\n");
+  }
+  // The workload's tasks and their steps: rows 30 + 20 g, a fifth held
+  // out, 3 epochs of batch 8.
+  static std::vector<std::pair<std::string, long>> Tasks(const std::vector<std::string>& lrs) {
+    std::vector<std::pair<std::string, long>> tasks;
+    for (const std::string& lr : lrs)
+      for (int g = 0; g < 5; ++g) {
+        long rows = 30 + 20 * g, held = std::lround(rows * 0.2);
+        long train = rows - held;
+        tasks.push_back({"st-lr" + lr + "-s" + std::to_string(g), 3 * ((train + 7) / 8)});
+      }
+    return tasks;
   }
   // The profile of the workload's tasks (their steps as the workload says).
   void WriteProfile(const std::vector<std::pair<std::string, long>>& tasks) {
@@ -66,15 +79,7 @@ class ArrayRun : public SaturnTestBase {
 
 TEST_F(ArrayRun, EachGroupEndsAsTheSameTaskTrainedAlone) {
   Write();
-  // Steps: rows 30 + 20 g, a fifth held out, 3 epochs of batch 8.
-  std::vector<std::pair<std::string, long>> tasks;
-  for (const char* lr : {"1.0e-2", "3.0e-2"})
-    for (int g = 0; g < 5; ++g) {
-      long rows = 30 + 20 * g, held = std::lround(rows * 0.2);
-      long train = rows - held;
-      tasks.push_back(
-          {std::string("st-lr") + lr + "-s" + std::to_string(g), 3 * ((train + 7) / 8)});
-    }
+  std::vector<std::pair<std::string, long>> tasks = Tasks({"1.0e-2", "3.0e-2"});
   WriteProfile(tasks);
   int code = 0;
   json packed = RunReport("packed", "", &code);
@@ -127,6 +132,33 @@ TEST_F(ArrayRun, EachGroupEndsAsTheSameTaskTrainedAlone) {
     EXPECT_EQ(entry["task"], best["st@" + group]) << group;
     for (const char* name : {"layers.0.weight", "layers.0.bias", "out.weight", "out.bias"})
       EXPECT_TRUE(header.contains(group + "/" + name)) << group << name;
+  }
+}
+
+TEST_F(ArrayRun, AGroupThatDivergesFailsAloneAndItsArrayGoesOn) {
+  // SGD at 1e3 on a least-squares loss blows up within a few steps; the
+  // array trains on (its losses are null in the result: JSON has no NaN).
+  Write("{type: sgd, lr: 1.0e-2}", "[1.0e-2, 1.0e3]");
+  std::vector<std::pair<std::string, long>> tasks = Tasks({"1.0e-2", "1.0e3"});
+  WriteProfile(tasks);
+  int code = 0;
+  json report = RunReport("packed", "", &code);
+  EXPECT_EQ(code, 1) << Log();  // ended with failures, not a crash
+  EXPECT_THAT(Log(), HasSubstr("tasks train together from step 0"));
+  std::map<std::string, json> t = TasksByName(report);
+  ASSERT_EQ(t.size(), 10u);
+  for (int g = 0; g < 5; ++g) {
+    std::string group = "s" + std::to_string(g);
+    EXPECT_EQ(t["st-lr1.0e-2-" + group]["status"], "finished") << group;
+    const json& diverged = t["st-lr1.0e3-" + group];
+    EXPECT_EQ(diverged["status"], "failed") << group;
+    EXPECT_THAT(diverged["error"].get<std::string>(), HasSubstr("diverged")) << group;
+  }
+  // Each group's model is its finished task's.
+  json index = json::parse(ReadFile(dir_ + "/packed/groups.json"));
+  for (int g = 0; g < 5; ++g) {
+    std::string group = "s" + std::to_string(g);
+    EXPECT_EQ(index["groups"][group]["task"], "st-lr1.0e-2-" + group) << group;
   }
 }
 

@@ -121,6 +121,11 @@ TEST_F(GroupedTableTest, BadTablesNameTheFileLineColumnOrGroup) {
   EXPECT_THAT(ErrorOf(spec), HasSubstr("t.csv:3: x: feature is not a number: 'Mon'"));
   spec = Spec("g,x,y,z\na,1,2,3\na,1,,3\n");
   EXPECT_THAT(ErrorOf(spec), HasSubstr("t.csv:3: y: missing value"));
+  // Finite as a double, inf as the float32 a model trains in.
+  spec = Spec("g,x,y,z\na,1,2,3\na,1,-1e39,3\n");
+  EXPECT_THAT(ErrorOf(spec), HasSubstr("t.csv:3: y: '-1e39' is beyond float32's range"));
+  spec = Spec("g,x,y,z\na,1,2,3\na,1,2,4e38\n");
+  EXPECT_THAT(ErrorOf(spec), HasSubstr("t.csv:3: z: '4e38' is beyond float32's range"));
   spec = Spec("g,x,y,z\na,1,2,3\na,1,2,3\nb,1,2,3\n");
   EXPECT_THAT(ErrorOf(spec), HasSubstr("1 of 2 groups have fewer than 2 rows"));
   EXPECT_THAT(ErrorOf(spec), HasSubstr("'b' (1)"));
