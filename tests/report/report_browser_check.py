@@ -90,8 +90,10 @@ def problems(page):
     return out
 
 
-def main():
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def sample_report(p, sample_args=lambda args: []):
+    """Adds the options both report checks take to parser `p` and parses
+    them; writes report_sample's report (with `sample_args(args)`) into a
+    fresh --artifacts folder. None (say 77) without Chromium."""
     p.add_argument("--sample", required=True, help="the report_sample program")
     p.add_argument("--artifacts", required=True)
     p.add_argument("--chromium", default=shutil.which("chromium") or
@@ -100,10 +102,19 @@ def main():
     args = p.parse_args()
     if not args.chromium:
         print("SKIP: chromium is not installed (Debian package 'chromium'; scripts/setup.sh)")
-        return 77
+        return None
     shutil.rmtree(args.artifacts, ignore_errors=True)
     os.makedirs(args.artifacts)
-    subprocess.run([args.sample, args.artifacts], check=True, stdout=subprocess.DEVNULL)
+    subprocess.run([args.sample, args.artifacts] + sample_args(args), check=True,
+                   stdout=subprocess.DEVNULL)
+    return args
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    args = sample_report(p)
+    if args is None:
+        return 77
     log = open(os.path.join(args.artifacts, "check.log"), "w")
 
     def say(*a):

@@ -31,13 +31,12 @@ import base64
 import json
 import math
 import os
-import shutil
-import subprocess
 import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "service"))
 from browser_check import Chromium  # noqa: E402
+from report_browser_check import sample_report  # noqa: E402
 
 # Before the page's own scripts: when the first frame after the load event
 # is drawn (a timeout after the animation frame runs once it is painted).
@@ -216,20 +215,10 @@ def screenshot(browser, path, width, height):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--sample", required=True, help="the report_sample program")
-    p.add_argument("--artifacts", required=True)
     p.add_argument("--groups", type=int, default=10000)
-    p.add_argument("--chromium", default=shutil.which("chromium") or
-                   shutil.which("chromium-browser") or "")
-    p.add_argument("--width", type=int, default=1400)
-    args = p.parse_args()
-    if not args.chromium:
-        print("SKIP: chromium is not installed (Debian package 'chromium'; scripts/setup.sh)")
+    args = sample_report(p, lambda a: ["--groups", str(a.groups)])
+    if args is None:
         return 77
-    shutil.rmtree(args.artifacts, ignore_errors=True)
-    os.makedirs(args.artifacts)
-    subprocess.run([args.sample, args.artifacts, "--groups", str(args.groups)], check=True,
-                   stdout=subprocess.DEVNULL)
     with open(os.path.join(args.artifacts, "report.json")) as f:
         report = json.load(f)
     log = open(os.path.join(args.artifacts, "check.log"), "w")
