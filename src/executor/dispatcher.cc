@@ -130,21 +130,19 @@ void Dispatcher::ReadProgress(int j) {
       l.reported.recent_step_s.push_back(r.step_s);
       if (l.reported.recent_step_s.size() > 20) l.reported.recent_step_s.pop_front();
     }
-    if (pack) {
-      for (int m : members) {
-        run_.tasks[m].reported.step = l.reported.step;
-        run_.tasks[m].reported.recent_step_s = l.reported.recent_step_s;
-      }
-      continue;
-    }
+    if (pack) continue;  // its members' progress below, once for all its lines
     if (!std::isfinite(r.loss)) StopDiverged(j, r);
     long every = std::max(1L, run_.Steps(j) / 500);
     if (r.step % every == 0 || l.reported.step == run_.Steps(j)) {
       run_.site.state->AddLoss(l.record.name, r.step, r.loss);
     }
   }
-  if (!lines.empty())
-    AppendText((pack ? PackDir(l.pack) : run_.TaskDirOf(j)) + "/worker.out", lines);
+  if (lines.empty()) return;
+  AppendText((pack ? PackDir(l.pack) : run_.TaskDirOf(j)) + "/worker.out", lines);
+  for (int m : members) {
+    run_.tasks[m].reported.step = l.reported.step;
+    run_.tasks[m].reported.recent_step_s = l.reported.recent_step_s;
+  }
 }
 
 // Diverged (a learning rate too high, most often): retrying from its last

@@ -33,6 +33,14 @@ double MaxSteps(const PackTerms& terms, const std::vector<int>& group) {
 constexpr int kEveryCountUpTo = 32;
 constexpr double kCountRatio = 1.2;
 
+// Chunked also tries the longest h tasks (h = 1, 2, 4, ..., kHeadMax, while
+// at most a quarter of the class) as one pack, or each alone up to
+// kHeadAloneMax, with the rest cut into 1 .. kHeadRestPacks packs or about
+// as many as were best without a head.
+constexpr int kHeadMax = 32;
+constexpr int kHeadAloneMax = 4;
+constexpr int kHeadRestPacks = 3;
+
 // Greedy merging starts from every task alone, and each round scores a
 // merge per neighbouring pair: quadratic in a class's size. Larger classes
 // are left to Chunked.
@@ -179,17 +187,63 @@ class PackingSearch {
       Packing best = packing;
       PackingScore best_score = Score(packing);
       const int n = static_cast<int>(members.size());
+      auto consider = [&](const Packing& trial) {
+        PackingScore s = Score(trial);
+        if (s < best_score) best_score = s, best = trial;
+      };
+      int best_p = 0;
       for (int p : PackCounts(n)) {
         if (Spent()) break;
         Packing trial = others;
-        for (int c = 0; c < p; ++c)
-          trial.emplace_back(members.begin() + c * n / p, members.begin() + (c + 1) * n / p);
-        PackingScore s = Score(trial);
-        if (s < best_score) best_score = s, best = trial;
+        AddChunks(members, 0, p, trial);
+        PackingScore before = best_score;
+        consider(trial);
+        if (best_score < before) best_p = p;
+      }
+      // The longest few on their own (one pack, or each alone), the rest in
+      // a few packs: with steps as skewed as a Zipf table's groups, the
+      // longest member sets its pack's end, and equal counts would give it
+      // hundreds of others to carry all the way.
+      for (int h = 1; h <= kHeadMax && h * 4 <= n && !Spent(); h *= 2) {
+        for (bool alone : {false, true}) {
+          if (alone && (h == 1 || h > kHeadAloneMax)) continue;
+          for (int q : RestCounts(best_p, n - h)) {
+            if (Spent()) break;
+            Packing trial = others;
+            if (alone) {
+              for (int i = 0; i < h; ++i)
+                trial.push_back({members[static_cast<size_t>(i)]});
+            } else {
+              trial.emplace_back(members.begin(), members.begin() + h);
+            }
+            AddChunks(members, h, q, trial);
+            consider(trial);
+          }
+        }
       }
       packing = best;
     }
     return packing;
+  }
+
+  // The pack counts for the rest of a class after its head: 1 ..
+  // kHeadRestPacks, and around the best count without a head.
+  static std::vector<int> RestCounts(int best_p, int rest) {
+    std::vector<int> counts;
+    for (int q = 1; q <= kHeadRestPacks; ++q)
+      counts.push_back(q);
+    for (int q = best_p - 1; q <= best_p + 1; ++q)
+      if (q > kHeadRestPacks) counts.push_back(q);
+    std::erase_if(counts, [&](int q) { return q > rest; });
+    return counts;
+  }
+
+  // members[from..] cut into p packs of consecutive members, appended to `out`.
+  static void AddChunks(const std::vector<int>& members, int from, int p, Packing& out) {
+    const int n = static_cast<int>(members.size()) - from;
+    auto at = [&](int c) { return members.begin() + from + c * n / p; };
+    for (int c = 0; c < p; ++c)
+      out.emplace_back(at(c), at(c + 1));
   }
 
   // Merges the two packs whose merge helps most, while one helps.

@@ -13,6 +13,7 @@ NodeTimeline::NodeTimeline(int capacity) : capacity_(capacity) {
 void NodeTimeline::Clear() {
   steps_.clear();
   steps_.push_back({0.0, 0});
+  full_until_ = 0.0;
 }
 
 size_t NodeTimeline::StepAt(double t) const {
@@ -37,7 +38,8 @@ double NodeTimeline::EarliestStartBefore(double ready, double duration, int gpus
                                          double cutoff) const {
   if (gpus > capacity_) throw std::logic_error("NodeTimeline: task larger than node");
   int limit = capacity_ - gpus;
-  double t = std::max(ready, 0.0);
+  // Nothing that needs a GPU starts while every GPU is busy from time 0 on.
+  double t = std::max(ready, gpus > 0 ? full_until_ : 0.0);
   size_t i = StepAt(t);
   while (true) {
     if (!(t < cutoff)) return std::numeric_limits<double>::infinity();
@@ -73,6 +75,9 @@ void NodeTimeline::Add(double start, double end, int gpus) {
     steps_[k].used += gpus;
     if (steps_[k].used > capacity_) throw std::logic_error("NodeTimeline: capacity exceeded");
   }
+  // Usage only grows: the fully busy prefix only lengthens.
+  for (size_t k = StepAt(full_until_); k + 1 < steps_.size() && steps_[k].used == capacity_; ++k)
+    full_until_ = steps_[k + 1].time;
 }
 
 }  // namespace saturn

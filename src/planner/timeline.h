@@ -43,6 +43,7 @@ class NodeTimeline {
 
   int capacity_;
   std::vector<Step> steps_;  // steps_[0].time == 0, last step has used == 0
+  double full_until_ = 0.0;  // every GPU is busy on [0, full_until_)
 };
 
 }  // namespace saturn

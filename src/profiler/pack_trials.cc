@@ -139,9 +139,62 @@ std::vector<PackClassTrials> PackClasses(const Workload& workload, const Profile
     });
     for (size_t k = 0; k < c.configs.size(); ++k)
       c.configs[k].measuring = k == 0 || group(c.configs[k]) != group(c.configs[k - 1]);
+    for (PackClassTrials::Config& config : c.configs) {
+      // An array's sizes were measured in its member's own trial (AddArrayTrials).
+      const std::vector<std::pair<int, int>>& riders = run.trials[config.base_trial].riders;
+      if (!array || riders.empty()) continue;
+      config.pack_trials = riders;
+      config.measuring = false;
+      config.ended = true;
+    }
     out.push_back(std::move(c));
   }
   return out;
+}
+
+namespace {
+
+// A pack trial of k copies of `first` in the configuration of trial `t`.
+Trial PackTrial(const Trial& t, const WorkloadTask& first, int k) {
+  Trial pack;
+  pack.trial_key = json{{"pack_of", json::parse(t.trial_key)}, {"members", k}}.dump();
+  pack.technique = t.technique;
+  pack.gpus = t.gpus;
+  pack.device_kind = t.device_kind;
+  pack.memory_gib = t.memory_gib;
+  pack.threads = t.threads;
+  pack.gpu_type = t.gpu_type;
+  pack.node = t.node;
+  pack.example_task = first.name + " (pack of " + std::to_string(k) + ")";
+  return pack;
+}
+
+}  // namespace
+
+void AddArrayTrials(const Workload& workload, ProfileRun& run) {
+  std::map<std::string, std::vector<size_t>> members;
+  for (size_t k = 0; k < workload.tasks.size(); ++k) {
+    if (workload.tasks[k].group.empty()) continue;
+    std::string cls = PackClassOf(workload.tasks[k]);
+    if (!cls.empty()) members[cls].push_back(k);
+  }
+  for (const auto& [cls, tasks] : members) {
+    if (tasks.size() < 2) continue;
+    const WorkloadTask& first = workload.tasks[tasks[0]];
+    const std::vector<int> sizes = PackSizes(tasks.size(), true);
+    for (int base : run.task_trials[tasks[0]]) {
+      if (run.trials[base].technique != "single" || run.trials[base].gpus != 1) continue;
+      if (!run.trials[base].riders.empty()) continue;  // a class sharing its trial key
+      std::vector<std::pair<int, int>> riders;
+      for (int k : sizes) {
+        Trial pack = PackTrial(run.trials[base], first, k);
+        pack.carried_by = base;
+        riders.emplace_back(k, static_cast<int>(run.trials.size()));
+        run.trials.push_back(std::move(pack));
+      }
+      run.trials[base].riders = std::move(riders);
+    }
+  }
 }
 
 bool AddPackTrials(const Workload& workload, std::vector<PackClassTrials>& classes, ProfileRun& run,
@@ -153,16 +206,7 @@ bool AddPackTrials(const Workload& workload, std::vector<PackClassTrials>& class
       if (!config.measuring) continue;
       const Trial t = run.trials[config.base_trial];  // a copy: run.trials grows below
       int k = c.sizes[config.pack_trials.size()];
-      Trial pack;
-      pack.trial_key = json{{"pack_of", json::parse(t.trial_key)}, {"members", k}}.dump();
-      pack.technique = t.technique;
-      pack.gpus = t.gpus;
-      pack.device_kind = t.device_kind;
-      pack.memory_gib = t.memory_gib;
-      pack.threads = t.threads;
-      pack.gpu_type = t.gpu_type;
-      pack.node = t.node;
-      pack.example_task = first.name + " (pack of " + std::to_string(k) + ")";
+      Trial pack = PackTrial(t, first, k);
       (*specs)[pack.trial_key] = PackOf(first.spec, k);
       config.pack_trials.emplace_back(k, static_cast<int>(run.trials.size()));
       run.trials.push_back(std::move(pack));

@@ -22,7 +22,12 @@
 // rows; the curve is over rows, so members of other batch sizes are
 // placed on it; their adapter ranks are not (the measured member's rank
 // stands for all).
+// A table's groups (fused arrays) are measured at every size at once, in
+// the process of the first group's own single x1 trial (AddArrayTrials):
+// a worker's start-up is most of a trial of a model this small.
 //
+//   AddArrayTrials(workload, run);            // before the tasks' own trials
+//   ... measure the tasks' own trials ...
 //   std::vector<PackClassTrials> classes = PackClasses(workload, run);
 //   while (AddPackTrials(workload, classes, run, &specs)) {
 //     ... measure the trials added ...
@@ -66,6 +71,12 @@ struct PackClassTrials {
   // the planner counts).
   bool array = false;
 };
+
+// Before the tasks' own trials are measured: each table class's arrays
+// (sizes 2, 16, 128, 1024 while below the class's size) as riders of its
+// first task's single x1 trial (Trial::riders): that trial's worker
+// measures them after the task alone (--pack-sizes), one start-up for all.
+void AddArrayTrials(const Workload& workload, ProfileRun& run);
 
 // Every class of two or more tasks (after the tasks' own trials were
 // measured), the fastest configuration of each GPU count to be measured first.

@@ -240,18 +240,51 @@ void NoteRangesAboveTheCluster(const Workload& workload) {
                above[0]->name.c_str(), others.c_str(), above[0]->gpu_max, max_gpus, max_gpus);
 }
 
-// The trials from `from` on to measure that the cache does not hold.
+// The trials from `from` on to measure that the cache does not hold: a
+// rider's carrier runs when the cache misses either.
 std::vector<int> TrialsToRun(ProfileRun& run, TrialCache& cache, size_t from) {
   std::vector<int> todo;
+  std::set<int> carriers;
   for (size_t i = from; i < run.trials.size(); ++i) {
-    if (!run.trials[i].estimated_from.empty()) continue;
-    if (cache.Fill(run.trials[i])) {
+    Trial& t = run.trials[i];
+    if (!t.estimated_from.empty()) continue;
+    if (cache.Fill(t)) {
       ++run.cache_hits;
       continue;
     }
-    todo.push_back(static_cast<int>(i));
+    if (t.carried_by >= 0) {
+      carriers.insert(t.carried_by);
+    } else {
+      todo.push_back(static_cast<int>(i));
+    }
+  }
+  for (int c : carriers) {
+    if (std::find(todo.begin(), todo.end(), c) != todo.end()) continue;
+    if (run.trials[c].cached) {
+      run.trials[c].cached = false;
+      --run.cache_hits;
+    }
+    todo.push_back(c);
   }
   return todo;
+}
+
+// A rider's result from its carrier's process: its size's entry (its own
+// setup in the launch cost), or the carrier's failure.
+void FillRider(const Trial& carrier, int members, Trial& rider) {
+  rider.result = carrier.result;
+  rider.result.pack_sizes.clear();
+  rider.transient = carrier.transient;
+  rider.wall_s = 0;
+  for (const WorkerSearchResult& size : carrier.result.pack_sizes) {
+    if (size.members != members) continue;
+    rider.result = size;
+    rider.result.launch_s =
+        std::max(0.0, carrier.result.launch_s - carrier.result.setup_s) + size.setup_s;
+    rider.transient = false;
+    return;
+  }
+  rider.result.members = members;
 }
 
 std::string Describe(const Trial& t) {
@@ -319,6 +352,11 @@ void RunTrials(std::vector<int> todo, const std::map<std::string, json>& trial_t
       ++run.trials_run;
       ++done;
       cache.Keep(t);
+      for (auto [members, i] : t.riders) {
+        FillRider(t, members, run.trials[i]);
+        ++run.trials_run;
+        cache.Keep(run.trials[i]);
+      }
       std::string how = t.result.estimated.empty() ? "" : " (estimated)";
       progress.Update(done,
                       Describe(t) + (t.result.feasible
@@ -420,6 +458,9 @@ ProfileRun RunProfiler(const Workload& workload, const ProfilerOptions& options)
               label);
     Settle(run, from);
   };
+  // A table's arrays are measured in the process of their member's own
+  // trial (riders of it: one start-up for every size).
+  if (options.packs && options.estimate != "always") AddArrayTrials(workload, run);
   measure(0, "profiling");
   EstimateOtherTypes(
       workload, wanted, trials, run, [&](size_t from) { measure(from, "profiling other types"); },

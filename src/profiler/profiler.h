@@ -140,6 +140,11 @@ struct Trial {
   bool cached = false;
   bool transient = false;  // crash or timeout: not cached, tried again next time
   double wall_s = 0.0;
+  // An array's sizes measured in one process (--pack-sizes): the largest
+  // size's trial runs, its smaller sizes ride along, ascending: (members,
+  // trial index). A rider has the index of the trial that carries it.
+  std::vector<std::pair<int, int>> riders;
+  int carried_by = -1;
 };
 
 // Measurement noise (docs/contracts.md, Contract 2): a task's configuration

@@ -55,6 +55,8 @@ TrialRunner::Running TrialRunner::Start(int index, const Trial& t, const json& t
     call.peak_tflops = speed->tflops;
     call.link_gb_s = speed->link_gb_s;
   }
+  for (auto [members, trial] : t.riders)
+    call.pack_sizes.push_back(members);
   call.plugins = plugins_;
   // A user's program is profiled by running it for a few steps.
   call.to_step = CommandSteps();

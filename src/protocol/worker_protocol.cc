@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
 #include <map>
 #include <optional>
 #include <sstream>
@@ -110,6 +111,13 @@ json ToJson(const WorkerSearchResult& r) {
             {"stats", r.stats},
             {"candidates", r.candidates}};
   if (!r.estimated.empty()) j["estimated"] = r.estimated;
+  if (r.members > 0) j["members"] = r.members;
+  if (!r.pack_sizes.empty()) {
+    json sizes = json::array();
+    for (const WorkerSearchResult& size : r.pack_sizes)
+      sizes.push_back(ToJson(size));
+    j["pack_sizes"] = std::move(sizes);
+  }
   return j;
 }
 
@@ -139,6 +147,12 @@ WorkerSearchResult SearchResultFromJson(const json& j) {
   r.estimated = Get(j, "estimated", std::string());
   if (r.feasible && !(r.step_s > 0)) {
     throw ProtocolError("worker reported a feasible configuration without a step time");
+  }
+  r.members = static_cast<int>(Count(j, "members", 0, 0, std::numeric_limits<int>::max()));
+  for (const json& size : Field(j, "pack_sizes", json::array())) {
+    r.pack_sizes.push_back(SearchResultFromJson(size));
+    if (r.pack_sizes.back().members < 1)
+      throw ProtocolError("a measured pack size without its \"members\"");
   }
   return r;
 }

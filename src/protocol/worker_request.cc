@@ -74,6 +74,8 @@ const std::vector<Flag>& Flags() {
        "the estimated device's dense peak at the task's precision, TFLOP/s"},
       {"--link-gb-s", kSearch, false, &R::link_gb_s, "B",
        "the estimated device's link bandwidth to its node's others, GB/s one way"},
+      {"--pack-sizes", kSearch, false, &R::pack_sizes, "K1,K2,...",
+       "an array's smaller sizes (its first K members) measured first, ascending"},
       {"--from-step", kExecute, true, &R::from_step, "A", "the step to start from"},
       {"--to-step", kExecute, true, &R::to_step, "B", "the step to stop at"},
       {"--checkpoint-dir", kExecute, true, &R::checkpoint_dir, "DIR", "the task's checkpoints"},
@@ -350,6 +352,10 @@ void CheckWorkerRequest(const WorkerRequest& o) {
     }
     if (!(o.link_gb_s >= 0) || !std::isfinite(o.link_gb_s))
       fail("--link-gb-s", "expected GB/s >= 0");
+    for (size_t i = 0; i < o.pack_sizes.size(); ++i) {
+      if (o.pack_sizes[i] < 1 || (i > 0 && o.pack_sizes[i] <= o.pack_sizes[i - 1]))
+        fail("--pack-sizes", "expected ascending sizes >= 1");
+    }
   } else {
     if (o.from_step < 0) fail("--from-step", "expected an integer >= 0");
     if (o.to_step < o.from_step) fail("--to-step", "expected >= --from-step");

@@ -80,6 +80,10 @@ struct WorkerRequest {
   std::string estimate;
   double peak_tflops = 0.0;
   double link_gb_s = 0.0;
+  // An array's (a pack of table tasks') smaller sizes measured first in the
+  // same process, each over its first k members, ascending and below the
+  // pack's size: one start-up for every size (WorkerSearchResult::pack_sizes).
+  std::vector<int> pack_sizes;
   // execute
   int64_t from_step = 0;
   int64_t to_step = 0;

@@ -12,6 +12,7 @@
 #include "engine/checkpoint.h"
 #include "engine/data.h"
 #include "engine/device.h"
+#include "engine/errors.h"
 #include "engine/eval.h"
 #include "protocol/worker_protocol.h"
 #include "worker/results.h"
@@ -27,23 +28,32 @@ std::vector<engine::TaskSpec> Members(const engine::TaskSpec& task, int64_t step
   return members;
 }
 
-int Search(const WorkerRequest& o, const engine::TaskSpec& task, const engine::Device& device) {
+// The array of `members`, trained for the search's steps: its step time,
+// setup and peak memory (a size that passes the device's hard limit is
+// infeasible, not the end of the process: sizes measured before it stand).
+WorkerSearchResult MeasureArray(const WorkerRequest& o,
+                                const std::vector<engine::TaskSpec>& members,
+                                const engine::Device& device) {
   WorkerSearchResult result = Infeasible(o, "");
-  result.ready_unix_s = UnixClock().Now();
-  const int64_t steps = o.warmup + o.measure;
-  double setup_start = UnixClock().Now();
-  engine::FusedArray array(Members(task, steps), o.task_path);
-  result.setup_s = UnixClock().Now() - setup_start;
+  result.members = static_cast<int>(members.size());
   std::vector<double> times;
-  double last = UnixClock().Now();
-  device.ResetPeak();
-  array.Train(device.TorchDevice(), {}, [&](int64_t done, double) {
-    device.Synchronize();
-    double now = UnixClock().Now();
-    (done <= o.warmup ? result.warmup_step_s : times).push_back(now - last);
-    last = now;
-    return true;
-  });
+  try {
+    double setup_start = UnixClock().Now();
+    engine::FusedArray array(members, o.task_path);
+    result.setup_s = UnixClock().Now() - setup_start;
+    double last = UnixClock().Now();
+    device.ResetPeak();
+    array.Train(device.TorchDevice(), {}, [&](int64_t done, double) {
+      device.Synchronize();
+      double now = UnixClock().Now();
+      (done <= o.warmup ? result.warmup_step_s : times).push_back(now - last);
+      last = now;
+      return true;
+    });
+  } catch (const engine::OutOfMemoryError& e) {
+    result.reason = std::string("the array does not fit the device's memory: ") + e.what();
+    return result;
+  }
   if (times.empty()) times = result.warmup_step_s;
   std::vector<double> sorted = times;
   std::sort(sorted.begin(), sorted.end());
@@ -54,6 +64,13 @@ int Search(const WorkerRequest& o, const engine::TaskSpec& task, const engine::D
   result.peak_memory_bytes = {static_cast<double>(device.PeakBytes())};
   result.resident_bytes = {static_cast<double>(device.LiveBytes())};
   result.capacity_bytes = static_cast<double>(device.CapacityBytes());
+  return result;
+}
+
+int Search(const WorkerRequest& o, const engine::TaskSpec& task, const engine::Device& device) {
+  const double ready_unix_s = UnixClock().Now();
+  WorkerSearchResult result = MeasureArray(o, Members(task, o.warmup + o.measure), device);
+  result.ready_unix_s = ready_unix_s;
   result.done_unix_s = UnixClock().Now();
   WriteResult(o.out_path, result);
   return 0;
@@ -68,6 +85,13 @@ int Execute(const WorkerRequest& o, const engine::TaskSpec& task, const engine::
   engine::FusedArray array(Members(task, 0), o.task_path);
   std::filesystem::path models = std::filesystem::path(o.save_model).parent_path();
   WorkerExecuteResult result;
+  // A progress line at most every kLineEvery seconds and at the last step
+  // (thousands of steps of ~50 us: a line each would cost the worker and the
+  // executor reading it more than the steps); every step's loss is in the result.
+  constexpr double kLineEvery = 0.02;
+  int64_t last_steps = 0, longest = 0;
+  for (const engine::TaskSpec& m : task.pack)
+    longest = std::max(longest, m.steps);
   double last = UnixClock().Now();
   engine::ArrayResult trained = array.Train(
       device.TorchDevice(),
@@ -82,11 +106,16 @@ int Execute(const WorkerRequest& o, const engine::TaskSpec& task, const engine::
       [&](int64_t done, double mean) {
         result.losses.push_back(mean);
         double now = UnixClock().Now();
-        std::printf("%s\n",
-                    FormatStepLine({static_cast<long>(done), mean, now - last, -1.0}).c_str());
-        last = now;
-        std::fflush(stdout);
-        return !(stop && stop->load());
+        bool stopping = stop && stop->load();
+        if (now - last >= kLineEvery || done >= longest || stopping) {
+          double step_s = (now - last) / static_cast<double>(done - last_steps);
+          std::printf("%s\n",
+                      FormatStepLine({static_cast<long>(done), mean, step_s, -1.0}).c_str());
+          std::fflush(stdout);
+          last = now;
+          last_steps = done;
+        }
+        return !stopping;
       });
   result.completed_steps = static_cast<long>(trained.steps);
   result.preempted = stop && stop->load();
@@ -112,6 +141,22 @@ int Execute(const WorkerRequest& o, const engine::TaskSpec& task, const engine::
 }
 
 }  // namespace
+
+std::vector<WorkerSearchResult> MeasureArraySizes(const WorkerRequest& o,
+                                                  const engine::TaskSpec& task,
+                                                  const engine::Device& device) {
+  std::vector<WorkerSearchResult> out;
+  engine::TaskSpec member = task;
+  member.steps = std::min(member.steps, static_cast<int64_t>(o.warmup + o.measure));
+  for (int k : o.pack_sizes) {
+    std::vector<engine::TaskSpec> members(static_cast<size_t>(k), member);
+    for (int i = 0; i < k; ++i)
+      members[static_cast<size_t>(i)].name = task.name + "-member" + std::to_string(i + 1);
+    out.push_back(MeasureArray(o, members, device));
+    if (!out.back().feasible) break;  // larger ones would not fit either
+  }
+  return out;
+}
 
 int RunArrayJob(const WorkerRequest& o, const engine::TaskSpec& task,
                 const std::atomic<bool>* stop) {

@@ -17,15 +17,24 @@
 
 #include <atomic>
 #include <string>
+#include <vector>
 
 #include "engine/task.h"
 #include "engine/technique.h"
+#include "protocol/worker_protocol.h"
 #include "worker/options.h"
 
 namespace saturn::worker {
 
 int RunArrayJob(const WorkerRequest& o, const engine::TaskSpec& task,
                 const std::atomic<bool>* stop);
+
+// Search of a table task alone with --pack-sizes, after its own search:
+// arrays of K copies of it, for each K, in this process (one start-up for
+// every size), smallest first; a size that does not fit ends the list.
+std::vector<WorkerSearchResult> MeasureArraySizes(const WorkerRequest& o,
+                                                  const engine::TaskSpec& task,
+                                                  const engine::Device& device);
 
 // An evaluation line of the held-out loss (and accuracy) over all of a
 // table task's held-out rows with the weights of `checkpoint`, when the

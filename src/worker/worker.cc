@@ -95,6 +95,8 @@ int RunSearch(const WorkerRequest& o, const Job& job, engine::TrainContext& ctx,
   result.candidates = found.candidates;
   result.capacity_bytes = static_cast<double>(device.CapacityBytes());
   result.model_flops_per_step = flops_per_step;
+  if (found.feasible && !o.pack_sizes.empty())
+    result.pack_sizes = MeasureArraySizes(o, job.task, device);
   result.done_unix_s = UnixClock().Now();  // what follows is shutting down
   WriteResult(o.out_path, result);
   return 0;
@@ -418,6 +420,12 @@ int RunWorker(const WorkerRequest& o) {
       engine::LoadTechniquePlugin(path, engine::Techniques());
     Job job;
     job.task = engine::LoadTask(o.task_path);
+    if (!o.pack_sizes.empty() && (job.task.data.type != "table" || !job.task.pack.empty() ||
+                                  o.technique != "single" || o.gpus != 1)) {
+      throw InputError("", 0, "--pack-sizes",
+                       "only a table task alone under single on one device measures arrays "
+                       "of its copies");
+    }
     if (job.task.array) {
       CatchTerminate(o);
       return RunArrayJob(o, job.task, &g_stop);

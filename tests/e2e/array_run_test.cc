@@ -50,9 +50,13 @@ class ArrayRun : public SaturnTestBase {
                     "    data: {type: table, path: stores.csv, features: [x0, x1], label: y, "
                     "group_by: store}\n"
                     "    batch_size: 8\n"
-                    "    optimizer: " + optimizer + "\n"
-                    "    sweep: {optimizer.lr: " + lrs + "}\n"
-                    "    epochs: 3\n");
+                    "    optimizer: " +
+                        optimizer +
+                        "\n"
+                        "    sweep: {optimizer.lr: " +
+                        lrs +
+                        "}\n"
+                        "    epochs: 3\n");
   }
   // The workload's tasks and their steps: rows 30 + 20 g, a fifth held
   // out, 3 epochs of batch 8.
@@ -160,6 +164,43 @@ TEST_F(ArrayRun, AGroupThatDivergesFailsAloneAndItsArrayGoesOn) {
     std::string group = "s" + std::to_string(g);
     EXPECT_EQ(index["groups"][group]["task"], "st-lr1.0e-2-" + group) << group;
   }
+}
+
+TEST_F(ArrayRun, TheArraySizesAreMeasuredInTheProcessOfTheGroupsOwnTrial) {
+  // Ten tasks of one class: arrays of 2 and 16 (PackSizes) ride along the
+  // first group's single x1 trial, one worker start-up for all three.
+  Write();
+  ASSERT_EQ(Run({"profile", dir_ + "/w.yaml", "--output", dir_ + "/profile.csv", "--work-dir",
+                 dir_ + "/trials"}),
+            0)
+      << Log();
+  std::vector<std::string> results;
+  for (const auto& entry : fs::directory_iterator(dir_ + "/trials"))
+    if (entry.path().string().ends_with(".result.json")) results.push_back(entry.path());
+  ASSERT_EQ(results.size(), 1u) << "one worker process measures the task and its arrays";
+  json result = json::parse(ReadFile(results[0]));
+  EXPECT_EQ(result["technique"], "single");
+  ASSERT_EQ(result["pack_sizes"].size(), 2u) << result.dump();
+  EXPECT_EQ(result["pack_sizes"][0]["members"], 2);
+  EXPECT_EQ(result["pack_sizes"][1]["members"], 16);
+  for (const json& size : result["pack_sizes"]) {
+    EXPECT_TRUE(size["feasible"].get<bool>()) << size.dump();
+    EXPECT_GT(size["step_s"].get<double>(), 0.0);
+  }
+  // The profile's curve: the task alone at its 8 rows, then 2 and 16 members.
+  std::string csv = ReadFile(dir_ + "/profile.csv");
+  std::string row = csv.substr(csv.find('\n') + 1);
+  row = row.substr(0, row.find('\n'));
+  std::string curve = row.substr(row.rfind(',') + 1);
+  std::vector<std::string> rows_at;
+  for (size_t at = 0; at < curve.size();) {
+    size_t colon = curve.find(':', at), space = curve.find(' ', at);
+    rows_at.push_back(curve.substr(at, colon - at));
+    EXPECT_GT(std::stod(curve.substr(colon + 1, space - colon - 1)), 0.0) << curve;
+    at = space == std::string::npos ? curve.size() : space + 1;
+  }
+  EXPECT_THAT(rows_at, ::testing::ElementsAre("8", "16", "128")) << csv;
+  EXPECT_THAT(Log(), HasSubstr("3 trials run"));
 }
 
 }  // namespace

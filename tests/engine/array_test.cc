@@ -128,6 +128,54 @@ TEST(FusedArray, ClassifiersAndLinearModelsWithSgdTrainAsAlone) {
               {{"type", "sgd"}, {"lr", 1.0}, {"momentum", 0.3}})});
 }
 
+TEST(FusedArray, ATasksSearchMeasuresArraysOfItsCopiesInItsOwnProcess) {
+  // --pack-sizes: after the task alone, arrays of 2 and 4 copies of it;
+  // with a device of 64 KiB an array of 8192 copies (a step's rows alone
+  // are 768 KiB) does not fit, and ends the list: 16384 is not tried.
+  TestDir dir("array_search_sizes");
+  std::string file = WriteTable(dir, "y", "");
+  nlohmann::json mlp = {
+      {"type", "mlp"}, {"layers", 0}, {"inputs", 3}, {"outputs", 1}, {"loss", "mse"}};
+  std::string task = dir.Write(
+      "t.json", Member("t", file, "s1", mlp, 1, 50, {{"type", "adam"}, {"lr", 1e-2}}).dump());
+  auto search = [&](const std::string& sizes, const std::string& gib) {
+    return RunWorker({"search", "--task", task, "--technique", "single", "--gpus", "1", "--out",
+                      dir.Path("r.json"), "--memory-gib", gib, "--pack-sizes", sizes},
+                     dir.Path("search"));
+  };
+  WorkerRun r = search("2,4", "1");
+  ASSERT_EQ(r.status, 0) << r.err;
+  nlohmann::json result = ReadJson(dir.Path("r.json"));
+  EXPECT_TRUE(result["feasible"].get<bool>());
+  EXPECT_FALSE(result.contains("members")) << "the task alone";
+  ASSERT_EQ(result["pack_sizes"].size(), 2u) << result.dump();
+  for (int i = 0; i < 2; ++i) {
+    const nlohmann::json& size = result["pack_sizes"][i];
+    EXPECT_EQ(size["members"], 2 << i);
+    EXPECT_TRUE(size["feasible"].get<bool>()) << size.dump();
+    EXPECT_GT(size["step_s"].get<double>(), 0.0);
+    EXPECT_EQ(size["step_samples_s"].size(), 10u);  // the default measured steps
+    EXPECT_GE(size["setup_s"].get<double>(), 0.0);
+  }
+  r = search("2,8192,16384", "0.00006103515625");
+  ASSERT_EQ(r.status, 0) << r.err;
+  result = ReadJson(dir.Path("r.json"));
+  ASSERT_EQ(result["pack_sizes"].size(), 2u) << result.dump();
+  EXPECT_TRUE(result["pack_sizes"][0]["feasible"].get<bool>()) << result.dump();
+  EXPECT_FALSE(result["pack_sizes"][1]["feasible"].get<bool>());
+  EXPECT_THAT(result["pack_sizes"][1]["reason"].get<std::string>(),
+              HasSubstr("does not fit the device's memory"));
+  // Only a table task alone under single on one device measures arrays.
+  r = RunWorker({"search", "--task", task, "--technique", "ddp", "--gpus", "2", "--out",
+                 dir.Path("r2.json"), "--pack-sizes", "2"},
+                dir.Path("search2"));
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, HasSubstr("--pack-sizes"));
+  r = search("4,2", "1");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, HasSubstr("--pack-sizes: expected ascending sizes >= 1"));
+}
+
 TEST(FusedArray, WhatCannotShareAnArrayIsAnInputErrorNamingTheMember) {
   TestDir dir("array_errors");
   std::string file = WriteTable(dir, "y", "");

@@ -328,6 +328,44 @@ TEST(Packing, GreedyPackingIsWithinTwoPercentOfEveryPacking) {
   }
 }
 
+TEST(Packing, TheLongestGroupsOfAZipfClassAreCutFromTheRest) {
+  // 300 table groups of one class, steps 20000 / (i + 1) (Zipf, as
+  // bench/groups' table), with an array's measured curve: ~30 us a step
+  // plus ~0.07 us a row. Equal cuts by length give the longest group
+  // hundreds of others to carry to its end.
+  std::ostringstream csv;
+  csv << "task,technique,gpus,runtime_s,step_s,steps,pack_class,pack_rows,pack_step_s\n";
+  for (int i = 0; i < 300; ++i) {
+    int steps = 20000 / (i + 1) + 10;
+    csv << "g" << i << ",single,1," << 0.5 + steps * 3e-5 << ",3e-05," << steps
+        << ",table,64,64:3e-05 128:5e-05 1024:1e-04 8192:5e-04 65536:0.0047\n";
+  }
+  Cluster cluster = ParseCluster(YAML::Load("nodes: [{name: n0, gpus: 2}]"), "cluster.yaml");
+  ProfileTable profile = ParseProfileCsv(csv.str(), "profile.csv", cluster);
+  Problem problem = ProblemFromProfile(profile, cluster);
+  PackTerms terms = PackTermsFromProfile(profile, problem, "profile.csv");
+  // The reference: the best cut into p packs of consecutive lengths, p = 1..40.
+  std::vector<int> by_length(300);
+  for (int j = 0; j < 300; ++j)
+    by_length[static_cast<size_t>(
+        std::stoi(problem.tasks[static_cast<size_t>(j)].name.substr(1)))] = j;
+  double equal = std::numeric_limits<double>::infinity();
+  for (int p = 1; p <= 40; ++p) {
+    Packing cut;
+    for (int c = 0; c < p; ++c)
+      cut.emplace_back(by_length.begin() + c * 300 / p, by_length.begin() + (c + 1) * 300 / p);
+    equal = std::min(equal, ScorePacking(problem, terms, cut).makespan);
+  }
+  PackedPlanResult r = PlanWithPacks(problem, terms, PlanRequest(), true);
+  EXPECT_TRUE(ValidatePlan(problem, terms, r.result.plan).empty());
+  EXPECT_LT(r.result.plan.makespan_s, 0.9 * equal);
+  for (const std::vector<int>& pack : r.packing) {
+    if (std::find(pack.begin(), pack.end(), by_length[0]) != pack.end()) {
+      EXPECT_LE(pack.size(), 32u) << "the longest group carries few others";
+    }
+  }
+}
+
 TEST(Packing, AThousandGroupsOfOneClassArePackedWithFewScoredPackings) {
   // A table's groups (docs/groups.md): one class, steps from 10 to ~1000.
   std::vector<Spec> specs;

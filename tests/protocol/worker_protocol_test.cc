@@ -56,6 +56,23 @@ TEST(WorkerProtocol, SearchResultRoundTrips) {
   EXPECT_EQ(back.step_samples_s, r.step_samples_s);
   EXPECT_EQ(back.stats["phases"]["forward"], 0.1);
 
+  // An array's sizes measured in the same process, each a result of its own.
+  WorkerSearchResult sized = Search();
+  sized.pack_sizes = {Search(), WorkerSearchResult()};
+  sized.pack_sizes[0].members = 2;
+  sized.pack_sizes[1].members = 16;
+  sized.pack_sizes[1].reason = "the array does not fit the device's memory";
+  back = SearchResultFromJson(ToJson(sized));
+  EXPECT_EQ(ToJson(back), ToJson(sized));
+  ASSERT_EQ(back.pack_sizes.size(), 2u);
+  EXPECT_EQ(back.pack_sizes[0].members, 2);
+  EXPECT_EQ(back.pack_sizes[0].step_s, 0.25);
+  EXPECT_FALSE(back.pack_sizes[1].feasible);
+  EXPECT_FALSE(ToJson(r).contains("pack_sizes"));
+  nlohmann::json no_members = ToJson(sized);
+  no_members["pack_sizes"][0].erase("members");
+  EXPECT_THROW(SearchResultFromJson(no_members), ProtocolError);
+
   WorkerSearchResult infeasible;
   infeasible.reason = "out of memory: rank 0 peaked at 3 GiB of 2 GiB";
   nlohmann::json j = ToJson(infeasible);

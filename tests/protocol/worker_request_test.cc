@@ -61,10 +61,11 @@ TEST(WorkerRequest, SearchRoundTripsWithEveryField) {
   WorkerRequest r = Common(WorkerMode::kSearch);
   r.warmup = 0;
   r.measure = 3;
+  r.pack_sizes = {2, 16, 128};
   std::vector<std::string> args = ToArgv(r);
   EXPECT_EQ(args.front(), "search");
   // Every flag of search is written: every field is away from its default.
-  EXPECT_EQ(FlagsIn(args), With(kCommonFlags, {"--warmup", "--measure"}));
+  EXPECT_EQ(FlagsIn(args), With(kCommonFlags, {"--warmup", "--measure", "--pack-sizes"}));
   WorkerRequest back = ParseWorkerRequest(args);
   EXPECT_EQ(back, r);
   EXPECT_EQ(back.memory_gib, 0.1);
@@ -247,6 +248,10 @@ TEST(WorkerRequest, InconsistentFlagsNameTheFlag) {
   EXPECT_THAT(Error(Search({"--rank", "0", "--world-size", "4"})),
               HasSubstr("--rendezvous: required with --rank"));
   EXPECT_THAT(Error(Search({"--measure", "0"})), HasSubstr("--measure: expected an integer >= 1"));
+  EXPECT_THAT(Error(Search({"--pack-sizes", "16,2"})),
+              HasSubstr("--pack-sizes: expected ascending sizes >= 1"));
+  EXPECT_THAT(Error(Search({"--pack-sizes", "0,2"})),
+              HasSubstr("--pack-sizes: expected ascending sizes >= 1"));
   EXPECT_THAT(Error({"execute", "--task", "t", "--technique", "ddp", "--gpus", "1", "--out", "r",
                      "--from-step", "5", "--to-step", "4", "--checkpoint-dir", "c"}),
               HasSubstr("--to-step: expected >= --from-step"));
