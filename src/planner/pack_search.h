@@ -41,9 +41,10 @@ constexpr int kPackingsSolved = 3;
 // members of similar step counts (the best p: every p up to 32, then p
 // growing by a fifth), greedy merging (classes of up to 32 tasks), then hill
 // climbing from both (moving a task to another pack or alone, swapping two).
-// Chunking also tries the longest few tasks apart (one pack, or each alone),
-// the rest in one to three packs: the cut that a class of skewed lengths
-// (a Zipf table's groups) needs.
+// Chunking also tries the longest few tasks apart (one pack, or each alone
+// when 2 or 4), the rest in one to three packs or about as many as were best
+// without: the cut that a class of skewed lengths (a Zipf table's groups)
+// needs.
 // `evaluations` (if not null) counts scored packings.
 std::vector<Packing> SearchPackings(const Problem& problem, const PackTerms& terms, int keep,
                                     int* evaluations = nullptr);

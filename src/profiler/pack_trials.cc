@@ -40,6 +40,10 @@ std::string ArrayClassOf(const json& s, const std::string& optimizer_kind) {
   return key.dump();
 }
 
+bool Fits(const Trial& t) {
+  return t.result.feasible && t.estimated_from.empty() && t.result.estimated.empty();
+}
+
 double Rows(const WorkloadTask& task) {
   return task.spec.value("batch_size", 1.0);
 }
@@ -140,12 +144,19 @@ std::vector<PackClassTrials> PackClasses(const Workload& workload, const Profile
     for (size_t k = 0; k < c.configs.size(); ++k)
       c.configs[k].measuring = k == 0 || group(c.configs[k]) != group(c.configs[k - 1]);
     for (PackClassTrials::Config& config : c.configs) {
-      // An array's sizes were measured in its member's own trial (AddArrayTrials).
+      // An array's sizes were measured in its member's own trial
+      // (AddArrayTrials), unless that trial is another class's as well and
+      // carried its sizes: this one's are then measured apart.
       const std::vector<std::pair<int, int>>& riders = run.trials[config.base_trial].riders;
-      if (!array || riders.empty()) continue;
+      if (!array || riders.size() != c.sizes.size()) continue;
       config.pack_trials = riders;
       config.measuring = false;
       config.ended = true;
+      for (auto [k, i] : riders) {
+        if (Fits(run.trials[i])) continue;
+        config.why_ended = std::to_string(k) + " do not fit";
+        break;
+      }
     }
     out.push_back(std::move(c));
   }
@@ -217,10 +228,6 @@ bool AddPackTrials(const Workload& workload, std::vector<PackClassTrials>& class
 }
 
 namespace {
-
-bool Fits(const Trial& t) {
-  return t.result.feasible && t.estimated_from.empty() && t.result.estimated.empty();
-}
 
 // After its latest pack: whether config goes on, and why not.
 void Judge(PackClassTrials::Config& config, const PackClassTrials& c, const ProfileRun& run,

@@ -259,22 +259,25 @@ std::vector<int> TrialsToRun(ProfileRun& run, TrialCache& cache, size_t from) {
     }
   }
   for (int c : carriers) {
-    if (std::find(todo.begin(), todo.end(), c) != todo.end()) continue;
-    if (run.trials[c].cached) {
-      run.trials[c].cached = false;
+    // Its riders are measured again with it: none counts as from the cache.
+    std::vector<int> again = {c};
+    for (auto [members, i] : run.trials[c].riders)
+      again.push_back(i);
+    for (int i : again) {
+      if (!run.trials[i].cached) continue;
+      run.trials[i].cached = false;
       --run.cache_hits;
     }
-    todo.push_back(c);
+    if (std::find(todo.begin(), todo.end(), c) == todo.end()) todo.push_back(c);
   }
   return todo;
 }
 
 // A rider's result from its carrier's process: its size's entry (its own
-// setup in the launch cost), or the carrier's failure.
+// setup in the launch cost); the carrier's failure when the carrier failed;
+// else not measured: a smaller size did not fit (cached: so it stays), or
+// the carrier was estimated, not measured (not cached).
 void FillRider(const Trial& carrier, int members, Trial& rider) {
-  rider.result = carrier.result;
-  rider.result.pack_sizes.clear();
-  rider.transient = carrier.transient;
   rider.wall_s = 0;
   for (const WorkerSearchResult& size : carrier.result.pack_sizes) {
     if (size.members != members) continue;
@@ -284,7 +287,19 @@ void FillRider(const Trial& carrier, int members, Trial& rider) {
     rider.transient = false;
     return;
   }
+  rider.result = WorkerSearchResult{};
+  rider.result.technique = carrier.result.technique;
+  rider.result.gpus = carrier.result.gpus;
   rider.result.members = members;
+  rider.transient = carrier.transient;
+  if (!carrier.result.feasible) {
+    rider.result.reason = carrier.result.reason;
+  } else if (!carrier.result.estimated.empty()) {
+    rider.result.reason = "not measured: the task's trial was estimated, not run";
+    rider.transient = true;
+  } else {
+    rider.result.reason = "not measured: a smaller array did not fit";
+  }
 }
 
 std::string Describe(const Trial& t) {
@@ -328,7 +343,7 @@ void RunTrials(std::vector<int> todo, const std::map<std::string, json>& trial_t
       TrialRunner::Running& r = active[a];
       double age = runner.Age(r);
       bool ended = r.process.WaitFor(0.02).has_value();
-      bool timed_out = !ended && age > options.trial_timeout_s;
+      bool timed_out = !ended && age > TrialTimeout(run.trials[r.trial], options);
       if (!ended && !timed_out) {
         ++a;
         continue;
@@ -403,6 +418,10 @@ double StepEstimate(const std::vector<double>& samples, double fallback) {
     ++kept;
   }
   return sum / kept;
+}
+
+double TrialTimeout(const Trial& t, const ProfilerOptions& o) {
+  return o.trial_timeout_s * static_cast<double>(1 + t.riders.size());
 }
 
 double StartCost(const WorkerSearchResult& r) {

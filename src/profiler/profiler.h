@@ -140,12 +140,17 @@ struct Trial {
   bool cached = false;
   bool transient = false;  // crash or timeout: not cached, tried again next time
   double wall_s = 0.0;
-  // An array's sizes measured in one process (--pack-sizes): the largest
-  // size's trial runs, its smaller sizes ride along, ascending: (members,
-  // trial index). A rider has the index of the trial that carries it.
+  // A table class's arrays, measured in the process of its first task's own
+  // trial after the task (saturn-worker search --pack-sizes): that trial's
+  // riders, ascending: (members, trial index). A rider is not run itself:
+  // it has the index of the trial that carries it.
   std::vector<std::pair<int, int>> riders;
   int carried_by = -1;
 };
+
+// How long a trial may run before it is killed: the options' limit, once
+// for the trial and once for each of its riders.
+double TrialTimeout(const Trial& t, const ProfilerOptions& o);
 
 // Measurement noise (docs/contracts.md, Contract 2): a task's configuration
 // is left out of the table when it measured faster than a simpler one of

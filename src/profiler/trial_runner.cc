@@ -89,7 +89,7 @@ void TrialRunner::Finish(Running& r, Trial& t, bool timed_out) {
   if (timed_out) {
     t.result = {};
     t.result.reason =
-        "timed out after " + FormatDuration(o_.trial_timeout_s) + " (the trial was killed)";
+        "timed out after " + FormatDuration(TrialTimeout(t, o_)) + " (the trial was killed)";
     t.transient = true;
     return;
   }

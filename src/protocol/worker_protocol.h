@@ -61,11 +61,11 @@ struct WorkerSearchResult {
   // it was made ("analytic: 989 TFLOP/s x 0.40, links 450 GB/s; cannot run
   // here: ..."); "" when measured. Absent from the JSON when "".
   std::string estimated;
-  // Search with --pack-sizes: the array's size this result measured (its
-  // first `members` members; 0 unset), and each smaller size asked for,
-  // measured first in the same process, ascending (each its own result:
-  // step times, setup_s of that size's array, peak memory). A size that did
-  // not fit ends the list there: larger ones are not tried.
+  // Search with --pack-sizes: after the task's own result, each array of K
+  // copies of the task, measured in the same process, ascending: its own
+  // result (step times, setup_s of that array, peak memory) with `members`
+  // K (0: not an array). A size that did not fit (or failed) ends the list
+  // there: larger ones are not tried.
   int members = 0;
   std::vector<WorkerSearchResult> pack_sizes;
 };

@@ -75,7 +75,7 @@ const std::vector<Flag>& Flags() {
       {"--link-gb-s", kSearch, false, &R::link_gb_s, "B",
        "the estimated device's link bandwidth to its node's others, GB/s one way"},
       {"--pack-sizes", kSearch, false, &R::pack_sizes, "K1,K2,...",
-       "an array's smaller sizes (its first K members) measured first, ascending"},
+       "a table task: then arrays of K copies of it, measured in turn (ascending)"},
       {"--from-step", kExecute, true, &R::from_step, "A", "the step to start from"},
       {"--to-step", kExecute, true, &R::to_step, "B", "the step to stop at"},
       {"--checkpoint-dir", kExecute, true, &R::checkpoint_dir, "DIR", "the task's checkpoints"},
@@ -353,8 +353,9 @@ void CheckWorkerRequest(const WorkerRequest& o) {
     if (!(o.link_gb_s >= 0) || !std::isfinite(o.link_gb_s))
       fail("--link-gb-s", "expected GB/s >= 0");
     for (size_t i = 0; i < o.pack_sizes.size(); ++i) {
-      if (o.pack_sizes[i] < 1 || (i > 0 && o.pack_sizes[i] <= o.pack_sizes[i - 1]))
-        fail("--pack-sizes", "expected ascending sizes >= 1");
+      if (o.pack_sizes[i] < 1 || o.pack_sizes[i] > kMaxPackSize ||
+          (i > 0 && o.pack_sizes[i] <= o.pack_sizes[i - 1]))
+        fail("--pack-sizes", "expected ascending sizes from 1 to " + std::to_string(kMaxPackSize));
     }
   } else {
     if (o.from_step < 0) fail("--from-step", "expected an integer >= 0");

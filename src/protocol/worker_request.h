@@ -29,6 +29,8 @@ inline constexpr int kDefaultWarmupSteps = 2;
 // step every few); the mean of 10 is within ~5% of a 600-step run's mean
 // where the median of 5 was 20-30% low (bench/executor).
 inline constexpr int kDefaultMeasureSteps = 10;
+// The largest array --pack-sizes measures (the profiler's largest is 1024).
+inline constexpr int kMaxPackSize = 65536;
 // How long a collective or the rendezvous waits before the rank fails as a
 // peer failure (exit 4). 300 s, not less: a slow-but-alive peer must not
 // fail a task, and some legitimate waits are long — the other ranks wait
@@ -80,9 +82,9 @@ struct WorkerRequest {
   std::string estimate;
   double peak_tflops = 0.0;
   double link_gb_s = 0.0;
-  // An array's (a pack of table tasks') smaller sizes measured first in the
-  // same process, each over its first k members, ascending and below the
-  // pack's size: one start-up for every size (WorkerSearchResult::pack_sizes).
+  // A table task alone (single, one device): after its own search, fused
+  // arrays of K copies of it for each K, ascending, in the same process:
+  // one start-up for every size (WorkerSearchResult::pack_sizes).
   std::vector<int> pack_sizes;
   // execute
   int64_t from_step = 0;

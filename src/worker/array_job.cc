@@ -12,7 +12,6 @@
 #include "engine/checkpoint.h"
 #include "engine/data.h"
 #include "engine/device.h"
-#include "engine/errors.h"
 #include "engine/eval.h"
 #include "protocol/worker_protocol.h"
 #include "worker/results.h"
@@ -29,8 +28,8 @@ std::vector<engine::TaskSpec> Members(const engine::TaskSpec& task, int64_t step
 }
 
 // The array of `members`, trained for the search's steps: its step time,
-// setup and peak memory (a size that passes the device's hard limit is
-// infeasible, not the end of the process: sizes measured before it stand).
+// setup and peak memory. Out of the device's memory (the emulated hard
+// limit or a CUDA allocation) it is infeasible, not the end of the process.
 WorkerSearchResult MeasureArray(const WorkerRequest& o,
                                 const std::vector<engine::TaskSpec>& members,
                                 const engine::Device& device) {
@@ -50,8 +49,9 @@ WorkerSearchResult MeasureArray(const WorkerRequest& o,
       last = now;
       return true;
     });
-  } catch (const engine::OutOfMemoryError& e) {
-    result.reason = std::string("the array does not fit the device's memory: ") + e.what();
+  } catch (const std::exception& e) {
+    if (!engine::IsOutOfMemory(e)) throw;
+    result.reason = "the array does not fit the device's memory: " + engine::ErrorText(e);
     return result;
   }
   if (times.empty()) times = result.warmup_step_s;
@@ -152,7 +152,13 @@ std::vector<WorkerSearchResult> MeasureArraySizes(const WorkerRequest& o,
     std::vector<engine::TaskSpec> members(static_cast<size_t>(k), member);
     for (int i = 0; i < k; ++i)
       members[static_cast<size_t>(i)].name = task.name + "-member" + std::to_string(i + 1);
-    out.push_back(MeasureArray(o, members, device));
+    try {
+      out.push_back(MeasureArray(o, members, device));
+    } catch (const std::exception& e) {
+      // The task's own search stands; this size and larger ones do not.
+      out.push_back(Infeasible(o, "the array failed: " + engine::ErrorText(e)));
+      out.back().members = k;
+    }
     if (!out.back().feasible) break;  // larger ones would not fit either
   }
   return out;

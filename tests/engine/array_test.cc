@@ -173,7 +173,7 @@ TEST(FusedArray, ATasksSearchMeasuresArraysOfItsCopiesInItsOwnProcess) {
   EXPECT_THAT(r.err, HasSubstr("--pack-sizes"));
   r = search("4,2", "1");
   EXPECT_EQ(r.status, 2);
-  EXPECT_THAT(r.err, HasSubstr("--pack-sizes: expected ascending sizes >= 1"));
+  EXPECT_THAT(r.err, HasSubstr("--pack-sizes: expected ascending sizes from 1 to 65536"));
 }
 
 TEST(FusedArray, WhatCannotShareAnArrayIsAnInputErrorNamingTheMember) {

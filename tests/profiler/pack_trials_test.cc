@@ -162,5 +162,88 @@ TEST_F(PackTrials, APackNoFasterThanItsMembersOneAfterAnotherEndsItsCurve) {
   EXPECT_THAT(run.pack_summary, HasSubstr("steps no faster than its members one after another"));
 }
 
+// A table of 200 groups of 6 rows (one class of arrays: sizes 2, 16, 128
+// and 1024), a linear model of batch 8.
+Workload TableWorkload(const std::string& dir) {
+  setenv("XDG_CACHE_HOME", (dir + "/cache").c_str(), 1);
+  std::string csv = "g,x,y\n";
+  for (int g = 0; g < 200; ++g)
+    for (int r = 0; r < 6; ++r)
+      csv += std::to_string(g) + "," + std::to_string(r) + "," + std::to_string(g + r) + "\n";
+  WriteFileAtomic(dir + "/t.csv", csv);
+  return ParseWorkload(
+      "cluster: {nodes: [{name: n0, gpus: 2, gpu_memory_gib: 1}]}\ntasks:\n"
+      "  - name: t\n"
+      "    model: {type: mlp, layers: 0}\n"
+      "    data: {type: table, path: t.csv, features: [x], label: y, group_by: g}\n"
+      "    batch_size: 8\n"
+      "    optimizer: {type: adam, lr: 1.0e-2}\n"
+      "    epochs: 1\n",
+      dir + "/workload.yaml", dir);
+}
+
+// The worker calls the fake worker logged.
+std::vector<std::string> Calls(const std::string& dir) {
+  std::vector<std::string> lines;
+  if (!fs::exists(dir + "/calls.log")) return lines;
+  std::string text = ReadFile(dir + "/calls.log");
+  for (size_t at = 0; at < text.size();) {
+    size_t end = text.find('\n', at);
+    lines.push_back(text.substr(at, end - at));
+    at = end == std::string::npos ? text.size() : end + 1;
+  }
+  return lines;
+}
+
+TEST_F(PackTrials, AnArraysSizesRideAlongItsFirstGroupsOwnTrial) {
+  Workload w = TableWorkload(dir_);
+  ProfileRun run = RunProfiler(w, options_);
+  // One worker: the group alone, then its arrays (the fake steps k copies in
+  // 1 + k/16 s).
+  EXPECT_THAT(Calls(dir_), ::testing::ElementsAre("search single 1 0 0 packs=2,16,128,1024"));
+  EXPECT_EQ(run.trials_run, 5);
+  for (const ProfileRow& row : run.table.rows)
+    EXPECT_EQ(run.table.Extra(row, "pack_step_s"), "8:1 16:1.125 128:2 1024:9 8192:65") << row.task;
+  // Each size is cached as its own trial: nothing runs again.
+  fs::remove(dir_ + "/calls.log");
+  ProfileRun again = RunProfiler(w, options_);
+  EXPECT_TRUE(Calls(dir_).empty());
+  EXPECT_EQ(again.cache_hits, 5);
+  EXPECT_EQ(again.table.Extra(again.table.rows[0], "pack_step_s"),
+            "8:1 16:1.125 128:2 1024:9 8192:65");
+}
+
+TEST_F(PackTrials, AnArrayThatDoesNotFitEndsTheSizesAndIsRemembered) {
+  Workload w = TableWorkload(dir_);
+  setenv("FAKE_WORKER_PACK_FIT", "16", 1);
+  ProfileRun run = RunProfiler(w, options_);
+  unsetenv("FAKE_WORKER_PACK_FIT");
+  // 128 does not fit; 1024 is not tried, and not called feasible either.
+  EXPECT_EQ(run.table.Extra(run.table.rows[0], "pack_step_s"), "8:1 16:1.125 128:2");
+  EXPECT_THAT(run.pack_summary, HasSubstr("128 do not fit"));
+  for (const Trial& t : run.trials) {
+    if (t.trial_key.find("\"members\":1024") == std::string::npos) continue;
+    EXPECT_FALSE(t.result.feasible);
+    EXPECT_EQ(t.result.reason, "not measured: a smaller array did not fit");
+  }
+  fs::remove(dir_ + "/calls.log");
+  ProfileRun again = RunProfiler(w, options_);
+  EXPECT_TRUE(Calls(dir_).empty()) << "every size's outcome is cached";
+  EXPECT_EQ(again.table.Extra(again.table.rows[0], "pack_step_s"), "8:1 16:1.125 128:2");
+}
+
+TEST_F(PackTrials, AnEstimatedTrialMeasuresNoArrays) {
+  Workload w = TableWorkload(dir_);
+  WriteFileAtomic(dir_ + "/rules.txt", "single 1 estimated a roofline\n");
+  ProfileRun run = RunProfiler(w, options_);
+  EXPECT_EQ(run.table.Extra(run.table.rows[0], "pack_step_s"), "");
+  for (const Trial& t : run.trials) {
+    if (t.carried_by < 0) continue;
+    EXPECT_FALSE(t.result.feasible);
+    EXPECT_THAT(t.result.reason, HasSubstr("estimated"));
+    EXPECT_TRUE(t.transient) << "not cached: a measurement may come";
+  }
+}
+
 }  // namespace
 }  // namespace saturn

@@ -249,9 +249,11 @@ TEST(WorkerRequest, InconsistentFlagsNameTheFlag) {
               HasSubstr("--rendezvous: required with --rank"));
   EXPECT_THAT(Error(Search({"--measure", "0"})), HasSubstr("--measure: expected an integer >= 1"));
   EXPECT_THAT(Error(Search({"--pack-sizes", "16,2"})),
-              HasSubstr("--pack-sizes: expected ascending sizes >= 1"));
+              HasSubstr("--pack-sizes: expected ascending sizes from 1 to 65536"));
   EXPECT_THAT(Error(Search({"--pack-sizes", "0,2"})),
-              HasSubstr("--pack-sizes: expected ascending sizes >= 1"));
+              HasSubstr("--pack-sizes: expected ascending sizes from 1 to 65536"));
+  EXPECT_THAT(Error(Search({"--pack-sizes", "2,65537"})),
+              HasSubstr("--pack-sizes: expected ascending sizes from 1 to 65536"));
   EXPECT_THAT(Error({"execute", "--task", "t", "--technique", "ddp", "--gpus", "1", "--out", "r",
                      "--from-step", "5", "--to-step", "4", "--checkpoint-dir", "c"}),
               HasSubstr("--to-step: expected >= --from-step"));

@@ -42,7 +42,7 @@ if [ "$mode" = techniques ]; then
   exit 0
 fi
 technique=""; gpus=1; out=""; from=0; to=0; ckdir=""; every=0; model=""; task=""; from_env=0
-threads=1; estimate=""; peak=0; link=0
+threads=1; estimate=""; peak=0; link=0; pack_sizes="" 
 while [ $# -gt 0 ]; do
   case "$1" in
     --task) task=$2; shift 2 ;;
@@ -59,12 +59,13 @@ while [ $# -gt 0 ]; do
     --estimate) estimate=$2; shift 2 ;;
     --peak-tflops) peak=$2; shift 2 ;;
     --link-gb-s) link=$2; shift 2 ;;
+    --pack-sizes) pack_sizes=$2; shift 2 ;;
     *) shift ;;
   esac
 done
 rank=0
 [ "$from_env" = 1 ] && rank=${SLURM_PROCID:-0}
-[ -n "${FAKE_WORKER_LOG:-}" ] && [ "$rank" = 0 ] && echo "$mode $technique $gpus $from $to" >> "$FAKE_WORKER_LOG"
+[ -n "${FAKE_WORKER_LOG:-}" ] && [ "$rank" = 0 ] && echo "$mode $technique $gpus $from $to${pack_sizes:+ packs=$pack_sizes}" >> "$FAKE_WORKER_LOG"
 name=""
 if [ -n "${FAKE_WORKER_STEP_LOG:-}" ] || [ -n "${FAKE_WORKER_RULES:-}" ]; then
   name=$(sed -n 's/.*"name": *"\([^"]*\)".*/\1/p' "$task" 2>/dev/null | head -1)
@@ -108,8 +109,21 @@ case "$action" in
     exit 0 ;;
 esac
 if [ "$mode" = search ]; then
-  printf '{"protocol": 1, "feasible": true, "technique": "%s", "gpus": %s, "step_s": %s, "step_samples_s": [%s], "peak_memory_bytes": [1073741824], "knobs": {"fake": true}, "reason": ""}\n' \
-    "$technique" "$gpus" "$step_s" "$samples" > "$out.tmp" && mv "$out.tmp" "$out"
+  # --pack-sizes K1,...: arrays of K copies, each stepping step_s x (1 +
+  # K/16), those of more than FAKE_WORKER_PACK_FIT members not fitting (the
+  # first such ends the list).
+  sizes=""
+  for k in ${pack_sizes//,/ }; do
+    if [ "$k" -le "${FAKE_WORKER_PACK_FIT:-1000000}" ]; then
+      size_s=$(awk -v b="$step_s" -v k="$k" 'BEGIN { print b * (1 + k / 16) }')
+      sizes+="${sizes:+, }{\"protocol\": 1, \"feasible\": true, \"technique\": \"$technique\", \"gpus\": $gpus, \"members\": $k, \"step_s\": $size_s, \"step_samples_s\": [$size_s], \"setup_s\": 0.01, \"reason\": \"\"}"
+    else
+      sizes+="${sizes:+, }{\"protocol\": 1, \"feasible\": false, \"technique\": \"$technique\", \"gpus\": $gpus, \"members\": $k, \"reason\": \"the array does not fit the device's memory\"}"
+      break
+    fi
+  done
+  printf '{"protocol": 1, "feasible": true, "technique": "%s", "gpus": %s, "step_s": %s, "step_samples_s": [%s], "peak_memory_bytes": [1073741824], "knobs": {"fake": true}, "reason": "", "pack_sizes": [%s]}\n' \
+    "$technique" "$gpus" "$step_s" "$samples" "$sizes" > "$out.tmp" && mv "$out.tmp" "$out"
   steplog end searched
   exit 0
 fi
