@@ -43,9 +43,11 @@ double Number(const std::string& text, bool* ok) {
   return v;
 }
 
-// "ROWS:SECONDS ..." ascending, every value > 0.
+// "ROWS:SECONDS ..." ascending, rows > 0, seconds > 0 (>= 0 where
+// `zero_seconds`), in `column`.
 std::vector<std::pair<double, double>> ParseCurve(const std::string& text, std::string_view source,
-                                                  int line) {
+                                                  int line, std::string_view column,
+                                                  bool zero_seconds) {
   std::vector<std::pair<double, double>> points;
   std::istringstream in(text);
   std::string item;
@@ -54,12 +56,12 @@ std::vector<std::pair<double, double>> ParseCurve(const std::string& text, std::
     bool ok_rows = false, ok_s = false;
     double rows = colon == std::string::npos ? 0 : Number(item.substr(0, colon), &ok_rows);
     double s = colon == std::string::npos ? 0 : Number(item.substr(colon + 1), &ok_s);
-    if (!ok_rows || !ok_s || rows <= 0 || s <= 0 ||
+    if (!ok_rows || !ok_s || rows <= 0 || s < 0 || (s == 0 && !zero_seconds) ||
         (!points.empty() && rows <= points.back().first)) {
-      throw InputError(source, line, "pack_step_s",
-                       "expected ROWS:SECONDS pairs with ascending ROWS > 0 and SECONDS > 0 "
-                       "(\"4:0.31 8:0.42\"), got '" +
-                           item + "'");
+      throw InputError(source, line, column,
+                       std::string("expected ROWS:SECONDS pairs with ascending ROWS > 0 and ") +
+                           (zero_seconds ? "SECONDS >= 0" : "SECONDS > 0") +
+                           " (\"4:0.31 8:0.42\"), got '" + item + "'");
     }
     points.emplace_back(rows, s);
   }
@@ -125,7 +127,10 @@ PackTerms PackTermsFromProfile(const ProfileTable& profile, const Problem& probl
     if (o < 0) continue;
     PackTerms::Curve& c = terms.curves[j][o];
     c.step_s = PositiveExtra(profile, row, "step_s", source, 0.0);
-    c.points = ParseCurve(profile.Extra(row, "pack_step_s"), source, row.line);
+    c.points =
+        ParseCurve(profile.Extra(row, "pack_step_s"), source, row.line, "pack_step_s", false);
+    c.start =
+        ParseCurve(profile.Extra(row, "pack_start_s"), source, row.line, "pack_start_s", true);
   }
   // A task without steps or step times cannot be modelled in a pack.
   for (int j = 0; j < problem.NumTasks(); ++j) {
@@ -138,7 +143,10 @@ PackTerms PackTermsFromProfile(const ProfileTable& profile, const Problem& probl
 }
 
 double PackStepAt(const PackTerms::Curve& curve, double rows) {
-  const auto& p = curve.points;
+  return CurveAt(curve.points, rows);
+}
+
+double CurveAt(const std::vector<std::pair<double, double>>& p, double rows) {
   if (p.empty() || rows > p.back().first * (1 + 1e-9)) return -1.0;
   if (rows <= p.front().first) return p.front().second;
   for (size_t i = 1; i < p.size(); ++i) {
@@ -167,6 +175,12 @@ std::vector<double> PackMemberEnds(const Problem& problem, const PackTerms& term
     rows += terms.tasks[j].rows;
   }
   const PackTerms::Curve& curve = terms.curves[members[0]][option[0]];
+  // Starting a pack of these rows beyond starting a member alone (loading
+  // every member's data, building its trainer), where measured.
+  if (!curve.start.empty()) {
+    double start = CurveAt(curve.start, rows);
+    if (start >= 0) overhead += std::max(0.0, start - curve.start.front().second);
+  }
   std::vector<int> by_steps(k);
   std::iota(by_steps.begin(), by_steps.end(), 0);
   std::stable_sort(by_steps.begin(), by_steps.end(), [&](int a, int b) {

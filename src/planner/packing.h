@@ -12,6 +12,9 @@
 //                whose members together send ROWS rows per step, measured on
 //                this row's technique, GPU count and type. A pack needing
 //                more rows than the last point does not fit the device;
+//   pack_start_s "ROWS:SECONDS ..." (optional, like pack_step_s; the first
+//                point the member alone): what starting such a pack costs
+//                (launch, data, building its trainer, first steps' extra);
 //   step_s, steps (existing) the task's own step time and step count.
 //
 // A pack's runtime follows its members: with members' steps s1 <= s2 <= ...,
@@ -19,7 +22,9 @@
 // steps) until s2, and so on; member i ends when its steps are done. Step
 // time at R rows is linear between the measured points (the first point's
 // time below it). The pack's fixed costs (start, checkpoints) are its
-// members' largest: runtime_s - steps x step_s of each member's row.
+// members' largest: runtime_s - steps x step_s of each member's row, plus
+// what pack_start_s says a start at the pack's rows costs beyond its first
+// point's.
 //
 //   PackTerms terms = PackTermsFromProfile(profile, problem, "profile.csv");
 //   PackedProblem packed = BuildPackedProblem(problem, terms, {{0, 1, 2}, {3}});
@@ -48,6 +53,7 @@ struct PackTerms {
   struct Curve {
     double step_s = 0.0;
     std::vector<std::pair<double, double>> points;  // (rows, step seconds), ascending
+    std::vector<std::pair<double, double>> start;   // (rows, start seconds); may be empty
   };
   std::vector<Member> tasks;               // per problem task
   std::vector<std::vector<Curve>> curves;  // [task][option]
@@ -67,6 +73,9 @@ PackTerms PackTermsFromProfile(const ProfileTable& profile, const Problem& probl
 
 // Step time of `curve` at `rows` rows per step; < 0 beyond its last point.
 double PackStepAt(const PackTerms::Curve& curve, double rows);
+// A curve's value at `rows`: linear between its points, its first below
+// them; < 0 beyond its last point or when it has none.
+double CurveAt(const std::vector<std::pair<double, double>>& points, double rows);
 
 // A pack of `members` (task indices) run with option `key` (technique, GPU
 // count, type): each member's end after the start, in the order of

@@ -279,7 +279,7 @@ void AddPackColumns(const Workload& workload, const std::vector<PackClassTrials>
                     ProfileRun& run) {
   if (classes.empty()) return;
   ProfileTable& table = run.table;
-  for (const char* column : {"pack_class", "pack_rows", "pack_step_s"})
+  for (const char* column : {"pack_class", "pack_rows", "pack_step_s", "pack_start_s"})
     table.extra_columns.push_back(column);
   const size_t columns = table.extra_columns.size();
   for (ProfileRow& row : table.rows)
@@ -296,29 +296,34 @@ void AddPackColumns(const Workload& workload, const std::vector<PackClassTrials>
     for (const PackClassTrials::Config& config : cls.configs) {
       const Trial& base = run.trials[config.base_trial];
       std::vector<std::pair<double, double>> points = {{rows0, base.result.step_s}};
+      // What a start costs: launch (with the trainer's setup) and the warm-up's extra.
+      auto start = [](const Trial& t) { return t.result.launch_s + StartCost(t.result); };
+      std::vector<std::pair<double, double>> starts = {{rows0, start(base)}};
       std::string ended = config.why_ended.empty() ? "" : "; " + config.why_ended;
       if (config.pack_trials.empty()) ended = " (packs not measured: a faster one of its GPUs is)";
       for (auto [k, i] : config.pack_trials) {
         const Trial& t = run.trials[i];
         if (!Fits(t)) break;
         points.emplace_back(k * rows0, t.result.step_s);
+        starts.emplace_back(k * rows0, start(t));
       }
-      std::string curve = Curve(points);
+      std::string curve = Curve(points), start_curve = Curve(starts);
       for (ProfileRow& row : table.rows) {
         auto it = task_index.find(row.task);
         if (it == task_index.end() || !in_class.count(it->second)) continue;
         if (row.technique != base.technique || row.gpus != base.gpus ||
             row.gpu_type != base.gpu_type)
           continue;
-        row.extra[columns - 1] = curve;
+        row.extra[columns - 2] = curve;
+        row.extra[columns - 1] = start_curve;
       }
       line += "\n    " + base.technique + " x" + std::to_string(base.gpus) + ": " + curve + ended;
     }
     for (ProfileRow& row : table.rows) {
       auto it = task_index.find(row.task);
       if (it == task_index.end() || !in_class.count(it->second)) continue;
-      row.extra[columns - 3] = label;
-      row.extra[columns - 2] = Number(Rows(workload.tasks[it->second]));
+      row.extra[columns - 4] = label;
+      row.extra[columns - 3] = Number(Rows(workload.tasks[it->second]));
     }
     run.pack_summary += "  " + label + ": " + Plural(static_cast<long>(cls.tasks.size()), "task") +
                         (cls.array ? " may train as one fused array" : " may share a base") +

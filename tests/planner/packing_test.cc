@@ -183,6 +183,39 @@ TEST(Packing, BadPackColumnsNameTheFileLineAndColumn) {
                InputError);
 }
 
+TEST(Packing, StartingAPackCostsWhatItsStartCurveAddsOverAMemberAlone) {
+  // a: 100 steps, b: 50; each 4 rows, fixed costs 5 s (30 - 100 x 0.25,
+  // 17.5 - 50 x 0.25). Together (8 rows) they step in 0.4 s, a alone in
+  // 0.3 s; starting a pack of 8 rows costs 3 s where a member alone's
+  // costs 1 s: 2 s more before the first step.
+  Cluster cluster = ParseCluster(YAML::Load("nodes: [{name: n0, gpus: 2}]"), "c.yaml");
+  auto ends = [&](const std::string& start_column, const std::string& start_curve) {
+    ProfileTable p = ParseProfileCsv(
+        "task,technique,gpus,runtime_s,step_s,steps,pack_class,pack_rows,pack_step_s" +
+            start_column + "\na,single,1,30,0.25,100,c,4,4:0.3 8:0.4" + start_curve +
+            "\nb,single,1,17.5,0.25,50,c,4,4:0.3 8:0.4" + start_curve + "\n",
+        "p.csv", cluster);
+    Problem problem = ProblemFromProfile(p, cluster);
+    PackTerms terms = PackTermsFromProfile(p, problem, "p.csv");
+    return PackMemberEnds(problem, terms, {0, 1}, problem.tasks[0].options[0]);
+  };
+  // By hand: 5 (+ 2) s, then 50 steps of both at 0.4 s, then 50 of a at 0.3 s.
+  std::vector<double> without = ends("", ""), with = ends(",pack_start_s", ",4:1 8:3");
+  ASSERT_EQ(without.size(), 2u);
+  ASSERT_EQ(with.size(), 2u);
+  EXPECT_NEAR(without[0], 5 + 20 + 15, 1e-9);
+  EXPECT_NEAR(without[1], 5 + 20, 1e-9);
+  EXPECT_NEAR(with[0], 7 + 20 + 15, 1e-9);
+  EXPECT_NEAR(with[1], 7 + 20, 1e-9);
+  EXPECT_THROW(ends(",pack_start_s", ",4:1 8:-3"), InputError);
+  try {
+    ends(",pack_start_s", ",4:1 2:3");
+    FAIL() << "descending rows accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("pack_start_s"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Packing, PlannerPacksALoraGridAndTheValidatorAcceptsIt) {
   // 4 learning rates x 2 ranks on one node of 2 devices.
   std::vector<Spec> specs;

@@ -202,8 +202,11 @@ TEST_F(PackTrials, AnArraysSizesRideAlongItsFirstGroupsOwnTrial) {
   // 1 + k/16 s).
   EXPECT_THAT(Calls(dir_), ::testing::ElementsAre("search single 1 0 0 packs=2,16,128,1024"));
   EXPECT_EQ(run.trials_run, 5);
-  for (const ProfileRow& row : run.table.rows)
+  for (const ProfileRow& row : run.table.rows) {
     EXPECT_EQ(run.table.Extra(row, "pack_step_s"), "8:1 16:1.125 128:2 1024:9 8192:65") << row.task;
+    // A start: the fake's task alone reports no launch; each array 0.01 s of setup.
+    EXPECT_EQ(run.table.Extra(row, "pack_start_s"), "8:0 16:0.01 128:0.01 1024:0.01 8192:0.01");
+  }
   // Each size is cached as its own trial: nothing runs again.
   fs::remove(dir_ + "/calls.log");
   ProfileRun again = RunProfiler(w, options_);
