@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstdlib>
 #include <map>
 #include <numeric>
@@ -39,7 +40,7 @@ double Number(const std::string& text, bool* ok) {
   errno = 0;
   char* end = nullptr;
   double v = std::strtod(text.c_str(), &end);
-  *ok = !text.empty() && end == text.c_str() + text.size() && errno == 0 && v == v;
+  *ok = !text.empty() && end == text.c_str() + text.size() && errno == 0 && std::isfinite(v);
   return v;
 }
 
@@ -178,8 +179,9 @@ std::vector<double> PackMemberEnds(const Problem& problem, const PackTerms& term
   // Starting a pack of these rows beyond starting a member alone (loading
   // every member's data, building its trainer), where measured.
   if (!curve.start.empty()) {
-    double start = CurveAt(curve.start, rows);
-    if (start >= 0) overhead += std::max(0.0, start - curve.start.front().second);
+    double start =
+        rows > curve.start.back().first ? curve.start.back().second : CurveAt(curve.start, rows);
+    overhead += std::max(0.0, start - curve.start.front().second);
   }
   std::vector<int> by_steps(k);
   std::iota(by_steps.begin(), by_steps.end(), 0);

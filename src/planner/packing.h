@@ -24,7 +24,7 @@
 // time below it). The pack's fixed costs (start, checkpoints) are its
 // members' largest: runtime_s - steps x step_s of each member's row, plus
 // what pack_start_s says a start at the pack's rows costs beyond its first
-// point's.
+// point's (beyond its last point: its last value).
 //
 //   PackTerms terms = PackTermsFromProfile(profile, problem, "profile.csv");
 //   PackedProblem packed = BuildPackedProblem(problem, terms, {{0, 1, 2}, {3}});

@@ -1,6 +1,7 @@
 // Measuring packs (ProfilerOptions::packs; `saturn profile` without
 // --no-pack): the profile columns the planner chooses packs from
-// (planner/packing.h, Contract 2: pack_class, pack_rows, pack_step_s).
+// (planner/packing.h, Contract 2: pack_class, pack_rows, pack_step_s,
+// pack_start_s).
 //
 // Tasks that may share a pack form a class: LoRA tasks of gpt, gpt2 or
 // llama models with equal model objects, precision and optimizer state
@@ -89,7 +90,7 @@ bool AddPackTrials(const Workload& workload, std::vector<PackClassTrials>& class
 // After a round was measured: which configurations go on (see the top).
 void AfterPackRound(std::vector<PackClassTrials>& classes, const ProfileRun& run);
 
-// Writes pack_class, pack_rows and pack_step_s into the table's rows of
+// Writes pack_class, pack_rows, pack_step_s and pack_start_s into the table's rows of
 // each class's tasks (after BuildTable), and run.pack_summary.
 void AddPackColumns(const Workload& workload, const std::vector<PackClassTrials>& classes,
                     ProfileRun& run);

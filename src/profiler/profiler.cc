@@ -259,7 +259,11 @@ std::vector<int> TrialsToRun(ProfileRun& run, TrialCache& cache, size_t from) {
     }
   }
   for (int c : carriers) {
-    // Its riders are measured again with it: none counts as from the cache.
+    if (std::find(todo.begin(), todo.end(), c) == todo.end()) todo.push_back(c);
+  }
+  // A carrier's riders are measured again with it, and the carrier with
+  // them: none counts as from the cache.
+  for (int c : todo) {
     std::vector<int> again = {c};
     for (auto [members, i] : run.trials[c].riders)
       again.push_back(i);
@@ -268,15 +272,15 @@ std::vector<int> TrialsToRun(ProfileRun& run, TrialCache& cache, size_t from) {
       run.trials[i].cached = false;
       --run.cache_hits;
     }
-    if (std::find(todo.begin(), todo.end(), c) == todo.end()) todo.push_back(c);
   }
   return todo;
 }
 
 // A rider's result from its carrier's process: its size's entry (its own
 // setup in the launch cost); the carrier's failure when the carrier failed;
-// else not measured: a smaller size did not fit (cached: so it stays), or
-// the carrier was estimated, not measured (not cached).
+// else not measured: a smaller size did not fit, or the carrier was
+// estimated (both cached: so they stay), or the list ended without a
+// verdict (a smaller array failed: not cached, tried again next time).
 void FillRider(const Trial& carrier, int members, Trial& rider) {
   rider.wall_s = 0;
   for (const WorkerSearchResult& size : carrier.result.pack_sizes) {
@@ -292,13 +296,17 @@ void FillRider(const Trial& carrier, int members, Trial& rider) {
   rider.result.gpus = carrier.result.gpus;
   rider.result.members = members;
   rider.transient = carrier.transient;
+  const std::vector<WorkerSearchResult>& sizes = carrier.result.pack_sizes;
   if (!carrier.result.feasible) {
     rider.result.reason = carrier.result.reason;
   } else if (!carrier.result.estimated.empty()) {
     rider.result.reason = "not measured: the task's trial was estimated, not run";
-    rider.transient = true;
-  } else {
+  } else if (!sizes.empty() && !sizes.back().feasible) {
     rider.result.reason = "not measured: a smaller array did not fit";
+  } else {
+    rider.result.reason =
+        "not measured: the worker measured no array of this size (its log says why)";
+    rider.transient = true;
   }
 }
 

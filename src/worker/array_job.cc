@@ -155,9 +155,12 @@ std::vector<WorkerSearchResult> MeasureArraySizes(const WorkerRequest& o,
     try {
       out.push_back(MeasureArray(o, members, device));
     } catch (const std::exception& e) {
-      // The task's own search stands; this size and larger ones do not.
-      out.push_back(Infeasible(o, "the array failed: " + engine::ErrorText(e)));
-      out.back().members = k;
+      // The task's own search stands; this size and larger ones are not
+      // measured (no entry: not a verdict on the size, which may be tried
+      // again), the error in the log.
+      std::fprintf(stderr, "saturn-worker: an array of %d failed: %s\n", k,
+                   engine::ErrorText(e).c_str());
+      break;
     }
     if (!out.back().feasible) break;  // larger ones would not fit either
   }

@@ -31,8 +31,9 @@ int RunArrayJob(const WorkerRequest& o, const engine::TaskSpec& task,
 
 // Search of a table task alone with --pack-sizes, after its own search:
 // arrays of K copies of it, for each K, in this process (one start-up for
-// every size), smallest first; a size that does not fit (or fails) ends the
-// list, and the task's own search stands whatever its arrays do.
+// every size), smallest first; a size that does not fit ends the list (its
+// entry says so), one that fails otherwise ends it without an entry (the
+// error on stderr); the task's own search stands whatever its arrays do.
 std::vector<WorkerSearchResult> MeasureArraySizes(const WorkerRequest& o,
                                                   const engine::TaskSpec& task,
                                                   const engine::Device& device);

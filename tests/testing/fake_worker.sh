@@ -29,6 +29,7 @@
 # key=value fields per process (task, node, Slurm step, the step's GPUs,
 # rank, time), for checking where and on what Slurm ran each worker.
 set -u
+started=$EPOCHREALTIME
 mode=$1; shift
 # `techniques`: the built-ins' traits, as the real worker reports them
 # (FAKE_WORKER_TECHNIQUES replaces the list, a JSON array).
@@ -42,7 +43,7 @@ if [ "$mode" = techniques ]; then
   exit 0
 fi
 technique=""; gpus=1; out=""; from=0; to=0; ckdir=""; every=0; model=""; task=""; from_env=0
-threads=1; estimate=""; peak=0; link=0; pack_sizes="" 
+threads=1; estimate=""; peak=0; link=0; pack_sizes=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --task) task=$2; shift 2 ;;
@@ -122,8 +123,12 @@ if [ "$mode" = search ]; then
       break
     fi
   done
-  printf '{"protocol": 1, "feasible": true, "technique": "%s", "gpus": %s, "step_s": %s, "step_samples_s": [%s], "peak_memory_bytes": [1073741824], "knobs": {"fake": true}, "reason": "", "pack_sizes": [%s]}\n' \
-    "$technique" "$gpus" "$step_s" "$samples" "$sizes" > "$out.tmp" && mv "$out.tmp" "$out"
+  # With sizes, the task alone says when it was ready and done and its
+  # setup (0.05 s), so each size's launch cost can be derived from it.
+  times=""
+  [ -n "$pack_sizes" ] && times=", \"ready_unix_s\": $started, \"setup_s\": 0.05, \"done_unix_s\": $EPOCHREALTIME"
+  printf '{"protocol": 1, "feasible": true, "technique": "%s", "gpus": %s, "step_s": %s, "step_samples_s": [%s], "peak_memory_bytes": [1073741824], "knobs": {"fake": true}, "reason": "", "pack_sizes": [%s]%s}\n' \
+    "$technique" "$gpus" "$step_s" "$samples" "$sizes" "$times" > "$out.tmp" && mv "$out.tmp" "$out"
   steplog end searched
   exit 0
 fi
