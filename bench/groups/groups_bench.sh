@@ -67,6 +67,9 @@ plain=$(OPENBLAS_NUM_THREADS=2 seconds /usr/bin/python3 "$here/plain_loop.py" --
   --out "$work/plain.json")
 OPENBLAS_NUM_THREADS=1 "$build/bench/groups/array_bench" --csv "$table" --group-by "$group_by" --features "$features" --label "$label" \
   "${bench_extra[@]}" --threads 1 --group-file "$work/bench.groups" --out "$work/array.json" 2>/dev/null
+# From an empty cache and a fresh run folder each time (WORK may be reused
+# for its table; an old run folder would resume, not train).
+rm -rf "$work/cache" "$work/run" "$work/cache-np" "$work/run-no-pack"
 saturn=$(XDG_CACHE_HOME=$work/cache seconds "$build/src/cli/saturn" run "$work/w.yaml" \
   --run-dir "$work/run")
 if [[ $no_pack == 1 ]]; then
