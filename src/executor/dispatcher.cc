@@ -151,10 +151,14 @@ void Dispatcher::ReadProgress(int j) {
 void Dispatcher::StopDiverged(int j, const StepReport& r) {
   LiveTask& l = run_.tasks[j];
   if (!l.stop.diverged.empty() || l.stop.cancel || l.stop.early) return;
-  std::string loss = std::isnan(r.loss) ? "nan" : r.loss > 0 ? "inf" : "-inf";
-  l.stop.diverged = "diverged: its training loss is " + loss + " at step " +
-                    std::to_string(r.step) + " (a lower learning rate may train)";
+  l.stop.diverged = DivergedReason(r.loss, r.step);
   Preempt(j);
+}
+
+std::string Dispatcher::DivergedReason(double loss, long step) {
+  std::string what = std::isnan(loss) ? "nan" : loss > 0 ? "inf" : "-inf";
+  return "diverged: its training loss is " + what + " at step " + std::to_string(step) +
+         " (a lower learning rate may train)";
 }
 
 void Dispatcher::StopEarlyIfRuled(int j, const EvalReport& e) {

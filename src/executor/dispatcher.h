@@ -81,6 +81,8 @@ class Dispatcher {
   // A step's loss that is not finite: the worker is stopped with a
   // checkpoint; MarkDiverged fails the task at its exit, without a retry.
   void StopDiverged(int j, const StepReport& r);
+  // Why a task whose training loss became non-finite at `step` failed.
+  static std::string DivergedReason(double loss, long step);
   void MarkDiverged(int j, const std::string& why);
   long LatestCheckpointOf(int j);
 

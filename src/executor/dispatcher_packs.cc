@@ -36,7 +36,6 @@ std::vector<std::string> NamesOf(const RunContext& run, const std::vector<int>& 
   return names;
 }
 
-// Moves `from` over `to` (a folder or a file), replacing what is there.
 constexpr double kNan = std::numeric_limits<double>::quiet_NaN();
 
 // A pack member's loss per step as the worker wrote them: JSON has no NaN
@@ -50,6 +49,7 @@ std::vector<double> MemberLosses(const json& member) {
   return out;
 }
 
+// Moves `from` over `to` (a folder or a file), replacing what is there.
 void MoveOver(const fs::path& from, const fs::path& to) {
   std::error_code ec;
   if (!fs::exists(from, ec)) return;
@@ -265,10 +265,7 @@ void Dispatcher::SettleMember(int m, const std::string& dir, const json& member,
   // high): the member fails as a task alone that diverged.
   for (size_t i = 0; i < losses.size(); ++i) {
     if (std::isfinite(losses[i])) continue;
-    std::string loss = std::isnan(losses[i]) ? "nan" : losses[i] > 0 ? "inf" : "-inf";
-    MarkDiverged(m, "diverged: its training loss is " + loss + " at step " +
-                        std::to_string(from_step + static_cast<long>(i) + 1) +
-                        " (a lower learning rate may train)");
+    MarkDiverged(m, DivergedReason(losses[i], from_step + static_cast<long>(i) + 1));
     return;
   }
   if (member.contains("eval_loss")) {  // an array member's held-out loss at its end

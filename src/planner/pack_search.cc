@@ -187,18 +187,19 @@ class PackingSearch {
       Packing best = packing;
       PackingScore best_score = Score(packing);
       const int n = static_cast<int>(members.size());
+      // Keeps `trial` if it is the best so far; whether it was.
       auto consider = [&](const Packing& trial) {
         PackingScore s = Score(trial);
-        if (s < best_score) best_score = s, best = trial;
+        if (!(s < best_score)) return false;
+        best_score = s, best = trial;
+        return true;
       };
       int best_p = 0;
       for (int p : PackCounts(n)) {
         if (Spent()) break;
         Packing trial = others;
         AddChunks(members, 0, p, trial);
-        PackingScore before = best_score;
-        consider(trial);
-        if (best_score < before) best_p = p;
+        if (consider(trial)) best_p = p;
       }
       // The longest few on their own (one pack, or each alone), the rest in
       // a few packs: with steps as skewed as a Zipf table's groups, the
