@@ -6,6 +6,8 @@
 #include <deque>
 #include <filesystem>
 #include <string>
+#include <string_view>
+#include <unordered_map>
 
 #include "common/format.h"
 #include "planner/explain.h"
@@ -67,6 +69,9 @@ int FirstPlanIndex(const RunContext& run) {
 
 std::vector<TaskProgress> Snapshot(const RunContext& run) {
   std::vector<TaskProgress> progress(run.NumTasks());
+  std::unordered_map<std::string_view, const std::string*> planned_pack;
+  for (const PlanTask& t : run.plan().tasks)
+    if (!t.pack.empty()) planned_pack[t.task] = &t.pack;
   for (int j = 0; j < run.NumTasks(); ++j) {
     const LiveTask& l = run.tasks[j];
     TaskProgress& p = progress[j];
@@ -82,10 +87,19 @@ std::vector<TaskProgress> Snapshot(const RunContext& run) {
           p.done, ScaledRuntime(run.tasks.profile(), problem, j, first, steps) / first.runtime_s);
     }
     p.has_checkpoint = l.record.checkpoint_step > 0;
+    // The pack it trains in, or the plan's for it unless it goes on alone.
+    const bool in_pack = run.Running(j) && l.pack_host >= 0;
+    if (in_pack) {
+      p.pack = l.pack;
+    } else if (auto it = planned_pack.find(l.record.name);
+               it != planned_pack.end() && !l.unpacked && !run.Running(j)) {
+      p.pack = *it->second;
+    }
     std::optional<Assignment> on = run.tasks.placements().On(j);
     if (run.Running(j) && on) {
       p.running = RunningOn{on->option, on->node, on->gpu_ids};
-      if (l.reported.recent_step_s.size() >= 3) {
+      // A pack's steps are its members' together: not this task's speed.
+      if (!in_pack && l.reported.recent_step_s.size() >= 3) {
         double profiled = run.tasks.problem().tasks[j].options[on->option].runtime_s / run.Steps(j);
         p.slowdown = Median(l.reported.recent_step_s) / profiled;
       }

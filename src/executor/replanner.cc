@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdio>
 #include <map>
+#include <optional>
 #include <vector>
 
 #include "common/format.h"
@@ -29,9 +30,21 @@ void BackgroundReplanner::Wait() {
   if (pending_.valid()) pending_.wait();
 }
 
+PackTerms RunPackTerms(const RunContext& run) {
+  return PackTermsFromProfile(run.tasks.profile(), run.tasks.problem(), run.ProfileSource());
+}
+
+std::shared_ptr<const PackTerms> Replanner::Terms() {
+  if (!PlanHasPacks(run_.plan())) return nullptr;
+  if (!terms_ || terms_for_ != run_.tasks.version()) {
+    terms_ = std::make_shared<const PackTerms>(RunPackTerms(run_));
+    terms_for_ = run_.tasks.version();
+  }
+  return terms_;
+}
+
 void Replanner::Poll() {
-  // The re-planner sees every task alone: it would take a pack apart.
-  if (!run_.options().introspection || PlanHasPacks(run_.plan())) return;
+  if (!run_.options().introspection) return;
   if (run_.replan_soon && !background_.Busy()) {
     background_.CheckNow();
     run_.replan_soon = false;
@@ -43,8 +56,8 @@ void Replanner::Poll() {
     double now = run_.Now();
     solving_for_ = run_.tasks.version();
     return BackgroundReplanner::Solve(
-        [problem = run_.tasks.problem(), progress = Snapshot(run_), plan = run_.plan(), now,
-         policy] { return Replan(problem, progress, plan, now, policy); });
+        [problem = run_.tasks.problem(), progress = Snapshot(run_), plan = run_.plan(), now, policy,
+         terms = Terms()] { return Replan(problem, progress, plan, now, policy, terms.get()); });
   };
   background_.Poll(prepare, [&](const ReplanDecision& d) { Apply(d); });
 }
@@ -131,8 +144,12 @@ std::vector<std::string> SwitchTo(RunContext& run, Dispatcher& dispatcher,
 }
 
 void ReplanForOtherNodes(RunContext& run, const std::string& cluster_now) {
-  ReplanDecision d = Replan(run.tasks.problem(), Snapshot(run), Plan{}, run.Now(),
-                            run.NextReplanPolicy(run.options().solve.time_limit_s));
+  // Packs stay packs on the new nodes (planned afresh, as units).
+  std::optional<PackTerms> terms;
+  if (PlanHasPacks(run.plan())) terms = RunPackTerms(run);
+  ReplanDecision d =
+      Replan(run.tasks.problem(), Snapshot(run), Plan{}, run.Now(),
+             run.NextReplanPolicy(run.options().solve.time_limit_s), terms ? &*terms : nullptr);
   run.SetEstimatedEnd(d.new_end_s);
   AdoptReplan(run, d.plan);
   run.site.state->Set(meta::kCluster, cluster_now);

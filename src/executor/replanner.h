@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <functional>
 #include <future>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -65,12 +66,20 @@ class Replanner {
 
  private:
   void Apply(const ReplanDecision& d);
+  // The profile's pack terms of the run's tasks, while the plan has packs
+  // (null otherwise); rebuilt when the task set changes.
+  std::shared_ptr<const PackTerms> Terms();
 
   RunContext& run_;
   Dispatcher& dispatcher_;
   BackgroundReplanner background_;
   int solving_for_ = -1;  // the task set version the re-plan in flight was solved for
+  std::shared_ptr<const PackTerms> terms_;
+  int terms_for_ = -1;  // the task set version of terms_
 };
+
+// The pack terms of the run's tasks as its profile gives them.
+PackTerms RunPackTerms(const RunContext& run);
 
 // The running tasks `plan` puts somewhere other than where they run (they
 // started while it was solved).

@@ -256,10 +256,6 @@ void ProfileAndPlan(RunContext& run) {
     } else {
       std::fputs(DescribePacks(problem, terms, packed, !run.options().pack).c_str(), stderr);
     }
-    if (PlanHasPacks(run.plan()) && run.options().introspection) {
-      std::fputs("re-planning is off while the plan has packs (it does not regroup them yet)\n",
-                 stderr);
-    }
   }
 }
 

@@ -13,6 +13,7 @@
 #include "planner/node_groups.h"
 #include "planner/planner.h"
 #include "planner/validate.h"
+#include "replan/packed.h"
 
 namespace saturn {
 namespace {
@@ -180,10 +181,13 @@ bool SearchesIncrementally(const Problem& problem, const ReplanPolicy& policy) {
          policy.solver == "auto";
 }
 
-ReplanDecision Replan(const Problem& base, const std::vector<TaskProgress>& progress,
-                      const Plan& current, double now, const ReplanPolicy& policy) {
+namespace {
+
+// Replan on the remaining problem as built; `chosen_out` (if not null) gets
+// the schedule the decision's plan follows.
+ReplanDecision ReplanRemaining(const RemainingProblem& remaining, const Plan& current, double now,
+                               const ReplanPolicy& policy, Schedule* chosen_out = nullptr) {
   ReplanDecision d;
-  RemainingProblem remaining = BuildRemainingProblem(base, progress, policy);
   const Problem& problem = remaining.problem;
   if (problem.tasks.empty()) {
     d.plan = current;
@@ -220,6 +224,7 @@ ReplanDecision Replan(const Problem& base, const std::vector<TaskProgress>& prog
                  now);
     KeepSearchedEnds(problem, changes.searched_ends, d.plan);
     d.preempted = Preempted(remaining, retimed);
+    if (chosen_out) *chosen_out = retimed;
     d.summary = "keep: current plan ends at " + FormatDuration(d.current_end_s) + ", " + why +
                 " (bound " + FormatDuration(now + bound) + "); no solve";
     return d;
@@ -261,10 +266,27 @@ ReplanDecision Replan(const Problem& base, const std::vector<TaskProgress>& prog
                     now);
   KeepSearchedEnds(problem, NodeEnds(problem, IndexNodes(problem), d.plan), d.plan);
   d.preempted = Preempted(remaining, chosen);
+  if (chosen_out) *chosen_out = chosen;
   d.summary = std::string(d.switch_plan ? "switch" : "keep") + ": current plan ends at " +
               FormatDuration(d.current_end_s) + ", fresh plan (" + how + ") at " +
               FormatDuration(d.new_end_s) +
               (d.preempted.empty() ? "" : ", pre-empting " + std::to_string(d.preempted.size()));
+  return d;
+}
+
+}  // namespace
+
+ReplanDecision Replan(const Problem& base, const std::vector<TaskProgress>& progress,
+                      const Plan& current, double now, const ReplanPolicy& policy,
+                      const PackTerms* terms) {
+  RemainingProblem remaining = BuildRemainingProblem(base, progress, policy);
+  if (!terms || !AnyPackLeft(progress)) return ReplanRemaining(remaining, current, now, policy);
+  PackedRemaining packed = PackRemaining(base, *terms, progress, remaining, policy);
+  Schedule chosen;
+  ReplanDecision d =
+      ReplanRemaining(packed.remaining, PackPlan(current, packed), now, policy, &chosen);
+  d.plan = UnpackPlan(packed, chosen, std::move(d.plan));
+  // A running pack is never pre-empted (its one option keeps it running).
   return d;
 }
 

@@ -40,6 +40,7 @@
 
 #include "common/defaults.h"
 #include "contracts/plan.h"
+#include "planner/packing.h"
 #include "planner/problem.h"
 #include "planner/schedule.h"
 #include "planner/solver.h"
@@ -63,6 +64,9 @@ struct TaskProgress {
   bool has_checkpoint = false;  // resumes (paying switch_cost_s) when started again
   std::optional<RunningOn> running;
   double slowdown = 1.0;  // measured runtime / profiled runtime; 1 = as profiled
+  // The pack it trains in, or is planned to (planner/packing.h); "" alone.
+  // Members of a running pack: the one holding the devices has `running`.
+  std::string pack;
 };
 
 // How to re-plan: the solve options (a default-made policy has a re-plan's
@@ -122,8 +126,12 @@ struct ReplanDecision {
   std::string summary;
 };
 
-// `current` has absolute times; `now` is the time of the check.
+// `current` has absolute times; `now` is the time of the check. With
+// `terms` (the profile's pack terms of `base`), tasks that share a pack in
+// `progress` are planned as one (replan/packed.h): a running pack keeps
+// running, a pack not started may move; the plan's members carry `pack`.
 ReplanDecision Replan(const Problem& base, const std::vector<TaskProgress>& progress,
-                      const Plan& current, double now, const ReplanPolicy& policy);
+                      const Plan& current, double now, const ReplanPolicy& policy,
+                      const PackTerms* terms = nullptr);
 
 }  // namespace saturn

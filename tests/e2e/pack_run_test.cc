@@ -145,6 +145,68 @@ TEST_F(PackRun, MembersWithMoreStepsContinueAloneAsTheirTwins) {
   EXPECT_THAT(html, HasSubstr("<title>m2 (single)"));
 }
 
+// Re-planning with packs (replan/packed.h). Two devices: pack-1 (m0, m1)
+// on GPU 0 and pack-2 (m2, m3) after it there, while `big` holds GPU 1 for
+// 20 s by its profile, yet ends in well under a second. The re-planner
+// moves pack-2 to GPU 1 as soon as it checks; without re-planning pack-2
+// waits for pack-1. Either way its members end as they would have.
+TEST_F(PackRun, AReplanMovesAPackNotStartedToADeviceFreedEarly) {
+  std::string corpus;
+  for (int i = 0; i < 400; ++i)
+    corpus += "the pack trains every member as alone " + std::to_string(i % 13) + "\n";
+  WriteFileAtomic(dir_ + "/corpus.txt", corpus);
+  const std::string model =
+      "\n    model: {type: gpt, layers: 1, d_model: 16, heads: 2, seq_len: 8}"
+      "\n    data: {type: text, path: corpus.txt}\n    batch_size: 4\n    seed: 7";
+  std::string text = "cluster: {nodes: [{name: n0, gpus: 2, gpu_memory_gib: 2}]}\ntasks:\n";
+  std::string profile =
+      "task,technique,gpus,runtime_s,step_s,steps,pack_class,pack_rows,pack_step_s\n";
+  for (int i = 0; i < 4; ++i) {
+    text += "  - name: m" + std::to_string(i) + model + "\n    optimizer: {type: adamw, lr: 0.00" +
+            std::to_string(i + 1) + "}\n    finetune: {lora: {rank: 2}}\n    steps: 2500\n";
+    profile += "m" + std::to_string(i) + ",single,1,9,0.0032,2500,gpt-lora,4,4:0.0032 8:0.0038\n";
+  }
+  text += "  - name: big" + model + "\n    optimizer: {type: adamw, lr: 0.01}\n    steps: 50\n";
+  profile += "big,single,1,20,0.38,50,,,\n";
+  WriteFileAtomic(dir_ + "/w.yaml", text);
+  WriteFileAtomic(dir_ + "/profile.csv", profile);
+  auto starts = [&](const std::string& run) {
+    std::map<std::string, Event> out;
+    for (const Event& e : ParseEventLines(ReadFile(dir_ + "/" + run + "/events.jsonl"), "events")) {
+      if (e.kind == EventKind::kTaskStarted || e.kind == EventKind::kTaskFinished)
+        out[e.task + (e.kind == EventKind::kTaskStarted ? ":start" : ":end")] = e;
+    }
+    return out;
+  };
+  int code = 0;
+  std::vector<std::string> args = RunArgs("replanned", "");
+  args.insert(args.end(), {"--interval", "0.5"});
+  ASSERT_EQ(Run(args), 0) << Log();
+  json replanned = json::parse(ReadFile(dir_ + "/replanned/report.json"));
+  json fixed = RunReport("fixed", "--no-introspection", &code);
+  ASSERT_EQ(code, 0) << Log();
+  json plan = json::parse(ReadFile(dir_ + "/fixed/plan-0.json"));
+  for (const json& t : plan["tasks"]) {
+    if (t["task"] == "m2") {
+      ASSERT_EQ(t["gpu_ids"], json::array({0})) << plan.dump();
+    }
+  }
+  std::map<std::string, Event> r = starts("replanned"), f = starts("fixed");
+  // Without re-planning pack-2 waits on GPU 0 for pack-1; re-planned it
+  // starts on GPU 1 while pack-1 still trains.
+  EXPECT_EQ(f["m2:start"].gpu_ids, std::vector<int>{0});
+  EXPECT_GE(f["m2:start"].t, f["m0:end"].t - 1e-6);
+  EXPECT_EQ(r["m2:start"].gpu_ids, std::vector<int>{1});
+  EXPECT_EQ(r["m3:start"].gpu_ids, std::vector<int>{1});
+  EXPECT_LT(r["m2:start"].t, r["m0:end"].t);
+  std::map<std::string, json> a = TasksByName(replanned), b = TasksByName(fixed);
+  for (const char* name : {"m2", "m3"}) {
+    EXPECT_EQ(a[name]["status"], "finished") << name;
+    EXPECT_EQ(a[name].value("pack", ""), "pack-2") << name;
+    EXPECT_NEAR(a[name]["final_loss"].get<double>(), b[name]["final_loss"].get<double>(), 1e-6);
+  }
+}
+
 // Against the same pack run without a kill: over 400 steps at these learning
 // rates a member and its twin alone part by more than 1e-4 (they differ by
 // rounding from step ~60, as the same task under ddp and single does: 1.9e-3

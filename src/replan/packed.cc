@@ -1,0 +1,219 @@
+#include "replan/packed.h"
+
+#include <algorithm>
+#include <map>
+#include <unordered_map>
+
+namespace saturn {
+namespace {
+
+// A pack's members as a problem of their own with the terms for it: each
+// member's options (pinned ones left out) with runtimes and steps scaled to
+// what it has left, as BuildRemainingProblem scales a task's runtimes, but
+// with no restart charged (the caller adds it where one is paid).
+struct Members {
+  Problem problem;
+  PackTerms terms;
+  std::vector<int> all;   // 0..n-1
+  bool restarts = false;  // some member resumes from where it stands
+};
+
+Members LeftOf(const Problem& base, const PackTerms& terms,
+               const std::vector<TaskProgress>& progress, const std::vector<int>& tasks) {
+  Members m;
+  m.problem.nodes = base.nodes;
+  m.problem.types = base.types;
+  for (int j : tasks) {
+    const TaskProgress& p = progress[static_cast<size_t>(j)];
+    const double left = std::max(0.0, std::min(1.0, p.expected) - p.done) * p.slowdown;
+    m.restarts = m.restarts || p.has_checkpoint || p.done > 0;
+    const Task& task = base.tasks[static_cast<size_t>(j)];
+    Task& t = m.problem.tasks.emplace_back(Task{task.name, {}});
+    PackTerms::Member member = terms.tasks[static_cast<size_t>(j)];
+    member.steps *= left;
+    m.terms.tasks.push_back(member);
+    std::vector<PackTerms::Curve>& curves = m.terms.curves.emplace_back();
+    for (size_t o = 0; o < task.options.size(); ++o) {
+      if (task.options[o].starts_now || task.options[o].node >= 0) continue;
+      Option& opt = t.options.emplace_back(task.options[o]);
+      opt.runtime_s = std::max(1e-3, left * opt.runtime_s);
+      curves.push_back(terms.curves[static_cast<size_t>(j)][o]);
+    }
+    m.all.push_back(static_cast<int>(m.all.size()));
+  }
+  return m;
+}
+
+}  // namespace
+
+bool AnyPackLeft(const std::vector<TaskProgress>& progress) {
+  std::map<std::string, int> count;
+  for (const TaskProgress& p : progress) {
+    if (p.arrived && !p.finished && !p.pack.empty() && ++count[p.pack] == 2) return true;
+  }
+  return false;
+}
+
+namespace {
+
+// Pack `name` of base tasks `tasks` as one task: every option all its
+// members have and it fits, or, while it runs, the one it runs with,
+// pinned where it runs and with no restart. Fills `ends` per option; false
+// when a pack not started has no option (its members are then planned
+// alone).
+bool PackTask(const Problem& base, const PackTerms& terms,
+              const std::vector<TaskProgress>& progress, const std::vector<int>& tasks,
+              const ReplanPolicy& policy, Task& pack, int& keep,
+              std::vector<std::vector<double>>& ends) {
+  const Members m = LeftOf(base, terms, progress, tasks);
+  int host = -1;  // the member that holds a running pack's devices
+  for (int j : tasks)
+    if (progress[static_cast<size_t>(j)].running) host = j;
+  if (host < 0) {
+    for (const Option& key : m.problem.tasks[0].options) {
+      std::vector<double> e = PackMemberEnds(m.problem, m.terms, m.all, key);
+      if (e.empty()) continue;
+      for (double& end : e)
+        end += m.restarts ? policy.switch_cost_s : 0.0;
+      Option& o = pack.options.emplace_back(key);
+      o.runtime_s = *std::max_element(e.begin(), e.end());
+      ends.push_back(std::move(e));
+    }
+    return !pack.options.empty();
+  }
+  const RunningOn& on = *progress[static_cast<size_t>(host)].running;
+  Option key = base.tasks[static_cast<size_t>(host)].options[static_cast<size_t>(on.option)];
+  std::vector<double> e = PackMemberEnds(m.problem, m.terms, m.all, key);
+  if (e.empty()) {
+    // The model no longer covers it (a profile changed): each member's own
+    // time left, side by side.
+    for (const Task& t : m.problem.tasks) {
+      double alone = 0.0;
+      for (const Option& x : t.options)
+        if (x.technique == key.technique && x.gpus == key.gpus) alone = x.runtime_s;
+      e.push_back(std::max(1e-3, alone));
+    }
+  }
+  Option& o = pack.options.emplace_back(key);
+  o.runtime_s = *std::max_element(e.begin(), e.end());
+  o.node = on.node;
+  o.starts_now = true;
+  o.gpu_ids = on.gpu_ids;
+  ends.push_back(std::move(e));
+  keep = 0;
+  return true;
+}
+
+}  // namespace
+
+PackedRemaining PackRemaining(const Problem& base, const PackTerms& terms,
+                              const std::vector<TaskProgress>& progress,
+                              const RemainingProblem& remaining, const ReplanPolicy& policy) {
+  const Problem& per_task = remaining.problem;
+  // Packs in the order of their first member; members in task order.
+  std::vector<std::vector<int>> groups;  // remaining tasks
+  std::vector<std::string> pack_name;
+  std::map<std::string, size_t> group_of;
+  for (int k = 0; k < per_task.NumTasks(); ++k) {
+    const std::string& pack = progress[static_cast<size_t>(remaining.base_index[k])].pack;
+    auto [it, added] = group_of.emplace(pack.empty() ? "" : pack, groups.size());
+    if (pack.empty() || added) {
+      groups.emplace_back();
+      pack_name.push_back(pack);
+    }
+    groups[pack.empty() ? groups.size() - 1 : it->second].push_back(k);
+  }
+  PackedRemaining out;
+  RemainingProblem& r = out.remaining;
+  r.problem.nodes = per_task.nodes;
+  r.problem.types = per_task.types;
+  auto alone = [&](int k) {
+    r.problem.tasks.push_back(per_task.tasks[static_cast<size_t>(k)]);
+    r.base_index.push_back(remaining.base_index[static_cast<size_t>(k)]);
+    r.keep_option.push_back(remaining.keep_option[static_cast<size_t>(k)]);
+    out.members.push_back({per_task.tasks[static_cast<size_t>(k)].name});
+    out.ends.emplace_back(per_task.tasks[static_cast<size_t>(k)].options.size());
+  };
+  for (size_t g = 0; g < groups.size(); ++g) {
+    if (groups[g].size() == 1) {
+      alone(groups[g][0]);
+      continue;
+    }
+    std::vector<int> tasks;  // base tasks
+    std::vector<std::string> names;
+    for (int k : groups[g]) {
+      tasks.push_back(remaining.base_index[static_cast<size_t>(k)]);
+      names.push_back(per_task.tasks[static_cast<size_t>(k)].name);
+    }
+    Task pack{pack_name[g], {}};
+    int keep = -1;
+    std::vector<std::vector<double>> ends;
+    if (!PackTask(base, terms, progress, tasks, policy, pack, keep, ends)) {
+      for (int k : groups[g])
+        alone(k);
+      continue;
+    }
+    r.problem.tasks.push_back(std::move(pack));
+    r.base_index.push_back(-1);
+    r.keep_option.push_back(keep);
+    out.members.push_back(std::move(names));
+    out.ends.push_back(std::move(ends));
+  }
+  return out;
+}
+
+Plan PackPlan(const Plan& plan, const PackedRemaining& packed) {
+  std::unordered_map<std::string, int> pack_of;  // member name -> packed task
+  for (int k = 0; k < packed.remaining.problem.NumTasks(); ++k) {
+    if (!packed.IsPack(k)) continue;
+    for (const std::string& name : packed.members[static_cast<size_t>(k)])
+      pack_of[name] = k;
+  }
+  Plan out = plan;
+  out.tasks.clear();
+  std::map<int, size_t> entry_of;  // packed task -> its entry in out.tasks
+  for (const PlanTask& t : plan.tasks) {
+    auto it = pack_of.find(t.task);
+    if (it == pack_of.end()) {
+      out.tasks.push_back(t);
+      continue;
+    }
+    auto [e, added] = entry_of.emplace(it->second, out.tasks.size());
+    if (added) {
+      PlanTask pack = t;
+      pack.task = packed.remaining.problem.tasks[static_cast<size_t>(it->second)].name;
+      pack.pack.clear();
+      out.tasks.push_back(std::move(pack));
+    }
+    PlanTask& pack = out.tasks[e->second];
+    pack.end_s = std::max(pack.end_s, t.end_s);
+  }
+  return out;
+}
+
+Plan UnpackPlan(const PackedRemaining& packed, const Schedule& chosen, Plan plan) {
+  std::unordered_map<std::string, int> index;
+  for (int k = 0; k < packed.remaining.problem.NumTasks(); ++k)
+    index[packed.remaining.problem.tasks[static_cast<size_t>(k)].name] = k;
+  std::vector<PlanTask> tasks;
+  for (const PlanTask& t : plan.tasks) {
+    auto it = index.find(t.task);
+    if (it == index.end() || !packed.IsPack(it->second)) {
+      tasks.push_back(t);
+      continue;
+    }
+    const size_t k = static_cast<size_t>(it->second);
+    const std::vector<double>& ends = packed.ends[k][static_cast<size_t>(chosen[k].option)];
+    for (size_t i = 0; i < packed.members[k].size(); ++i) {
+      PlanTask member = t;
+      member.task = packed.members[k][i];
+      member.end_s = t.start_s + ends[i];
+      member.pack = t.task;
+      tasks.push_back(std::move(member));
+    }
+  }
+  plan.tasks = std::move(tasks);
+  return plan;
+}
+
+}  // namespace saturn

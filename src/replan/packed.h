@@ -1,0 +1,58 @@
+// Re-planning a plan that has packs (replan.h's Replan, given PackTerms).
+//
+// Packs are kept as units: each pack with two or more members left is one
+// task of the remaining problem, its options the pack's model
+// (planner/packing.h) over what its members have left. A pack not started
+// may move, start elsewhere or later, like any task; a running pack keeps
+// running where it runs (its one option, pinned). Tasks alone are as
+// BuildRemainingProblem makes them. What packs there are comes from each
+// task's TaskProgress::pack. Packs are not split or regrouped here (a
+// running pack's members could only leave it at a checkpoint; arrivals are
+// planned alone).
+//
+//   PackedRemaining packed = PackRemaining(base, terms, progress, remaining, policy);
+//   Plan current_packed = PackPlan(current, packed);
+//   ... re-plan packed.remaining ...
+//   Plan plan = UnpackPlan(packed, chosen, plan_of_packed);
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "contracts/plan.h"
+#include "planner/packing.h"
+#include "planner/schedule.h"
+#include "replan/replan.h"
+
+namespace saturn {
+
+struct PackedRemaining {
+  RemainingProblem remaining;  // its tasks: the packs and the tasks alone
+  // Per task of `remaining`: the names of its members (one for a task
+  // alone), and for a pack each member's end after the start per option.
+  std::vector<std::vector<std::string>> members;
+  std::vector<std::vector<std::vector<double>>> ends;  // [task][option][member]
+
+  bool IsPack(int k) const { return members[static_cast<size_t>(k)].size() > 1; }
+};
+
+// Whether some pack has two or more members left.
+bool AnyPackLeft(const std::vector<TaskProgress>& progress);
+
+// The remaining problem with packs as units; `remaining` is
+// BuildRemainingProblem(base, progress, policy).
+PackedRemaining PackRemaining(const Problem& base, const PackTerms& terms,
+                              const std::vector<TaskProgress>& progress,
+                              const RemainingProblem& remaining, const ReplanPolicy& policy);
+
+// `plan` (a plan of the base tasks, members carrying `pack`) as a plan of
+// the packed problem: one entry per pack left (its first member's
+// placement, its last member's end); other entries unchanged.
+Plan PackPlan(const Plan& plan, const PackedRemaining& packed);
+
+// A plan of the packed problem (schedule `chosen`) as a plan of the base
+// tasks: each member of a pack gets the pack's placement, its own end and
+// `pack` = the pack's name.
+Plan UnpackPlan(const PackedRemaining& packed, const Schedule& chosen, Plan plan);
+
+}  // namespace saturn

@@ -1,0 +1,137 @@
+// Re-planning a plan with packs (replan/packed.h): packs stay units, a
+// running pack keeps running, a pack not started moves where it ends first.
+// Expected ends are worked out by hand from the pack model's definition
+// (planner/packing.h): fixed costs, then every member's steps at the step
+// time of the rows still in the pack.
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "planner/packing.h"
+#include "replan/replan.h"
+#include "tests/planner/test_problems.h"
+
+namespace saturn {
+namespace {
+
+// One node of 2 GPUs. a, b, c, d: 100 steps of 1 s alone plus 10 s of fixed
+// costs (110 s), 4 rows a step, class "x": a pack of two steps in 1.2 s. e:
+// a 200 s task alone.
+struct Fixture {
+  Problem base = testing::MakeProblem({2}, {{"a", {{"single", 1, 110}}},
+                                            {"b", {{"single", 1, 110}}},
+                                            {"c", {{"single", 1, 110}}},
+                                            {"d", {{"single", 1, 110}}},
+                                            {"e", {{"single", 1, 200}}}});
+  PackTerms terms;
+  Plan plan;
+
+  Fixture() {
+    for (int j = 0; j < 5; ++j) {
+      terms.tasks.push_back({j < 4 ? "x" : "", 4.0, j < 4 ? 100.0 : 200.0});
+      terms.curves.push_back({{1.0, {{4.0, 1.0}, {8.0, 1.2}}, {}}});
+    }
+    // pack-1 (a, b) on GPU 0, then pack-2 (c, d) after it; e on GPU 1.
+    plan.solver = "test";
+    plan.status = "feasible";
+    plan.makespan_s = 260;
+    plan.tasks = {{"a", "single", 1, "node0", {0}, 0, 130, "", "pack-1"},
+                  {"b", "single", 1, "node0", {0}, 0, 130, "", "pack-1"},
+                  {"e", "single", 1, "node0", {1}, 0, 200, "", ""},
+                  {"c", "single", 1, "node0", {0}, 130, 260, "", "pack-2"},
+                  {"d", "single", 1, "node0", {0}, 130, 260, "", "pack-2"}};
+  }
+};
+
+std::map<std::string, PlanTask> ByName(const Plan& plan) {
+  std::map<std::string, PlanTask> out;
+  for (const PlanTask& t : plan.tasks)
+    out[t.task] = t;
+  return out;
+}
+
+// e ended at 30 s instead of 200: pack-2 moves up to its free GPU at once,
+// pack-1 goes on where it runs, nobody is pre-empted.
+TEST(PackedReplan, APackNotStartedMovesWhereAPackRunningStays) {
+  Fixture f;
+  std::vector<TaskProgress> progress(5);
+  for (int j = 0; j < 2; ++j) {
+    progress[j].pack = "pack-1";
+    progress[j].done = 0.25;  // 25 of 100 steps
+  }
+  progress[0].running = RunningOn{0, 0, {0}};  // a holds pack-1's device
+  progress[2].pack = progress[3].pack = "pack-2";
+  progress[4].finished = true;
+  ReplanPolicy policy;
+  policy.threshold_s = 10;
+  policy.switch_cost_s = 50;
+  policy.work_scale = 0.1;
+  ReplanDecision d = Replan(f.base, progress, f.plan, 30.0, policy, &f.terms);
+  EXPECT_TRUE(d.preempted.empty());
+  // pack-1 left: fixed 0.75 x 10 = 7.5 s (no restart: it keeps running),
+  // 75 steps at 1.2 s: 97.5 s. pack-2 (10 + 100 x 1.2 = 130 s) no longer
+  // waits for it: the plan re-timed already starts it now on e's GPU.
+  EXPECT_NEAR(d.current_end_s, 30 + 130, 1e-6) << d.summary;
+  std::map<std::string, PlanTask> t = ByName(d.plan);
+  ASSERT_EQ(t.size(), 4u);
+  for (const char* name : {"a", "b"}) {
+    EXPECT_EQ(t[name].pack, "pack-1");
+    EXPECT_EQ(t[name].gpu_ids, (std::vector<int>{0}));
+    EXPECT_NEAR(t[name].start_s, 30, 1e-6);
+    EXPECT_NEAR(t[name].end_s, 30 + 97.5, 1e-6);
+  }
+  for (const char* name : {"c", "d"}) {
+    EXPECT_EQ(t[name].pack, "pack-2");
+    EXPECT_EQ(t[name].gpu_ids, (std::vector<int>{1}));
+    EXPECT_NEAR(t[name].start_s, 30, 1e-6);
+    EXPECT_NEAR(t[name].end_s, 30 + 130, 1e-6);
+  }
+}
+
+// Members with different steps end apart: the longer goes on with fewer
+// rows (faster steps). A pack that has trained before pays a restart.
+TEST(PackedReplan, MembersEndByThePackModelAndARestartIsCharged) {
+  Fixture f;
+  f.terms.tasks[3].steps = 50;  // d: 50 steps, 60 s alone
+  f.base.tasks[3].options[0].runtime_s = 60;
+  std::vector<TaskProgress> progress(5);
+  progress[0].finished = progress[1].finished = true;
+  progress[2].pack = progress[3].pack = "pack-2";
+  progress[2].done = progress[3].done = 0.2;  // pre-empted earlier, checkpointed
+  progress[2].has_checkpoint = progress[3].has_checkpoint = true;
+  progress[4].running = RunningOn{0, 0, {1}};
+  progress[4].done = 0.1;
+  ReplanPolicy policy;
+  policy.threshold_s = 10;
+  policy.switch_cost_s = 50;
+  policy.work_scale = 0.1;
+  ReplanDecision d = Replan(f.base, progress, f.plan, 100.0, policy, &f.terms);
+  std::map<std::string, PlanTask> t = ByName(d.plan);
+  ASSERT_EQ(t.count("c"), 1u);
+  // Fixed: max(0.8 x 10, 0.8 x 10) + 50 restart = 58 s. d's 40 steps with
+  // c at 1.2 s (48 s), then c's other 40 steps alone at 1.0 s.
+  EXPECT_NEAR(t["d"].end_s - t["d"].start_s, 58 + 48, 1e-6);
+  EXPECT_NEAR(t["c"].end_s - t["c"].start_s, 58 + 48 + 40, 1e-6);
+  EXPECT_EQ(t["c"].start_s, t["d"].start_s);
+  EXPECT_EQ(t["c"].gpu_ids, t["d"].gpu_ids);
+  EXPECT_EQ(t["c"].pack, "pack-2");
+  EXPECT_EQ(t["e"].pack, "");
+  EXPECT_EQ(t["e"].gpu_ids, (std::vector<int>{1}));  // e keeps running
+}
+
+// Without terms, or with no pack of two left, Replan is the one for tasks
+// alone: a pack's members are planned one by one.
+TEST(PackedReplan, OneMemberLeftIsATaskAlone) {
+  Fixture f;
+  std::vector<TaskProgress> progress(5);
+  progress[0].finished = true;
+  progress[1].pack = "pack-1";
+  progress[2].finished = progress[3].finished = progress[4].finished = true;
+  ReplanDecision d = Replan(f.base, progress, f.plan, 0.0, ReplanPolicy{}, &f.terms);
+  ASSERT_EQ(d.plan.tasks.size(), 1u);
+  EXPECT_EQ(d.plan.tasks[0].task, "b");
+  EXPECT_NEAR(d.plan.tasks[0].end_s - d.plan.tasks[0].start_s, 110, 1e-6);
+}
+
+}  // namespace
+}  // namespace saturn
