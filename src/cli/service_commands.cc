@@ -284,6 +284,10 @@ void AddServiceCommands(CLI::App& app, int* status) {
   serve->add_option("--max-body", o->max_body_bytes, "Largest request body, bytes (else 413)")
       ->capture_default_str();
   AddExecutorOptions(serve, &o->run, no_introspection.get());
+  auto no_pack = std::make_shared<bool>(false);
+  serve->add_flag("--no-pack", *no_pack,
+                  "Train every task alone: measure no packs and form none (LoRA tasks on one "
+                  "base, a table's groups in arrays)");
   // A service has no planned makespan to take its defaults from.
   serve->get_option("--interval")
       ->description("Seconds between re-planning checks (default: " +
@@ -292,8 +296,9 @@ void AddServiceCommands(CLI::App& app, int* status) {
       ->description(
           "Switch only if the plan ends this much sooner (s) (default: two switch "
           "costs)");
-  serve->callback([o, no_introspection, status] {
+  serve->callback([o, no_introspection, no_pack, status] {
     o->run.introspection = !*no_introspection;
+    o->run.pack = !*no_pack;
     o->run.progress = false;
     *status = Serve(*o);
   });

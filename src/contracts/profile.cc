@@ -42,6 +42,26 @@ int ProfileTable::ExtraColumn(std::string_view name) const {
   return -1;
 }
 
+void ProfileTable::Append(const ProfileTable& other) {
+  std::vector<size_t> column_of;  // other's extra column -> this table's
+  for (const std::string& name : other.extra_columns) {
+    int c = ExtraColumn(name);
+    if (c < 0) {
+      extra_columns.push_back(name);
+      for (ProfileRow& r : rows)
+        r.extra.resize(extra_columns.size());
+      c = static_cast<int>(extra_columns.size()) - 1;
+    }
+    column_of.push_back(static_cast<size_t>(c));
+  }
+  for (const ProfileRow& r : other.rows) {
+    ProfileRow& row = rows.emplace_back(r);
+    row.extra.assign(extra_columns.size(), "");
+    for (size_t i = 0; i < column_of.size() && i < r.extra.size(); ++i)
+      row.extra[column_of[i]] = r.extra[i];
+  }
+}
+
 double ProfileTable::TrainingSeconds(const ProfileRow& row) const {
   try {
     double training = std::stod(Extra(row, "step_s")) * std::stod(Extra(row, "steps"));

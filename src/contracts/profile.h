@@ -65,6 +65,9 @@ struct ProfileTable {
                          std::string_view gpu_type = "") const;
   // Whether any row names a GPU type.
   bool Typed() const;
+  // Appends `other`'s rows, its extra columns joined to these (a column
+  // one table lacks is empty on its rows).
+  void Append(const ProfileTable& other);
 };
 
 // Each task's arrival (seconds from the start) from the profile's optional

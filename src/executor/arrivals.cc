@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <set>
 #include <stdexcept>
 #include <utility>
@@ -44,6 +45,7 @@ ArrivalProfile PrepareProfile(const RunContext& run, const std::vector<WorkloadT
   if (p.worker.empty() && engine_tasks) p.worker = FindWorkerBinary();
   p.backend = run.site.backend.get();
   p.checkpoint_every = run.options().checkpoint_every;
+  p.packs = run.options().pack;  // arrivals that may share a pack are packed (replan/packed.h)
   p.devices = devices;
   // Trials of a batch that arrives while others train print nothing: the
   // run's own progress lines go on.
@@ -64,8 +66,7 @@ void JoinRun(RunContext& run, const std::vector<WorkloadTask>& tasks,
              const ProfileTable& profiled) {
   for (const WorkloadTask& t : tasks)
     run.tasks.workload().tasks.push_back(t);
-  for (const ProfileRow& r : profiled.rows)
-    run.tasks.profile().rows.push_back(r);
+  run.tasks.profile().Append(profiled);
   run.RebuildTasks();
   WriteTaskFolders(run);
   for (const WorkloadTask& t : tasks) {
@@ -111,8 +112,13 @@ void ExtendPlan(RunContext& run, Dispatcher* dispatcher, const std::vector<std::
   // improves it at its next check.
   double time_limit_s =
       std::min(run.options().solve.time_limit_s, defaults::kArrivalPlanTimeLimitS);
-  ReplanDecision d = Replan(run.tasks.problem(), Snapshot(run), run.plan(), run.Now(),
-                            run.NextReplanPolicy(time_limit_s));
+  // Arrivals that may share a pack (an array of a table's groups, LoRA
+  // tasks on one base) are packed with each other (replan/packed.h).
+  std::optional<PackTerms> terms;
+  if (run.options().pack) terms = RunPackTerms(run);
+  ReplanDecision d =
+      Replan(run.tasks.problem(), Snapshot(run), run.plan(), run.Now(),
+             run.NextReplanPolicy(time_limit_s), terms && terms->Any() ? &*terms : nullptr);
   std::vector<std::string> moved;
   if (dispatcher != nullptr) {
     moved = SwitchTo(run, *dispatcher, d);

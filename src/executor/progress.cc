@@ -94,6 +94,8 @@ std::vector<TaskProgress> Snapshot(const RunContext& run) {
     } else if (auto it = planned_pack.find(l.record.name);
                it != planned_pack.end() && !l.unpacked && !run.Running(j)) {
       p.pack = *it->second;
+    } else if (p.finished) {
+      p.pack = l.pack;  // new packs are named after the run's last (PackArrivals)
     }
     std::optional<Assignment> on = run.tasks.placements().On(j);
     if (run.Running(j) && on) {

@@ -35,9 +35,10 @@ PackTerms RunPackTerms(const RunContext& run) {
 }
 
 std::shared_ptr<const PackTerms> Replanner::Terms() {
-  if (!PlanHasPacks(run_.plan())) return nullptr;
-  if (!terms_ || terms_for_ != run_.tasks.version()) {
-    terms_ = std::make_shared<const PackTerms>(RunPackTerms(run_));
+  if (!run_.options().pack) return nullptr;
+  if (terms_for_ != run_.tasks.version()) {
+    auto terms = std::make_shared<const PackTerms>(RunPackTerms(run_));
+    terms_ = terms->Any() ? terms : nullptr;
     terms_for_ = run_.tasks.version();
   }
   return terms_;

@@ -66,8 +66,9 @@ class Replanner {
 
  private:
   void Apply(const ReplanDecision& d);
-  // The profile's pack terms of the run's tasks, while the plan has packs
-  // (null otherwise); rebuilt when the task set changes.
+  // The profile's pack terms of the run's tasks when two of them may share
+  // a pack and packs are allowed (null otherwise); rebuilt when the task
+  // set changes.
   std::shared_ptr<const PackTerms> Terms();
 
   RunContext& run_;

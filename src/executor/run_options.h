@@ -29,7 +29,7 @@ struct RunOptions {
   bool introspection = true;
   // Packs (planner/pack_search.h): profiling measures them and the first
   // plan may train LoRA tasks that share a base in one worker; --no-pack:
-  // every task alone. While the plan followed has packs it is not re-planned.
+  // every task alone. Re-planning keeps packs as units and packs arrivals.
   bool pack = true;
   double interval_s = 0.0;    // 0: a tenth of the planned makespan, in [10 s, 1000 s]
   double threshold_s = -1.0;  // < 0: 2% of the planned makespan, at least 2 switch costs

@@ -4,6 +4,8 @@
 #include <map>
 #include <unordered_map>
 
+#include "planner/pack_search.h"
+
 namespace saturn {
 namespace {
 
@@ -105,6 +107,72 @@ bool PackTask(const Problem& base, const PackTerms& terms,
 }
 
 }  // namespace
+
+namespace {
+
+// The N of a pack named "pack-N" (0 for any other name).
+int PackNumber(const std::string& name) {
+  if (name.rfind("pack-", 0) != 0 || name.size() == 5) return 0;
+  int n = 0;
+  for (size_t i = 5; i < name.size(); ++i) {
+    if (name[i] < '0' || name[i] > '9' || n > 100000000) return 0;
+    n = n * 10 + (name[i] - '0');
+  }
+  return n;
+}
+
+}  // namespace
+
+int PackArrivals(const Problem& base, const PackTerms& terms, const Plan& current,
+                 std::vector<TaskProgress>& progress) {
+  std::unordered_map<std::string, bool> planned;
+  int last = 0;
+  for (const PlanTask& t : current.tasks) {
+    planned[t.task] = true;
+    last = std::max(last, PackNumber(t.pack));
+  }
+  for (const TaskProgress& p : progress)
+    last = std::max(last, PackNumber(p.pack));
+  std::map<std::string, std::vector<int>> by_class;
+  for (int j = 0; j < base.NumTasks(); ++j) {
+    const TaskProgress& p = progress[static_cast<size_t>(j)];
+    if (!p.arrived || p.finished || p.running || p.done > 0 || p.has_checkpoint ||
+        p.expected < 1.0 || !p.pack.empty() || terms.tasks[static_cast<size_t>(j)].cls.empty() ||
+        planned.count(base.tasks[static_cast<size_t>(j)].name))
+      continue;
+    by_class[terms.tasks[static_cast<size_t>(j)].cls].push_back(j);
+  }
+  std::unordered_map<std::string, bool> names;
+  for (const Task& t : base.tasks)
+    names[t.name] = true;
+  int formed = 0;
+  for (const auto& [cls, tasks] : by_class) {
+    if (tasks.size() < 2) continue;
+    Problem sub;
+    sub.nodes = base.nodes;
+    sub.types = base.types;
+    PackTerms sub_terms;
+    for (int j : tasks) {
+      sub.tasks.push_back(base.tasks[static_cast<size_t>(j)]);
+      sub_terms.tasks.push_back(terms.tasks[static_cast<size_t>(j)]);
+      sub_terms.curves.push_back(terms.curves[static_cast<size_t>(j)]);
+    }
+    Packing packing = ChoosePacking(sub, sub_terms);
+    if (!(ScorePacking(sub, sub_terms, packing) <
+          ScorePacking(sub, sub_terms, Unpacked(sub.NumTasks()))))
+      continue;
+    for (const std::vector<int>& group : packing) {
+      if (group.size() < 2) continue;
+      std::string name = "pack-" + std::to_string(++last);
+      while (names.count(name))
+        name += "'";  // a task already has that name
+      for (int i : group)
+        progress[static_cast<size_t>(tasks[static_cast<size_t>(i)])].pack = name;
+      ++formed;
+    }
+  }
+  return formed;
+}
 
 PackedRemaining PackRemaining(const Problem& base, const PackTerms& terms,
                               const std::vector<TaskProgress>& progress,

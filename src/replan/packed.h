@@ -6,9 +6,9 @@
 // may move, start elsewhere or later, like any task; a running pack keeps
 // running where it runs (its one option, pinned). Tasks alone are as
 // BuildRemainingProblem makes them. What packs there are comes from each
-// task's TaskProgress::pack. Packs are not split or regrouped here (a
-// running pack's members could only leave it at a checkpoint; arrivals are
-// planned alone).
+// task's TaskProgress::pack; arrivals that may share a pack are packed
+// with each other first (PackArrivals). Packs are not split or regrouped
+// here (a running pack's members could only leave it at a checkpoint).
 //
 //   PackedRemaining packed = PackRemaining(base, terms, progress, remaining, policy);
 //   Plan current_packed = PackPlan(current, packed);
@@ -38,6 +38,16 @@ struct PackedRemaining {
 
 // Whether some pack has two or more members left.
 bool AnyPackLeft(const std::vector<TaskProgress>& progress);
+
+// Arrivals (tasks that arrived, have not started, have no progress and are
+// in neither `current` nor a pack) that may share a pack with each other
+// (the same pack_class, all their work expected: no early stopping) are
+// packed as the planner packs a first plan (ChoosePacking, kept only when
+// it beats every arrival alone on their own), their packs named "pack-N"
+// after the highest N among `progress`'s and `current`'s packs. Sets their
+// `pack`; returns how many packs formed.
+int PackArrivals(const Problem& base, const PackTerms& terms, const Plan& current,
+                 std::vector<TaskProgress>& progress);
 
 // The remaining problem with packs as units; `remaining` is
 // BuildRemainingProblem(base, progress, policy).

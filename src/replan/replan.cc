@@ -280,8 +280,11 @@ ReplanDecision Replan(const Problem& base, const std::vector<TaskProgress>& prog
                       const Plan& current, double now, const ReplanPolicy& policy,
                       const PackTerms* terms) {
   RemainingProblem remaining = BuildRemainingProblem(base, progress, policy);
-  if (!terms || !AnyPackLeft(progress)) return ReplanRemaining(remaining, current, now, policy);
-  PackedRemaining packed = PackRemaining(base, *terms, progress, remaining, policy);
+  if (!terms) return ReplanRemaining(remaining, current, now, policy);
+  std::vector<TaskProgress> grouped = progress;
+  PackArrivals(base, *terms, current, grouped);
+  if (!AnyPackLeft(grouped)) return ReplanRemaining(remaining, current, now, policy);
+  PackedRemaining packed = PackRemaining(base, *terms, grouped, remaining, policy);
   Schedule chosen;
   ReplanDecision d =
       ReplanRemaining(packed.remaining, PackPlan(current, packed), now, policy, &chosen);

@@ -5,14 +5,20 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <signal.h>
+
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "common/fs.h"
+#include "common/process.h"
+#include "service/client.h"
 #include "tests/e2e/saturn_test_base.h"
 
 namespace saturn {
@@ -136,6 +142,64 @@ TEST_F(ArrayRun, EachGroupEndsAsTheSameTaskTrainedAlone) {
     EXPECT_EQ(entry["task"], best["st@" + group]) << group;
     for (const char* name : {"layers.0.weight", "layers.0.bias", "out.weight", "out.bias"})
       EXPECT_TRUE(header.contains(group + "/" + name)) << group << name;
+  }
+}
+
+// `saturn serve` packs a submitted table's groups into arrays as `saturn
+// run` does (replan/packed.h, PackArrivals), measuring the array sizes when
+// it profiles the submission; each group ends as its twin alone. With
+// --no-pack it trains every group alone, as before.
+TEST_F(ArrayRun, ServeTrainsASubmittedTablesGroupsInArrays) {
+  Write();
+  std::vector<std::pair<std::string, long>> tasks = Tasks({"1.0e-2", "3.0e-2"});
+  WriteProfile(tasks);
+  int code = 0;
+  json alone = RunReport("alone", "--no-pack", &code);
+  ASSERT_EQ(code, 0) << Log();
+  std::map<std::string, json> a = TasksByName(alone);
+  WriteFileAtomic(dir_ + "/cluster.yaml", "nodes: [{name: n0, gpus: 1, gpu_memory_gib: 2}]\n");
+  std::string workload = ReadFile(dir_ + "/w.yaml");
+  workload = workload.substr(workload.find("tasks:"));
+  for (const bool pack : {true, false}) {
+    const std::string state = dir_ + (pack ? "/served" : "/served-alone");
+    std::vector<std::string> args = {"serve",    "--cluster",   dir_ + "/cluster.yaml",
+                                     "--listen", "127.0.0.1:0", "--state-dir",
+                                     state};
+    if (!pack) args.push_back("--no-pack");
+    Process server = Process::Spawn(Saturn(args));
+    for (int i = 0; i < 600 && !fs::exists(state + "/server.json"); ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    ServiceClient client(json::parse(ReadFile(state + "/server.json"))["url"], "");
+    ServiceClient::Reply r = client.Post(
+        "/v1/workloads", {{"workload", workload}, {"source", "w.yaml"}, {"base_dir", dir_}});
+    ASSERT_EQ(r.status, 201) << r.body.dump();
+    json served;
+    for (int i = 0; i < 1200; ++i) {
+      served = client.Get("/v1/tasks").body;
+      bool ended = served["tasks"].size() == tasks.size();
+      for (const json& t : served["tasks"]) {
+        const std::string status = t["status"];
+        ended = ended && (status == "finished" || status == "failed" || status == "cancelled");
+      }
+      if (ended) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    ::kill(server.pid(), SIGTERM);
+    server.Wait();
+    int in_arrays = 0;
+    for (const json& t : served["tasks"]) {
+      const std::string name = t["id"];
+      EXPECT_EQ(t["status"], "finished") << name;
+      in_arrays += t.contains("pack");
+      EXPECT_NEAR(t["final_loss"].get<double>(), a[name]["final_loss"].get<double>(),
+                  1e-4 * std::fabs(a[name]["final_loss"].get<double>()))
+          << name;
+    }
+    if (pack) {
+      EXPECT_GE(in_arrays, 8);
+    } else {
+      EXPECT_EQ(in_arrays, 0);
+    }
   }
 }
 
