@@ -74,6 +74,29 @@ TEST(Profile, ReadsRowsAndCarriesExtraColumns) {
   EXPECT_EQ(again.Extra(again.rows[0], "knobs"), "ckpt=on,offload=off");
 }
 
+// A batch's rows join a run's profile by column name: a column only one
+// side has is empty on the other's rows (saturn serve's first batch joins
+// an empty profile; a later one may bring pack columns).
+TEST(Profile, AppendJoinsExtraColumnsByName) {
+  ProfileTable run = ProfileFrom("task,technique,gpus,runtime_s,steps,knobs\na,ddp,2,10,5,k\n");
+  ProfileTable batch = ProfileFrom(
+      "task,technique,gpus,runtime_s,pack_class,steps\nb,ddp,2,20,x,7\nc,ddp,4,30,x,9\n");
+  run.Append(batch);
+  ASSERT_EQ(run.rows.size(), 3u);
+  EXPECT_EQ(run.Extra(run.rows[0], "steps"), "5");
+  EXPECT_EQ(run.Extra(run.rows[0], "knobs"), "k");
+  EXPECT_EQ(run.Extra(run.rows[0], "pack_class"), "");
+  EXPECT_EQ(run.Extra(run.rows[1], "steps"), "7");
+  EXPECT_EQ(run.Extra(run.rows[1], "pack_class"), "x");
+  EXPECT_EQ(run.Extra(run.rows[2], "knobs"), "");
+  EXPECT_EQ(run.Extra(run.rows[2], "steps"), "9");
+  ProfileTable empty;
+  empty.Append(batch);
+  EXPECT_EQ(empty.Extra(empty.rows[1], "steps"), "9");
+  ProfileTable again = ParseProfileCsv(ProfileToCsv(run), "again.csv", EightGpus());
+  EXPECT_EQ(again.Extra(again.rows[2], "pack_class"), "x");
+}
+
 TEST(Profile, ColumnsMayComeInAnyOrder) {
   ProfileTable p = ProfileFrom("runtime_s,gpus,task,technique\n10,2,a,ddp\n");
   EXPECT_EQ(p.rows[0].gpus, 2);
