@@ -197,6 +197,10 @@ TEST_F(ArrayRun, ServeTrainsASubmittedTablesGroupsInArrays) {
     }
     if (pack) {
       EXPECT_GE(in_arrays, 8);
+      // Every group's best model, once every task ended, as a run writes it.
+      json index = json::parse(ReadFile(state + "/groups.json"));
+      EXPECT_EQ(index["groups"].size(), 5u);
+      EXPECT_TRUE(fs::exists(state + "/groups.safetensors"));
     } else {
       EXPECT_EQ(in_arrays, 0);
     }
