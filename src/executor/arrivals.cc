@@ -114,11 +114,9 @@ void ExtendPlan(RunContext& run, Dispatcher* dispatcher, const std::vector<std::
       std::min(run.options().solve.time_limit_s, defaults::kArrivalPlanTimeLimitS);
   // Arrivals that may share a pack (an array of a table's groups, LoRA
   // tasks on one base) are packed with each other (replan/packed.h).
-  std::optional<PackTerms> terms;
-  if (run.options().pack) terms = RunPackTerms(run);
-  ReplanDecision d =
-      Replan(run.tasks.problem(), Snapshot(run), run.plan(), run.Now(),
-             run.NextReplanPolicy(time_limit_s), terms && terms->Any() ? &*terms : nullptr);
+  std::optional<PackTerms> terms = RunPackTerms(run);
+  ReplanDecision d = Replan(run.tasks.problem(), Snapshot(run), run.plan(), run.Now(),
+                            RunReplanPolicy(run, time_limit_s), terms ? &*terms : nullptr);
   std::vector<std::string> moved;
   if (dispatcher != nullptr) {
     moved = SwitchTo(run, *dispatcher, d);

@@ -10,6 +10,7 @@
 #include <unordered_map>
 
 #include "common/format.h"
+#include "common/fs.h"
 #include "planner/explain.h"
 #include "protocol/best_model.h"
 #include "report/phrases.h"
@@ -69,9 +70,31 @@ int FirstPlanIndex(const RunContext& run) {
 
 std::vector<TaskProgress> Snapshot(const RunContext& run) {
   std::vector<TaskProgress> progress(run.NumTasks());
+  // A planned pack that will start as one (Dispatcher::StartPack): none of
+  // its members trained yet, or the very members its folder last trained
+  // (it resumes from its own checkpoint). Otherwise (a LoRA pack whose
+  // shortest member ended) its members go on alone.
   std::unordered_map<std::string_view, const std::string*> planned_pack;
-  for (const PlanTask& t : run.plan().tasks)
-    if (!t.pack.empty()) planned_pack[t.task] = &t.pack;
+  struct Members {
+    nlohmann::json names = nlohmann::json::array();
+    bool apart = false;  // some member trained: it resumes only as those members
+  };
+  std::unordered_map<std::string_view, Members> packs;
+  for (const PlanTask& t : run.plan().tasks) {
+    int j = t.pack.empty() ? -1 : run.tasks.IndexOf(t.task);
+    if (j < 0 || run.Done(j) || run.tasks[j].unpacked) continue;
+    planned_pack[t.task] = &t.pack;
+    Members& m = packs[t.pack];
+    m.names.push_back(t.task);
+    m.apart = m.apart || run.tasks[j].record.checkpoint_step > 0;
+  }
+  for (auto& [pack, m] : packs) {
+    if (!m.apart) continue;
+    std::error_code ec;
+    std::string last = run.site.run_dir + "/packs/" + std::string(pack) + "/members.json";
+    m.apart = !std::filesystem::exists(last, ec) ||
+              nlohmann::json::parse(ReadFile(last), nullptr, false) != m.names;
+  }
   for (int j = 0; j < run.NumTasks(); ++j) {
     const LiveTask& l = run.tasks[j];
     TaskProgress& p = progress[j];
@@ -93,7 +116,7 @@ std::vector<TaskProgress> Snapshot(const RunContext& run) {
       p.pack = l.pack;
     } else if (auto it = planned_pack.find(l.record.name);
                it != planned_pack.end() && !l.unpacked && !run.Running(j)) {
-      p.pack = *it->second;
+      if (!packs[*it->second].apart) p.pack = *it->second;
     } else if (p.finished) {
       p.pack = l.pack;  // new packs are named after the run's last (PackArrivals)
     }

@@ -7,6 +7,7 @@
 #include <optional>
 #include <vector>
 
+#include "common/error.h"
 #include "common/format.h"
 #include "common/fs.h"
 #include "executor/progress.h"
@@ -30,16 +31,34 @@ void BackgroundReplanner::Wait() {
   if (pending_.valid()) pending_.wait();
 }
 
-PackTerms RunPackTerms(const RunContext& run) {
-  return PackTermsFromProfile(run.tasks.profile(), run.tasks.problem(), run.ProfileSource());
+std::optional<PackTerms> RunPackTerms(const RunContext& run) {
+  // Packs to keep (a plan that has them, also under --no-pack), or packs
+  // allowed to form.
+  if (!run.options().pack && !PlanHasPacks(run.plan())) return std::nullopt;
+  try {
+    PackTerms terms =
+        PackTermsFromProfile(run.tasks.profile(), run.tasks.problem(), run.ProfileSource());
+    if (terms.Any()) return terms;
+  } catch (const InputError& e) {
+    // The first plan read the same columns: only a batch joined since can
+    // bring a bad one. Its tasks are planned alone.
+    std::fprintf(stderr, "re-planning without packs: %s\n", e.what());
+  }
+  return std::nullopt;
+}
+
+ReplanPolicy RunReplanPolicy(RunContext& run, double time_limit_s) {
+  ReplanPolicy policy = run.NextReplanPolicy(time_limit_s);
+  policy.pack_arrivals = run.options().pack;
+  return policy;
 }
 
 std::shared_ptr<const PackTerms> Replanner::Terms() {
-  if (!run_.options().pack) return nullptr;
-  if (terms_for_ != run_.tasks.version()) {
-    auto terms = std::make_shared<const PackTerms>(RunPackTerms(run_));
-    terms_ = terms->Any() ? terms : nullptr;
+  if (terms_for_ != run_.tasks.version() || has_packs_ != PlanHasPacks(run_.plan())) {
+    std::optional<PackTerms> terms = RunPackTerms(run_);
+    terms_ = terms ? std::make_shared<const PackTerms>(std::move(*terms)) : nullptr;
     terms_for_ = run_.tasks.version();
+    has_packs_ = PlanHasPacks(run_.plan());
   }
   return terms_;
 }
@@ -53,7 +72,7 @@ void Replanner::Poll() {
   auto prepare = [&] {
     double time_limit_s =
         std::min(run_.options().solve.time_limit_s, std::max(1.0, run_.interval_s() / 4));
-    ReplanPolicy policy = run_.NextReplanPolicy(time_limit_s);
+    ReplanPolicy policy = RunReplanPolicy(run_, time_limit_s);
     double now = run_.Now();
     solving_for_ = run_.tasks.version();
     return BackgroundReplanner::Solve(
@@ -78,6 +97,15 @@ void Replanner::Apply(const ReplanDecision& d) {
       run_.Requeue();
     }
     return;
+  }
+  // A pack that started while this was solved, placed elsewhere by it: a
+  // running pack is never stopped (an array keeps no checkpoint); the next
+  // check plans from where it runs.
+  for (const std::string& name : StartedElsewhere(run_, d.plan)) {
+    if (run_.tasks[run_.tasks.IndexOf(name)].pack_host >= 0) {
+      run_.replan_soon = true;
+      return;
+    }
   }
   std::vector<std::string> moved = SwitchTo(run_, dispatcher_, d);
   run_.Emit(events::PlanSwitched(run_.Now(), events::SwitchWhy::kIntrospection, d.current_end_s,
@@ -145,12 +173,13 @@ std::vector<std::string> SwitchTo(RunContext& run, Dispatcher& dispatcher,
 }
 
 void ReplanForOtherNodes(RunContext& run, const std::string& cluster_now) {
-  // Packs stay packs on the new nodes (planned afresh, as units).
-  std::optional<PackTerms> terms;
-  if (PlanHasPacks(run.plan())) terms = RunPackTerms(run);
-  ReplanDecision d =
-      Replan(run.tasks.problem(), Snapshot(run), Plan{}, run.Now(),
-             run.NextReplanPolicy(run.options().solve.time_limit_s), terms ? &*terms : nullptr);
+  // Packs stay packs on the new nodes (planned afresh, as units); no task
+  // is new to the run, so none is packed as an arrival.
+  std::optional<PackTerms> terms = RunPackTerms(run);
+  ReplanPolicy policy = RunReplanPolicy(run, run.options().solve.time_limit_s);
+  policy.pack_arrivals = false;
+  ReplanDecision d = Replan(run.tasks.problem(), Snapshot(run), Plan{}, run.Now(), policy,
+                            terms ? &*terms : nullptr);
   run.SetEstimatedEnd(d.new_end_s);
   AdoptReplan(run, d.plan);
   run.site.state->Set(meta::kCluster, cluster_now);

@@ -14,6 +14,7 @@
 #include <functional>
 #include <future>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -66,9 +67,8 @@ class Replanner {
 
  private:
   void Apply(const ReplanDecision& d);
-  // The profile's pack terms of the run's tasks when two of them may share
-  // a pack and packs are allowed (null otherwise); rebuilt when the task
-  // set changes.
+  // RunPackTerms, rebuilt when the task set changes or the plan gains or
+  // loses packs (null when there are none).
   std::shared_ptr<const PackTerms> Terms();
 
   RunContext& run_;
@@ -76,11 +76,16 @@ class Replanner {
   BackgroundReplanner background_;
   int solving_for_ = -1;  // the task set version the re-plan in flight was solved for
   std::shared_ptr<const PackTerms> terms_;
-  int terms_for_ = -1;  // the task set version of terms_
+  int terms_for_ = -1;      // the task set version of terms_
+  bool has_packs_ = false;  // whether the plan had packs then
 };
 
-// The pack terms of the run's tasks as its profile gives them.
-PackTerms RunPackTerms(const RunContext& run);
+// The pack terms of the run's tasks as its profile gives them, when the
+// plan has packs or packs may form and two tasks may share one.
+std::optional<PackTerms> RunPackTerms(const RunContext& run);
+// The run's re-planning policy (RunContext::NextReplanPolicy) with packs
+// formed among arrivals unless --no-pack.
+ReplanPolicy RunReplanPolicy(RunContext& run, double time_limit_s);
 
 // The running tasks `plan` puts somewhere other than where they run (they
 // started while it was solved).

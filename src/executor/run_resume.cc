@@ -7,6 +7,7 @@
 #include <yaml-cpp/yaml.h>
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -27,6 +28,18 @@ void RestoreTasks(RunContext& run) {
     saved[r.name] = std::move(r);
   // The pack each task is planned in: a task that started trained in it.
   std::map<std::string, std::string> planned_pack;
+  // A task that ended in a pack is no longer in the plan: its pack's folder
+  // lists it (the report shows it; new packs are named after it).
+  std::map<std::string, std::string> ended_in;
+  std::error_code ec;
+  for (const auto& dir : std::filesystem::directory_iterator(run.site.run_dir + "/packs", ec)) {
+    std::string list = (dir.path() / "members.json").string();
+    if (!std::filesystem::exists(list, ec)) continue;
+    nlohmann::json members = nlohmann::json::parse(ReadFile(list), nullptr, false);
+    if (!members.is_array()) continue;
+    for (const nlohmann::json& name : members)
+      if (name.is_string()) ended_in[name.get<std::string>()] = dir.path().filename().string();
+  }
   for (const PlanTask& p : run.plan().tasks)
     if (!p.pack.empty()) planned_pack[p.task] = p.pack;
   for (int j = 0; j < run.NumTasks(); ++j) {
@@ -47,6 +60,8 @@ void RestoreTasks(RunContext& run) {
     l.reported.step = l.record.checkpoint_step;
     if (auto pack = planned_pack.find(name); pack != planned_pack.end() && l.record.start_s >= 0)
       l.pack = pack->second;
+    else if (auto folder = ended_in.find(name); folder != ended_in.end() && run.Done(j))
+      l.pack = folder->second;
     run.SaveTask(j);
   }
   if (!run.options().progress) return;

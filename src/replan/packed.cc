@@ -92,7 +92,8 @@ bool PackTask(const Problem& base, const PackTerms& terms,
     for (const Task& t : m.problem.tasks) {
       double alone = 0.0;
       for (const Option& x : t.options)
-        if (x.technique == key.technique && x.gpus == key.gpus) alone = x.runtime_s;
+        if (x.technique == key.technique && x.gpus == key.gpus && x.type == key.type)
+          alone = x.runtime_s;
       e.push_back(std::max(1e-3, alone));
     }
   }
@@ -126,13 +127,19 @@ int PackNumber(const std::string& name) {
 int PackArrivals(const Problem& base, const PackTerms& terms, const Plan& current,
                  std::vector<TaskProgress>& progress) {
   std::unordered_map<std::string, bool> planned;
+  std::unordered_map<std::string, bool> taken;  // pack and task names
   int last = 0;
   for (const PlanTask& t : current.tasks) {
     planned[t.task] = true;
     last = std::max(last, PackNumber(t.pack));
+    taken[t.pack] = true;
   }
-  for (const TaskProgress& p : progress)
+  for (const TaskProgress& p : progress) {
     last = std::max(last, PackNumber(p.pack));
+    taken[p.pack] = true;
+  }
+  for (const Task& t : base.tasks)
+    taken[t.name] = true;
   std::map<std::string, std::vector<int>> by_class;
   for (int j = 0; j < base.NumTasks(); ++j) {
     const TaskProgress& p = progress[static_cast<size_t>(j)];
@@ -142,9 +149,6 @@ int PackArrivals(const Problem& base, const PackTerms& terms, const Plan& curren
       continue;
     by_class[terms.tasks[static_cast<size_t>(j)].cls].push_back(j);
   }
-  std::unordered_map<std::string, bool> names;
-  for (const Task& t : base.tasks)
-    names[t.name] = true;
   int formed = 0;
   for (const auto& [cls, tasks] : by_class) {
     if (tasks.size() < 2) continue;
@@ -164,8 +168,9 @@ int PackArrivals(const Problem& base, const PackTerms& terms, const Plan& curren
     for (const std::vector<int>& group : packing) {
       if (group.size() < 2) continue;
       std::string name = "pack-" + std::to_string(++last);
-      while (names.count(name))
-        name += "'";  // a task already has that name
+      while (taken.count(name))
+        name = "pack-" + std::to_string(++last);
+      taken[name] = true;
       for (int i : group)
         progress[static_cast<size_t>(tasks[static_cast<size_t>(i)])].pack = name;
       ++formed;
@@ -200,6 +205,7 @@ PackedRemaining PackRemaining(const Problem& base, const PackTerms& terms,
     r.base_index.push_back(remaining.base_index[static_cast<size_t>(k)]);
     r.keep_option.push_back(remaining.keep_option[static_cast<size_t>(k)]);
     out.members.push_back({per_task.tasks[static_cast<size_t>(k)].name});
+    out.pack.emplace_back();
     out.ends.emplace_back(per_task.tasks[static_cast<size_t>(k)].options.size());
   };
   for (size_t g = 0; g < groups.size(); ++g) {
@@ -213,7 +219,7 @@ PackedRemaining PackRemaining(const Problem& base, const PackTerms& terms,
       tasks.push_back(remaining.base_index[static_cast<size_t>(k)]);
       names.push_back(per_task.tasks[static_cast<size_t>(k)].name);
     }
-    Task pack{pack_name[g], {}};
+    Task pack{"[pack] " + pack_name[g], {}};
     int keep = -1;
     std::vector<std::vector<double>> ends;
     if (!PackTask(base, terms, progress, tasks, policy, pack, keep, ends)) {
@@ -226,6 +232,7 @@ PackedRemaining PackRemaining(const Problem& base, const PackTerms& terms,
     r.keep_option.push_back(keep);
     out.members.push_back(std::move(names));
     out.ends.push_back(std::move(ends));
+    out.pack.push_back(pack_name[g]);
   }
   return out;
 }
@@ -276,7 +283,7 @@ Plan UnpackPlan(const PackedRemaining& packed, const Schedule& chosen, Plan plan
       PlanTask member = t;
       member.task = packed.members[k][i];
       member.end_s = t.start_s + ends[i];
-      member.pack = t.task;
+      member.pack = packed.pack[k];
       tasks.push_back(std::move(member));
     }
   }

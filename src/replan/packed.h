@@ -32,6 +32,9 @@ struct PackedRemaining {
   // alone), and for a pack each member's end after the start per option.
   std::vector<std::vector<std::string>> members;
   std::vector<std::vector<std::vector<double>>> ends;  // [task][option][member]
+  // Per task: the pack's name ("" alone). The pack's task is named
+  // "[pack] NAME", which no task's name can be (a task may be named pack-1).
+  std::vector<std::string> pack;
 
   bool IsPack(int k) const { return members[static_cast<size_t>(k)].size() > 1; }
 };
@@ -44,8 +47,8 @@ bool AnyPackLeft(const std::vector<TaskProgress>& progress);
 // (the same pack_class, all their work expected: no early stopping) are
 // packed as the planner packs a first plan (ChoosePacking, kept only when
 // it beats every arrival alone on their own), their packs named "pack-N"
-// after the highest N among `progress`'s and `current`'s packs. Sets their
-// `pack`; returns how many packs formed.
+// after the highest N among `progress`'s and `current`'s packs (a name no
+// pack or task has). Sets their `pack`; returns how many packs formed.
 int PackArrivals(const Problem& base, const PackTerms& terms, const Plan& current,
                  std::vector<TaskProgress>& progress);
 

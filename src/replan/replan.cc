@@ -282,7 +282,7 @@ ReplanDecision Replan(const Problem& base, const std::vector<TaskProgress>& prog
   RemainingProblem remaining = BuildRemainingProblem(base, progress, policy);
   if (!terms) return ReplanRemaining(remaining, current, now, policy);
   std::vector<TaskProgress> grouped = progress;
-  PackArrivals(base, *terms, current, grouped);
+  if (policy.pack_arrivals) PackArrivals(base, *terms, current, grouped);
   if (!AnyPackLeft(grouped)) return ReplanRemaining(remaining, current, now, policy);
   PackedRemaining packed = PackRemaining(base, *terms, grouped, remaining, policy);
   Schedule chosen;

@@ -79,6 +79,9 @@ struct ReplanPolicy : SolveOptions {
   double threshold_s = defaults::kPaperThresholdS;  // switch only if the plan improves by more
   double switch_cost_s = defaults::kSwitchCostS;    // checkpoint + restart of one task
   bool allow_preemption = true;                     // false: running tasks always keep running
+  // Given pack terms: arrivals that may share a pack are packed with each
+  // other (replan/packed.h); false: they are planned alone (--no-pack).
+  bool pack_arrivals = true;
   // Keep the plan without searching when no task arrived and every node's
   // re-timed end is within this fraction of its time left of its planned
   // end, +-1 s (progress matched the plan within noise). 0: always search

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <set>
 
 #include "planner/packing.h"
 #include "replan/replan.h"
@@ -119,8 +120,8 @@ TEST(PackedReplan, MembersEndByThePackModelAndARestartIsCharged) {
   EXPECT_EQ(t["e"].gpu_ids, (std::vector<int>{1}));  // e keeps running
 }
 
-// Without terms, or with no pack of two left, Replan is the one for tasks
-// alone: a pack's members are planned one by one.
+// With no pack of two left, Replan given terms is the one for tasks alone:
+// the last member of a pack is planned as a task of its own.
 TEST(PackedReplan, OneMemberLeftIsATaskAlone) {
   Fixture f;
   std::vector<TaskProgress> progress(5);
@@ -174,6 +175,63 @@ TEST(PackedReplan, ArrivalsThatMayShareAPackArePacked) {
   d = Replan(base, progress, nothing, 0.0, ReplanPolicy{}, &terms);
   for (const PlanTask& task : d.plan.tasks)
     EXPECT_EQ(task.pack, "") << task.task;
+}
+
+// Task names may look like pack names: a task named pack-1 beside the
+// pack pack-1 is planned as itself, and a new pack takes a name no task
+// or pack has.
+TEST(PackedReplan, ATaskNamedLikeAPackIsNotThePack) {
+  Problem base = testing::MakeProblem({2}, {{"a", {{"single", 1, 110}}},
+                                            {"b", {{"single", 1, 110}}},
+                                            {"pack-1", {{"single", 1, 50}}},
+                                            {"pack-2", {{"single", 1, 50}}},
+                                            {"c", {{"single", 1, 110}}},
+                                            {"d", {{"single", 1, 110}}},
+                                            {"e", {{"single", 1, 110}}},
+                                            {"f", {{"single", 1, 110}}}});
+  PackTerms terms;
+  for (int j = 0; j < 8; ++j) {
+    bool x = j != 2 && j != 3;
+    terms.tasks.push_back({x ? "x" : "", 4.0, x ? 100.0 : 50.0});
+    terms.curves.push_back({{1.0, {{4.0, 1.0}, {8.0, 1.2}}, {}}});
+  }
+  Plan plan;
+  plan.solver = "test";
+  plan.status = "feasible";
+  plan.tasks = {{"a", "single", 1, "node0", {0}, 0, 130, "", "pack-1"},
+                {"b", "single", 1, "node0", {0}, 0, 130, "", "pack-1"},
+                {"pack-1", "single", 1, "node0", {1}, 0, 50, "", ""},
+                {"pack-2", "single", 1, "node0", {1}, 50, 100, "", ""}};
+  std::vector<TaskProgress> progress(8);
+  progress[0].pack = progress[1].pack = "pack-1";
+  progress[0].running = RunningOn{0, 0, {0}};
+  progress[0].done = progress[1].done = 0.5;
+  progress[2].running = RunningOn{0, 0, {1}};
+  progress[2].done = 0.5;
+  ReplanPolicy policy;
+  policy.work_scale = 0.1;
+  ReplanDecision d = Replan(base, progress, plan, 60.0, policy, &terms);
+  std::map<std::string, PlanTask> t = ByName(d.plan);
+  ASSERT_EQ(t.size(), 8u) << d.summary;
+  EXPECT_EQ(t["a"].pack, "pack-1");
+  EXPECT_EQ(t["a"].gpu_ids, (std::vector<int>{0}));
+  EXPECT_EQ(t["pack-1"].pack, "");
+  EXPECT_EQ(t["pack-1"].gpu_ids, (std::vector<int>{1}));
+  EXPECT_EQ(t["pack-2"].pack, "");
+  // c, d, e, f arrived (four on 2 GPUs: 220 s alone, 130 s in two packs):
+  // packed under names neither a task nor a pack has.
+  std::set<std::string> names;
+  for (const char* name : {"c", "d", "e", "f"})
+    names.insert(t[name].pack);
+  EXPECT_EQ(names, (std::set<std::string>{"pack-3", "pack-4"}));
+  EXPECT_TRUE(d.preempted.empty());
+  // Without packing arrivals (--no-pack) they are planned alone, while the
+  // running pack stays one.
+  policy.pack_arrivals = false;
+  d = Replan(base, progress, plan, 60.0, policy, &terms);
+  t = ByName(d.plan);
+  EXPECT_EQ(t["c"].pack, "");
+  EXPECT_EQ(t["a"].pack, "pack-1");
 }
 
 }  // namespace
