@@ -1047,7 +1047,8 @@ def group_index(run_dir, group=None):
     path = os.path.join(run_dir, "groups.json")
     if not os.path.exists(path):
         raise GroupError("%s has no groups.json: a finished `saturn run` of table tasks "
-                         "(data: {type: table, ...}) writes it" % run_dir)
+                         "(data: {type: table, ...}) writes it, and `saturn serve` once all "
+                         "its tasks have ended" % run_dir)
     with open(path) as f:
         index = json.load(f)
     if index.get("format") != GROUPS_FORMAT:

@@ -16,6 +16,7 @@
 #include "executor/replanner.h"
 #include "executor/run_setup.h"
 #include "launch/worker.h"
+#include "profiler/pack_trials.h"
 
 namespace saturn {
 
@@ -62,11 +63,60 @@ ProfileRun ProfileArrivals(const RunContext& run, const std::vector<WorkloadTask
   return RunProfiler(a.batch, a.options);
 }
 
+namespace {
+
+// A batch's profile names its pack classes pack1, pack2, ... as a first
+// profile does: each becomes the run's label of the same class (tasks that
+// may share a pack: PackClassOf), or a label the run does not use yet.
+ProfileTable WithRunsPackClasses(const RunContext& run, const std::vector<WorkloadTask>& tasks,
+                                 ProfileTable batch) {
+  const int column = batch.ExtraColumn("pack_class");
+  if (column < 0) return batch;
+  std::map<std::string, std::string> label_of;  // class -> the run's label
+  std::set<std::string> used;
+  const ProfileTable& profile = run.tasks.profile();
+  for (const ProfileRow& row : profile.rows) {
+    std::string label = profile.Extra(row, "pack_class");
+    if (label.empty() || !used.insert(label).second) continue;
+    for (const WorkloadTask& t : run.tasks.workload().tasks)
+      if (t.name == row.task) label_of.emplace(PackClassOf(t), label);
+  }
+  std::map<std::string, const WorkloadTask*> task;
+  for (const WorkloadTask& t : tasks)
+    task[t.name] = &t;
+  std::map<std::string, std::string> renamed;  // the batch's label -> the run's
+  int next = 1;
+  for (ProfileRow& row : batch.rows) {
+    if (row.extra.size() <= static_cast<size_t>(column) || !task.count(row.task)) continue;
+    std::string& label = row.extra[static_cast<size_t>(column)];
+    if (label.empty()) continue;
+    auto [it, added] = renamed.emplace(label, "");
+    if (added) {
+      std::string cls = PackClassOf(*task[row.task]);
+      auto known = label_of.find(cls);
+      if (known != label_of.end()) {
+        it->second = known->second;
+      } else {
+        while (used.count("pack" + std::to_string(next)))
+          ++next;
+        it->second = "pack" + std::to_string(next);
+        used.insert(it->second);
+        label_of.emplace(cls, it->second);
+      }
+    }
+    label = it->second;
+  }
+  return batch;
+}
+
+}  // namespace
+
 void JoinRun(RunContext& run, const std::vector<WorkloadTask>& tasks,
              const ProfileTable& profiled) {
+  ProfileTable batch = WithRunsPackClasses(run, tasks, profiled);
   for (const WorkloadTask& t : tasks)
     run.tasks.workload().tasks.push_back(t);
-  run.tasks.profile().Append(profiled);
+  run.tasks.profile().Append(batch);
   run.RebuildTasks();
   WriteTaskFolders(run);
   for (const WorkloadTask& t : tasks) {

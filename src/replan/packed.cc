@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <unordered_map>
 
 #include "planner/pack_search.h"
@@ -124,8 +125,42 @@ int PackNumber(const std::string& name) {
 
 }  // namespace
 
+namespace {
+
+bool Started(const TaskProgress& p) {
+  return p.running || p.done > 0 || p.has_checkpoint;
+}
+
+// The packs some member of which runs, trained or ended.
+std::set<std::string> PacksStarted(const std::vector<TaskProgress>& progress) {
+  std::set<std::string> started;
+  for (const TaskProgress& p : progress)
+    if (!p.pack.empty() && (Started(p) || p.finished)) started.insert(p.pack);
+  return started;
+}
+
+}  // namespace
+
+std::set<std::vector<int>> PacksNotStarted(const std::vector<TaskProgress>& progress) {
+  const std::set<std::string> started = PacksStarted(progress);
+  std::map<std::string, std::vector<int>> members;
+  for (int j = 0; j < static_cast<int>(progress.size()); ++j) {
+    const TaskProgress& p = progress[static_cast<size_t>(j)];
+    if (!p.pack.empty() && p.arrived && !started.count(p.pack)) members[p.pack].push_back(j);
+  }
+  std::set<std::vector<int>> out;
+  for (auto& [pack, tasks] : members)
+    out.insert(tasks);
+  return out;
+}
+
 int PackArrivals(const Problem& base, const PackTerms& terms, const Plan& current,
-                 std::vector<TaskProgress>& progress) {
+                 std::vector<TaskProgress>& progress, bool regroup) {
+  if (regroup) {
+    const std::set<std::string> started = PacksStarted(progress);
+    for (TaskProgress& p : progress)
+      if (!p.pack.empty() && p.arrived && !p.finished && !started.count(p.pack)) p.pack.clear();
+  }
   std::unordered_map<std::string, bool> planned;
   std::unordered_map<std::string, bool> taken;  // pack and task names
   int last = 0;
@@ -143,9 +178,9 @@ int PackArrivals(const Problem& base, const PackTerms& terms, const Plan& curren
   std::map<std::string, std::vector<int>> by_class;
   for (int j = 0; j < base.NumTasks(); ++j) {
     const TaskProgress& p = progress[static_cast<size_t>(j)];
-    if (!p.arrived || p.finished || p.running || p.done > 0 || p.has_checkpoint ||
-        p.expected < 1.0 || !p.pack.empty() || terms.tasks[static_cast<size_t>(j)].cls.empty() ||
-        planned.count(base.tasks[static_cast<size_t>(j)].name))
+    if (!p.arrived || p.finished || Started(p) || p.expected < 1.0 || !p.pack.empty() ||
+        terms.tasks[static_cast<size_t>(j)].cls.empty() ||
+        (!regroup && planned.count(base.tasks[static_cast<size_t>(j)].name)))
       continue;
     by_class[terms.tasks[static_cast<size_t>(j)].cls].push_back(j);
   }

@@ -16,6 +16,7 @@
 //   Plan plan = UnpackPlan(packed, chosen, plan_of_packed);
 #pragma once
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -49,8 +50,14 @@ bool AnyPackLeft(const std::vector<TaskProgress>& progress);
 // it beats every arrival alone on their own), their packs named "pack-N"
 // after the highest N among `progress`'s and `current`'s packs (a name no
 // pack or task has). Sets their `pack`; returns how many packs formed.
+// With `regroup`, every task of a pack not started (no member running or
+// trained) counts as an arrival too: its pack is formed afresh.
 int PackArrivals(const Problem& base, const PackTerms& terms, const Plan& current,
-                 std::vector<TaskProgress>& progress);
+                 std::vector<TaskProgress>& progress, bool regroup = false);
+
+// The member sets of the packs no member of which runs or trained (each
+// sorted, task indices), to compare two groupings.
+std::set<std::vector<int>> PacksNotStarted(const std::vector<TaskProgress>& progress);
 
 // The remaining problem with packs as units; `remaining` is
 // BuildRemainingProblem(base, progress, policy).

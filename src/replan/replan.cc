@@ -233,6 +233,7 @@ ReplanDecision ReplanRemaining(const RemainingProblem& remaining, const Plan& cu
   // Search: around what changed on large clusters, else afresh.
   SteadyClock clock;
   const double started = clock.Now();
+  d.searched = true;
   Schedule fresh;
   std::string solver = policy.solver;
   SolveStatus status = SolveStatus::kFeasible;
@@ -274,6 +275,20 @@ ReplanDecision ReplanRemaining(const RemainingProblem& remaining, const Plan& cu
   return d;
 }
 
+// Replan with the packs `grouped` gives, each one task (replan/packed.h).
+ReplanDecision ReplanPacked(const Problem& base, const PackTerms& terms,
+                            const std::vector<TaskProgress>& grouped,
+                            const RemainingProblem& remaining, const Plan& current, double now,
+                            const ReplanPolicy& policy) {
+  PackedRemaining packed = PackRemaining(base, terms, grouped, remaining, policy);
+  Schedule chosen;
+  ReplanDecision d =
+      ReplanRemaining(packed.remaining, PackPlan(current, packed), now, policy, &chosen);
+  d.plan = UnpackPlan(packed, chosen, std::move(d.plan));
+  // A running pack is never pre-empted (its one option keeps it running).
+  return d;
+}
+
 }  // namespace
 
 ReplanDecision Replan(const Problem& base, const std::vector<TaskProgress>& progress,
@@ -284,13 +299,20 @@ ReplanDecision Replan(const Problem& base, const std::vector<TaskProgress>& prog
   std::vector<TaskProgress> grouped = progress;
   if (policy.pack_arrivals) PackArrivals(base, *terms, current, grouped);
   if (!AnyPackLeft(grouped)) return ReplanRemaining(remaining, current, now, policy);
-  PackedRemaining packed = PackRemaining(base, *terms, grouped, remaining, policy);
-  Schedule chosen;
-  ReplanDecision d =
-      ReplanRemaining(packed.remaining, PackPlan(current, packed), now, policy, &chosen);
-  d.plan = UnpackPlan(packed, chosen, std::move(d.plan));
-  // A running pack is never pre-empted (its one option keeps it running).
-  return d;
+  ReplanDecision d = ReplanPacked(base, *terms, grouped, remaining, current, now, policy);
+  if (!d.searched || !policy.pack_arrivals) return d;
+  // Regroup: every task not started packed afresh (packs planned before
+  // and arrivals alike), when that packs them otherwise.
+  std::vector<TaskProgress> regrouped = progress;
+  PackArrivals(base, *terms, current, regrouped, /*regroup=*/true);
+  if (PacksNotStarted(regrouped) == PacksNotStarted(grouped)) return d;
+  ReplanDecision r = ReplanPacked(base, *terms, regrouped, remaining, current, now, policy);
+  const double end = d.switch_plan ? d.new_end_s : d.current_end_s;
+  if (!(r.new_end_s < end - policy.threshold_s)) return d;
+  r.switch_plan = true;
+  r.current_end_s = d.current_end_s;
+  r.summary += " (packs regrouped)";
+  return r;
 }
 
 }  // namespace saturn

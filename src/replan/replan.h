@@ -127,12 +127,16 @@ struct ReplanDecision {
   double new_end_s = 0.0;              // when the fresh plan would finish
   std::vector<std::string> preempted;  // running tasks that must stop
   std::string summary;
+  bool searched = false;  // a plan was searched (not kept without a solve)
 };
 
 // `current` has absolute times; `now` is the time of the check. With
 // `terms` (the profile's pack terms of `base`), tasks that share a pack in
 // `progress` are planned as one (replan/packed.h): a running pack keeps
 // running, a pack not started may move; the plan's members carry `pack`.
+// When the check searches and packs may form (pack_arrivals), the tasks
+// not started are also packed afresh, and that plan is taken when it ends
+// sooner by more than the threshold.
 ReplanDecision Replan(const Problem& base, const std::vector<TaskProgress>& progress,
                       const Plan& current, double now, const ReplanPolicy& policy,
                       const PackTerms* terms = nullptr);

@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -173,10 +174,18 @@ TEST_F(ArrayRun, ServeTrainsASubmittedTablesGroupsInArrays) {
     ServiceClient::Reply r = client.Post(
         "/v1/workloads", {{"workload", workload}, {"source", "w.yaml"}, {"base_dir", dir_}});
     ASSERT_EQ(r.status, 201) << r.body.dump();
+    // A second table of another model: its own arrays, never one with the
+    // first's groups (each batch's profile names its classes pack1, ...).
+    std::string wide = workload;
+    wide.replace(wide.find("name: st"), 8, "name: wide");
+    wide.replace(wide.find("width: 8"), 8, "width: 16");
+    r = client.Post("/v1/workloads",
+                    {{"workload", wide}, {"source", "wide.yaml"}, {"base_dir", dir_}});
+    ASSERT_EQ(r.status, 201) << r.body.dump();
     json served;
     for (int i = 0; i < 1200; ++i) {
       served = client.Get("/v1/tasks").body;
-      bool ended = served["tasks"].size() == tasks.size();
+      bool ended = served["tasks"].size() == 2 * tasks.size();
       for (const json& t : served["tasks"]) {
         const std::string status = t["status"];
         ended = ended && (status == "finished" || status == "failed" || status == "cancelled");
@@ -187,19 +196,25 @@ TEST_F(ArrayRun, ServeTrainsASubmittedTablesGroupsInArrays) {
     ::kill(server.pid(), SIGTERM);
     server.Wait();
     int in_arrays = 0;
+    std::map<std::string, std::set<std::string>> tables_of;  // pack -> its tasks' tables
     for (const json& t : served["tasks"]) {
       const std::string name = t["id"];
       EXPECT_EQ(t["status"], "finished") << name;
+      if (t.contains("pack")) tables_of[t["pack"]].insert(name.substr(0, name.find('-')));
+      if (name.rfind("wide", 0) == 0) continue;
       in_arrays += t.contains("pack");
       EXPECT_NEAR(t["final_loss"].get<double>(), a[name]["final_loss"].get<double>(),
                   1e-4 * std::fabs(a[name]["final_loss"].get<double>()))
           << name;
     }
+    for (const auto& [name, tables] : tables_of)
+      EXPECT_EQ(tables.size(), 1u) << name << " holds tasks of both tables";
     if (pack) {
       EXPECT_GE(in_arrays, 8);
+      EXPECT_GE(tables_of.size(), 2u);
       // Every group's best model, once every task ended, as a run writes it.
       json index = json::parse(ReadFile(state + "/groups.json"));
-      EXPECT_EQ(index["groups"].size(), 5u);
+      EXPECT_EQ(index["groups"].size(), 10u);  // two table tasks: keyed <task>@<group>
       EXPECT_TRUE(fs::exists(state + "/groups.safetensors"));
     } else {
       EXPECT_EQ(in_arrays, 0);

@@ -177,6 +177,51 @@ TEST(PackedReplan, ArrivalsThatMayShareAPackArePacked) {
     EXPECT_EQ(task.pack, "") << task.task;
 }
 
+// Packs not started are regrouped with arrivals when that ends sooner: a
+// pack planned for a and b, then c and d arrive (one GPU; a pack of four
+// steps in 1.4 s). Two packs one after the other: 260 s; one of four:
+// 10 + 100 x 1.4 = 150 s.
+TEST(PackedReplan, PacksNotStartedAreRegroupedWithArrivals) {
+  Problem base = testing::MakeProblem({1}, {{"a", {{"single", 1, 110}}},
+                                            {"b", {{"single", 1, 110}}},
+                                            {"c", {{"single", 1, 110}}},
+                                            {"d", {{"single", 1, 110}}}});
+  PackTerms terms;
+  for (int j = 0; j < 4; ++j) {
+    terms.tasks.push_back({"x", 4.0, 100.0});
+    terms.curves.push_back({{1.0, {{4.0, 1.0}, {8.0, 1.2}, {16.0, 1.4}}, {}}});
+  }
+  Plan plan;
+  plan.solver = "test";
+  plan.status = "feasible";
+  plan.tasks = {{"a", "single", 1, "node0", {0}, 0, 130, "", "pack-1"},
+                {"b", "single", 1, "node0", {0}, 0, 130, "", "pack-1"}};
+  std::vector<TaskProgress> progress(4);
+  progress[0].pack = progress[1].pack = "pack-1";
+  ReplanPolicy policy;
+  policy.threshold_s = 10;
+  policy.work_scale = 0.1;
+  ReplanDecision d = Replan(base, progress, plan, 0.0, policy, &terms);
+  std::map<std::string, PlanTask> t = ByName(d.plan);
+  ASSERT_EQ(t.size(), 4u) << d.summary;
+  EXPECT_TRUE(d.switch_plan);
+  EXPECT_NEAR(d.new_end_s, 150, 1e-6) << d.summary;
+  EXPECT_NE(t["a"].pack, "pack-1");  // a new pack: pack-1's folder keeps what it had
+  for (const char* name : {"b", "c", "d"}) {
+    EXPECT_EQ(t[name].pack, t["a"].pack) << name;
+    EXPECT_NEAR(t[name].end_s, 150, 1e-6) << name;
+  }
+  // Once a member of pack-1 trained, pack-1 is not taken apart.
+  progress[0].done = progress[1].done = 0.1;
+  progress[0].running = RunningOn{0, 0, {0}};
+  d = Replan(base, progress, plan, 13.0, policy, &terms);
+  t = ByName(d.plan);
+  EXPECT_EQ(t["a"].pack, "pack-1");
+  EXPECT_EQ(t["b"].pack, "pack-1");
+  EXPECT_EQ(t["c"].pack, t["d"].pack);
+  EXPECT_NE(t["c"].pack, "pack-1");
+}
+
 // Task names may look like pack names: a task named pack-1 beside the
 // pack pack-1 is planned as itself, and a new pack takes a name no task
 // or pack has.
