@@ -44,6 +44,25 @@ struct Fixture {
   }
 };
 
+// a, b, c, d on one node of `gpus` GPUs: 100 steps of 1 s alone plus 10 s
+// of fixed costs, 4 rows a step.
+Problem FourOfClassX(int gpus) {
+  return testing::MakeProblem({gpus}, {{"a", {{"single", 1, 110}}},
+                                       {"b", {{"single", 1, 110}}},
+                                       {"c", {{"single", 1, 110}}},
+                                       {"d", {{"single", 1, 110}}}});
+}
+
+// Their terms: class "x", the pack's step time at ROWS rows `points`.
+PackTerms TermsOfClassX(int tasks, const std::vector<std::pair<double, double>>& points) {
+  PackTerms terms;
+  for (int j = 0; j < tasks; ++j) {
+    terms.tasks.push_back({"x", 4.0, 100.0});
+    terms.curves.push_back({{1.0, points, {}}});
+  }
+  return terms;
+}
+
 std::map<std::string, PlanTask> ByName(const Plan& plan) {
   std::map<std::string, PlanTask> out;
   for (const PlanTask& t : plan.tasks)
@@ -139,15 +158,8 @@ TEST(PackedReplan, OneMemberLeftIsATaskAlone) {
 // such tasks on 2 GPUs end at 130 s with two in a pack, against 220 s all
 // alone. New packs are named after the run's last one.
 TEST(PackedReplan, ArrivalsThatMayShareAPackArePacked) {
-  Problem base = testing::MakeProblem({2}, {{"a", {{"single", 1, 110}}},
-                                            {"b", {{"single", 1, 110}}},
-                                            {"c", {{"single", 1, 110}}},
-                                            {"d", {{"single", 1, 110}}}});
-  PackTerms terms;
-  for (int j = 0; j < 4; ++j) {
-    terms.tasks.push_back({"x", 4.0, 100.0});
-    terms.curves.push_back({{1.0, {{4.0, 1.0}, {8.0, 1.2}}, {}}});
-  }
+  Problem base = FourOfClassX(2);
+  PackTerms terms = TermsOfClassX(4, {{4.0, 1.0}, {8.0, 1.2}});
   Plan nothing;
   nothing.solver = "none";
   nothing.status = "feasible";
@@ -182,15 +194,8 @@ TEST(PackedReplan, ArrivalsThatMayShareAPackArePacked) {
 // steps in 1.4 s). Two packs one after the other: 260 s; one of four:
 // 10 + 100 x 1.4 = 150 s.
 TEST(PackedReplan, PacksNotStartedAreRegroupedWithArrivals) {
-  Problem base = testing::MakeProblem({1}, {{"a", {{"single", 1, 110}}},
-                                            {"b", {{"single", 1, 110}}},
-                                            {"c", {{"single", 1, 110}}},
-                                            {"d", {{"single", 1, 110}}}});
-  PackTerms terms;
-  for (int j = 0; j < 4; ++j) {
-    terms.tasks.push_back({"x", 4.0, 100.0});
-    terms.curves.push_back({{1.0, {{4.0, 1.0}, {8.0, 1.2}, {16.0, 1.4}}, {}}});
-  }
+  Problem base = FourOfClassX(1);
+  PackTerms terms = TermsOfClassX(4, {{4.0, 1.0}, {8.0, 1.2}, {16.0, 1.4}});
   Plan plan;
   plan.solver = "test";
   plan.status = "feasible";
