@@ -259,9 +259,11 @@ void Dispatcher::MarkPreempted(int j, const std::optional<WorkerExecuteResult>& 
   TaskRecord& r = run_.tasks[j].record;
   r.status = TaskStatus::kQueued;
   r.checkpoint_step = result ? result->completed_steps : LatestCheckpointOf(j);
-  // It goes on from there (a worker killed after the grace period may have
-  // reported steps beyond it; an array's members from 0): what re-plans see.
-  run_.tasks[j].reported.step = r.checkpoint_step;
+  // Alone, it goes on from there (a worker killed after the grace period
+  // may have reported steps beyond it): what re-plans see. A pack's member
+  // keeps its steps: the pack resumes from its own checkpoint, which its
+  // members' folders do not hold.
+  if (run_.tasks[j].pack_host < 0) run_.tasks[j].reported.step = r.checkpoint_step;
   run_.SaveTask(j);
   run_.Emit(
       events::TaskPreempted(run_.Now(), run_.Where(j), run_.ProgressAt(j, r.checkpoint_step)));

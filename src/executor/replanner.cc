@@ -107,6 +107,14 @@ void Replanner::Apply(const ReplanDecision& d) {
       return;
     }
   }
+  // Nor regrouped: each member of a running pack stays in it.
+  for (const PlanTask& t : d.plan.tasks) {
+    int j = run_.tasks.IndexOf(t.task);
+    if (j >= 0 && run_.Running(j) && run_.tasks[j].pack_host >= 0 && t.pack != run_.tasks[j].pack) {
+      run_.replan_soon = true;
+      return;
+    }
+  }
   std::vector<std::string> moved = SwitchTo(run_, dispatcher_, d);
   run_.Emit(events::PlanSwitched(run_.Now(), events::SwitchWhy::kIntrospection, d.current_end_s,
                                  d.new_end_s, moved));

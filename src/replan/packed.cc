@@ -156,10 +156,17 @@ std::set<std::vector<int>> PacksNotStarted(const std::vector<TaskProgress>& prog
 
 int PackArrivals(const Problem& base, const PackTerms& terms, const Plan& current,
                  std::vector<TaskProgress>& progress, bool regroup) {
+  // Regrouped: the members of packs not started (not tasks the plan has
+  // alone, e.g. one the dispatcher sent to train alone).
+  std::vector<bool> regrouped(progress.size(), false);
   if (regroup) {
     const std::set<std::string> started = PacksStarted(progress);
-    for (TaskProgress& p : progress)
-      if (!p.pack.empty() && p.arrived && !p.finished && !started.count(p.pack)) p.pack.clear();
+    for (size_t j = 0; j < progress.size(); ++j) {
+      TaskProgress& p = progress[j];
+      if (p.pack.empty() || !p.arrived || p.finished || started.count(p.pack)) continue;
+      p.pack.clear();
+      regrouped[j] = true;
+    }
   }
   std::unordered_map<std::string, bool> planned;
   std::unordered_map<std::string, bool> taken;  // pack and task names
@@ -180,7 +187,8 @@ int PackArrivals(const Problem& base, const PackTerms& terms, const Plan& curren
     const TaskProgress& p = progress[static_cast<size_t>(j)];
     if (!p.arrived || p.finished || Started(p) || p.expected < 1.0 || !p.pack.empty() ||
         terms.tasks[static_cast<size_t>(j)].cls.empty() ||
-        (!regroup && planned.count(base.tasks[static_cast<size_t>(j)].name)))
+        (!regrouped[static_cast<size_t>(j)] &&
+         planned.count(base.tasks[static_cast<size_t>(j)].name)))
       continue;
     by_class[terms.tasks[static_cast<size_t>(j)].cls].push_back(j);
   }

@@ -307,9 +307,12 @@ ReplanDecision Replan(const Problem& base, const std::vector<TaskProgress>& prog
   PackArrivals(base, *terms, current, regrouped, /*regroup=*/true);
   if (PacksNotStarted(regrouped) == PacksNotStarted(grouped)) return d;
   ReplanDecision r = ReplanPacked(base, *terms, regrouped, remaining, current, now, policy);
+  // Each decision's end is that of the plan it would follow.
   const double end = d.switch_plan ? d.new_end_s : d.current_end_s;
-  if (!(r.new_end_s < end - policy.threshold_s)) return d;
+  const double regrouped_end = r.switch_plan ? r.new_end_s : r.current_end_s;
+  if (!(regrouped_end < end - policy.threshold_s)) return d;
   r.switch_plan = true;
+  r.new_end_s = regrouped_end;
   r.current_end_s = d.current_end_s;
   r.summary += " (packs regrouped)";
   return r;

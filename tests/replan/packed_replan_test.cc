@@ -227,6 +227,32 @@ TEST(PackedReplan, PacksNotStartedAreRegroupedWithArrivals) {
   EXPECT_NE(t["c"].pack, "pack-1");
 }
 
+// A task the plan has alone (the dispatcher sent it to train alone: its
+// pack failed) is not regrouped, though it has not started.
+TEST(PackedReplan, ATaskPlannedAloneIsNotRegrouped) {
+  Problem base = FourOfClassX(1);
+  PackTerms terms = TermsOfClassX(4, {{4.0, 1.0}, {8.0, 1.2}, {16.0, 1.4}});
+  Plan plan;
+  plan.solver = "test";
+  plan.status = "feasible";
+  plan.tasks = {{"a", "single", 1, "node0", {0}, 0, 110, "", ""},
+                {"b", "single", 1, "node0", {0}, 110, 240, "", "pack-1"},
+                {"c", "single", 1, "node0", {0}, 110, 240, "", "pack-1"}};
+  std::vector<TaskProgress> progress(4);
+  progress[1].pack = progress[2].pack = "pack-1";
+  ReplanPolicy policy;
+  policy.threshold_s = 10;
+  policy.work_scale = 0.1;
+  ReplanDecision d = Replan(base, progress, plan, 0.0, policy, &terms);
+  std::map<std::string, PlanTask> t = ByName(d.plan);
+  ASSERT_EQ(t.size(), 4u) << d.summary;
+  EXPECT_EQ(t["a"].pack, "");
+  EXPECT_FALSE(t["d"].pack.empty()) << d.summary;  // d arrived: with b and c (3 rows x 4)
+  EXPECT_EQ(t["d"].pack, t["b"].pack);
+  // The end of the plan it follows: 110 s alone, then 10 + 100 x 1.3 s.
+  EXPECT_NEAR(d.switch_plan ? d.new_end_s : d.current_end_s, 110 + 140, 1e-6) << d.summary;
+}
+
 // Task names may look like pack names: a task named pack-1 beside the
 // pack pack-1 is planned as itself, and a new pack takes a name no task
 // or pack has.
