@@ -4,10 +4,10 @@
 // The cluster and profile `saturn plan` would take (a profile with pack
 // columns, e.g. the run folder of bench/groups/groups_bench.sh) are
 // planned once with packs (PlanWithPacks); then at 10%..90% of that plan
-// every task's progress is what the plan says (a running pack's first
-// member holds its devices), with each task's work done off by up to
-// +-`noise` (default 0.02: progress within noise; 0.3 makes most checks
-// search), and Replan is asked whether to switch, given the pack terms.
+// every task's progress is what the plan says, each task's runtime off by
+// up to +-`noise` (bench/planner/plan_progress.h; default 0.02: progress
+// within noise), and Replan is asked whether to switch, given the pack
+// terms.
 // Two policies on the same checks: the default one, and searching afresh
 // at every check (threshold 0, no unchanged test). Prints the median and
 // max wall time of each and what the checks decided.
@@ -18,11 +18,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <map>
-#include <random>
+#include <exception>
 #include <string>
 #include <vector>
 
+#include "bench/planner/plan_progress.h"
 #include "contracts/cluster.h"
 #include "contracts/profile.h"
 #include "planner/pack_search.h"
@@ -30,43 +30,6 @@
 
 namespace saturn::bench {
 namespace {
-
-int OptionOf(const Task& task, const PlanTask& t) {
-  for (int o = 0; o < static_cast<int>(task.options.size()); ++o) {
-    if (task.options[o].technique == t.technique && task.options[o].gpus == t.gpus) return o;
-  }
-  return -1;
-}
-
-std::vector<TaskProgress> ProgressAt(const Problem& problem, const Plan& plan, double now,
-                                     double noise, uint64_t seed) {
-  std::map<std::string, int> task_index, node_index;
-  for (int j = 0; j < problem.NumTasks(); ++j)
-    task_index[problem.tasks[j].name] = j;
-  for (int n = 0; n < problem.NumNodes(); ++n)
-    node_index[problem.nodes[n].name] = n;
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<double> off(1 - noise, 1 + noise);
-  std::vector<TaskProgress> progress(problem.NumTasks());
-  std::map<std::string, bool> hosted;  // packs whose devices a member holds
-  for (const PlanTask& t : plan.tasks) {
-    const int j = task_index.at(t.task);
-    TaskProgress& q = progress[j];
-    q.pack = t.pack;
-    if (t.start_s > now) continue;
-    if (t.end_s <= now) {
-      q.finished = true;
-      q.done = 1.0;
-      continue;
-    }
-    q.done = std::min(0.999, (now - t.start_s) / (t.end_s - t.start_s) * off(rng));
-    if (t.pack.empty() || !hosted[t.pack]) {
-      q.running = RunningOn{OptionOf(problem.tasks[j], t), node_index.at(t.node), t.gpu_ids};
-      if (!t.pack.empty()) hosted[t.pack] = true;
-    }
-  }
-  return progress;
-}
 
 double Median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -125,5 +88,10 @@ int Main(int argc, char** argv) {
 }  // namespace saturn::bench
 
 int main(int argc, char** argv) {
-  return saturn::bench::Main(argc, argv);
+  try {
+    return saturn::bench::Main(argc, argv);
+  } catch (const std::exception& e) {  // a bad cluster or profile file, named
+    std::fprintf(stderr, "planner_replan_packs_bench: %s\n", e.what());
+    return 2;
+  }
 }

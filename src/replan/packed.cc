@@ -4,6 +4,7 @@
 #include <map>
 #include <set>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "planner/pack_search.h"
 
@@ -46,18 +47,6 @@ Members LeftOf(const Problem& base, const PackTerms& terms,
   }
   return m;
 }
-
-}  // namespace
-
-bool AnyPackLeft(const std::vector<TaskProgress>& progress) {
-  std::map<std::string, int> count;
-  for (const TaskProgress& p : progress) {
-    if (p.arrived && !p.finished && !p.pack.empty() && ++count[p.pack] == 2) return true;
-  }
-  return false;
-}
-
-namespace {
 
 // Pack `name` of base tasks `tasks` as one task: every option all its
 // members have and it fits, or, while it runs, the one it runs with,
@@ -108,10 +97,6 @@ bool PackTask(const Problem& base, const PackTerms& terms,
   return true;
 }
 
-}  // namespace
-
-namespace {
-
 // The N of a pack named "pack-N" (0 for any other name).
 int PackNumber(const std::string& name) {
   if (name.rfind("pack-", 0) != 0 || name.size() == 5) return 0;
@@ -122,10 +107,6 @@ int PackNumber(const std::string& name) {
   }
   return n;
 }
-
-}  // namespace
-
-namespace {
 
 bool Started(const TaskProgress& p) {
   return p.running || p.done > 0 || p.has_checkpoint;
@@ -140,6 +121,14 @@ std::set<std::string> PacksStarted(const std::vector<TaskProgress>& progress) {
 }
 
 }  // namespace
+
+bool AnyPackLeft(const std::vector<TaskProgress>& progress) {
+  std::map<std::string, int> count;
+  for (const TaskProgress& p : progress) {
+    if (p.arrived && !p.finished && !p.pack.empty() && ++count[p.pack] == 2) return true;
+  }
+  return false;
+}
 
 std::set<std::vector<int>> PacksNotStarted(const std::vector<TaskProgress>& progress) {
   const std::set<std::string> started = PacksStarted(progress);
@@ -168,20 +157,20 @@ int PackArrivals(const Problem& base, const PackTerms& terms, const Plan& curren
       regrouped[j] = true;
     }
   }
-  std::unordered_map<std::string, bool> planned;
-  std::unordered_map<std::string, bool> taken;  // pack and task names
+  std::unordered_set<std::string> planned;
+  std::unordered_set<std::string> taken;  // pack and task names
   int last = 0;
   for (const PlanTask& t : current.tasks) {
-    planned[t.task] = true;
+    planned.insert(t.task);
     last = std::max(last, PackNumber(t.pack));
-    taken[t.pack] = true;
+    taken.insert(t.pack);
   }
   for (const TaskProgress& p : progress) {
     last = std::max(last, PackNumber(p.pack));
-    taken[p.pack] = true;
+    taken.insert(p.pack);
   }
   for (const Task& t : base.tasks)
-    taken[t.name] = true;
+    taken.insert(t.name);
   std::map<std::string, std::vector<int>> by_class;
   for (int j = 0; j < base.NumTasks(); ++j) {
     const TaskProgress& p = progress[static_cast<size_t>(j)];
@@ -213,7 +202,7 @@ int PackArrivals(const Problem& base, const PackTerms& terms, const Plan& curren
       std::string name = "pack-" + std::to_string(++last);
       while (taken.count(name))
         name = "pack-" + std::to_string(++last);
-      taken[name] = true;
+      taken.insert(name);
       for (int i : group)
         progress[static_cast<size_t>(tasks[static_cast<size_t>(i)])].pack = name;
       ++formed;
@@ -232,12 +221,17 @@ PackedRemaining PackRemaining(const Problem& base, const PackTerms& terms,
   std::map<std::string, size_t> group_of;
   for (int k = 0; k < per_task.NumTasks(); ++k) {
     const std::string& pack = progress[static_cast<size_t>(remaining.base_index[k])].pack;
-    auto [it, added] = group_of.emplace(pack.empty() ? "" : pack, groups.size());
-    if (pack.empty() || added) {
+    if (pack.empty()) {
+      groups.push_back({k});
+      pack_name.emplace_back();
+      continue;
+    }
+    auto [it, added] = group_of.emplace(pack, groups.size());
+    if (added) {
       groups.emplace_back();
       pack_name.push_back(pack);
     }
-    groups[pack.empty() ? groups.size() - 1 : it->second].push_back(k);
+    groups[it->second].push_back(k);
   }
   PackedRemaining out;
   RemainingProblem& r = out.remaining;

@@ -15,6 +15,23 @@
 namespace saturn {
 namespace {
 
+// A plan of `tasks` as a test writes it by hand.
+Plan PlanOf(std::vector<PlanTask> tasks) {
+  Plan plan;
+  plan.solver = "test";
+  plan.status = "feasible";
+  plan.tasks = std::move(tasks);
+  return plan;
+}
+
+// Switch for a 10 s gain; a tenth of the default search effort.
+ReplanPolicy QuickPolicy() {
+  ReplanPolicy policy;
+  policy.threshold_s = 10;
+  policy.work_scale = 0.1;
+  return policy;
+}
+
 // One node of 2 GPUs. a, b, c, d: 100 steps of 1 s alone plus 10 s of fixed
 // costs (110 s), 4 rows a step, class "x": a pack of two steps in 1.2 s. e:
 // a 200 s task alone.
@@ -33,14 +50,12 @@ struct Fixture {
       terms.curves.push_back({{1.0, {{4.0, 1.0}, {8.0, 1.2}}, {}}});
     }
     // pack-1 (a, b) on GPU 0, then pack-2 (c, d) after it; e on GPU 1.
-    plan.solver = "test";
-    plan.status = "feasible";
+    plan = PlanOf({{"a", "single", 1, "node0", {0}, 0, 130, "", "pack-1"},
+                   {"b", "single", 1, "node0", {0}, 0, 130, "", "pack-1"},
+                   {"e", "single", 1, "node0", {1}, 0, 200, "", ""},
+                   {"c", "single", 1, "node0", {0}, 130, 260, "", "pack-2"},
+                   {"d", "single", 1, "node0", {0}, 130, 260, "", "pack-2"}});
     plan.makespan_s = 260;
-    plan.tasks = {{"a", "single", 1, "node0", {0}, 0, 130, "", "pack-1"},
-                  {"b", "single", 1, "node0", {0}, 0, 130, "", "pack-1"},
-                  {"e", "single", 1, "node0", {1}, 0, 200, "", ""},
-                  {"c", "single", 1, "node0", {0}, 130, 260, "", "pack-2"},
-                  {"d", "single", 1, "node0", {0}, 130, 260, "", "pack-2"}};
   }
 };
 
@@ -82,10 +97,8 @@ TEST(PackedReplan, APackNotStartedMovesWhereAPackRunningStays) {
   progress[0].running = RunningOn{0, 0, {0}};  // a holds pack-1's device
   progress[2].pack = progress[3].pack = "pack-2";
   progress[4].finished = true;
-  ReplanPolicy policy;
-  policy.threshold_s = 10;
+  ReplanPolicy policy = QuickPolicy();
   policy.switch_cost_s = 50;
-  policy.work_scale = 0.1;
   ReplanDecision d = Replan(f.base, progress, f.plan, 30.0, policy, &f.terms);
   EXPECT_TRUE(d.preempted.empty());
   // pack-1 left: fixed 0.75 x 10 = 7.5 s (no restart: it keeps running),
@@ -121,10 +134,8 @@ TEST(PackedReplan, MembersEndByThePackModelAndARestartIsCharged) {
   progress[2].has_checkpoint = progress[3].has_checkpoint = true;
   progress[4].running = RunningOn{0, 0, {1}};
   progress[4].done = 0.1;
-  ReplanPolicy policy;
-  policy.threshold_s = 10;
+  ReplanPolicy policy = QuickPolicy();
   policy.switch_cost_s = 50;
-  policy.work_scale = 0.1;
   ReplanDecision d = Replan(f.base, progress, f.plan, 100.0, policy, &f.terms);
   std::map<std::string, PlanTask> t = ByName(d.plan);
   ASSERT_EQ(t.count("c"), 1u);
@@ -160,9 +171,7 @@ TEST(PackedReplan, OneMemberLeftIsATaskAlone) {
 TEST(PackedReplan, ArrivalsThatMayShareAPackArePacked) {
   Problem base = FourOfClassX(2);
   PackTerms terms = TermsOfClassX(4, {{4.0, 1.0}, {8.0, 1.2}});
-  Plan nothing;
-  nothing.solver = "none";
-  nothing.status = "feasible";
+  Plan nothing = PlanOf({});
   std::vector<TaskProgress> progress(4);
   progress[3].pack = "pack-4";  // a pack this run had before: names go on from it
   progress[3].finished = true;
@@ -196,16 +205,11 @@ TEST(PackedReplan, ArrivalsThatMayShareAPackArePacked) {
 TEST(PackedReplan, PacksNotStartedAreRegroupedWithArrivals) {
   Problem base = FourOfClassX(1);
   PackTerms terms = TermsOfClassX(4, {{4.0, 1.0}, {8.0, 1.2}, {16.0, 1.4}});
-  Plan plan;
-  plan.solver = "test";
-  plan.status = "feasible";
-  plan.tasks = {{"a", "single", 1, "node0", {0}, 0, 130, "", "pack-1"},
-                {"b", "single", 1, "node0", {0}, 0, 130, "", "pack-1"}};
+  Plan plan = PlanOf({{"a", "single", 1, "node0", {0}, 0, 130, "", "pack-1"},
+                      {"b", "single", 1, "node0", {0}, 0, 130, "", "pack-1"}});
   std::vector<TaskProgress> progress(4);
   progress[0].pack = progress[1].pack = "pack-1";
-  ReplanPolicy policy;
-  policy.threshold_s = 10;
-  policy.work_scale = 0.1;
+  ReplanPolicy policy = QuickPolicy();
   ReplanDecision d = Replan(base, progress, plan, 0.0, policy, &terms);
   std::map<std::string, PlanTask> t = ByName(d.plan);
   ASSERT_EQ(t.size(), 4u) << d.summary;
@@ -232,17 +236,12 @@ TEST(PackedReplan, PacksNotStartedAreRegroupedWithArrivals) {
 TEST(PackedReplan, ATaskPlannedAloneIsNotRegrouped) {
   Problem base = FourOfClassX(1);
   PackTerms terms = TermsOfClassX(4, {{4.0, 1.0}, {8.0, 1.2}, {16.0, 1.4}});
-  Plan plan;
-  plan.solver = "test";
-  plan.status = "feasible";
-  plan.tasks = {{"a", "single", 1, "node0", {0}, 0, 110, "", ""},
-                {"b", "single", 1, "node0", {0}, 110, 240, "", "pack-1"},
-                {"c", "single", 1, "node0", {0}, 110, 240, "", "pack-1"}};
+  Plan plan = PlanOf({{"a", "single", 1, "node0", {0}, 0, 110, "", ""},
+                      {"b", "single", 1, "node0", {0}, 110, 240, "", "pack-1"},
+                      {"c", "single", 1, "node0", {0}, 110, 240, "", "pack-1"}});
   std::vector<TaskProgress> progress(4);
   progress[1].pack = progress[2].pack = "pack-1";
-  ReplanPolicy policy;
-  policy.threshold_s = 10;
-  policy.work_scale = 0.1;
+  ReplanPolicy policy = QuickPolicy();
   ReplanDecision d = Replan(base, progress, plan, 0.0, policy, &terms);
   std::map<std::string, PlanTask> t = ByName(d.plan);
   ASSERT_EQ(t.size(), 4u) << d.summary;
@@ -271,13 +270,10 @@ TEST(PackedReplan, ATaskNamedLikeAPackIsNotThePack) {
     terms.tasks.push_back({x ? "x" : "", 4.0, x ? 100.0 : 50.0});
     terms.curves.push_back({{1.0, {{4.0, 1.0}, {8.0, 1.2}}, {}}});
   }
-  Plan plan;
-  plan.solver = "test";
-  plan.status = "feasible";
-  plan.tasks = {{"a", "single", 1, "node0", {0}, 0, 130, "", "pack-1"},
-                {"b", "single", 1, "node0", {0}, 0, 130, "", "pack-1"},
-                {"pack-1", "single", 1, "node0", {1}, 0, 50, "", ""},
-                {"pack-2", "single", 1, "node0", {1}, 50, 100, "", ""}};
+  Plan plan = PlanOf({{"a", "single", 1, "node0", {0}, 0, 130, "", "pack-1"},
+                      {"b", "single", 1, "node0", {0}, 0, 130, "", "pack-1"},
+                      {"pack-1", "single", 1, "node0", {1}, 0, 50, "", ""},
+                      {"pack-2", "single", 1, "node0", {1}, 50, 100, "", ""}});
   std::vector<TaskProgress> progress(8);
   progress[0].pack = progress[1].pack = "pack-1";
   progress[0].running = RunningOn{0, 0, {0}};
