@@ -114,6 +114,9 @@ std::vector<TaskProgress> Snapshot(const RunContext& run) {
     const bool in_pack = run.Running(j) && l.pack_host >= 0;
     if (in_pack) {
       p.pack = l.pack;
+      // A LoRA pack's member, stopped, resumes from its own checkpoint
+      // (an array's restarts from 0).
+      p.resumes_alone = run.WorkloadTaskOf(j).group.empty();
     } else if (auto it = planned_pack.find(l.record.name);
                it != planned_pack.end() && !l.unpacked && !run.Running(j)) {
       if (!packs[*it->second].apart) p.pack = *it->second;

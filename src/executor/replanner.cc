@@ -98,19 +98,24 @@ void Replanner::Apply(const ReplanDecision& d) {
     }
     return;
   }
-  // A pack that started while this was solved, placed elsewhere by it: a
-  // running pack is never stopped (an array keeps no checkpoint); the next
-  // check plans from where it runs.
+  // A running pack the plan does not split (d.split) is never stopped nor
+  // regrouped (an array keeps no checkpoint): one that started while this
+  // was solved, placed elsewhere by it, or with members taken out of it. The
+  // next check plans from where it runs.
+  auto split = [&](int j) {
+    return std::find(d.split.begin(), d.split.end(), run_.tasks[j].pack) != d.split.end();
+  };
   for (const std::string& name : StartedElsewhere(run_, d.plan)) {
-    if (run_.tasks[run_.tasks.IndexOf(name)].pack_host >= 0) {
+    int j = run_.tasks.IndexOf(name);
+    if (run_.tasks[j].pack_host >= 0 && !split(j)) {
       run_.replan_soon = true;
       return;
     }
   }
-  // Nor regrouped: each member of a running pack stays in it.
   for (const PlanTask& t : d.plan.tasks) {
     int j = run_.tasks.IndexOf(t.task);
-    if (j >= 0 && run_.Running(j) && run_.tasks[j].pack_host >= 0 && t.pack != run_.tasks[j].pack) {
+    if (j >= 0 && run_.Running(j) && run_.tasks[j].pack_host >= 0 && t.pack != run_.tasks[j].pack &&
+        !split(j)) {
       run_.replan_soon = true;
       return;
     }

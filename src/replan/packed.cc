@@ -211,6 +211,31 @@ int PackArrivals(const Problem& base, const PackTerms& terms, const Plan& curren
   return formed;
 }
 
+std::vector<std::string> SplittablePacks(const std::vector<TaskProgress>& progress) {
+  std::map<std::string, int> left;
+  std::set<std::string> running, not_resuming;
+  for (const TaskProgress& p : progress) {
+    if (p.pack.empty() || !p.arrived || p.finished) continue;
+    ++left[p.pack];
+    if (p.running) running.insert(p.pack);
+    if (!p.resumes_alone) not_resuming.insert(p.pack);
+  }
+  std::vector<std::string> out;
+  for (const auto& [pack, n] : left)
+    if (n >= 2 && running.count(pack) && !not_resuming.count(pack)) out.push_back(pack);
+  return out;
+}
+
+std::vector<TaskProgress> SplitPack(std::vector<TaskProgress> progress, const std::string& pack) {
+  for (TaskProgress& p : progress) {
+    if (p.pack != pack || p.finished) continue;
+    p.pack.clear();
+    p.running.reset();
+    p.has_checkpoint = true;
+  }
+  return progress;
+}
+
 PackedRemaining PackRemaining(const Problem& base, const PackTerms& terms,
                               const std::vector<TaskProgress>& progress,
                               const RemainingProblem& remaining, const ReplanPolicy& policy) {

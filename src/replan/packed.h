@@ -7,8 +7,9 @@
 // running where it runs (its one option, pinned). Tasks alone are as
 // BuildRemainingProblem makes them. What packs there are comes from each
 // task's TaskProgress::pack; arrivals that may share a pack are packed
-// with each other first (PackArrivals). Packs are not split or regrouped
-// here (a running pack's members could only leave it at a checkpoint).
+// with each other first (PackArrivals); Replan also tries packs not
+// started regrouped (PackArrivals with `regroup`) and running packs split
+// (SplitPack: stopped at a checkpoint, their members alone).
 //
 //   PackedRemaining packed = PackRemaining(base, terms, progress, remaining, policy);
 //   Plan current_packed = PackPlan(current, packed);
@@ -58,6 +59,16 @@ int PackArrivals(const Problem& base, const PackTerms& terms, const Plan& curren
 // The member sets of the packs no member of which runs or trained (each
 // sorted, task indices), to compare two groupings.
 std::set<std::vector<int>> PacksNotStarted(const std::vector<TaskProgress>& progress);
+
+// The running packs with two or more members left, every one of which
+// resumes from its own checkpoint when stopped (TaskProgress::resumes_alone):
+// the packs a re-plan may split.
+std::vector<std::string> SplittablePacks(const std::vector<TaskProgress>& progress);
+
+// `progress` as it stands once running pack `pack` is stopped at its next
+// checkpoint: its members out of it, none running, each to resume alone
+// from its own checkpoint (paying a restart, as a pre-empted task does).
+std::vector<TaskProgress> SplitPack(std::vector<TaskProgress> progress, const std::string& pack);
 
 // The remaining problem with packs as units; `remaining` is
 // BuildRemainingProblem(base, progress, policy).

@@ -184,9 +184,11 @@ bool SearchesIncrementally(const Problem& problem, const ReplanPolicy& policy) {
 namespace {
 
 // Replan on the remaining problem as built; `chosen_out` (if not null) gets
-// the schedule the decision's plan follows.
+// the schedule the decision's plan follows, `as_planned` (if not null)
+// whether the plan was kept because progress matched it.
 ReplanDecision ReplanRemaining(const RemainingProblem& remaining, const Plan& current, double now,
-                               const ReplanPolicy& policy, Schedule* chosen_out = nullptr) {
+                               const ReplanPolicy& policy, Schedule* chosen_out = nullptr,
+                               bool* as_planned = nullptr) {
   ReplanDecision d;
   const Problem& problem = remaining.problem;
   if (problem.tasks.empty()) {
@@ -211,6 +213,7 @@ ReplanDecision ReplanRemaining(const RemainingProblem& remaining, const Plan& cu
   const char* why = nullptr;
   if (!arrivals && policy.unchanged_tolerance > 0 && changes.nodes.empty()) {
     why = "progress as planned within noise";
+    if (as_planned) *as_planned = true;
   } else if (!arrivals && current_span - policy.threshold_s <= bound) {
     why = "within the threshold of the lower bound";
   }
@@ -279,13 +282,34 @@ ReplanDecision ReplanRemaining(const RemainingProblem& remaining, const Plan& cu
 ReplanDecision ReplanPacked(const Problem& base, const PackTerms& terms,
                             const std::vector<TaskProgress>& grouped,
                             const RemainingProblem& remaining, const Plan& current, double now,
-                            const ReplanPolicy& policy) {
+                            const ReplanPolicy& policy, bool* as_planned = nullptr) {
   PackedRemaining packed = PackRemaining(base, terms, grouped, remaining, policy);
   Schedule chosen;
-  ReplanDecision d =
-      ReplanRemaining(packed.remaining, PackPlan(current, packed), now, policy, &chosen);
+  ReplanDecision d = ReplanRemaining(packed.remaining, PackPlan(current, packed), now, policy,
+                                     &chosen, as_planned);
   d.plan = UnpackPlan(packed, chosen, std::move(d.plan));
   // A running pack is never pre-empted (its one option keeps it running).
+  return d;
+}
+
+// The end of the plan a decision follows.
+double FollowedEnd(const ReplanDecision& d) {
+  return d.switch_plan ? d.new_end_s : d.current_end_s;
+}
+
+// Running pack `pack` of `grouped` split: stopped, its members alone.
+ReplanDecision ReplanSplit(const Problem& base, const PackTerms& terms,
+                           const std::vector<TaskProgress>& grouped, const std::string& pack,
+                           const Plan& current, double now, const ReplanPolicy& policy) {
+  std::vector<TaskProgress> split = SplitPack(grouped, pack);
+  RemainingProblem rest = BuildRemainingProblem(base, split, policy);
+  ReplanDecision d = AnyPackLeft(split)
+                         ? ReplanPacked(base, terms, split, rest, current, now, policy)
+                         : ReplanRemaining(rest, current, now, policy);
+  for (size_t j = 0; j < grouped.size(); ++j) {
+    if (grouped[j].pack == pack && !grouped[j].finished) d.preempted.push_back(base.tasks[j].name);
+  }
+  d.split = {pack};
   return d;
 }
 
@@ -299,23 +323,45 @@ ReplanDecision Replan(const Problem& base, const std::vector<TaskProgress>& prog
   std::vector<TaskProgress> grouped = progress;
   if (policy.pack_arrivals) PackArrivals(base, *terms, current, grouped);
   if (!AnyPackLeft(grouped)) return ReplanRemaining(remaining, current, now, policy);
-  ReplanDecision d = ReplanPacked(base, *terms, grouped, remaining, current, now, policy);
-  if (!d.searched || !policy.pack_arrivals) return d;
-  // Regroup: every task not started packed afresh (packs planned before
-  // and arrivals alike), when that packs them otherwise.
-  std::vector<TaskProgress> regrouped = progress;
-  PackArrivals(base, *terms, current, regrouped, /*regroup=*/true);
-  if (PacksNotStarted(regrouped) == PacksNotStarted(grouped)) return d;
-  ReplanDecision r = ReplanPacked(base, *terms, regrouped, remaining, current, now, policy);
-  // Each decision's end is that of the plan it would follow.
-  const double end = d.switch_plan ? d.new_end_s : d.current_end_s;
-  const double regrouped_end = r.switch_plan ? r.new_end_s : r.current_end_s;
-  if (!(regrouped_end < end - policy.threshold_s)) return d;
-  r.switch_plan = true;
-  r.new_end_s = regrouped_end;
-  r.current_end_s = d.current_end_s;
-  r.summary += " (packs regrouped)";
-  return r;
+  bool as_planned = false;
+  ReplanDecision d =
+      ReplanPacked(base, *terms, grouped, remaining, current, now, policy, &as_planned);
+  if (as_planned) return d;  // searched from this state already
+  // Other groupings, each taken when its plan ends sooner than the best so
+  // far by more than the threshold (each decision's end is that of the
+  // plan it would follow). A running pack's split is tried even when the
+  // plan is within the threshold of its lower bound: that bound holds the
+  // pack where it runs.
+  std::vector<ReplanDecision> others;
+  if (d.searched && policy.pack_arrivals) {
+    // Regroup: every task not started packed afresh (packs planned before
+    // and arrivals alike), when that packs them otherwise.
+    std::vector<TaskProgress> regrouped = progress;
+    PackArrivals(base, *terms, current, regrouped, /*regroup=*/true);
+    if (PacksNotStarted(regrouped) != PacksNotStarted(grouped)) {
+      others.push_back(ReplanPacked(base, *terms, regrouped, remaining, current, now, policy));
+      others.back().summary = "packs regrouped";
+    }
+  }
+  if (policy.allow_preemption) {
+    for (const std::string& pack : SplittablePacks(grouped)) {
+      others.push_back(ReplanSplit(base, *terms, grouped, pack, current, now, policy));
+      others.back().summary = pack + " split, its members alone";
+    }
+  }
+  const double current_end = d.current_end_s;
+  for (ReplanDecision& r : others) {
+    const double end = FollowedEnd(r);
+    if (!(end < FollowedEnd(d) - policy.threshold_s)) continue;
+    d = std::move(r);
+    d.switch_plan = true;
+    d.new_end_s = end;
+    d.current_end_s = current_end;
+    d.summary = "switch: current plan ends at " + FormatDuration(current_end) + ", with " +
+                d.summary + " at " + FormatDuration(end) +
+                (d.preempted.empty() ? "" : ", pre-empting " + std::to_string(d.preempted.size()));
+  }
+  return d;
 }
 
 }  // namespace saturn

@@ -67,6 +67,10 @@ struct TaskProgress {
   // The pack it trains in, or is planned to (planner/packing.h); "" alone.
   // Members of a running pack: the one holding the devices has `running`.
   std::string pack;
+  // A member of a running pack that, pre-empted, resumes from its own
+  // checkpoint at the stop (a LoRA pack's; an array member restarts from 0):
+  // its pack may be split (replan/packed.h, SplitPack).
+  bool resumes_alone = false;
 };
 
 // How to re-plan: the solve options (a default-made policy has a re-plan's
@@ -128,6 +132,9 @@ struct ReplanDecision {
   std::vector<std::string> preempted;  // running tasks that must stop
   std::string summary;
   bool searched = false;  // a plan was searched (not kept without a solve)
+  // Running packs this plan stops, their members going on alone (listed in
+  // `preempted`): a split.
+  std::vector<std::string> split;
 };
 
 // `current` has absolute times; `now` is the time of the check. With
@@ -136,7 +143,10 @@ struct ReplanDecision {
 // running, a pack not started may move; the plan's members carry `pack`.
 // When the check searches and packs may form (pack_arrivals), the tasks
 // not started are also packed afresh, and that plan is taken when it ends
-// sooner by more than the threshold.
+// sooner by more than the threshold. When it searches and pre-emption is
+// allowed, each running pack whose members resume alone is also tried
+// split: stopped, its members trained alone from their checkpoints
+// (each paying switch_cost_s) wherever they end first; taken likewise.
 ReplanDecision Replan(const Problem& base, const std::vector<TaskProgress>& progress,
                       const Plan& current, double now, const ReplanPolicy& policy,
                       const PackTerms* terms = nullptr);

@@ -306,5 +306,79 @@ TEST(PackedReplan, ATaskNamedLikeAPackIsNotThePack) {
   EXPECT_EQ(t["a"].pack, "pack-1");
 }
 
+// pack-1 (a, b, c, d) runs on GPU 0, 10 of its 100 steps done; its 16 rows
+// step in 3 s (a member alone: 1 s). e (GPU 1) ended at 30 s, not 200.
+// Returns the check at 30 s; `resumes` marks the members as resuming alone
+// (a LoRA pack's), `e_ended` whether GPU 1 is free.
+ReplanDecision CheckPackOfFour(bool resumes, bool e_ended, ReplanPolicy policy) {
+  Problem base = testing::MakeProblem({2}, {{"a", {{"single", 1, 110}}},
+                                            {"b", {{"single", 1, 110}}},
+                                            {"c", {{"single", 1, 110}}},
+                                            {"d", {{"single", 1, 110}}},
+                                            {"e", {{"single", 1, 200}}}});
+  PackTerms terms = TermsOfClassX(5, {{4.0, 1.0}, {16.0, 3.0}});
+  terms.tasks[4] = {"", 4.0, 200.0};
+  std::vector<PlanTask> tasks;
+  for (const char* name : {"a", "b", "c", "d"})
+    tasks.push_back({name, "single", 1, "node0", {0}, 0, 310, "", "pack-1"});
+  tasks.push_back({"e", "single", 1, "node0", {1}, 0, 200, "", ""});
+  Plan plan = PlanOf(tasks);
+  plan.makespan_s = 310;
+  std::vector<TaskProgress> progress(5);
+  for (int j = 0; j < 4; ++j) {
+    progress[j].pack = "pack-1";
+    progress[j].done = 0.1;
+    progress[j].resumes_alone = resumes;
+  }
+  progress[0].running = RunningOn{0, 0, {0}};
+  if (e_ended) {
+    progress[4].finished = true;
+  } else {
+    progress[4].done = 0.15;
+    progress[4].running = RunningOn{0, 0, {1}};
+  }
+  return Replan(base, progress, plan, 30.0, policy, &terms);
+}
+
+// Split: kept, pack-1 ends 0.9 x 10 + 90 x 3 = 279 s from now; split, each
+// member alone takes 0.9 x 110 + 10 (restart) = 109 s, two on each GPU:
+// 218 s. The members are stopped and go on alone, two on the freed GPU.
+TEST(PackedReplan, ARunningPackIsSplitOntoADeviceFreedEarly) {
+  ReplanDecision d = CheckPackOfFour(/*resumes=*/true, /*e_ended=*/true, QuickPolicy());
+  ASSERT_TRUE(d.switch_plan) << d.summary;
+  EXPECT_EQ(d.split, std::vector<std::string>{"pack-1"});
+  EXPECT_NEAR(d.current_end_s, 30 + 279, 1e-6) << d.summary;
+  EXPECT_NEAR(d.new_end_s, 30 + 218, 1e-6) << d.summary;
+  std::set<std::string> stopped(d.preempted.begin(), d.preempted.end());
+  EXPECT_EQ(stopped, (std::set<std::string>{"a", "b", "c", "d"}));
+  std::map<int, int> per_gpu;
+  for (const PlanTask& t : d.plan.tasks) {
+    EXPECT_EQ(t.pack, "") << t.task;
+    EXPECT_NEAR(t.end_s - t.start_s, 109, 1e-6) << t.task;
+    ++per_gpu[t.gpu_ids.at(0)];
+  }
+  EXPECT_EQ(per_gpu, (std::map<int, int>{{0, 2}, {1, 2}}));
+  EXPECT_NE(d.summary.find("pack-1 split"), std::string::npos) << d.summary;
+}
+
+// Not split: an array's members restart from 0 when stopped; without
+// pre-emption; or with no device to gain (GPU 1 busy for 170 s more: alone
+// on GPU 0 the four take 436 s against the pack's 279).
+TEST(PackedReplan, ARunningPackIsNotSplitWhenItCannotOrGainsNothing) {
+  ReplanPolicy policy = QuickPolicy();
+  for (int c = 0; c < 3; ++c) {
+    policy.allow_preemption = c != 1;
+    policy.unchanged_tolerance = 0;  // always search
+    ReplanDecision d = CheckPackOfFour(/*resumes=*/c != 0, /*e_ended=*/c != 2, policy);
+    EXPECT_TRUE(d.split.empty()) << c << ": " << d.summary;
+    EXPECT_TRUE(d.preempted.empty()) << c;
+    for (const PlanTask& t : d.plan.tasks) {
+      if (t.task != "e") {
+        EXPECT_EQ(t.pack, "pack-1") << c << ": " << t.task;
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace saturn
