@@ -2,9 +2,13 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <memory>
 #include <stdexcept>
+#include <string>
 #include <utility>
+#include <vector>
 
+#include "common/error.h"
 #include "engine/checkpoint.h"
 #include "engine/comm.h"
 #include "engine/data.h"
@@ -194,6 +198,57 @@ std::string WriteMemberCheckpoint(const std::string& pack_checkpoint, const Task
     path = out.Commit(meta);
   }
   return path;
+}
+
+std::string WritePackCheckpoint(const std::vector<std::string>& member_checkpoints,
+                                const TaskSpec& pack, const Model& pack_model, int64_t step,
+                                const std::string& dir, const Device& device) {
+  if (member_checkpoints.size() != pack.pack.size()) {
+    throw std::logic_error("WritePackCheckpoint: one checkpoint per member");
+  }
+  std::vector<std::unique_ptr<CheckpointReader>> in;
+  double loss = 0.0;  // the pack's: the sum of its members' mean losses
+  for (size_t m = 0; m < pack.pack.size(); ++m) {
+    const TaskSpec& member = pack.pack[m];
+    in.push_back(std::make_unique<CheckpointReader>(member_checkpoints[m]));
+    const CheckpointMeta& meta = in.back()->Meta();
+    auto refuse = [&](const std::string& field, const std::string& why) {
+      throw InputError(member_checkpoints[m] + "/meta.json", 0, field,
+                       "member " + Quote(member.name) + " cannot join the pack from it: " + why);
+    };
+    if (meta.step != step)
+      refuse("step", "it is of step " + std::to_string(meta.step) + ", the pack starts at " +
+                         std::to_string(step));
+    if (meta.model != member.model || meta.finetune != member.finetune ||
+        meta.optimizer != member.optimizer.type || meta.batch_size != member.batch_size ||
+        meta.blocks != pack_model.NumBlocks()) {
+      refuse("model", "it was written for a different task");
+    }
+    CheckFrozenBase(*in.back(), pack_model, member.seed);
+    loss += meta.loss;
+  }
+  std::unique_ptr<Communicator> solo = Communicator::Create(CommOptions{}, device);
+  CheckpointWriter out(dir, step, *solo);
+  for (int b = 0; b < pack_model.NumBlocks(); ++b) {
+    NamedTensors block;
+    for (size_t m = 0; m < in.size(); ++m) {
+      const std::string suffix = "@" + std::to_string(m);
+      for (auto& [name, tensor] : in[m]->ReadBlock(b))
+        block.emplace_back(name + suffix, tensor);
+    }
+    out.WriteBlock(b, block);
+  }
+  CheckpointMeta meta = in[0]->Meta();
+  meta.data_cursor = step * pack.batch_size;
+  meta.batch_size = pack.batch_size;
+  meta.seed = pack.seed;
+  meta.model = pack.model;
+  meta.finetune = pack.finetune;
+  meta.optimizer = pack.optimizer.type;
+  meta.loss = loss;
+  meta.technique = "pack";
+  meta.base = FrozenBaseOf(pack_model, pack.seed);
+  return out.Commit(meta);
 }
 
 }  // namespace saturn::engine

@@ -13,6 +13,7 @@
 #include "common/format.h"
 #include "common/fs.h"
 #include "executor/dispatcher.h"
+#include "executor/progress.h"
 #include "launch/command_task.h"
 #include "protocol/checkpoint_files.h"
 
@@ -58,6 +59,22 @@ void MoveOver(const fs::path& from, const fs::path& to) {
   fs::rename(from, to);
 }
 
+// `to` made a copy of folder `from` (its files hard-linked where the file
+// system allows: a checkpoint's files are never written again).
+void LinkTree(const fs::path& from, const fs::path& to) {
+  std::error_code ec;
+  fs::remove_all(to, ec);
+  fs::create_directories(to);
+  for (const fs::directory_entry& e : fs::directory_iterator(from)) {
+    fs::path target = to / e.path().filename();
+    if (e.is_directory()) {
+      LinkTree(e.path(), target);
+    } else if (fs::create_hard_link(e.path(), target, ec); ec) {
+      fs::copy_file(e.path(), target);
+    }
+  }
+}
+
 }  // namespace
 
 std::string Dispatcher::PackDir(const std::string& pack) const {
@@ -91,7 +108,10 @@ std::vector<int> Dispatcher::PackMembers(const std::string& pack) const {
 
 // A pack resumes from its own newest checkpoint when it holds these very
 // members and no member has trained beyond it alone; a fresh pack starts
-// where every member stands, at 0. Otherwise -1: they train alone.
+// where every member stands: at 0, or at the step members that trained
+// apart all stand at, from their own checkpoints (linked into its folder,
+// where the worker makes the pack's from them). Otherwise -1: they train
+// alone.
 long Dispatcher::PackStartStep(const std::string& pack, const std::vector<int>& members) {
   std::string dir = PackDir(pack);
   json names = NamesOf(run_, members);
@@ -109,7 +129,15 @@ long Dispatcher::PackStartStep(const std::string& pack, const std::vector<int>& 
     // these (its logs stay, appended to).
     fs::remove_all(dir + "/checkpoints", ec);
   }
-  if (ahead > newest) return -1;
+  if (ahead > newest) {
+    if (!MembersStandTogether(run_, members)) return -1;
+    const std::string at = "/checkpoint-" + std::to_string(ahead);
+    for (int m : members) {
+      LinkTree(run_.TaskDirOf(m) + "/checkpoints" + at,
+               dir + "/checkpoints/" + run_.tasks[m].record.name + at);
+    }
+    newest = ahead;
+  }
   MakeDirectories(dir + "/checkpoints");
   WriteFileAtomic(dir + "/members.json", names.dump() + "\n");
   return newest;

@@ -77,6 +77,7 @@ std::vector<TaskProgress> Snapshot(const RunContext& run) {
   std::unordered_map<std::string_view, const std::string*> planned_pack;
   struct Members {
     nlohmann::json names = nlohmann::json::array();
+    std::vector<int> tasks;
     bool apart = false;  // some member trained: it resumes only as those members
   };
   std::unordered_map<std::string_view, Members> packs;
@@ -86,10 +87,14 @@ std::vector<TaskProgress> Snapshot(const RunContext& run) {
     planned_pack[t.task] = &t.pack;
     Members& m = packs[t.pack];
     m.names.push_back(t.task);
+    m.tasks.push_back(j);
     m.apart = m.apart || run.tasks[j].record.checkpoint_step > 0;
   }
   for (auto& [pack, m] : packs) {
-    if (!m.apart) continue;
+    if (!m.apart || MembersStandTogether(run, m.tasks)) {
+      m.apart = false;
+      continue;
+    }
     std::error_code ec;
     std::string last = run.site.run_dir + "/packs/" + std::string(pack) + "/members.json";
     m.apart = !std::filesystem::exists(last, ec) ||
@@ -135,6 +140,20 @@ std::vector<TaskProgress> Snapshot(const RunContext& run) {
     p.slowdown = std::isfinite(p.slowdown) && p.slowdown > 0 ? p.slowdown : 1.0;
   }
   return progress;
+}
+
+bool MembersStandTogether(const RunContext& run, const std::vector<int>& members) {
+  if (members.size() < 2) return false;
+  const long step = run.tasks[members[0]].record.checkpoint_step;
+  for (int m : members) {
+    std::error_code ec;
+    if (run.tasks[m].record.checkpoint_step != step || step <= 0 ||
+        !std::filesystem::exists(
+            run.TaskDirOf(m) + "/checkpoints/checkpoint-" + std::to_string(step) + "/meta.json",
+            ec))
+      return false;
+  }
+  return true;
 }
 
 void PrintProgress(const RunContext& run) {

@@ -17,8 +17,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "planner/problem.h"
 #include "contracts/plan.h"
+#include "planner/problem.h"
 
 namespace saturn {
 

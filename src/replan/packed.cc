@@ -108,6 +108,35 @@ int PackNumber(const std::string& name) {
   return n;
 }
 
+// Fresh pack names "pack-N", N after the highest among `progress`'s and
+// `current`'s packs, never a pack's or task's name.
+class PackNamer {
+ public:
+  PackNamer(const Problem& base, const Plan& current, const std::vector<TaskProgress>& progress) {
+    for (const PlanTask& t : current.tasks) {
+      last_ = std::max(last_, PackNumber(t.pack));
+      taken_.insert(t.pack);
+    }
+    for (const TaskProgress& p : progress) {
+      last_ = std::max(last_, PackNumber(p.pack));
+      taken_.insert(p.pack);
+    }
+    for (const Task& t : base.tasks)
+      taken_.insert(t.name);
+  }
+  std::string Next() {
+    std::string name = "pack-" + std::to_string(++last_);
+    while (taken_.count(name))
+      name = "pack-" + std::to_string(++last_);
+    taken_.insert(name);
+    return name;
+  }
+
+ private:
+  std::unordered_set<std::string> taken_;
+  int last_ = 0;
+};
+
 bool Started(const TaskProgress& p) {
   return p.running || p.done > 0 || p.has_checkpoint;
 }
@@ -158,19 +187,9 @@ int PackArrivals(const Problem& base, const PackTerms& terms, const Plan& curren
     }
   }
   std::unordered_set<std::string> planned;
-  std::unordered_set<std::string> taken;  // pack and task names
-  int last = 0;
-  for (const PlanTask& t : current.tasks) {
+  for (const PlanTask& t : current.tasks)
     planned.insert(t.task);
-    last = std::max(last, PackNumber(t.pack));
-    taken.insert(t.pack);
-  }
-  for (const TaskProgress& p : progress) {
-    last = std::max(last, PackNumber(p.pack));
-    taken.insert(p.pack);
-  }
-  for (const Task& t : base.tasks)
-    taken.insert(t.name);
+  PackNamer names(base, current, progress);
   std::map<std::string, std::vector<int>> by_class;
   for (int j = 0; j < base.NumTasks(); ++j) {
     const TaskProgress& p = progress[static_cast<size_t>(j)];
@@ -199,10 +218,7 @@ int PackArrivals(const Problem& base, const PackTerms& terms, const Plan& curren
       continue;
     for (const std::vector<int>& group : packing) {
       if (group.size() < 2) continue;
-      std::string name = "pack-" + std::to_string(++last);
-      while (taken.count(name))
-        name = "pack-" + std::to_string(++last);
-      taken.insert(name);
+      const std::string name = names.Next();
       for (int i : group)
         progress[static_cast<size_t>(tasks[static_cast<size_t>(i)])].pack = name;
       ++formed;
@@ -226,12 +242,31 @@ std::vector<std::string> SplittablePacks(const std::vector<TaskProgress>& progre
   return out;
 }
 
-std::vector<TaskProgress> SplitPack(std::vector<TaskProgress> progress, const std::string& pack) {
-  for (TaskProgress& p : progress) {
+std::vector<TaskProgress> SplitPack(const Problem& base, const PackTerms& terms,
+                                    const Plan& current, std::vector<TaskProgress> progress,
+                                    const std::string& pack, bool repack) {
+  PackNamer names(base, current, progress);
+  std::vector<int> members;
+  for (int j = 0; j < static_cast<int>(progress.size()); ++j) {
+    TaskProgress& p = progress[static_cast<size_t>(j)];
     if (p.pack != pack || p.finished) continue;
     p.pack.clear();
     p.running.reset();
     p.has_checkpoint = true;
+    members.push_back(j);
+  }
+  if (!repack) return progress;
+  // Packed among themselves (they stand at one step) by what each has left.
+  const Members m = LeftOf(base, terms, progress, members);
+  const Packing packing = ChoosePacking(m.problem, m.terms);
+  if (packing.size() < 2 || !(ScorePacking(m.problem, m.terms, packing) <
+                              ScorePacking(m.problem, m.terms, Unpacked(m.problem.NumTasks()))))
+    return progress;
+  for (const std::vector<int>& group : packing) {
+    if (group.size() < 2) continue;
+    const std::string name = names.Next();
+    for (int i : group)
+      progress[static_cast<size_t>(members[static_cast<size_t>(i)])].pack = name;
   }
   return progress;
 }

@@ -66,9 +66,14 @@ std::set<std::vector<int>> PacksNotStarted(const std::vector<TaskProgress>& prog
 std::vector<std::string> SplittablePacks(const std::vector<TaskProgress>& progress);
 
 // `progress` as it stands once running pack `pack` is stopped at its next
-// checkpoint: its members out of it, none running, each to resume alone
-// from its own checkpoint (paying a restart, as a pre-empted task does).
-std::vector<TaskProgress> SplitPack(std::vector<TaskProgress> progress, const std::string& pack);
+// checkpoint: its members out of it, none running, each to resume from its
+// own checkpoint (paying a restart, as a pre-empted task does): alone, or
+// with `repack` in new packs among themselves (they stand at one step) as
+// ChoosePacking packs what they have left, when that beats them alone and
+// is not one pack of them all (new names, as PackArrivals names them).
+std::vector<TaskProgress> SplitPack(const Problem& base, const PackTerms& terms,
+                                    const Plan& current, std::vector<TaskProgress> progress,
+                                    const std::string& pack, bool repack);
 
 // The remaining problem with packs as units; `remaining` is
 // BuildRemainingProblem(base, progress, policy).

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
+#include <optional>
 #include <stdexcept>
 #include <string_view>
 #include <unordered_map>
@@ -297,11 +299,25 @@ double FollowedEnd(const ReplanDecision& d) {
   return d.switch_plan ? d.new_end_s : d.current_end_s;
 }
 
-// Running pack `pack` of `grouped` split: stopped, its members alone.
-ReplanDecision ReplanSplit(const Problem& base, const PackTerms& terms,
-                           const std::vector<TaskProgress>& grouped, const std::string& pack,
-                           const Plan& current, double now, const ReplanPolicy& policy) {
-  std::vector<TaskProgress> split = SplitPack(grouped, pack);
+// Running pack `pack` of `grouped` split: stopped, its members alone or
+// (`repack`) in new packs among themselves; nothing when `repack` forms none.
+std::optional<ReplanDecision> ReplanSplit(const Problem& base, const PackTerms& terms,
+                                          const std::vector<TaskProgress>& grouped,
+                                          const std::string& pack, bool repack, const Plan& current,
+                                          double now, const ReplanPolicy& policy) {
+  std::vector<TaskProgress> split = SplitPack(base, terms, current, grouped, pack, repack);
+  // "pack-1 split into pack-5 (a, b) and c alone".
+  std::map<std::string, std::string> parts;
+  for (size_t j = 0; j < grouped.size(); ++j) {
+    if (grouped[j].pack != pack || grouped[j].finished) continue;
+    std::string& part = parts[split[j].pack];
+    part += (part.empty() ? "" : ", ") + base.tasks[j].name;
+  }
+  if (repack && parts.size() == 1) return std::nullopt;
+  std::string how;
+  for (const auto& [name, members] : parts)
+    how += (how.empty() ? "" : "; ") +
+           (name.empty() ? members + " alone" : name + " (" + members + ")");
   RemainingProblem rest = BuildRemainingProblem(base, split, policy);
   ReplanDecision d = AnyPackLeft(split)
                          ? ReplanPacked(base, terms, split, rest, current, now, policy)
@@ -310,6 +326,7 @@ ReplanDecision ReplanSplit(const Problem& base, const PackTerms& terms,
     if (grouped[j].pack == pack && !grouped[j].finished) d.preempted.push_back(base.tasks[j].name);
   }
   d.split = {pack};
+  d.summary = pack + " split into " + how;
   return d;
 }
 
@@ -345,8 +362,11 @@ ReplanDecision Replan(const Problem& base, const std::vector<TaskProgress>& prog
   }
   if (policy.allow_preemption) {
     for (const std::string& pack : SplittablePacks(grouped)) {
-      others.push_back(ReplanSplit(base, *terms, grouped, pack, current, now, policy));
-      others.back().summary = pack + " split, its members alone";
+      for (bool repack : {false, true}) {
+        if (std::optional<ReplanDecision> r =
+                ReplanSplit(base, *terms, grouped, pack, repack, current, now, policy))
+          others.push_back(std::move(*r));
+      }
     }
   }
   const double current_end = d.current_end_s;

@@ -17,6 +17,7 @@
 #include "common/clock.h"
 #include "common/error.h"
 #include "common/fs.h"
+#include "engine/checkpoint.h"
 #include "engine/errors.h"
 #include "engine/estimate.h"
 #include "engine/eval.h"
@@ -349,6 +350,23 @@ int RunRank(const WorkerRequest& o, const Job& job, int rank, int world_size) {
   return RunExecute(o, job, ctx, rank);
 }
 
+// A pack that starts at a step its folder has no checkpoint of, its members
+// bringing theirs from that step (<checkpoint dir>/<member>/checkpoint-<step>,
+// as the executor lays out members that trained apart: a pack split, one
+// whose shortest member ended): the pack's checkpoint is made from them
+// first, before any rank starts. InputError when a member's is missing.
+void JoinPackAtStart(const WorkerRequest& o, const Job& job) {
+  if (o.mode != WorkerMode::kExecute || job.task.pack.empty() || o.from_step <= 0 ||
+      o.checkpoint_dir.empty() ||
+      std::filesystem::exists(engine::CheckpointPath(o.checkpoint_dir, o.from_step)))
+    return;
+  std::vector<std::string> members;
+  for (const engine::TaskSpec& m : job.task.pack)
+    members.push_back(engine::CheckpointPath(o.checkpoint_dir + "/" + m.name, o.from_step));
+  engine::Device cpu(engine::DeviceSpec{});
+  engine::WritePackCheckpoint(members, job.task, *job.model, o.from_step, o.checkpoint_dir, cpu);
+}
+
 int Launch(const WorkerRequest& o) {
   bool own_dir = o.rendezvous.empty();
   std::string dir = own_dir ? MakeRendezvousDir() : o.rendezvous;
@@ -442,6 +460,7 @@ int RunWorker(const WorkerRequest& o) {
       WriteResult(o.out_path, Infeasible(o, unsupported));
       return 0;
     }
+    JoinPackAtStart(o, job);
     if (o.mode == WorkerMode::kSearch) {
       if (std::optional<int> estimated = SearchByEstimate(o, job)) return *estimated;
     }

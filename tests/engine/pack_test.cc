@@ -234,6 +234,62 @@ TEST_F(Packs, AMemberLeavesThePackAtACheckpointAndGoesOnAloneWithNothingLost) {
                    "member c alone after the pack");
 }
 
+// Members that trained apart join a pack at a step they all stand at (a
+// pack split, one whose shortest member ended): from their own checkpoints
+// (here the ones pack a+b+c wrote at step 6, laid out as the executor lays
+// them out) the worker makes the pack's, and a and c go on as a pack of two
+// whose steps 6..8 are those of their twins alone. A member's checkpoint
+// missing, or of another step, is exit 2 naming it.
+TEST_F(Packs, MembersThatTrainedApartJoinAPackFromTheirOwnCheckpoints) {
+  namespace fs = std::filesystem;
+  std::string three = dir_->Write("apart.json", nlohmann::json{{"pack", *members_}}.dump());
+  Outcome packed = Execute(*dir_, three, "apart", "single", 1);
+  ASSERT_EQ(packed.status, 0) << packed.err;
+  const nlohmann::json& a = (*members_)[0];
+  const nlohmann::json& c = (*members_)[2];
+  std::string two = dir_->Write("join.json", nlohmann::json{{"pack", {a, c}}}.dump());
+  auto join = [&](const std::string& name, const std::string& technique, int gpus) {
+    for (const char* member : {"a", "c"}) {
+      fs::create_directories(dir_->Path(name + "/" + member));
+      std::error_code absent;  // copied when there is one
+      fs::copy(dir_->Path(std::string("apart/") + member + "/checkpoint-6"),
+               dir_->Path(name + "/" + member + "/checkpoint-6"), fs::copy_options::recursive,
+               absent);
+    }
+    return RunWorker({"execute", "--task", two, "--technique", technique, "--gpus",
+                      std::to_string(gpus), "--out", dir_->Path(name + ".json"), "--from-step", "6",
+                      "--to-step", "9", "--checkpoint-dir", dir_->Path(name), "--timeout-s", "120"},
+                     dir_->Path(name));
+  };
+  auto twin = [&](const nlohmann::json& member) {
+    std::string name = "twin9-" + member["name"].get<std::string>();
+    WorkerRun r =
+        RunWorker({"execute", "--task", dir_->Write(name + ".task", member.dump()), "--technique",
+                   "single", "--gpus", "1", "--out", dir_->Path(name + ".json"), "--from-step", "0",
+                   "--to-step", "9", "--checkpoint-dir", dir_->Path(name)},
+                  dir_->Path(name));
+    EXPECT_EQ(r.status, 0) << r.err;
+    std::vector<double> losses = ReadJson(dir_->Path(name + ".json"))["losses"];
+    return std::vector<double>(losses.begin() + 6, losses.end());
+  };
+  const std::vector<double> twin_a = twin(a), twin_c = twin(c);
+  for (const char* technique : {"single", "ddp"}) {
+    const std::string name = std::string("join-") + technique;
+    WorkerRun r = join(name, technique, technique == std::string("ddp") ? 2 : 1);
+    ASSERT_EQ(r.status, 0) << technique << ": " << r.err;
+    EXPECT_TRUE(fs::exists(dir_->Path(name + "/checkpoint-6/meta.json"))) << technique;
+    nlohmann::json result = ReadJson(dir_->Path(name + ".json"));
+    ASSERT_EQ(result["members"].size(), 2u);
+    ExpectSameLosses(result["members"][0]["losses"], twin_a, std::string("a, ") + technique);
+    ExpectSameLosses(result["members"][1]["losses"], twin_c, std::string("c, ") + technique);
+  }
+  // c's checkpoint is gone: nothing to join from.
+  fs::remove_all(dir_->Path("apart/c/checkpoint-6"));
+  WorkerRun missing = join("join-missing", "single", 1);
+  EXPECT_EQ(missing.status, 2) << missing.err;
+  EXPECT_THAT(missing.err, HasSubstr("join-missing/c/checkpoint-6"));
+}
+
 // The llama family, adapters by peft's module names, a random base (no
 // init: the members then share the seed) and an SGD-with-momentum pair.
 TEST_F(Packs, LlamaMembersTargetedByPeftNamesTrainAsAlone) {

@@ -307,16 +307,18 @@ TEST(PackedReplan, ATaskNamedLikeAPackIsNotThePack) {
 }
 
 // pack-1 (a, b, c, d) runs on GPU 0, 10 of its 100 steps done; its 16 rows
-// step in 3 s (a member alone: 1 s). e (GPU 1) ended at 30 s, not 200.
-// Returns the check at 30 s; `resumes` marks the members as resuming alone
-// (a LoRA pack's), `e_ended` whether GPU 1 is free.
-ReplanDecision CheckPackOfFour(bool resumes, bool e_ended, ReplanPolicy policy) {
+// step in 3 s (a member alone: 1 s; 8 rows: `two` s, by default on the line
+// to 16). e (GPU 1) ended at 30 s, not 200. Returns the check at 30 s;
+// `resumes` marks the members as resuming alone (a LoRA pack's), `e_ended`
+// whether GPU 1 is free.
+ReplanDecision CheckPackOfFour(bool resumes, bool e_ended, ReplanPolicy policy,
+                               double two = 1.0 + 2.0 / 3.0) {
   Problem base = testing::MakeProblem({2}, {{"a", {{"single", 1, 110}}},
                                             {"b", {{"single", 1, 110}}},
                                             {"c", {{"single", 1, 110}}},
                                             {"d", {{"single", 1, 110}}},
                                             {"e", {{"single", 1, 200}}}});
-  PackTerms terms = TermsOfClassX(5, {{4.0, 1.0}, {16.0, 3.0}});
+  PackTerms terms = TermsOfClassX(5, {{4.0, 1.0}, {8.0, two}, {16.0, 3.0}});
   terms.tasks[4] = {"", 4.0, 200.0};
   std::vector<PlanTask> tasks;
   for (const char* name : {"a", "b", "c", "d"})
@@ -340,17 +342,37 @@ ReplanDecision CheckPackOfFour(bool resumes, bool e_ended, ReplanPolicy policy) 
   return Replan(base, progress, plan, 30.0, policy, &terms);
 }
 
-// Split: kept, pack-1 ends 0.9 x 10 + 90 x 3 = 279 s from now; split, each
-// member alone takes 0.9 x 110 + 10 (restart) = 109 s, two on each GPU:
-// 218 s. The members are stopped and go on alone, two on the freed GPU.
-TEST(PackedReplan, ARunningPackIsSplitOntoADeviceFreedEarly) {
+// Kept, pack-1 ends 0.9 x 10 + 90 x 3 = 279 s from now. Split into two
+// packs of two, one on each GPU: 9 + 90 x 5/3 + 10 (restart) = 169 s.
+TEST(PackedReplan, ARunningPackIsSplitIntoPacksOnADeviceFreedEarly) {
   ReplanDecision d = CheckPackOfFour(/*resumes=*/true, /*e_ended=*/true, QuickPolicy());
   ASSERT_TRUE(d.switch_plan) << d.summary;
   EXPECT_EQ(d.split, std::vector<std::string>{"pack-1"});
   EXPECT_NEAR(d.current_end_s, 30 + 279, 1e-6) << d.summary;
-  EXPECT_NEAR(d.new_end_s, 30 + 218, 1e-6) << d.summary;
+  EXPECT_NEAR(d.new_end_s, 30 + 169, 1e-6) << d.summary;
   std::set<std::string> stopped(d.preempted.begin(), d.preempted.end());
   EXPECT_EQ(stopped, (std::set<std::string>{"a", "b", "c", "d"}));
+  std::map<std::string, std::set<int>> packs;  // new pack -> its GPUs
+  for (const PlanTask& t : d.plan.tasks) {
+    EXPECT_NE(t.pack, "pack-1") << t.task;
+    EXPECT_NEAR(t.end_s, 30 + 169, 1e-6) << t.task;
+    packs[t.pack].insert(t.gpu_ids.at(0));
+  }
+  ASSERT_EQ(packs.size(), 2u) << d.summary;
+  EXPECT_EQ(packs.begin()->second.size(), 1u);
+  EXPECT_NE(packs.begin()->second, packs.rbegin()->second);
+  EXPECT_NE(d.summary.find("pack-1 split into pack-2 ("), std::string::npos) << d.summary;
+}
+
+// Where two in a pack step no faster than one after the other (8 rows:
+// 2.2 s), the members go on alone: 0.9 x 110 + 10 = 109 s each, two on
+// each GPU, 218 s.
+TEST(PackedReplan, ARunningPackIsSplitIntoTasksAloneOnADeviceFreedEarly) {
+  ReplanDecision d = CheckPackOfFour(/*resumes=*/true, /*e_ended=*/true, QuickPolicy(), 2.2);
+  ASSERT_TRUE(d.switch_plan) << d.summary;
+  EXPECT_EQ(d.split, std::vector<std::string>{"pack-1"});
+  EXPECT_NEAR(d.new_end_s, 30 + 218, 1e-6) << d.summary;
+  EXPECT_EQ(d.preempted.size(), 4u);
   std::map<int, int> per_gpu;
   for (const PlanTask& t : d.plan.tasks) {
     EXPECT_EQ(t.pack, "") << t.task;
@@ -358,7 +380,7 @@ TEST(PackedReplan, ARunningPackIsSplitOntoADeviceFreedEarly) {
     ++per_gpu[t.gpu_ids.at(0)];
   }
   EXPECT_EQ(per_gpu, (std::map<int, int>{{0, 2}, {1, 2}}));
-  EXPECT_NE(d.summary.find("pack-1 split"), std::string::npos) << d.summary;
+  EXPECT_NE(d.summary.find("pack-1 split into a, b, c, d alone"), std::string::npos) << d.summary;
 }
 
 // Not split: an array's members restart from 0 when stopped; without
