@@ -14,7 +14,8 @@
 // batches together; its model has every member's adapters, named
 // "<map>.lora_A@<k>" for member k), which is why the techniques that only
 // ever see a step's samples through TrainContext::StepSamples train packs
-// unchanged (single, ddp, fsdp, spill: Technique::TakesPacks). What makes a
+// unchanged (single, ddp, fsdp, spill; pipeline activates each
+// micro-batch's rows on every stage: Technique::TakesPacks). What makes a
 // member train exactly as it would alone:
 //   - its loss is its own mean: Model::LossSum weights each member's rows by
 //     (pack batch / member batch), so the pack's mean loss is the sum of the

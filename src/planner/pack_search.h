@@ -61,6 +61,9 @@ struct PackedPlanResult {
   // packs not allowed or not possible).
   double unpacked_makespan_s = 0.0;
   int evaluations = 0;
+  // Packings solved in full: a candidate whose lower bound is not below the
+  // unpacked plan's makespan is not (it could not be kept).
+  int packings_solved = 0;
 };
 
 // Plans `problem` choosing packs when `allow_packs` and the terms allow any;

@@ -13,7 +13,8 @@ using nlohmann::json;
 
 // Techniques whose workers train packs (engine Technique::TakesPacks).
 bool TakesPacks(const std::string& technique) {
-  return technique == "single" || technique == "ddp" || technique == "fsdp" || technique == "spill";
+  return technique == "single" || technique == "ddp" || technique == "fsdp" ||
+         technique == "spill" || technique == "pipeline";
 }
 
 // Pack sizes measured for a class of `size` tasks: 2, 4, 8, while a pack of

@@ -330,6 +330,21 @@ std::optional<ReplanDecision> ReplanSplit(const Problem& base, const PackTerms& 
   return d;
 }
 
+// The running packs tried split at one check: of `packs`, the
+// kSplitsTried whose members end last in `plan` (a pack ending early gains
+// little from devices freed), so that a check costs at most 2 x
+// kSplitsTried more solves however many packs run.
+constexpr size_t kSplitsTried = 2;
+std::vector<std::string> PacksToSplit(std::vector<std::string> packs, const Plan& plan) {
+  std::map<std::string, double> end;
+  for (const PlanTask& t : plan.tasks)
+    if (!t.pack.empty()) end[t.pack] = std::max(end[t.pack], t.end_s);
+  std::stable_sort(packs.begin(), packs.end(),
+                   [&](const std::string& a, const std::string& b) { return end[a] > end[b]; });
+  if (packs.size() > kSplitsTried) packs.resize(kSplitsTried);
+  return packs;
+}
+
 }  // namespace
 
 ReplanDecision Replan(const Problem& base, const std::vector<TaskProgress>& progress,
@@ -361,7 +376,7 @@ ReplanDecision Replan(const Problem& base, const std::vector<TaskProgress>& prog
     }
   }
   if (policy.allow_preemption) {
-    for (const std::string& pack : SplittablePacks(grouped)) {
+    for (const std::string& pack : PacksToSplit(SplittablePacks(grouped), d.plan)) {
       for (bool repack : {false, true}) {
         if (std::optional<ReplanDecision> r =
                 ReplanSplit(base, *terms, grouped, pack, repack, current, now, policy))

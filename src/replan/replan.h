@@ -143,10 +143,12 @@ struct ReplanDecision {
 // running, a pack not started may move; the plan's members carry `pack`.
 // When the check searches and packs may form (pack_arrivals), the tasks
 // not started are also packed afresh, and that plan is taken when it ends
-// sooner by more than the threshold. When it searches and pre-emption is
-// allowed, each running pack whose members resume alone is also tried
-// split: stopped, its members trained alone from their checkpoints
-// (each paying switch_cost_s) wherever they end first; taken likewise.
+// sooner by more than the threshold. Unless progress was as planned, and
+// when pre-emption is allowed, each running pack whose members resume
+// alone is also tried split: stopped, its members trained alone, or in new packs among
+// themselves, from their checkpoints (each paying switch_cost_s) wherever
+// they end first; taken likewise (the two running packs whose members end
+// last are tried, two solves each).
 ReplanDecision Replan(const Problem& base, const std::vector<TaskProgress>& progress,
                       const Plan& current, double now, const ReplanPolicy& policy,
                       const PackTerms* terms = nullptr);

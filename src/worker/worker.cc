@@ -453,7 +453,8 @@ int RunWorker(const WorkerRequest& o) {
     if (o.IsRank()) return RunRank(o, job, o.rank, o.world_size);
     std::string unsupported = job.technique->Unsupported(job.task, *job.model, o.gpus);
     if (unsupported.empty() && !job.task.pack.empty() && !job.technique->TakesPacks()) {
-      unsupported = o.technique + " does not train packs yet (single, ddp, fsdp and spill do)";
+      unsupported =
+          o.technique + " does not train packs yet (single, ddp, fsdp, spill and pipeline do)";
     }
     if (!unsupported.empty()) {
       if (o.mode == WorkerMode::kExecute) throw InputError("", 0, "--technique", unsupported);

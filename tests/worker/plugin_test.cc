@@ -91,6 +91,24 @@ TEST_F(Plugin, SearchMeasuresThePluginTechnique) {
               HasSubstr("at least 2 devices"));
 }
 
+// A plug-in trains packs only when it says so (Technique::TakesPacks): the
+// example does not, and a pack under it is refused before it runs.
+TEST_F(Plugin, APackUnderAPluginThatTakesNoneIsRefused) {
+  nlohmann::json a = TinyTask("gpt");
+  a["finetune"] = {{"lora", {{"rank", 2}}}};
+  nlohmann::json b = a;
+  a["name"] = "a";
+  b["name"] = "b";
+  std::string pack = dir_->Write("pack.json", nlohmann::json{{"pack", {a, b}}}.dump());
+  WorkerRun run = RunWorker({"execute", "--task", pack, "--technique", "local-sgd", "--gpus", "2",
+                             "--out", Path("pack.json.out"), "--from-step", "0", "--to-step", "2",
+                             "--checkpoint-dir", Path("ck-pack"), "--plugin", LOCAL_SGD_PLUGIN},
+                            Path("pack.log"));
+  EXPECT_EQ(run.status, 2) << run.err;
+  EXPECT_THAT(run.err, HasSubstr("local-sgd does not train packs yet (single, ddp, fsdp, spill "
+                                 "and pipeline do)"));
+}
+
 TEST_F(Plugin, AveragingEveryStepTrainsLikeSingleWithSgd) {
   WorkerRun single = Execute("single", 1, 0, 6, "single.json");
   ASSERT_EQ(single.status, 0) << single.err;

@@ -21,6 +21,7 @@
 #include "common/error.h"
 #include "engine/blocks.h"
 #include "engine/estimate.h"
+#include "engine/pack.h"
 #include "engine/phases.h"
 #include "engine/trainers.h"
 
@@ -146,8 +147,7 @@ class PipelineTrainer final : public Trainer {
     std::vector<at::Tensor> inputs(micro_batches_), outputs(micro_batches_);
     std::vector<Work> sends;
     for (int64_t j = 0; j < micro_batches_; ++j) {
-      auto [begin, end] =
-          SliceOf(ctx_.BatchSize(), static_cast<int>(j), static_cast<int>(micro_batches_));
+      auto [begin, end] = ActivateRows(j);
       Batch batch;
       if (first || last) batch = ctx_.StepSamples(step, begin, end - begin);
       if (first) {
@@ -167,6 +167,7 @@ class PipelineTrainer final : public Trainer {
       }
     }
     for (int64_t j = micro_batches_ - 1; j >= 0; --j) {
+      ActivateRows(j);  // blocks recomputed under checkpointing run again
       if (last) {
         PhaseScope phase(Phase::kBackward);
         outputs[j].backward();
@@ -207,6 +208,18 @@ class PipelineTrainer final : public Trainer {
 
  private:
   static int Tag(int64_t micro_batch, int kind) { return static_cast<int>(micro_batch * 4 + kind); }
+
+  // Micro-batch j's samples [begin, end) of the step. In a pack they are
+  // the rows its layers apply each member's adapters to (engine/pack.h):
+  // the first and last stages fetch them, which activates them; a stage
+  // between fetches nothing, and backward runs the micro-batches again in
+  // reverse, so each stage activates them itself.
+  std::pair<int64_t, int64_t> ActivateRows(int64_t j) const {
+    auto [begin, end] =
+        SliceOf(ctx_.BatchSize(), static_cast<int>(j), static_cast<int>(micro_batches_));
+    if (PackRows* rows = ActivePackRows()) rows->Activate(begin, end - begin);
+    return {begin, end};
+  }
 
   int StageOf(int block) const {
     int s = 0;
@@ -296,6 +309,8 @@ class Pipeline final : public Technique {
   }
   Layout ProcessLayout() const override { return Layout::kRankPerDevice; }
   int MinGpus() const override { return 2; }
+  // Every stage serves every member's rows of a micro-batch at once.
+  bool TakesPacks() const override { return true; }
 
   std::string Unsupported(const TaskSpec& task, const Model& model, int gpus) const override {
     if (std::string why = model.WhyNotSplittable(); !why.empty()) return why;
