@@ -165,8 +165,10 @@ void ExtendPlan(RunContext& run, Dispatcher* dispatcher, const std::vector<std::
   // Arrivals that may share a pack (an array of a table's groups, LoRA
   // tasks on one base) are packed with each other (replan/packed.h).
   std::optional<PackTerms> terms = RunPackTerms(run);
-  ReplanDecision d = Replan(run.tasks.problem(), Snapshot(run), run.plan(), run.Now(),
-                            RunReplanPolicy(run, time_limit_s), terms ? &*terms : nullptr);
+  ReplanPolicy policy = RunReplanPolicy(run, time_limit_s);
+  policy.split_packs = false;  // quick; the background checks may split
+  ReplanDecision d = Replan(run.tasks.problem(), Snapshot(run), run.plan(), run.Now(), policy,
+                            terms ? &*terms : nullptr);
   std::vector<std::string> moved;
   if (dispatcher != nullptr) {
     moved = SwitchTo(run, *dispatcher, d);

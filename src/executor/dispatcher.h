@@ -10,9 +10,11 @@
 // the worker exits each member settles as a task of its own: its checkpoint
 // and trained model move into its folder, its loss curve is its own, and it
 // ends finished, cancelled or queued to continue. A pack trains to its
-// shortest member's steps; the members left then continue alone, as do the
-// members of a pack whose worker failed (so that a failing member fails
-// alone, with its reason) and those of a pack that cannot resume as one.
+// shortest member's steps; the members left then go on as a pack again
+// where the plan packs them, from their own checkpoints at one step (the
+// same way a pack split by a re-plan starts its new packs); the members of
+// a pack whose worker failed continue alone (so that a failing member fails
+// alone, with its reason), as do those that cannot start as one.
 //
 //   Dispatcher dispatcher(run);
 //   dispatcher.Poll();       // progress and exits of running workers

@@ -162,9 +162,9 @@ Dispatcher::PackStart Dispatcher::StartPack(int j, const Assignment& a) {
   if (!run_.tasks.placements().Place(j, a)) return PackStart::kWait;
   std::string dir = PackDir(pack);
   json spec = {{"pack", json::array()}};
-  // A LoRA pack trains to its shortest member's end (the others go on
-  // alone); an array (table tasks, engine/array.h) trains each member to
-  // its own end.
+  // A LoRA pack trains to its shortest member's end (the others go on in a
+  // pack of their own, or alone); an array (table tasks, engine/array.h)
+  // trains each member to its own end.
   const bool array = !run_.WorkloadTaskOf(members[0]).group.empty();
   long to_step = run_.Steps(members[0]);
   for (int m : members) {
@@ -248,14 +248,28 @@ void Dispatcher::HandlePackExit(int host, int status) {
     for (size_t i = 0; i < members.size(); ++i)
       SettleMember(members[i], dir, *entries[i], *result);
   } else if (was_stopping) {
-    // Killed after the grace period: the pack resumes from its checkpoint.
+    // Killed after the grace period: no member wrote its own checkpoint at
+    // the stop. The pack resumes from its own where the plan keeps these
+    // members together in it; otherwise (a re-plan split it) each goes on
+    // from its own older checkpoint, and its progress is that one's.
+    const std::string pack = h.pack;
+    bool kept = true;
+    for (int m : members)
+      kept = kept && PlannedPack(run_.plan(), run_.tasks[m].record.name) == pack;
     for (int m : members) {
       if (run_.tasks[m].stop.cancel) {
         run_.tasks[m].stop.cancel = false;
         MarkCancelled(m, run_.tasks[m].record.checkpoint_step);
       } else {
         MarkPreempted(m, std::nullopt);
+        if (!kept) run_.tasks[m].reported.step = run_.tasks[m].record.checkpoint_step;
       }
+    }
+    if (!kept && run_.options().progress) {
+      std::fprintf(stderr,
+                   "%s was killed before its members checkpointed; they go on from their own "
+                   "last checkpoints\n",
+                   pack.c_str());
     }
   } else {
     SplitFailedPack(host, members, status, protocol_error);

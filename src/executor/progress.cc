@@ -71,9 +71,10 @@ int FirstPlanIndex(const RunContext& run) {
 std::vector<TaskProgress> Snapshot(const RunContext& run) {
   std::vector<TaskProgress> progress(run.NumTasks());
   // A planned pack that will start as one (Dispatcher::StartPack): none of
-  // its members trained yet, or the very members its folder last trained
-  // (it resumes from its own checkpoint). Otherwise (a LoRA pack whose
-  // shortest member ended) its members go on alone.
+  // its members trained yet, the very members its folder last trained (it
+  // resumes from its own checkpoint), or members that stand at one step
+  // with their own checkpoints there (MembersStandTogether). Otherwise its
+  // members go on alone.
   std::unordered_map<std::string_view, const std::string*> planned_pack;
   struct Members {
     nlohmann::json names = nlohmann::json::array();

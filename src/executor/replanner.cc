@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <map>
 #include <optional>
+#include <set>
 #include <vector>
 
 #include "common/error.h"
@@ -47,9 +49,32 @@ std::optional<PackTerms> RunPackTerms(const RunContext& run) {
   return std::nullopt;
 }
 
+namespace {
+
+// The highest N of the run's packs named pack-N: its packs' folders (a pack
+// split, or resumed, leaves one no task names any longer) and its tasks'.
+int HighestPackNumber(const RunContext& run) {
+  auto number = [](const std::string& name) {
+    if (name.rfind("pack-", 0) != 0 || name.size() == 5 || name.size() > 14) return 0;
+    for (size_t i = 5; i < name.size(); ++i)
+      if (name[i] < '0' || name[i] > '9') return 0;
+    return std::stoi(name.substr(5));
+  };
+  int highest = 0;
+  for (const LiveTask& l : run.tasks)
+    highest = std::max(highest, number(l.pack));
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(run.site.run_dir + "/packs", ec))
+    highest = std::max(highest, number(e.path().filename().string()));
+  return highest;
+}
+
+}  // namespace
+
 ReplanPolicy RunReplanPolicy(RunContext& run, double time_limit_s) {
   ReplanPolicy policy = run.NextReplanPolicy(time_limit_s);
   policy.pack_arrivals = run.options().pack;
+  policy.packs_numbered_to = HighestPackNumber(run);
   return policy;
 }
 
@@ -102,8 +127,16 @@ void Replanner::Apply(const ReplanDecision& d) {
   // regrouped (an array keeps no checkpoint): one that started while this
   // was solved, placed elsewhere by it, or with members taken out of it. The
   // next check plans from where it runs.
+  // A split pack must still run with the members it had (it may have ended
+  // meanwhile and started again with fewer, under its name).
   auto split = [&](int j) {
-    return std::find(d.split.begin(), d.split.end(), run_.tasks[j].pack) != d.split.end();
+    auto it = d.split.find(run_.tasks[j].pack);
+    if (it == d.split.end()) return false;
+    std::set<std::string> now;
+    for (const LiveTask& l : run_.tasks)
+      if (l.pack_host == run_.tasks[j].pack_host && l.record.status == TaskStatus::kRunning)
+        now.insert(l.record.name);
+    return now == it->second;
   };
   for (const std::string& name : StartedElsewhere(run_, d.plan)) {
     int j = run_.tasks.IndexOf(name);

@@ -62,7 +62,8 @@ struct PackedPlanResult {
   double unpacked_makespan_s = 0.0;
   int evaluations = 0;
   // Packings solved in full: a candidate whose lower bound is not below the
-  // unpacked plan's makespan is not (it could not be kept).
+  // best plan's makespan so far (the unpacked one's first) is not: it could
+  // not be kept.
   int packings_solved = 0;
 };
 

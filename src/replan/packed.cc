@@ -109,10 +109,12 @@ int PackNumber(const std::string& name) {
 }
 
 // Fresh pack names "pack-N", N after the highest among `progress`'s and
-// `current`'s packs, never a pack's or task's name.
+// `current`'s packs and `numbered_to`, never a pack's or task's name.
 class PackNamer {
  public:
-  PackNamer(const Problem& base, const Plan& current, const std::vector<TaskProgress>& progress) {
+  PackNamer(const Problem& base, const Plan& current, const std::vector<TaskProgress>& progress,
+            int numbered_to)
+      : last_(std::max(0, numbered_to)) {
     for (const PlanTask& t : current.tasks) {
       last_ = std::max(last_, PackNumber(t.pack));
       taken_.insert(t.pack);
@@ -133,8 +135,8 @@ class PackNamer {
   }
 
  private:
-  std::unordered_set<std::string> taken_;
   int last_ = 0;
+  std::unordered_set<std::string> taken_;
 };
 
 bool Started(const TaskProgress& p) {
@@ -173,7 +175,7 @@ std::set<std::vector<int>> PacksNotStarted(const std::vector<TaskProgress>& prog
 }
 
 int PackArrivals(const Problem& base, const PackTerms& terms, const Plan& current,
-                 std::vector<TaskProgress>& progress, bool regroup) {
+                 std::vector<TaskProgress>& progress, bool regroup, int numbered_to) {
   // Regrouped: the members of packs not started (not tasks the plan has
   // alone, e.g. one the dispatcher sent to train alone).
   std::vector<bool> regrouped(progress.size(), false);
@@ -189,7 +191,7 @@ int PackArrivals(const Problem& base, const PackTerms& terms, const Plan& curren
   std::unordered_set<std::string> planned;
   for (const PlanTask& t : current.tasks)
     planned.insert(t.task);
-  PackNamer names(base, current, progress);
+  PackNamer names(base, current, progress, numbered_to);
   std::map<std::string, std::vector<int>> by_class;
   for (int j = 0; j < base.NumTasks(); ++j) {
     const TaskProgress& p = progress[static_cast<size_t>(j)];
@@ -244,8 +246,8 @@ std::vector<std::string> SplittablePacks(const std::vector<TaskProgress>& progre
 
 std::vector<TaskProgress> SplitPack(const Problem& base, const PackTerms& terms,
                                     const Plan& current, std::vector<TaskProgress> progress,
-                                    const std::string& pack, bool repack) {
-  PackNamer names(base, current, progress);
+                                    const std::string& pack, bool repack, int numbered_to) {
+  PackNamer names(base, current, progress, numbered_to);
   std::vector<int> members;
   for (int j = 0; j < static_cast<int>(progress.size()); ++j) {
     TaskProgress& p = progress[static_cast<size_t>(j)];

@@ -9,7 +9,8 @@
 // task's TaskProgress::pack; arrivals that may share a pack are packed
 // with each other first (PackArrivals); Replan also tries packs not
 // started regrouped (PackArrivals with `regroup`) and running packs split
-// (SplitPack: stopped at a checkpoint, their members alone).
+// (SplitPack: stopped at a checkpoint, their members alone or in new packs
+// among themselves).
 //
 //   PackedRemaining packed = PackRemaining(base, terms, progress, remaining, policy);
 //   Plan current_packed = PackPlan(current, packed);
@@ -49,12 +50,12 @@ bool AnyPackLeft(const std::vector<TaskProgress>& progress);
 // (the same pack_class, all their work expected: no early stopping) are
 // packed as the planner packs a first plan (ChoosePacking, kept only when
 // it beats every arrival alone on their own), their packs named "pack-N"
-// after the highest N among `progress`'s and `current`'s packs (a name no
-// pack or task has). Sets their `pack`; returns how many packs formed.
+// after the highest N among `progress`'s and `current`'s packs and
+// `numbered_to` (a name no pack or task has). Sets their `pack`; returns how many packs formed.
 // With `regroup`, every task of a pack not started (no member running or
 // trained) counts as an arrival too: its pack is formed afresh.
 int PackArrivals(const Problem& base, const PackTerms& terms, const Plan& current,
-                 std::vector<TaskProgress>& progress, bool regroup = false);
+                 std::vector<TaskProgress>& progress, bool regroup = false, int numbered_to = 0);
 
 // The member sets of the packs no member of which runs or trained (each
 // sorted, task indices), to compare two groupings.
@@ -73,7 +74,7 @@ std::vector<std::string> SplittablePacks(const std::vector<TaskProgress>& progre
 // is not one pack of them all (new names, as PackArrivals names them).
 std::vector<TaskProgress> SplitPack(const Problem& base, const PackTerms& terms,
                                     const Plan& current, std::vector<TaskProgress> progress,
-                                    const std::string& pack, bool repack);
+                                    const std::string& pack, bool repack, int numbered_to = 0);
 
 // The remaining problem with packs as units; `remaining` is
 // BuildRemainingProblem(base, progress, policy).

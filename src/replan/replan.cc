@@ -305,7 +305,8 @@ std::optional<ReplanDecision> ReplanSplit(const Problem& base, const PackTerms& 
                                           const std::vector<TaskProgress>& grouped,
                                           const std::string& pack, bool repack, const Plan& current,
                                           double now, const ReplanPolicy& policy) {
-  std::vector<TaskProgress> split = SplitPack(base, terms, current, grouped, pack, repack);
+  std::vector<TaskProgress> split =
+      SplitPack(base, terms, current, grouped, pack, repack, policy.packs_numbered_to);
   // "pack-1 split into pack-5 (a, b) and c alone".
   std::map<std::string, std::string> parts;
   for (size_t j = 0; j < grouped.size(); ++j) {
@@ -323,9 +324,10 @@ std::optional<ReplanDecision> ReplanSplit(const Problem& base, const PackTerms& 
                          ? ReplanPacked(base, terms, split, rest, current, now, policy)
                          : ReplanRemaining(rest, current, now, policy);
   for (size_t j = 0; j < grouped.size(); ++j) {
-    if (grouped[j].pack == pack && !grouped[j].finished) d.preempted.push_back(base.tasks[j].name);
+    if (grouped[j].pack != pack || grouped[j].finished) continue;
+    d.preempted.push_back(base.tasks[j].name);
+    d.split[pack].insert(base.tasks[j].name);
   }
-  d.split = {pack};
   d.summary = pack + " split into " + how;
   return d;
 }
@@ -353,7 +355,8 @@ ReplanDecision Replan(const Problem& base, const std::vector<TaskProgress>& prog
   RemainingProblem remaining = BuildRemainingProblem(base, progress, policy);
   if (!terms) return ReplanRemaining(remaining, current, now, policy);
   std::vector<TaskProgress> grouped = progress;
-  if (policy.pack_arrivals) PackArrivals(base, *terms, current, grouped);
+  if (policy.pack_arrivals)
+    PackArrivals(base, *terms, current, grouped, false, policy.packs_numbered_to);
   if (!AnyPackLeft(grouped)) return ReplanRemaining(remaining, current, now, policy);
   bool as_planned = false;
   ReplanDecision d =
@@ -369,13 +372,13 @@ ReplanDecision Replan(const Problem& base, const std::vector<TaskProgress>& prog
     // Regroup: every task not started packed afresh (packs planned before
     // and arrivals alike), when that packs them otherwise.
     std::vector<TaskProgress> regrouped = progress;
-    PackArrivals(base, *terms, current, regrouped, /*regroup=*/true);
+    PackArrivals(base, *terms, current, regrouped, /*regroup=*/true, policy.packs_numbered_to);
     if (PacksNotStarted(regrouped) != PacksNotStarted(grouped)) {
       others.push_back(ReplanPacked(base, *terms, regrouped, remaining, current, now, policy));
       others.back().summary = "packs regrouped";
     }
   }
-  if (policy.allow_preemption) {
+  if (policy.allow_preemption && policy.split_packs) {
     for (const std::string& pack : PacksToSplit(SplittablePacks(grouped), d.plan)) {
       for (bool repack : {false, true}) {
         if (std::optional<ReplanDecision> r =

@@ -34,7 +34,9 @@
 //   if (d.switch_plan) { preempt(d.preempted); current_plan = d.plan; }
 #pragma once
 
+#include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -86,6 +88,12 @@ struct ReplanPolicy : SolveOptions {
   // Given pack terms: arrivals that may share a pack are packed with each
   // other (replan/packed.h); false: they are planned alone (--no-pack).
   bool pack_arrivals = true;
+  // Running packs may be split (SplitPack); false where a decision must be
+  // quick or cannot stop a pack (a plan extended for arrivals).
+  bool split_packs = true;
+  // New packs are numbered above this (the highest N of the run's pack-N
+  // so far, its packs' folders included), besides the names in use.
+  int packs_numbered_to = 0;
   // Keep the plan without searching when no task arrived and every node's
   // re-timed end is within this fraction of its time left of its planned
   // end, +-1 s (progress matched the plan within noise). 0: always search
@@ -132,9 +140,9 @@ struct ReplanDecision {
   std::vector<std::string> preempted;  // running tasks that must stop
   std::string summary;
   bool searched = false;  // a plan was searched (not kept without a solve)
-  // Running packs this plan stops, their members going on alone (listed in
-  // `preempted`): a split.
-  std::vector<std::string> split;
+  // Running packs this plan stops (a split), each with the members it had
+  // then (also listed in `preempted`); they go on alone or in new packs.
+  std::map<std::string, std::set<std::string>> split;
 };
 
 // `current` has absolute times; `now` is the time of the check. With
@@ -144,8 +152,8 @@ struct ReplanDecision {
 // When the check searches and packs may form (pack_arrivals), the tasks
 // not started are also packed afresh, and that plan is taken when it ends
 // sooner by more than the threshold. Unless progress was as planned, and
-// when pre-emption is allowed, each running pack whose members resume
-// alone is also tried split: stopped, its members trained alone, or in new packs among
+// when pre-emption and splits are allowed, each running pack whose members
+// resume alone is also tried split: stopped, its members trained alone, or in new packs among
 // themselves, from their checkpoints (each paying switch_cost_s) wherever
 // they end first; taken likewise (the two running packs whose members end
 // last are tried, two solves each).

@@ -249,8 +249,8 @@ TEST_F(Packs, AMemberLeavesThePackAtACheckpointAndGoesOnAloneWithNothingLost) {
 // pack split, one whose shortest member ended): from their own checkpoints
 // (here the ones pack a+b+c wrote at step 6, laid out as the executor lays
 // them out) the worker makes the pack's, and a and c go on as a pack of two
-// whose steps 6..8 are those of their twins alone. A member's checkpoint
-// missing, or of another step, is exit 2 naming it.
+// whose steps 6..8 are those of their twins alone. A member's checkpoint of
+// another task, or missing, is exit 2 naming it.
 TEST_F(Packs, MembersThatTrainedApartJoinAPackFromTheirOwnCheckpoints) {
   namespace fs = std::filesystem;
   std::string three = dir_->Write("apart.json", nlohmann::json{{"pack", *members_}}.dump());
@@ -294,6 +294,16 @@ TEST_F(Packs, MembersThatTrainedApartJoinAPackFromTheirOwnCheckpoints) {
     ExpectSameLosses(result["members"][0]["losses"], twin_a, std::string("a, ") + technique);
     ExpectSameLosses(result["members"][1]["losses"], twin_c, std::string("c, ") + technique);
   }
+  // Under c's name, b's checkpoint (rank 2 on mlp; c has rank 8 on both):
+  // refused, naming it.
+  fs::remove_all(dir_->Path("apart/c/checkpoint-6"));
+  fs::copy(dir_->Path("apart/b/checkpoint-6"), dir_->Path("apart/c/checkpoint-6"),
+           fs::copy_options::recursive);
+  WorkerRun other = join("join-other", "single", 1);
+  EXPECT_EQ(other.status, 2) << other.err;
+  EXPECT_THAT(other.err, HasSubstr("join-other/c/checkpoint-6/meta.json"));
+  EXPECT_THAT(other.err, HasSubstr("member 'c' cannot join the pack from it: it was written for a "
+                                   "different task"));
   // c's checkpoint is gone: nothing to join from.
   fs::remove_all(dir_->Path("apart/c/checkpoint-6"));
   WorkerRun missing = join("join-missing", "single", 1);

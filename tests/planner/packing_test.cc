@@ -260,6 +260,7 @@ TEST(Packing, PackingsThatCannotBeatThePlanAloneAreNotSolved) {
     terms.curves.push_back({{1.0, {{4.0, 1.0}, {8.0, 2.2}, {16.0, 4.6}}, {}}});
   }
   PackedPlanResult r = PlanWithPacks(problem, terms, PlanRequest(), true);
+  EXPECT_GT(r.evaluations, 0);  // packings were searched
   EXPECT_EQ(r.packings_solved, 0);
   EXPECT_NEAR(r.result.plan.makespan_s, 220, 1e-6);
   for (const PlanTask& t : r.result.plan.tasks)

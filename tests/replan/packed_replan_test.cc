@@ -347,7 +347,8 @@ ReplanDecision CheckPackOfFour(bool resumes, bool e_ended, ReplanPolicy policy,
 TEST(PackedReplan, ARunningPackIsSplitIntoPacksOnADeviceFreedEarly) {
   ReplanDecision d = CheckPackOfFour(/*resumes=*/true, /*e_ended=*/true, QuickPolicy());
   ASSERT_TRUE(d.switch_plan) << d.summary;
-  EXPECT_EQ(d.split, std::vector<std::string>{"pack-1"});
+  EXPECT_EQ(d.split,
+            (std::map<std::string, std::set<std::string>>{{"pack-1", {"a", "b", "c", "d"}}}));
   EXPECT_NEAR(d.current_end_s, 30 + 279, 1e-6) << d.summary;
   EXPECT_NEAR(d.new_end_s, 30 + 169, 1e-6) << d.summary;
   std::set<std::string> stopped(d.preempted.begin(), d.preempted.end());
@@ -362,6 +363,13 @@ TEST(PackedReplan, ARunningPackIsSplitIntoPacksOnADeviceFreedEarly) {
   EXPECT_EQ(packs.begin()->second.size(), 1u);
   EXPECT_NE(packs.begin()->second, packs.rbegin()->second);
   EXPECT_NE(d.summary.find("pack-1 split into pack-2 ("), std::string::npos) << d.summary;
+  // A run whose packs went up to pack-7 (folders of packs no task names
+  // now): the new ones are numbered after it.
+  ReplanPolicy policy = QuickPolicy();
+  policy.packs_numbered_to = 7;
+  d = CheckPackOfFour(/*resumes=*/true, /*e_ended=*/true, policy);
+  EXPECT_NE(d.summary.find("pack-1 split into pack-8 ("), std::string::npos) << d.summary;
+  EXPECT_NE(d.summary.find("pack-9 ("), std::string::npos) << d.summary;
 }
 
 // Where two in a pack step no faster than one after the other (8 rows:
@@ -370,7 +378,8 @@ TEST(PackedReplan, ARunningPackIsSplitIntoPacksOnADeviceFreedEarly) {
 TEST(PackedReplan, ARunningPackIsSplitIntoTasksAloneOnADeviceFreedEarly) {
   ReplanDecision d = CheckPackOfFour(/*resumes=*/true, /*e_ended=*/true, QuickPolicy(), 2.2);
   ASSERT_TRUE(d.switch_plan) << d.summary;
-  EXPECT_EQ(d.split, std::vector<std::string>{"pack-1"});
+  EXPECT_EQ(d.split,
+            (std::map<std::string, std::set<std::string>>{{"pack-1", {"a", "b", "c", "d"}}}));
   EXPECT_NEAR(d.new_end_s, 30 + 218, 1e-6) << d.summary;
   EXPECT_EQ(d.preempted.size(), 4u);
   std::map<int, int> per_gpu;
