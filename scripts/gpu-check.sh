@@ -22,6 +22,8 @@
 #      gpt2, batch 8, sequence 1024): step time, peak memory, phases;
 #   3. bench/engine: our single step against PyTorch eager with autocast,
 #      bf16, GPT-2 small, MFU against the measured bf16 matmul rate;
+#  3b. bench/engine/pack_bench.py: packs of k = 1, 2, 4, 8 LoRA tasks over
+#      GPT-2 small, bf16, against the k alone (step time, peak memory);
 #   4. the engine tests (CPU devices, against this LibTorch), last.
 # Without CUDA (a rehearsal here) steps 2-3 run a small GPT-2 on CPU devices;
 # SATURN_GPU_CHECK_SECONDS=1500 gives a 2-core machine time to build.
@@ -211,6 +213,20 @@ elif [[ "$cuda" == ON ]]; then
   log "3. engine_bench: skipped (deadline)"
 else
   log "3. engine_bench: skipped without CUDA (a GPT-2-small step takes minutes on a CPU)"
+fi
+
+# 3b. Packs (issue 43): a pack of k LoRA tasks over GPT-2 small against the
+# k tasks alone, k = 1, 2, 4, 8, bf16 on GPU 0: the real pack step times
+# that planner/packing.h's pack_step_s and bench/paper's roofline model.
+if [[ "$cuda" == ON ]] && (($(left) > 110)); then
+  timeout "$(limit 150 40)" python3 bench/engine/pack_bench.py --build "$build" --device cuda \
+    --precision bf16 --gpt2-small --threads 4 --sizes 1,2,4,8 >"$logs/pack-bench.txt" 2>&1
+  log "3b. pack_bench GPT-2 small bf16, packs of 1-8 against their members alone: exit $?"
+  grep -E '^ *k |^ *[0-9]+ ' "$logs/pack-bench.txt" | sed 's/^/gpu-check:    /' | tee -a "$out/summary.txt"
+elif [[ "$cuda" == ON ]]; then
+  log "3b. pack_bench: skipped (deadline)"
+else
+  log "3b. pack_bench: skipped without CUDA (bench/engine/pack_bench.py measures CPU packs)"
 fi
 
 # 4. The engine tests, last.
