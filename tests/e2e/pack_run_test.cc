@@ -65,6 +65,33 @@ class PackRun : public SaturnTestBase {
     }
     WriteFileAtomic(dir_ + "/profile.csv", profile);
   }
+
+  // Two devices; m0..m3: LoRA tasks over one random base, 2,500 steps each,
+  // profiled at 9 s alone with the pack curve `curve`; big: 50 steps of full
+  // training profiled at `big_s` seconds (it ends in well under one).
+  void WriteFourAndBig(const std::string& curve, int big_s) {
+    std::string corpus;
+    for (int i = 0; i < 400; ++i)
+      corpus += "the pack trains every member as alone " + std::to_string(i % 13) + "\n";
+    WriteFileAtomic(dir_ + "/corpus.txt", corpus);
+    const std::string model =
+        "\n    model: {type: gpt, layers: 1, d_model: 16, heads: 2, seq_len: 8}"
+        "\n    data: {type: text, path: corpus.txt}\n    batch_size: 4\n    seed: 7";
+    std::string text = "cluster: {nodes: [{name: n0, gpus: 2, gpu_memory_gib: 2}]}\ntasks:\n";
+    std::string profile =
+        "task,technique,gpus,runtime_s,step_s,steps,pack_class,pack_rows,pack_step_s\n";
+    for (int i = 0; i < 4; ++i) {
+      text += "  - name: m" + std::to_string(i) + model +
+              "\n    optimizer: {type: adamw, lr: 0.00" + std::to_string(i + 1) +
+              "}\n    finetune: {lora: {rank: 2}}\n    steps: 2500\n";
+      profile += "m" + std::to_string(i) + ",single,1,9,0.0032,2500,gpt-lora,4," + curve + "\n";
+    }
+    text += "  - name: big" + model + "\n    optimizer: {type: adamw, lr: 0.01}\n    steps: 50\n";
+    profile +=
+        "big,single,1," + std::to_string(big_s) + "," + std::to_string(big_s / 50.0) + ",50,,,\n";
+    WriteFileAtomic(dir_ + "/w.yaml", text);
+    WriteFileAtomic(dir_ + "/profile.csv", profile);
+  }
 };
 
 TEST_F(PackRun, MembersEndAsTheSameTasksTrainedAlone) {
@@ -174,25 +201,7 @@ TEST_F(PackRun, MembersWithMoreStepsContinueAsASmallerPack) {
 // moves pack-2 to GPU 1 as soon as it checks; without re-planning pack-2
 // waits for pack-1. Either way its members end as they would have.
 TEST_F(PackRun, AReplanMovesAPackNotStartedToADeviceFreedEarly) {
-  std::string corpus;
-  for (int i = 0; i < 400; ++i)
-    corpus += "the pack trains every member as alone " + std::to_string(i % 13) + "\n";
-  WriteFileAtomic(dir_ + "/corpus.txt", corpus);
-  const std::string model =
-      "\n    model: {type: gpt, layers: 1, d_model: 16, heads: 2, seq_len: 8}"
-      "\n    data: {type: text, path: corpus.txt}\n    batch_size: 4\n    seed: 7";
-  std::string text = "cluster: {nodes: [{name: n0, gpus: 2, gpu_memory_gib: 2}]}\ntasks:\n";
-  std::string profile =
-      "task,technique,gpus,runtime_s,step_s,steps,pack_class,pack_rows,pack_step_s\n";
-  for (int i = 0; i < 4; ++i) {
-    text += "  - name: m" + std::to_string(i) + model + "\n    optimizer: {type: adamw, lr: 0.00" +
-            std::to_string(i + 1) + "}\n    finetune: {lora: {rank: 2}}\n    steps: 2500\n";
-    profile += "m" + std::to_string(i) + ",single,1,9,0.0032,2500,gpt-lora,4,4:0.0032 8:0.0038\n";
-  }
-  text += "  - name: big" + model + "\n    optimizer: {type: adamw, lr: 0.01}\n    steps: 50\n";
-  profile += "big,single,1,20,0.38,50,,,\n";
-  WriteFileAtomic(dir_ + "/w.yaml", text);
-  WriteFileAtomic(dir_ + "/profile.csv", profile);
+  WriteFourAndBig("4:0.0032 8:0.0038", 20);
   auto starts = [&](const std::string& run) {
     std::map<std::string, Event> out;
     for (const Event& e : ParseEventLines(ReadFile(dir_ + "/" + run + "/events.jsonl"), "events")) {
@@ -239,26 +248,7 @@ TEST_F(PackRun, AReplanMovesAPackNotStartedToADeviceFreedEarly) {
 // checkpoints at the stop (engine/pack.h, WritePackCheckpoint). Without
 // re-planning the pack trains to the end where it started.
 TEST_F(PackRun, AReplanSplitsARunningPackOntoADeviceFreedEarly) {
-  std::string corpus;
-  for (int i = 0; i < 400; ++i)
-    corpus += "the pack trains every member as alone " + std::to_string(i % 13) + "\n";
-  WriteFileAtomic(dir_ + "/corpus.txt", corpus);
-  const std::string model =
-      "\n    model: {type: gpt, layers: 1, d_model: 16, heads: 2, seq_len: 8}"
-      "\n    data: {type: text, path: corpus.txt}\n    batch_size: 4\n    seed: 7";
-  std::string text = "cluster: {nodes: [{name: n0, gpus: 2, gpu_memory_gib: 2}]}\ntasks:\n";
-  std::string profile =
-      "task,technique,gpus,runtime_s,step_s,steps,pack_class,pack_rows,pack_step_s\n";
-  for (int i = 0; i < 4; ++i) {
-    text += "  - name: m" + std::to_string(i) + model + "\n    optimizer: {type: adamw, lr: 0.00" +
-            std::to_string(i + 1) + "}\n    finetune: {lora: {rank: 2}}\n    steps: 2500\n";
-    profile += "m" + std::to_string(i) +
-               ",single,1,9,0.0032,2500,gpt-lora,4,4:0.0032 8:0.0056 12:0.008 16:0.0096\n";
-  }
-  text += "  - name: big" + model + "\n    optimizer: {type: adamw, lr: 0.01}\n    steps: 50\n";
-  profile += "big,single,1,26,0.5,50,,,\n";
-  WriteFileAtomic(dir_ + "/w.yaml", text);
-  WriteFileAtomic(dir_ + "/profile.csv", profile);
+  WriteFourAndBig("4:0.0032 8:0.0056 12:0.008 16:0.0096", 26);
   std::vector<std::string> args = RunArgs("split", "");
   args.insert(args.end(), {"--interval", "0.5", "--switch-cost", "1"});
   ASSERT_EQ(Run(args), 0) << Log();
