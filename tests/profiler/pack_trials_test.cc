@@ -109,21 +109,21 @@ TEST_F(PackTrials, PacksAreMeasuredWhereTheyCanMatterAndWrittenForThePlanner) {
     if (!grid) continue;
     EXPECT_EQ(table.Extra(row, "pack_rows"), "8");
     std::string curve = table.Extra(row, "pack_step_s");
-    if (row.technique == "pipeline") {
-      EXPECT_EQ(curve, "") << row.task;
-    } else {
-      // One point per measured pack size: 8 rows (alone), 16 and 32 (packs of 2 and 4).
-      std::vector<std::string> rows;
-      for (size_t at = 0; at < curve.size();) {
-        size_t space = curve.find(' ', at);
-        std::string point = curve.substr(at, space == std::string::npos ? space : space - at);
-        rows.push_back(point.substr(0, point.find(':')));
-        at = space == std::string::npos ? curve.size() : space + 1;
-      }
-      std::vector<std::string> want = {"8", "16", "32"};
-      if (row.technique == "ddp" || row.technique == "spill") want = {"8"};
-      EXPECT_EQ(rows, want) << row.technique << ": " << curve;
+    // One point per measured pack size: 8 rows (alone), 16 and 32 (packs of
+    // 2 and 4); ddp, spill and pipeline (slower on 2 GPUs than fsdp, whose
+    // packs are measured) only alone.
+    std::vector<std::string> rows;
+    for (size_t at = 0; at < curve.size();) {
+      size_t space = curve.find(' ', at);
+      std::string point = curve.substr(at, space == std::string::npos ? space : space - at);
+      rows.push_back(point.substr(0, point.find(':')));
+      at = space == std::string::npos ? curve.size() : space + 1;
     }
+    std::vector<std::string> want = {"8", "16", "32"};
+    if (row.technique == "ddp" || row.technique == "spill" || row.technique == "pipeline") {
+      want = {"8"};
+    }
+    EXPECT_EQ(rows, want) << row.technique << ": " << curve;
   }
   EXPECT_THAT(run.pack_summary, HasSubstr("3 tasks may share a base"));
   EXPECT_THAT(run.pack_summary, HasSubstr("2 do not fit"));
