@@ -249,8 +249,9 @@ TEST_F(Packs, AMemberLeavesThePackAtACheckpointAndGoesOnAloneWithNothingLost) {
 // pack split, one whose shortest member ended): from their own checkpoints
 // (here the ones pack a+b+c wrote at step 6, laid out as the executor lays
 // them out) the worker makes the pack's, and a and c go on as a pack of two
-// whose steps 6..8 are those of their twins alone. A member's checkpoint of
-// another task, or missing, is exit 2 naming it.
+// whose steps 6..8 are those of their twins alone, under single, ddp, fsdp
+// and pipeline (each loads the pack's checkpoint its own way). A member's
+// checkpoint of another task, or missing, is exit 2 naming it.
 TEST_F(Packs, MembersThatTrainedApartJoinAPackFromTheirOwnCheckpoints) {
   namespace fs = std::filesystem;
   std::string three = dir_->Write("apart.json", nlohmann::json{{"pack", *members_}}.dump());
@@ -284,9 +285,9 @@ TEST_F(Packs, MembersThatTrainedApartJoinAPackFromTheirOwnCheckpoints) {
     return std::vector<double>(losses.begin() + 6, losses.end());
   };
   const std::vector<double> twin_a = twin(a), twin_c = twin(c);
-  for (const char* technique : {"single", "ddp"}) {
+  for (const char* technique : {"single", "ddp", "fsdp", "pipeline"}) {
     const std::string name = std::string("join-") + technique;
-    WorkerRun r = join(name, technique, technique == std::string("ddp") ? 2 : 1);
+    WorkerRun r = join(name, technique, technique == std::string("single") ? 1 : 2);
     ASSERT_EQ(r.status, 0) << technique << ": " << r.err;
     EXPECT_TRUE(fs::exists(dir_->Path(name + "/checkpoint-6/meta.json"))) << technique;
     nlohmann::json result = ReadJson(dir_->Path(name + ".json"));
