@@ -183,6 +183,18 @@ std::vector<double> PackMemberEnds(const Problem& problem, const PackTerms& term
         rows > curve.start.back().first ? curve.start.back().second : CurveAt(curve.start, rows);
     overhead += std::max(0.0, start - curve.start.front().second);
   }
+  // Each member's own adapters (another rank or targets than the member the
+  // curve measured): what its own step alone takes beyond its curve's first
+  // point, where that point is at its rows (else rows and adapters cannot
+  // be told apart: nothing), added to every step it is in.
+  std::vector<double> extra(k, 0.0);
+  double extra_in = 0.0;
+  for (int i = 0; i < k; ++i) {
+    const PackTerms::Curve& c = terms.curves[members[i]][option[i]];
+    if (c.points.empty() || terms.tasks[members[i]].rows != c.points.front().first) continue;
+    extra[i] = c.step_s - c.points.front().second;
+    extra_in += extra[i];
+  }
   std::vector<int> by_steps(k);
   std::iota(by_steps.begin(), by_steps.end(), 0);
   std::stable_sort(by_steps.begin(), by_steps.end(), [&](int a, int b) {
@@ -190,14 +202,21 @@ std::vector<double> PackMemberEnds(const Problem& problem, const PackTerms& term
   });
   std::vector<double> ends(k);
   double t = overhead, done = 0.0;
-  for (int i : by_steps) {
+  for (size_t n = 0; n < by_steps.size(); ++n) {
+    const int i = by_steps[n];
     const PackTerms::Member& m = terms.tasks[members[i]];
     double step = PackStepAt(curve, rows);
     if (step < 0) return {};
+    // No faster than its slowest member alone: it does that one's work.
+    double slowest = 0.0;
+    for (size_t r = n; r < by_steps.size(); ++r)
+      slowest = std::max(slowest, terms.curves[members[by_steps[r]]][option[by_steps[r]]].step_s);
+    step = std::max(step + extra_in, slowest);
     t += (m.steps - done) * step;
     done = m.steps;
     ends[i] = t;
     rows -= m.rows;
+    extra_in -= extra[i];
   }
   return ends;
 }

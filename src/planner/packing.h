@@ -21,7 +21,12 @@
 // all members step together until s1, then the rest (fewer rows, faster
 // steps) until s2, and so on; member i ends when its steps are done. Step
 // time at R rows is linear between the measured points (the first point's
-// time below it). The pack's fixed costs (start, checkpoints) are its
+// time below it). The curve is measured with copies of one member; a
+// member whose own step_s differs from its curve's first point at the same
+// rows (another LoRA rank or targets) adds the difference to every step it
+// is in (its adapters are its own: their cost adds), so a member left alone
+// steps at its own step_s; and a pack steps no faster than its slowest
+// member alone. The pack's fixed costs (start, checkpoints) are its
 // members' largest: runtime_s - steps x step_s of each member's row, plus
 // what pack_start_s says a start at the pack's rows costs beyond its first
 // point's (beyond its last point: its last value).

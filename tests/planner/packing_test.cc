@@ -154,6 +154,31 @@ TEST(Packing, MemberEndsFollowTheMembersStepByStep) {
       5u);
 }
 
+// Ranks: b (rank 16) steps in 1.3 s alone where its class's curve (its
+// member a, rank 4, the same rows) starts at 1.0. Together they step in
+// 1.2 + 0.3 s until a ends at 100 steps; then b steps at its own 1.3 s.
+// Fixed costs: 10 s. c (2 rows, 1.3 s alone) adds nothing: its curve's
+// first point is at other rows (its rows and adapters cannot be told
+// apart); with a the curve says 1.1 s at 6 rows, but a pack steps no
+// faster than its slowest member alone: 1.3 s.
+TEST(Packing, AMembersOwnRankAddsToEveryStepItIsIn) {
+  Problem problem = testing::MakeProblem(
+      {1}, {{"a", {{"single", 1, 110}}}, {"b", {{"single", 1, 270}}}, {"c", {{"single", 1, 140}}}});
+  PackTerms terms;
+  const std::vector<std::pair<double, double>> curve = {{4.0, 1.0}, {8.0, 1.2}, {12.0, 1.4}};
+  terms.tasks = {{"x", 4.0, 100.0}, {"x", 4.0, 200.0}, {"x", 2.0, 100.0}};
+  terms.curves = {{{1.0, curve, {}}}, {{1.3, curve, {}}}, {{1.3, curve, {}}}};
+  const Option& key = problem.tasks[0].options[0];
+  std::vector<double> ends = PackMemberEnds(problem, terms, {0, 1}, key);
+  ASSERT_EQ(ends.size(), 2u);
+  EXPECT_NEAR(ends[0], 10 + 100 * 1.5, 1e-9);
+  EXPECT_NEAR(ends[1], 10 + 100 * 1.5 + 100 * 1.3, 1e-9);
+  ends = PackMemberEnds(problem, terms, {0, 2}, key);
+  ASSERT_EQ(ends.size(), 2u);
+  EXPECT_NEAR(ends[0], 10 + 100 * 1.3, 1e-9);
+  EXPECT_NEAR(ends[1], 10 + 100 * 1.3, 1e-9);
+}
+
 TEST(Packing, TasksOfDifferentClassesNeverShareAPack) {
   Instance in = MakeInstance({{"a", "gpt"}, {"b", "llama"}, {"c", ""}}, 1);
   EXPECT_FALSE(in.terms.Any());
@@ -186,9 +211,10 @@ TEST(Packing, BadPackColumnsNameTheFileLineAndColumn) {
 
 TEST(Packing, StartingAPackCostsWhatItsStartCurveAddsOverAMemberAlone) {
   // a: 100 steps, b: 50; each 4 rows, fixed costs 5 s (30 - 100 x 0.25,
-  // 17.5 - 50 x 0.25). Together (8 rows) they step in 0.4 s, a alone in
-  // 0.3 s; starting a pack of 8 rows costs 3 s where a member alone's
-  // costs 1 s: 2 s more before the first step.
+  // 17.5 - 50 x 0.25). The curve's member stepped in 0.3 s alone, these two
+  // in 0.25 s: 0.05 s less each. Together (8 rows) they step in 0.4 - 0.1
+  // = 0.3 s, a alone in its own 0.25 s; starting a pack of 8 rows costs 3 s
+  // where a member alone's costs 1 s: 2 s more before the first step.
   Cluster cluster = ParseCluster(YAML::Load("nodes: [{name: n0, gpus: 2}]"), "c.yaml");
   auto ends = [&](const std::string& start_column, const std::string& start_curve) {
     ProfileTable p = ParseProfileCsv(
@@ -200,14 +226,14 @@ TEST(Packing, StartingAPackCostsWhatItsStartCurveAddsOverAMemberAlone) {
     PackTerms terms = PackTermsFromProfile(p, problem, "p.csv");
     return PackMemberEnds(problem, terms, {0, 1}, problem.tasks[0].options[0]);
   };
-  // By hand: 5 (+ 2) s, then 50 steps of both at 0.4 s, then 50 of a at 0.3 s.
+  // By hand: 5 (+ 2) s, then 50 steps of both at 0.3 s, then 50 of a at 0.25 s.
   std::vector<double> without = ends("", ""), with = ends(",pack_start_s", ",4:1 8:3");
   ASSERT_EQ(without.size(), 2u);
   ASSERT_EQ(with.size(), 2u);
-  EXPECT_NEAR(without[0], 5 + 20 + 15, 1e-9);
-  EXPECT_NEAR(without[1], 5 + 20, 1e-9);
-  EXPECT_NEAR(with[0], 7 + 20 + 15, 1e-9);
-  EXPECT_NEAR(with[1], 7 + 20, 1e-9);
+  EXPECT_NEAR(without[0], 5 + 15 + 12.5, 1e-9);
+  EXPECT_NEAR(without[1], 5 + 15, 1e-9);
+  EXPECT_NEAR(with[0], 7 + 15 + 12.5, 1e-9);
+  EXPECT_NEAR(with[1], 7 + 15, 1e-9);
   EXPECT_THROW(ends(",pack_start_s", ",4:1 8:-3"), InputError);
   try {
     ends(",pack_start_s", ",4:1 2:3");
