@@ -174,8 +174,9 @@ class Running(unittest.TestCase):
         r = run(tree({"README.md": "```sh\nsleep 1\n```\n\n```sh\ntrue\n```\n"}))
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertRegex(r.stderr, r"=== README.md:1 \(sh\) at 0s\n")
-        self.assertRegex(r.stderr, r"=== README.md:5 \(sh\) at [12]s\n")
-        self.assertRegex(r.stderr, r"=== all ran in [12]s\n")
+        # Not how long (a loaded machine sleeps longer): that it says so.
+        self.assertRegex(r.stderr, r"=== README.md:5 \(sh\) at [1-9][0-9]*s\n")
+        self.assertRegex(r.stderr, r"=== all ran in [1-9][0-9]*s\n")
 
     def test_home_is_the_scratch_folders_own(self):
         root = tree({"README.md": "```sh\ntouch ~/mine\ntest -f home/mine\n```\n"})
