@@ -52,6 +52,9 @@ std::vector<Packing> SearchPackings(const Problem& problem, const PackTerms& ter
 // The best of SearchPackings. `evaluations` (if not null) counts scored packings.
 Packing ChoosePacking(const Problem& problem, const PackTerms& terms, int* evaluations = nullptr);
 
+// `packing` with group b merged into group a (a < b).
+Packing Merged(const Packing& packing, int a, int b);
+
 struct PackedPlanResult {
   // The plan of the original tasks (members carry `pack`); when packs formed,
   // its schedule is of the packed problem (BuildPackedProblem(packing)).
