@@ -14,6 +14,7 @@
 #include "common/fs.h"
 #include "executor/progress.h"
 #include "planner/baselines.h"
+#include "replan/packed.h"
 
 namespace saturn {
 
@@ -54,18 +55,12 @@ namespace {
 // The highest N of the run's packs named pack-N: its packs' folders (a pack
 // split, or resumed, leaves one no task names any longer) and its tasks'.
 int HighestPackNumber(const RunContext& run) {
-  auto number = [](const std::string& name) {
-    if (name.rfind("pack-", 0) != 0 || name.size() == 5 || name.size() > 14) return 0;
-    for (size_t i = 5; i < name.size(); ++i)
-      if (name[i] < '0' || name[i] > '9') return 0;
-    return std::stoi(name.substr(5));
-  };
   int highest = 0;
   for (const LiveTask& l : run.tasks)
-    highest = std::max(highest, number(l.pack));
+    highest = std::max(highest, PackNumber(l.pack));
   std::error_code ec;
   for (const auto& e : std::filesystem::directory_iterator(run.site.run_dir + "/packs", ec))
-    highest = std::max(highest, number(e.path().filename().string()));
+    highest = std::max(highest, PackNumber(e.path().filename().string()));
   return highest;
 }
 
@@ -125,10 +120,10 @@ void Replanner::Apply(const ReplanDecision& d) {
   }
   // A running pack the plan does not split (d.split) is never stopped nor
   // regrouped (an array keeps no checkpoint): one that started while this
-  // was solved, placed elsewhere by it, or with members taken out of it. The
-  // next check plans from where it runs.
-  // A split pack must still run with the members it had (it may have ended
-  // meanwhile and started again with fewer, under its name).
+  // was solved, placed elsewhere by it, or with members taken out of it; nor
+  // a split pack that no longer runs with the members it had (it ended
+  // meanwhile and started again with fewer, under its name). The next check
+  // plans from where it runs.
   auto split = [&](int j) {
     auto it = d.split.find(run_.tasks[j].pack);
     if (it == d.split.end()) return false;

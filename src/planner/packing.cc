@@ -200,18 +200,21 @@ std::vector<double> PackMemberEnds(const Problem& problem, const PackTerms& term
   std::stable_sort(by_steps.begin(), by_steps.end(), [&](int a, int b) {
     return terms.tasks[members[a]].steps < terms.tasks[members[b]].steps;
   });
+  // No faster than its slowest member alone (it does that one's work): of
+  // the members still in from the n-th to leave on, the slowest alone.
+  std::vector<double> slowest(k + 1, 0.0);
+  for (int n = k - 1; n >= 0; --n) {
+    const int i = by_steps[static_cast<size_t>(n)];
+    slowest[n] = std::max(slowest[n + 1], terms.curves[members[i]][option[i]].step_s);
+  }
   std::vector<double> ends(k);
   double t = overhead, done = 0.0;
-  for (size_t n = 0; n < by_steps.size(); ++n) {
-    const int i = by_steps[n];
+  for (int n = 0; n < k; ++n) {
+    const int i = by_steps[static_cast<size_t>(n)];
     const PackTerms::Member& m = terms.tasks[members[i]];
     double step = PackStepAt(curve, rows);
     if (step < 0) return {};
-    // No faster than its slowest member alone: it does that one's work.
-    double slowest = 0.0;
-    for (size_t r = n; r < by_steps.size(); ++r)
-      slowest = std::max(slowest, terms.curves[members[by_steps[r]]][option[by_steps[r]]].step_s);
-    step = std::max(step + extra_in, slowest);
+    step = std::max(step + extra_in, slowest[n]);
     t += (m.steps - done) * step;
     done = m.steps;
     ends[i] = t;

@@ -97,17 +97,6 @@ bool PackTask(const Problem& base, const PackTerms& terms,
   return true;
 }
 
-// The N of a pack named "pack-N" (0 for any other name).
-int PackNumber(const std::string& name) {
-  if (name.rfind("pack-", 0) != 0 || name.size() == 5) return 0;
-  int n = 0;
-  for (size_t i = 5; i < name.size(); ++i) {
-    if (name[i] < '0' || name[i] > '9' || n > 100000000) return 0;
-    n = n * 10 + (name[i] - '0');
-  }
-  return n;
-}
-
 // Fresh pack names "pack-N", N after the highest among `progress`'s and
 // `current`'s packs and `numbered_to`, never a pack's or task's name.
 class PackNamer {
@@ -152,6 +141,16 @@ std::set<std::string> PacksStarted(const std::vector<TaskProgress>& progress) {
 }
 
 }  // namespace
+
+int PackNumber(const std::string& name) {
+  if (name.rfind("pack-", 0) != 0 || name.size() == 5) return 0;
+  int n = 0;
+  for (size_t i = 5; i < name.size(); ++i) {
+    if (name[i] < '0' || name[i] > '9' || n > 100000000) return 0;
+    n = n * 10 + (name[i] - '0');
+  }
+  return n;
+}
 
 bool AnyPackLeft(const std::vector<TaskProgress>& progress) {
   std::map<std::string, int> count;

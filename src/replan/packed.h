@@ -42,6 +42,9 @@ struct PackedRemaining {
   bool IsPack(int k) const { return members[static_cast<size_t>(k)].size() > 1; }
 };
 
+// The N of a pack named "pack-N" (0 for any other name).
+int PackNumber(const std::string& name);
+
 // Whether some pack has two or more members left.
 bool AnyPackLeft(const std::vector<TaskProgress>& progress);
 
@@ -51,7 +54,8 @@ bool AnyPackLeft(const std::vector<TaskProgress>& progress);
 // packed as the planner packs a first plan (ChoosePacking, kept only when
 // it beats every arrival alone on their own), their packs named "pack-N"
 // after the highest N among `progress`'s and `current`'s packs and
-// `numbered_to` (a name no pack or task has). Sets their `pack`; returns how many packs formed.
+// `numbered_to` (a name no pack or task has). Sets their `pack`; returns
+// how many packs formed.
 // With `regroup`, every task of a pack not started (no member running or
 // trained) counts as an arrival too: its pack is formed afresh.
 int PackArrivals(const Problem& base, const PackTerms& terms, const Plan& current,

@@ -153,10 +153,10 @@ struct ReplanDecision {
 // not started are also packed afresh, and that plan is taken when it ends
 // sooner by more than the threshold. Unless progress was as planned, and
 // when pre-emption and splits are allowed, each running pack whose members
-// resume alone is also tried split: stopped, its members trained alone, or in new packs among
-// themselves, from their checkpoints (each paying switch_cost_s) wherever
-// they end first; taken likewise (the two running packs whose members end
-// last are tried, two solves each).
+// resume alone is also tried split: stopped, its members trained alone or
+// in new packs among themselves, from their checkpoints (each paying
+// switch_cost_s), wherever they end first; taken likewise (the two running
+// packs whose members end last are tried, two solves each).
 ReplanDecision Replan(const Problem& base, const std::vector<TaskProgress>& progress,
                       const Plan& current, double now, const ReplanPolicy& policy,
                       const PackTerms* terms = nullptr);

@@ -313,11 +313,7 @@ TEST(PackedReplan, ATaskNamedLikeAPackIsNotThePack) {
 // whether GPU 1 is free.
 ReplanDecision CheckPackOfFour(bool resumes, bool e_ended, ReplanPolicy policy,
                                double two = 1.0 + 2.0 / 3.0) {
-  Problem base = testing::MakeProblem({2}, {{"a", {{"single", 1, 110}}},
-                                            {"b", {{"single", 1, 110}}},
-                                            {"c", {{"single", 1, 110}}},
-                                            {"d", {{"single", 1, 110}}},
-                                            {"e", {{"single", 1, 200}}}});
+  const Problem base = Fixture().base;
   PackTerms terms = TermsOfClassX(5, {{4.0, 1.0}, {8.0, two}, {16.0, 3.0}});
   terms.tasks[4] = {"", 4.0, 200.0};
   std::vector<PlanTask> tasks;
