@@ -83,6 +83,15 @@ std::string Plural(long n, const std::string& word) {
   return text + (ends("s") || ends("x") || ends("ch") || ends("sh") ? "es" : "s");
 }
 
+std::string JoinWithAnd(const std::vector<std::string>& items) {
+  std::string out;
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (i > 0) out += i + 1 == items.size() ? " and " : ", ";
+    out += items[i];
+  }
+  return out;
+}
+
 namespace {
 
 // Lower case, '-' as '_': "Current-Practice" and "current_practice" match.

@@ -8,6 +8,7 @@
 //   Plural(1, "task") -> "1 task";  Plural(3, "task") -> "3 tasks";  Plural(2, "switch") -> "2
 //   switches"
 //   DidYouMean("MLP", {"gpt", "mlp"}) -> "did you mean 'mlp'?"
+//   JoinWithAnd({"single", "ddp", "fsdp"}) -> "single, ddp and fsdp"
 #pragma once
 
 #include <string>
@@ -31,6 +32,8 @@ std::string FormatMilliseconds(double seconds);
 std::string FormatNumber(double value);
 // "<n> <word>", with an "s" (after s, x, ch, sh: "es") unless n is 1.
 std::string Plural(long n, const std::string& word);
+// A list in words: "a", "a and b", "a, b and c"; "" for none.
+std::string JoinWithAnd(const std::vector<std::string>& items);
 
 // The closest of `known` to a name that is not one of them, for "unknown X"
 // messages: the same name but for case or '-' / '_', else one within an

@@ -11,12 +11,6 @@ namespace {
 
 using nlohmann::json;
 
-// Techniques whose workers train packs (engine Technique::TakesPacks).
-bool TakesPacks(const std::string& technique) {
-  return technique == "single" || technique == "ddp" || technique == "fsdp" ||
-         technique == "spill" || technique == "pipeline";
-}
-
 // Pack sizes measured for a class of `size` tasks: 2, 4, 8, while a pack of
 // half as many is smaller than the class; an array's 2, 16, 128 and 1024
 // while the one before is smaller than the class (its step time grows
@@ -111,7 +105,8 @@ std::string PackClassOf(const WorkloadTask& task, std::string* why_not) {
   return key.dump();
 }
 
-std::vector<PackClassTrials> PackClasses(const Workload& workload, const ProfileRun& run) {
+std::vector<PackClassTrials> PackClasses(const Workload& workload, const ProfileRun& run,
+                                         const std::set<std::string>& takes_packs) {
   std::map<std::string, std::vector<size_t>> members;
   std::vector<std::string> order;
   for (size_t k = 0; k < workload.tasks.size(); ++k) {
@@ -129,7 +124,7 @@ std::vector<PackClassTrials> PackClasses(const Workload& workload, const Profile
     for (int base : run.task_trials[tasks[0]]) {
       const Trial& t = run.trials[base];
       bool takes = array ? t.technique == "single" && t.gpus == 1  // arrays: one device
-                         : TakesPacks(t.technique);
+                         : takes_packs.count(t.technique) > 0;
       if (!t.result.feasible || !t.estimated_from.empty() || !takes) continue;
       c.configs.push_back({base, {}, false, false, ""});
     }

@@ -11,7 +11,8 @@
 // and 8 copies of one member (its first task; up to twice the class's size),
 // in rounds, each size only where it can matter:
 //   - per GPU count (and type), first under the technique that takes packs
-//     (single, ddp, fsdp, spill) that was fastest for the member alone;
+//     (the worker's `takes_packs`: single, ddp, fsdp, pipeline, spill and
+//     any plug-in that says so) that was fastest for the member alone;
 //     the next fastest only once a pack stopped fitting under the ones
 //     before it (it may fit larger packs);
 //   - a configuration's next size only while its last pack stepped at
@@ -29,7 +30,7 @@
 //
 //   AddArrayTrials(workload, run);            // before the tasks' own trials
 //   ... measure the tasks' own trials ...
-//   std::vector<PackClassTrials> classes = PackClasses(workload, run);
+//   std::vector<PackClassTrials> classes = PackClasses(workload, run, takes_packs);
 //   while (AddPackTrials(workload, classes, run, &specs)) {
 //     ... measure the trials added ...
 //     AfterPackRound(classes, run);
@@ -39,6 +40,7 @@
 
 #include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -81,7 +83,9 @@ void AddArrayTrials(const Workload& workload, ProfileRun& run);
 
 // Every class of two or more tasks (after the tasks' own trials were
 // measured), the fastest configuration of each GPU count to be measured first.
-std::vector<PackClassTrials> PackClasses(const Workload& workload, const ProfileRun& run);
+// `takes_packs`: the techniques whose workers train packs.
+std::vector<PackClassTrials> PackClasses(const Workload& workload, const ProfileRun& run,
+                                         const std::set<std::string>& takes_packs);
 // Adds a round of pack trials to `run.trials` (the next size of each
 // configuration being measured) and their task files to `specs` (trial
 // key -> the worker's task JSON); false when there is none to add.

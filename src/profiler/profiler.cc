@@ -78,6 +78,13 @@ class TechniqueCatalogue {
   TechniqueCatalogue& operator=(const TechniqueCatalogue&) = delete;
 
   std::vector<std::string> Names() const { return TechniqueNames(available_); }
+  // Those whose workers train packs (engine Technique::TakesPacks).
+  std::set<std::string> TakingPacks() const {
+    std::set<std::string> out;
+    for (const WorkerTechnique& t : available_)
+      if (t.takes_packs) out.insert(t.name);
+    return out;
+  }
 
   // The GPU counts in [lo, hi] a task's trials try with `technique`. A
   // user's program says itself what it can run on: every count, or those
@@ -500,7 +507,7 @@ ProfileRun RunProfiler(const Workload& workload, const ProfilerOptions& options)
   if (options.packs) {
     // In rounds: each size only where the one before showed it can matter.
     std::map<std::string, json> specs = trials.TrialTasks();
-    packs = PackClasses(workload, run);
+    packs = PackClasses(workload, run, techniques.TakingPacks());
     for (size_t from = run.trials.size(); AddPackTrials(workload, packs, run, &specs);
          from = run.trials.size()) {
       RunTrials(TrialsToRun(run, cache, from), specs, options, runner, cache, run,

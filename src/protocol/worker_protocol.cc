@@ -196,6 +196,7 @@ json ToJson(const std::vector<WorkerTechnique>& techniques) {
                     {"min_gpus", t.min_gpus},
                     {"max_gpus", t.max_gpus > 0 ? json(t.max_gpus) : json(nullptr)},
                     {"splits_batch", t.splits_batch},
+                    {"takes_packs", t.takes_packs},
                     {"plugin", t.plugin.empty() ? json(nullptr) : json(t.plugin)}});
   }
   return {{"protocol", kWorkerProtocol}, {"techniques", list}};
@@ -223,6 +224,7 @@ std::vector<WorkerTechnique> TechniquesFromJson(const json& j) {
       throw ProtocolError("technique list: " + w.name + "'s min_gpus is above its max_gpus");
     }
     w.splits_batch = Get(t, "splits_batch", false);
+    w.takes_packs = Get(t, "takes_packs", false);
     w.plugin =
         t.contains("plugin") && t["plugin"].is_string() ? t["plugin"].get<std::string>() : "";
     out.push_back(std::move(w));

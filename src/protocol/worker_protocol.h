@@ -97,6 +97,7 @@ struct WorkerTechnique {
   int max_gpus = 0;           // 0: no upper bound
   bool splits_batch = false;  // each device takes a slice of every batch
   std::string plugin;         // the plug-in that provides it; "" if built in
+  bool takes_packs = false;   // trains a pack of LoRA tasks (engine Technique::TakesPacks)
 };
 
 // A progress line "saturn: step=N loss=X step_s=Y [peak_mem_gib=Z]", as the

@@ -16,6 +16,7 @@
 
 #include "common/clock.h"
 #include "common/error.h"
+#include "common/format.h"
 #include "common/fs.h"
 #include "engine/checkpoint.h"
 #include "engine/errors.h"
@@ -423,6 +424,7 @@ int ListTechniques(const WorkerRequest& o) {
     w.min_gpus = t.MinGpus();
     w.max_gpus = t.MaxGpus();
     w.splits_batch = t.SplitsBatch();
+    w.takes_packs = t.TakesPacks();
     w.plugin = source.count(name) ? source[name] : "";
     list.push_back(std::move(w));
   }
@@ -453,8 +455,10 @@ int RunWorker(const WorkerRequest& o) {
     if (o.IsRank()) return RunRank(o, job, o.rank, o.world_size);
     std::string unsupported = job.technique->Unsupported(job.task, *job.model, o.gpus);
     if (unsupported.empty() && !job.task.pack.empty() && !job.technique->TakesPacks()) {
-      unsupported =
-          o.technique + " does not train packs yet (single, ddp, fsdp, spill and pipeline do)";
+      std::vector<std::string> takers;
+      for (const std::string& name : engine::Techniques().Names())
+        if (engine::Techniques().Get(name).TakesPacks()) takers.push_back(name);
+      unsupported = o.technique + " does not train packs yet (" + JoinWithAnd(takers) + " do)";
     }
     if (!unsupported.empty()) {
       if (o.mode == WorkerMode::kExecute) throw InputError("", 0, "--technique", unsupported);

@@ -223,6 +223,13 @@ TEST(Format, PluralsOfCountedWords) {
   EXPECT_EQ(Plural(4, "GPU"), "4 GPUs");
 }
 
+TEST(Format, ListsInWords) {
+  EXPECT_EQ(JoinWithAnd({}), "");
+  EXPECT_EQ(JoinWithAnd({"single"}), "single");
+  EXPECT_EQ(JoinWithAnd({"single", "ddp"}), "single and ddp");
+  EXPECT_EQ(JoinWithAnd({"single", "ddp", "fsdp"}), "single, ddp and fsdp");
+}
+
 }  // namespace
 }  // namespace saturn
 

@@ -211,16 +211,69 @@ nlohmann::json SearchOnTwo(const TestDir& dir, const nlohmann::json& task,
   return result;
 }
 
-TEST(Memory, SearchMeasuresEveryFsdpSettingAndKeepsTheFastestThatFits) {
-  TestDir dir("memory_fsdp_search");
-  nlohmann::json result = SearchOnTwo(dir, TinyTask("gpt"), "fsdp");
-  ASSERT_EQ(result["candidates"].size(), 4u);
-  double fastest = 1e300;
-  for (const nlohmann::json& candidate : result["candidates"]) {
-    fastest = std::min(fastest, candidate["step_s"].get<double>());
+// Whether a setting of fsdp or spill trades speed for memory.
+bool SavesMemory(const nlohmann::json& knobs) {
+  return knobs.value("checkpointing", false) || knobs.value("offload", false) ||
+         knobs.value("recompute", false);
+}
+
+// fsdp's checkpointing and offload and spill's recomputation are memory
+// savers: where the plain settings fit, search measures none of them and
+// keeps the fastest plain one; on a device too small for every plain
+// setting it measures them and keeps one that fits.
+TEST(Memory, FsdpAndSpillMeasureTheirMemorySaversOnlyWhereNoPlainSettingFits) {
+  TestDir dir("memory_own_savers");
+  nlohmann::json json = TinyTask("gpt");
+  json["model"] = {{"type", "gpt"}, {"layers", 2}, {"d_model", 64}, {"heads", 4}, {"seq_len", 128}};
+  json["batch_size"] = 16;
+  std::string task = dir.Write("task.json", json.dump());
+  for (auto [technique, gpus] :
+       std::vector<std::pair<std::string, int>>{{"fsdp", 2}, {"spill", 1}}) {
+    auto search = [&, technique = technique, gpus = gpus](const std::string& name,
+                                                          std::vector<std::string> extra) {
+      std::vector<std::string> args = {"search",
+                                       "--task",
+                                       task,
+                                       "--technique",
+                                       technique,
+                                       "--gpus",
+                                       std::to_string(gpus),
+                                       "--out",
+                                       dir.Path(name + ".json"),
+                                       "--warmup",
+                                       "1",
+                                       "--measure",
+                                       "1"};
+      args.insert(args.end(), extra.begin(), extra.end());
+      WorkerRun run = RunWorker(args, dir.Path(name));
+      EXPECT_EQ(run.status, 0) << technique << ": " << run.err;
+      return ReadJson(dir.Path(name + ".json"));
+    };
+    nlohmann::json plenty = search(technique + "-plenty", {});
+    ASSERT_TRUE(plenty["feasible"].get<bool>()) << plenty.dump();
+    double fastest = 1e300;
+    int64_t least = INT64_MAX;
+    for (const nlohmann::json& candidate : plenty["candidates"]) {
+      EXPECT_FALSE(SavesMemory(candidate["knobs"])) << technique << ": " << candidate.dump();
+      fastest = std::min(fastest, candidate["step_s"].get<double>());
+    }
+    EXPECT_EQ(plenty["step_s"].get<double>(), fastest);
+    for (const nlohmann::json& peak : plenty["peak_memory_bytes"])
+      least = std::min(least, peak.get<int64_t>());
+
+    // Below the chosen plain setting's peak: the plain settings are refused.
+    const int64_t capacity = least * 3 / 4;
+    nlohmann::json tight = search(technique + "-tight", {"--memory-gib", Gib(capacity)});
+    ASSERT_TRUE(tight["feasible"].get<bool>()) << technique << ": " << tight.dump();
+    EXPECT_TRUE(SavesMemory(tight["knobs"])) << technique << ": " << tight["knobs"].dump();
+    for (const nlohmann::json& peak : tight["peak_memory_bytes"])
+      EXPECT_LT(peak.get<int64_t>(), capacity) << technique;
+    for (const nlohmann::json& candidate : tight["candidates"]) {
+      if (SavesMemory(candidate["knobs"])) continue;
+      EXPECT_THAT(candidate.value("reason", ""), HasSubstr("out of memory"))
+          << technique << ": " << candidate.dump();
+    }
   }
-  EXPECT_EQ(result["step_s"].get<double>(), fastest);
-  EXPECT_EQ(result["peak_memory_bytes"].size(), 2u);
 }
 
 // Pipeline stages balanced by time alone can tilt (timings on a busy machine

@@ -146,6 +146,27 @@ TEST_F(PackTrials, PacksAreMeasuredWhereTheyCanMatterAndWrittenForThePlanner) {
   EXPECT_EQ(plain.trials.size() + 5, run.trials.size());
 }
 
+// Which techniques take packs is the worker's word (`takes_packs`, engine
+// Technique::TakesPacks), not a list in the profiler: a worker whose single
+// does not take them gets no single pack trial, and one whose plug-in
+// does gets its packs measured.
+TEST_F(PackTrials, PacksAreMeasuredOnlyUnderTechniquesTheWorkerSaysTakeThem) {
+  setenv("FAKE_WORKER_TECHNIQUES",
+         R"([{"name": "single", "layout": "one-process", "min_gpus": 1, "max_gpus": 1,
+              "splits_batch": false, "takes_packs": false, "plugin": null},
+             {"name": "zero3", "layout": "rank-per-device", "min_gpus": 2, "max_gpus": null,
+              "splits_batch": true, "takes_packs": true, "plugin": null}])",
+         1);
+  Workload w = Load(kTasks);
+  ProfileRun run = RunProfiler(w, options_);
+  unsetenv("FAKE_WORKER_TECHNIQUES");
+  std::map<std::string, int> packs;
+  for (const Trial& t : run.trials)
+    if (t.trial_key.find("pack_of") != std::string::npos) ++packs[t.technique];
+  EXPECT_EQ(packs.count("single"), 0u);
+  EXPECT_GE(packs["zero3"], 1);
+}
+
 TEST_F(PackTrials, APackNoFasterThanItsMembersOneAfterAnotherEndsItsCurve) {
   // single x1 alone steps 1 s; its pack of 2 steps 2 s (no gain): no pack of
   // 4 is measured there. ddp x2 (0.5 s alone) packs of 2 step 0.5 s: on to 4.

@@ -96,12 +96,14 @@ TEST(WorkerProtocol, ExecuteResultRoundTrips) {
 
 TEST(WorkerProtocol, TechniqueListRoundTrips) {
   std::vector<WorkerTechnique> list = {
-      {"single", "one device", true, 1, 1, false, ""},
-      {"local-sgd", "a plug-in", false, 2, 0, true, "/plugins/libsgd.so"}};
+      {"single", "one device", true, 1, 1, false, "", true},
+      {"local-sgd", "a plug-in", false, 2, 0, true, "/plugins/libsgd.so", false}};
   nlohmann::json j = ToJson(list);
   EXPECT_TRUE(j["techniques"][1]["max_gpus"].is_null());
   EXPECT_EQ(ToJson(TechniquesFromJson(j)), j);
   EXPECT_EQ(TechniquesFromJson(j)[1].plugin, "/plugins/libsgd.so");
+  EXPECT_TRUE(TechniquesFromJson(j)[0].takes_packs);
+  EXPECT_FALSE(TechniquesFromJson(j)[1].takes_packs);
 }
 
 TEST(WorkerProtocol, StepLinesRoundTrip) {

@@ -34,11 +34,11 @@ mode=$1; shift
 # `techniques`: the built-ins' traits, as the real worker reports them
 # (FAKE_WORKER_TECHNIQUES replaces the list, a JSON array).
 if [ "$mode" = techniques ]; then
-  default='[{"name": "single", "layout": "one-process", "min_gpus": 1, "max_gpus": 1, "splits_batch": false, "plugin": null},
- {"name": "ddp", "layout": "rank-per-device", "min_gpus": 2, "max_gpus": null, "splits_batch": true, "plugin": null},
- {"name": "fsdp", "layout": "rank-per-device", "min_gpus": 2, "max_gpus": null, "splits_batch": true, "plugin": null},
- {"name": "pipeline", "layout": "rank-per-device", "min_gpus": 2, "max_gpus": null, "splits_batch": false, "plugin": null},
- {"name": "spill", "layout": "one-process", "min_gpus": 1, "max_gpus": 1, "splits_batch": false, "plugin": null}]'
+  default='[{"name": "single", "layout": "one-process", "min_gpus": 1, "max_gpus": 1, "splits_batch": false, "takes_packs": true, "plugin": null},
+ {"name": "ddp", "layout": "rank-per-device", "min_gpus": 2, "max_gpus": null, "splits_batch": true, "takes_packs": true, "plugin": null},
+ {"name": "fsdp", "layout": "rank-per-device", "min_gpus": 2, "max_gpus": null, "splits_batch": true, "takes_packs": true, "plugin": null},
+ {"name": "pipeline", "layout": "rank-per-device", "min_gpus": 2, "max_gpus": null, "splits_batch": false, "takes_packs": true, "plugin": null},
+ {"name": "spill", "layout": "one-process", "min_gpus": 1, "max_gpus": 1, "splits_batch": false, "takes_packs": true, "plugin": null}]'
   printf '{"protocol": 1, "techniques": %s}\n' "${FAKE_WORKER_TECHNIQUES:-$default}"
   exit 0
 fi

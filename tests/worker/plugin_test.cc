@@ -105,8 +105,8 @@ TEST_F(Plugin, APackUnderAPluginThatTakesNoneIsRefused) {
                              "--checkpoint-dir", Path("ck-pack"), "--plugin", LOCAL_SGD_PLUGIN},
                             Path("pack.log"));
   EXPECT_EQ(run.status, 2) << run.err;
-  EXPECT_THAT(run.err, HasSubstr("local-sgd does not train packs yet (single, ddp, fsdp, spill "
-                                 "and pipeline do)"));
+  EXPECT_THAT(run.err, HasSubstr("local-sgd does not train packs yet (single, ddp, fsdp, "
+                                 "pipeline and spill do)"));
 }
 
 TEST_F(Plugin, AveragingEveryStepTrainsLikeSingleWithSgd) {
