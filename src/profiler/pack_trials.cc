@@ -225,6 +225,47 @@ bool AddPackTrials(const Workload& workload, std::vector<PackClassTrials>& class
 
 namespace {
 
+// The fewest device-seconds a step of the class's measured member takes
+// alone on devices of `type`, over its own measured trials (every technique
+// and GPU count), and where; 0 when there is none.
+std::pair<double, std::string> BestAlone(const PackClassTrials& c, const ProfileRun& run,
+                                         const std::string& type) {
+  std::pair<double, std::string> best{0.0, ""};
+  for (int i : run.task_trials[c.tasks[0]]) {
+    const Trial& t = run.trials[i];
+    if (!t.result.feasible || !t.estimated_from.empty() || t.gpu_type != type) continue;
+    double cost = t.gpus * t.result.step_s;
+    if (best.first == 0.0 || cost < best.first)
+      best = {cost, t.technique + " x" + std::to_string(t.gpus)};
+  }
+  return best;
+}
+
+// Why config's next pack size (twice its last) cannot matter, or "": a pack
+// never steps a member faster than it steps alone on the same devices, so
+// it only helps by taking fewer device-seconds per member step than any way
+// of training the member alone. The next doubling is taken to gain at most
+// what the last one did (a step time a + b k, or flat up to a saturation
+// point, gains less with each doubling).
+std::string NoLargerPackCanMatter(const PackClassTrials::Config& config, const PackClassTrials& c,
+                                  const ProfileRun& run) {
+  const Trial& base = run.trials[config.base_trial];
+  auto cost = [&](int members, const Trial& t) { return t.gpus * t.result.step_s / members; };
+  auto [k, i] = config.pack_trials.back();
+  double last = cost(k, run.trials[i]);
+  double before = config.pack_trials.size() >= 2
+                      ? cost(config.pack_trials[config.pack_trials.size() - 2].first,
+                             run.trials[config.pack_trials[config.pack_trials.size() - 2].second])
+                      : cost(1, base);
+  double next = last * last / before;
+  auto [alone, where] = BestAlone(c, run, base.gpu_type);
+  if (alone <= 0 || next < alone) return "";
+  return "a pack of " + std::to_string(c.sizes[config.pack_trials.size()]) +
+         " would take at least " + FormatFixed(next, 4) +
+         " device-seconds a member step (its last doubling's gain again), no fewer than " +
+         FormatFixed(alone, 4) + " alone under " + where + ": larger packs not measured";
+}
+
 // After its latest pack: whether config goes on, and why not.
 void Judge(PackClassTrials::Config& config, const PackClassTrials& c, const ProfileRun& run,
            bool* next_technique) {
@@ -233,12 +274,16 @@ void Judge(PackClassTrials::Config& config, const PackClassTrials& c, const Prof
   double alone_s = run.trials[config.base_trial].result.step_s;
   config.measuring = false;
   config.ended = true;
+  std::string hopeless;
   if (!Fits(t)) {
     config.why_ended = std::to_string(k) + " do not fit";
     *next_technique = true;
   } else if (!c.array && t.result.step_s > (1.0 - kPackGain) * k * alone_s) {
     config.why_ended = "a pack of " + std::to_string(k) + " steps no faster than its members " +
                        "one after another: larger packs not measured";
+  } else if (config.pack_trials.size() < c.sizes.size() && !c.array &&
+             !(hopeless = NoLargerPackCanMatter(config, c, run)).empty()) {
+    config.why_ended = hopeless;
   } else if (config.pack_trials.size() == c.sizes.size()) {
     config.ended = true;
   } else {

@@ -158,6 +158,8 @@ TEST_F(PackTrials, PacksAreMeasuredOnlyUnderTechniquesTheWorkerSaysTakeThem) {
               "splits_batch": true, "takes_packs": true, "plugin": null}])",
          1);
   Workload w = Load(kTasks);
+  // Another path to the same stand-in: the catalogue is kept per worker.
+  options_.worker = SATURN_SOURCE_DIR "/tests/../tests/testing/fake_worker.sh";
   ProfileRun run = RunProfiler(w, options_);
   unsetenv("FAKE_WORKER_TECHNIQUES");
   std::map<std::string, int> packs;
@@ -181,6 +183,28 @@ TEST_F(PackTrials, APackNoFasterThanItsMembersOneAfterAnotherEndsItsCurve) {
   EXPECT_EQ(curves["spill"], "8:1");
   EXPECT_EQ(curves["fsdp"], "8:0.5");
   EXPECT_THAT(run.pack_summary, HasSubstr("steps no faster than its members one after another"));
+}
+
+TEST_F(PackTrials, NoLargerPackIsMeasuredWhereItCouldNotTakeFewerDeviceSecondsThanAMemberAlone) {
+  // single x1 alone steps 0.8 s: 0.8 device-seconds a member step. ddp x2
+  // alone steps 0.5 s (1.0 device-seconds), its pack of 2 0.9 s (0.9 a
+  // member, 10% gained): a pack of 4 gaining as much again would take 0.81,
+  // not below 0.8: not measured. single's pack of 2 steps 0.8 s (0.4 a
+  // member): on to 4.
+  Workload w = Load(kTasks);
+  const std::string& first = w.tasks[0].name;
+  WriteFileAtomic(dir_ + "/rules.txt", first + "/single 1 ok 0.8\n" + first +
+                                           "-member1/single 1 ok 0.8\n" + first +
+                                           "-member1/ddp 2 ok 0.9\n");
+  ProfileRun run = RunProfiler(w, options_);
+  std::map<std::string, std::string> curves;
+  for (const ProfileRow& row : run.table.rows)
+    if (row.task == first) curves[row.technique] = run.table.Extra(row, "pack_step_s");
+  EXPECT_EQ(curves["single"], "8:0.8 16:0.8 32:0.8");
+  EXPECT_EQ(curves["ddp"], "8:0.5 16:0.9");
+  EXPECT_THAT(run.pack_summary,
+              HasSubstr("a pack of 4 would take at least 0.8100 device-seconds a member step"));
+  EXPECT_THAT(run.pack_summary, HasSubstr("no fewer than 0.8000 alone under single x1"));
 }
 
 // A table of 200 groups of 6 rows (one class of arrays: sizes 2, 16, 128
