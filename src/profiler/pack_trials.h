@@ -17,7 +17,11 @@
 //     before it (it may fit larger packs);
 //   - a configuration's next size only while its last pack stepped at
 //     least kPackGain faster than its members one after another: without
-//     that gain a larger pack saves no more than its members' launches.
+//     that gain a larger pack saves no more than its members' launches;
+//   - and only while the next size, gaining at most what the last doubling
+//     gained, could take fewer device-seconds a member step than the
+//     member alone in its best configuration (a pack never steps a member
+//     faster than alone on the same devices: it can only matter by that).
 // A configuration's curve ends at its last measured pack (a pack that does
 // not fit ends it before); one not measured has its member's point alone
 // (no pack fits it). Members' own batch sizes are their
