@@ -17,23 +17,27 @@ std::string FormatSeconds(double s) {
   return s < 60 ? FormatFixed(s, s < 1 ? 3 : 2) + " s" : FormatDuration(s);
 }
 
-// "a step of all 4 takes 0.62 s, alone they take 1.20 s one after another".
+// "a step of all 4 takes 0.62 s, alone they take 1.20 s one after another",
+// as the pack model steps them (members' own adapters counted).
 std::string StepComparison(const Problem& problem, const PackTerms& terms,
                            const std::vector<int>& group, const PlanTask& entry) {
-  double rows = 0.0, alone = 0.0;
-  const PackTerms::Curve* curve = nullptr;
+  const Option* key = nullptr;
+  double alone = 0.0;
   for (int j : group) {
     const Task& t = problem.tasks[j];
     for (size_t o = 0; o < t.options.size(); ++o) {
-      if (t.options[o].technique != entry.technique || t.options[o].gpus != entry.gpus) continue;
-      if (!curve) curve = &terms.curves[j][o];
+      const Option& x = t.options[o];
+      bool type = x.type < 0 || static_cast<size_t>(x.type) >= problem.types.size() ||
+                  problem.types[static_cast<size_t>(x.type)] == entry.gpu_type;
+      if (x.technique != entry.technique || x.gpus != entry.gpus || !type) continue;
+      if (!key) key = &t.options[o];
       alone += terms.curves[j][o].step_s;
       break;
     }
-    rows += terms.tasks[j].rows;
   }
-  if (!curve) return "";
-  double together = PackStepAt(*curve, rows);
+  if (!key) return "";
+  double together = PackStepOfAll(problem, terms, group, *key);
+  if (together < 0) return "";
   return "a step of all " + std::to_string(group.size()) + " takes " + FormatSeconds(together) +
          ", alone they take " + FormatSeconds(alone) + " one after another";
 }

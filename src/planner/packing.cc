@@ -159,6 +159,38 @@ double CurveAt(const std::vector<std::pair<double, double>>& p, double rows) {
   return p.back().second;
 }
 
+namespace {
+
+// Task j's own adapters with option o (another rank or targets than the
+// member its curve measured): what its own step alone takes beyond its
+// curve's first point, where that point is at its rows (else rows and
+// adapters cannot be told apart: nothing), added to every step it is in.
+double OwnAdapters(const PackTerms& terms, int j, int o) {
+  const PackTerms::Curve& c = terms.curves[j][o];
+  if (c.points.empty() || terms.tasks[j].rows != c.points.front().first) return 0.0;
+  return c.step_s - c.points.front().second;
+}
+
+}  // namespace
+
+double PackStepOfAll(const Problem& problem, const PackTerms& terms,
+                     const std::vector<int>& members, const Option& key) {
+  double rows = 0.0, extra = 0.0, slowest = 0.0;
+  const PackTerms::Curve* curve = nullptr;
+  for (int j : members) {
+    const int o = MatchingOption(problem.tasks[j], key);
+    if (o < 0) return -1.0;
+    const PackTerms::Curve& c = terms.curves[j][o];
+    if (!curve) curve = &c;
+    rows += terms.tasks[j].rows;
+    extra += OwnAdapters(terms, j, o);
+    slowest = std::max(slowest, c.step_s);
+  }
+  if (!curve) return -1.0;
+  const double step = PackStepAt(*curve, rows);
+  return step < 0 ? -1.0 : std::max(step + extra, slowest);
+}
+
 std::vector<double> PackMemberEnds(const Problem& problem, const PackTerms& terms,
                                    const std::vector<int>& members, const Option& key) {
   const int k = static_cast<int>(members.size());
@@ -183,16 +215,10 @@ std::vector<double> PackMemberEnds(const Problem& problem, const PackTerms& term
         rows > curve.start.back().first ? curve.start.back().second : CurveAt(curve.start, rows);
     overhead += std::max(0.0, start - curve.start.front().second);
   }
-  // Each member's own adapters (another rank or targets than the member the
-  // curve measured): what its own step alone takes beyond its curve's first
-  // point, where that point is at its rows (else rows and adapters cannot
-  // be told apart: nothing), added to every step it is in.
   std::vector<double> extra(k, 0.0);
   double extra_in = 0.0;
   for (int i = 0; i < k; ++i) {
-    const PackTerms::Curve& c = terms.curves[members[i]][option[i]];
-    if (c.points.empty() || terms.tasks[members[i]].rows != c.points.front().first) continue;
-    extra[i] = c.step_s - c.points.front().second;
+    extra[i] = OwnAdapters(terms, members[i], option[i]);
     extra_in += extra[i];
   }
   std::vector<int> by_steps(k);

@@ -88,6 +88,12 @@ double CurveAt(const std::vector<std::pair<double, double>>& points, double rows
 // fit (more rows than measured).
 std::vector<double> PackMemberEnds(const Problem& problem, const PackTerms& terms,
                                    const std::vector<int>& members, const Option& key);
+// One step of all `members` together with option `key`, as PackMemberEnds
+// steps them before any leaves (the curve at their rows, each member's own
+// adapters added, no faster than the slowest alone); < 0 where
+// PackMemberEnds is empty. For explaining a pack (DescribePacks).
+double PackStepOfAll(const Problem& problem, const PackTerms& terms,
+                     const std::vector<int>& members, const Option& key);
 
 // A partition of a problem's tasks: groups of task indices, one per pack (a
 // group of one trains alone).

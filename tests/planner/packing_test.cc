@@ -177,6 +177,10 @@ TEST(Packing, AMembersOwnRankAddsToEveryStepItIsIn) {
   ASSERT_EQ(ends.size(), 2u);
   EXPECT_NEAR(ends[0], 10 + 100 * 1.3, 1e-9);
   EXPECT_NEAR(ends[1], 10 + 100 * 1.3, 1e-9);
+  // What `saturn plan` quotes for a step of all (DescribePacks): the same.
+  EXPECT_NEAR(PackStepOfAll(problem, terms, {0, 1}, key), 1.5, 1e-12);
+  EXPECT_NEAR(PackStepOfAll(problem, terms, {0, 2}, key), 1.3, 1e-12);
+  EXPECT_NEAR(PackStepOfAll(problem, terms, {0, 1, 2}, key), 1.3 + 0.3, 1e-12);
 }
 
 TEST(Packing, TasksOfDifferentClassesNeverShareAPack) {
