@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """A pack of k LoRA tasks over one base against the same k tasks alone.
 
-For k = 1, 2, 4, 8 members (LoRA rank 8 on attn and mlp, 4 samples each,
+For k = 1, 2, 4, 8 members (LoRA rank 8 on attn and mlp, 4 samples each
+(--batch),
 learning rates differing) over one GPT base (pretrained weights written by
 a first run), saturn-worker measures (search mode, the profiler's
 measurement: median step after warm-up, peak device memory):
@@ -14,6 +15,7 @@ cores (--threads each). Prints a table and the ratios; no assertion.
 
   bench/engine/pack_bench.py [--build build] [--threads 1] [--sizes 1,2,4,8] [--quick]
                              [--device cpu|cuda] [--precision fp32|bf16] [--gpt2-small]
+                             [--batch 4]
 
 On a GPU (scripts/gpu-check.sh): --device cuda --precision bf16 --gpt2-small
 measures GPT-2 small (sequence 1024) on device 0: the real pack step times
@@ -53,6 +55,7 @@ def main():
     ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     ap.add_argument("--precision", default="fp32", choices=["fp32", "bf16"])
     ap.add_argument("--gpt2-small", action="store_true", help="GPT-2 small as the base")
+    ap.add_argument("--batch", type=int, default=4, help="samples per member and step")
     a = ap.parse_args()
     sizes = [int(k) for k in a.sizes.split(",")]
     model = ({"type": "gpt", "layers": 2, "d_model": 64, "heads": 2, "seq_len": 32} if a.quick
@@ -61,7 +64,7 @@ def main():
         model = {"type": "gpt2", "preset": "small"}
     warmup, measure = (1, 3) if a.quick else (2, 5)
     tmp = tempfile.mkdtemp(prefix="saturn-pack-bench-")
-    base = {"name": "base", "model": model, "data": {"type": "synthetic"}, "batch_size": 4,
+    base = {"name": "base", "model": model, "data": {"type": "synthetic"}, "batch_size": a.batch,
             "optimizer": {"type": "adamw", "lr": 1e-3}, "steps": 1, "seed": 7,
             "precision": a.precision}
     base_path = os.path.join(tmp, "base.json")
@@ -74,7 +77,7 @@ def main():
 
     def member(i):
         return {"name": f"lora-{i}", "model": dict(model, init=init),
-                "data": {"type": "synthetic"}, "batch_size": 4,
+                "data": {"type": "synthetic"}, "batch_size": a.batch,
                 "optimizer": {"type": "adamw", "lr": 1e-3 * (1 + i)}, "steps": 100, "seed": 100 + i,
                 "precision": a.precision,
                 "finetune": {"lora": {"rank": 8, "targets": ["attn", "mlp"]}}}
@@ -88,7 +91,7 @@ def main():
         return r["step_s"], max(r["peak_memory_bytes"])
 
     alone = [measure_task(f"alone-{i}", member(i)) for i in range(max(sizes))]
-    print(f"base: {json.dumps(model)}; members: LoRA rank 8 on attn+mlp, 4 samples each; "
+    print(f"base: {json.dumps(model)}; members: LoRA rank 8 on attn+mlp, {a.batch} samples each; "
           f"{a.precision}; {a.threads} thread(s), single {a.device} device")
     print(f"{'k':>3} {'pack step s':>12} {'alone step s':>13} {'time ratio':>11} "
           f"{'pack peak MiB':>14} {'alone peak MiB':>15} {'memory ratio':>13}")
