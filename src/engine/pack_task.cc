@@ -88,9 +88,6 @@ TaskSpec PackTasks(std::vector<TaskSpec> members, const std::string& source) {
                       " has " + OptimizerKind(first.optimizer) + ", this one " +
                       OptimizerKind(m.optimizer));
     }
-    if (m.eval.every > 0) {
-      MemberFails(m, k, "eval", "evaluation in a pack is not supported yet; train it alone");
-    }
     for (size_t j = 0; j < k; ++j) {
       if (members[j].name == m.name) MemberFails(m, k, "name", "two members named alike");
     }

@@ -382,6 +382,8 @@ ExecuteResult Technique::Execute(TrainContext& ctx, const Knobs& knobs,
                               CheckpointParams(checkpoint, ctx.model));
       r.seconds = MonotonicSeconds() - start;
       if (options.on_eval) options.on_eval(step, r, checkpoint);
+    } else if (ctx.comm.Rank() == 0 && options.on_eval_checkpoint) {
+      options.on_eval_checkpoint(step, checkpoint);
     }
     ctx.comm.Barrier();
     if (own && ctx.comm.Rank() == 0) {

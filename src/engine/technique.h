@@ -186,6 +186,10 @@ struct ExecuteOptions {
   // once on_eval returns): e.g. to keep the best model (protocol/best_model.h).
   std::function<void(int64_t steps_done, const EvalResult& result, const std::string& checkpoint)>
       on_eval;
+  // Instead of evaluating `eval_data` (which is then null): rank 0 gets the
+  // checkpoint to evaluate, at the same steps, and evaluates it itself (a
+  // pack's members, each on its own held-out data: worker/pack_eval.h).
+  std::function<void(int64_t steps_done, const std::string& checkpoint)> on_eval_checkpoint;
 };
 
 struct ExecuteResult {

@@ -60,6 +60,9 @@ class Dispatcher {
   std::string PackDir(const std::string& pack) const;
   bool IsPackHost(int j) const;
   std::vector<int> MembersHostedBy(int host) const;
+  // The task of member `k` (its place in the pack's task file) of the pack
+  // `host` runs, or -1.
+  int PackMemberAt(int host, long k) const;
   void HandlePackExit(int host, int status);
   void SettleMember(int m, const std::string& dir, const nlohmann::json& member,
                     const WorkerExecuteResult& result);

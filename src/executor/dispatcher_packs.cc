@@ -93,6 +93,18 @@ std::vector<int> Dispatcher::MembersHostedBy(int host) const {
   return members;
 }
 
+int Dispatcher::PackMemberAt(int host, long k) const {
+  std::error_code ec;
+  std::string path = PackDir(run_.tasks[host].pack) + "/members.json";
+  if (!fs::exists(path, ec)) return -1;
+  json names = json::parse(ReadFile(path), nullptr, false);
+  if (!names.is_array() || k < 0 || k >= static_cast<long>(names.size()) ||
+      !names[static_cast<size_t>(k)].is_string())
+    return -1;
+  int m = run_.tasks.IndexOf(names[static_cast<size_t>(k)].get<std::string>());
+  return m >= 0 && run_.tasks[m].pack_host == host ? m : -1;
+}
+
 // The plan's members of `pack` that have not ended and still train packed,
 // in plan order (the pack's rows: member 0's batch first).
 std::vector<int> Dispatcher::PackMembers(const std::string& pack) const {
@@ -175,6 +187,16 @@ Dispatcher::PackStart Dispatcher::StartPack(int j, const Assignment& a) {
   }
   WriteFileAtomic(dir + "/task.json", spec.dump(2) + "\n");
   WorkerRequest call = RequestFor(j, a, dir);
+  // Members that evaluate keep their best models in their own folders, as
+  // alone (worker/pack_eval.h: a pack's --best-dir holds the task folders).
+  const bool evaluates = std::any_of(members.begin(), members.end(), [&](int m) {
+    return run_.WorkloadTaskOf(m).spec.contains("eval");
+  });
+  call.best_dir = evaluates ? run_.site.run_dir + "/tasks" : "";
+  if (evaluates) {
+    const SelectSpec& select = run_.WorkloadTaskOf(members[0]).select;
+    call.select = select.metric + (select.maximize ? ":max" : ":min");
+  }
   call.from_step = from;
   call.to_step = to_step;
   call.checkpoint_every = CheckpointInterval(to_step, run_.options().checkpoint_every);

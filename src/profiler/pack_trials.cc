@@ -96,8 +96,10 @@ std::string PackClassOf(const WorkloadTask& task, std::string* why_not) {
   std::string type = model.value("type", std::string());
   if (type != "gpt" && type != "gpt2" && type != "llama")
     return no("a " + type + " model (packs take gpt, gpt2 and llama)");
-  if (s.contains("eval") && s["eval"].value("every", 0) > 0)
-    return no("it evaluates (evaluation in a pack is not supported yet)");
+  // Members evaluate as alone (worker/pack_eval.h), but an early-stopping
+  // rule would stop one member of a running pack: such tasks train alone.
+  if (task.early_stop.enabled())
+    return no("its workload stops tasks early (early_stop:), one member at a time");
   json key = {{"model", model},
               {"precision", s.value("precision", std::string("fp32"))},
               {"optimizer", kind}};

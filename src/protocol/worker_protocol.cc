@@ -325,7 +325,9 @@ std::string FormatEvalLine(const EvalReport& r) {
     out += line;
   }
   std::snprintf(line, sizeof line, " eval_s=%.6f", r.seconds);
-  return out + line;
+  out += line;
+  if (r.member >= 0) out += " eval_member=" + std::to_string(r.member);
+  return out;
 }
 
 bool ParseEvalLine(const std::string& line, EvalReport* report) {
@@ -339,6 +341,7 @@ bool ParseEvalLine(const std::string& line, EvalReport* report) {
       !MeasureField(*f, "eval_s", limits::kMaxNumber, &r.seconds)) {
     return false;
   }
+  if (f->count("eval_member") && !StepField(*f, "eval_member", &r.member)) return false;
   *report = r;
   return true;
 }

@@ -110,8 +110,9 @@ struct StepReport {
 };
 
 // A progress line "saturn: eval_step=N eval_loss=X [eval_loss_se=E] [eval_accuracy=A]
-// [eval_accuracy_se=E] eval_s=S": an evaluation on held-out data after N steps (tasks with
-// eval). It has no "step" field, so ParseStepLine skips it.
+// [eval_accuracy_se=E] eval_s=S [eval_member=K]": an evaluation on held-out data after N
+// steps (tasks with eval; in a pack, of its member K, counted from 0 in the pack's task
+// file). It has no "step" field, so ParseStepLine skips it.
 struct EvalReport {
   long steps_done = 0;
   double loss = 0.0;
@@ -119,6 +120,7 @@ struct EvalReport {
   double seconds = 0.0;
   double loss_se = -1.0;      // the loss's standard error over its batches; < 0: one batch
   double accuracy_se = -1.0;  // the accuracy's, likewise
+  long member = -1;           // a pack's member it evaluates; < 0: the task's own
 };
 
 // The worker broke the protocol: a foreign version, a malformed message, a

@@ -29,6 +29,7 @@
 #include "protocol/worker_protocol.h"
 #include "worker/array_job.h"
 #include "worker/launcher.h"
+#include "worker/pack_eval.h"
 #include "worker/results.h"
 
 namespace saturn::worker {
@@ -264,6 +265,23 @@ int RunExecute(const WorkerRequest& o, const Job& job, engine::TrainContext& ctx
       std::fflush(stdout);
       if (best) KeepIfBest(*best, job, steps_done, r, checkpoint);
     };
+  }
+  // A pack's members evaluate each as its task alone (worker/pack_eval.h).
+  std::optional<PackEvaluations> member_evals;
+  if (!job.task.pack.empty()) {
+    member_evals.emplace(job.task, ctx, o.best_dir,
+                         o.best_dir.empty() ? std::nullopt : ParseBestMetric(o.select),
+                         o.checkpoint_dir + ".members");
+    if (member_evals->Every() > 0) {
+      run.eval_every = member_evals->Every();
+      run.on_eval_checkpoint = [&](int64_t steps_done, const std::string& checkpoint) {
+        std::vector<double> last(member_losses.size(), 0.0);
+        for (size_t m = 0; m < member_losses.size(); ++m)
+          if (!member_losses[m].empty()) last[m] = member_losses[m].back();
+        double seconds = member_evals->At(steps_done, checkpoint, last);
+        eval_share_s = seconds / static_cast<double>(member_evals->Every());
+      };
+    }
   }
   Knobs knobs = ParseKnobs(o.knobs);
   engine::ExecuteResult done = job.technique->Execute(ctx, knobs, run);

@@ -34,8 +34,10 @@ class PackRun : public SaturnTestBase {
   // Three LoRA tasks over one random base (one seed): learning rates and
   // ranks differ; each trains `steps` steps, the last `longer` of them
   // `last_steps` (0: as many). `bad_data`: the third reads a text too short
-  // for a sequence, so that it fails.
-  void Write(bool bad_data = false, int steps = 30, int last_steps = 0, int longer = 1) {
+  // for a sequence, so that it fails. `eval`: the first two evaluate every
+  // 10 steps.
+  void Write(bool bad_data = false, int steps = 30, int last_steps = 0, int longer = 1,
+             bool eval = false) {
     if (last_steps == 0) last_steps = steps;
     std::string corpus;
     for (int i = 0; i < 400; ++i)
@@ -53,6 +55,7 @@ class PackRun : public SaturnTestBase {
               "}\n    batch_size: 4\n    seed: 7\n    optimizer: {type: adamw, lr: " + lrs[i] +
               "}\n    finetune: {lora: {rank: " + ranks[i] +
               "}}\n    steps: " + std::to_string(i >= 3 - longer ? last_steps : steps) + "\n";
+      if (eval && i < 2) text += "    eval: {every: 10, batches: 1}\n";
     }
     WriteFileAtomic(dir_ + "/w.yaml", text);
     // Alone a task takes 1 s a step; a pack of 3 (12 rows) 1.2 s: the plan packs.
@@ -129,6 +132,37 @@ TEST_F(PackRun, MembersEndAsTheSameTasksTrainedAlone) {
   for (const json& t : plan["tasks"])
     EXPECT_EQ(t.value("pack", ""), "pack-1");
   EXPECT_THAT(ReadFile(dir_ + "/packed/report.html"), HasSubstr("pack-1: 3 tasks in one worker"));
+}
+
+// Members that evaluate train in the pack and evaluate as alone: their
+// evaluations (every 10 steps and the last) equal those of the same tasks
+// trained alone, and each keeps its best model in its own folder; the
+// member without `eval:` has none.
+TEST_F(PackRun, MembersEvaluateAsTheSameTasksAlone) {
+  Write(false, 30, 0, 1, /*eval=*/true);
+  int code = 0;
+  json packed = RunReport("packed", "", &code);
+  ASSERT_EQ(code, 0) << Log();
+  EXPECT_THAT(Log(), HasSubstr("pack-1: 3 tasks train together from step 0"));
+  json alone = RunReport("alone", "--no-pack", &code);
+  ASSERT_EQ(code, 0) << Log();
+  std::map<std::string, json> p = TasksByName(packed), a = TasksByName(alone);
+  ASSERT_EQ(p.size(), 3u);
+  for (const std::string name : {"m0", "m1"}) {
+    const json& t = p[name];
+    EXPECT_EQ(t.value("pack", ""), "pack-1") << name;
+    ASSERT_TRUE(t["final_eval_loss"].is_number()) << name << ": " << t.dump();
+    EXPECT_NEAR(t["final_eval_loss"].get<double>(), a[name]["final_eval_loss"].get<double>(), 1e-4)
+        << name;
+    ASSERT_TRUE(t["best_model"].is_object()) << name << ": " << t.dump();
+    EXPECT_EQ(t["best_model"]["step"], a[name]["best_model"]["step"]) << name;
+    EXPECT_TRUE(fs::exists(dir_ + "/packed/tasks/" + name + "/best/adapters.pt")) << name;
+  }
+  EXPECT_FALSE(p["m2"]["final_eval_loss"].is_number()) << p["m2"].dump();
+  int evaluated = 0;
+  for (const Event& e : ParseEventLines(ReadFile(dir_ + "/packed/events.jsonl"), "events"))
+    evaluated += e.kind == EventKind::kTaskEvaluated;
+  EXPECT_EQ(evaluated, 6);  // m0 and m1 at steps 10, 20 and 30
 }
 
 TEST_F(PackRun, AMemberThatFailsFailsAloneAndTheOthersFinish) {

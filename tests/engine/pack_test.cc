@@ -10,6 +10,8 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <map>
+#include <regex>
 
 #include "tests/engine/worker_process.h"
 
@@ -211,6 +213,73 @@ TEST_F(Packs, EachMemberClipsAndSchedulesAsItsTwinAlone) {
     for (size_t m = 0; m < 3; ++m) {
       ExpectSameLosses(r.result["members"][m]["losses"].get<std::vector<double>>(), alone[m],
                        name + ", member " + std::to_string(m));
+    }
+  }
+}
+
+// The evaluation lines of a worker's stdout: member -> step -> loss
+// (member -1: the task's own).
+std::map<long, std::map<long, double>> EvalLines(const std::string& out) {
+  std::map<long, std::map<long, double>> evals;
+  static const std::regex kLine(
+      "saturn: eval_step=(\\d+) eval_loss=(\\S+)[^\\n]*?(?: eval_member=(\\d+))?\\n");
+  for (auto it = std::sregex_iterator(out.begin(), out.end(), kLine); it != std::sregex_iterator();
+       ++it) {
+    long member = (*it)[3].matched ? std::stol((*it)[3]) : -1;
+    evals[member][std::stol((*it)[1])] = std::stod((*it)[2]);
+  }
+  return evals;
+}
+
+// Members evaluate in a pack as alone: at each step their own eval.every
+// falls on, and after their last, on their own held-out data; their losses
+// equal their twins' alone, and each keeps its best model in its own task
+// folder (--best-dir: the folder of the members' folders). A member that
+// does not evaluate gets no line.
+TEST_F(Packs, EachMemberEvaluatesAsItsTwinAlone) {
+  std::vector<nlohmann::json> members = *members_;
+  members[0]["eval"] = {{"every", 2}, {"batches", 1}};
+  members[1]["eval"] = {{"every", 3}, {"batches", 2}};
+  std::map<long, std::map<long, double>> alone;
+  std::map<long, long> best_step;
+  for (long m = 0; m < 2; ++m) {
+    std::string name = "eval-alone-" + std::to_string(m);
+    std::string task = dir_->Write(name + ".task", members[m].dump());
+    std::vector<std::string> args = ExecuteArgs(*dir_, task, "single", 1, name, kSteps);
+    args.insert(args.end(),
+                {"--best-dir", dir_->Path(name + "/best"), "--select", "eval_loss:min"});
+    WorkerRun r = RunWorker(args, dir_->Path(name));
+    ASSERT_EQ(r.status, 0) << name << ": " << r.err;
+    alone[m] = EvalLines(r.out)[-1];
+    best_step[m] = ReadJson(dir_->Path(name + "/best/best.json"))["step"].get<long>();
+  }
+  EXPECT_EQ(alone[0].size(), 3u);  // steps 2, 4, 6
+  EXPECT_EQ(alone[1].size(), 2u);  // steps 3, 6
+  std::string pack = dir_->Write("eval-pack.json", nlohmann::json{{"pack", members}}.dump());
+  for (const auto& [technique, gpus] :
+       std::vector<std::pair<std::string, int>>{{"single", 1}, {"ddp", 2}}) {
+    std::string name = "eval-pack-" + technique;
+    std::vector<std::string> args = ExecuteArgs(*dir_, pack, technique, gpus, name, kSteps);
+    args.insert(args.end(),
+                {"--best-dir", dir_->Path(name + "-tasks"), "--select", "eval_loss:min"});
+    WorkerRun r = RunWorker(args, dir_->Path(name));
+    ASSERT_EQ(r.status, 0) << name << ": " << r.err;
+    std::map<long, std::map<long, double>> got = EvalLines(r.out);
+    EXPECT_EQ(got.count(-1), 0u) << name << ": the pack itself evaluates nothing";
+    EXPECT_EQ(got.count(2), 0u) << name << ": c does not evaluate";
+    for (long m = 0; m < 2; ++m) {
+      ASSERT_EQ(got[m].size(), alone[m].size()) << name << ", member " << m;
+      for (const auto& [step, loss] : alone[m]) {
+        ASSERT_EQ(got[m].count(step), 1u) << name << ", member " << m << ", step " << step;
+        EXPECT_LE(std::fabs(got[m][step] - loss), 1e-4 * std::fabs(loss))
+            << name << ", member " << m << ", step " << step << ": " << got[m][step] << " alone "
+            << loss;
+      }
+      std::string own = members[m]["name"].get<std::string>();
+      nlohmann::json best = ReadJson(dir_->Path(name + "-tasks/" + own + "/best/best.json"));
+      EXPECT_EQ(best["step"].get<long>(), best_step[m]) << name << ", member " << m;
+      EXPECT_TRUE(
+          std::filesystem::exists(dir_->Path(name + "-tasks/" + own + "/best/adapters.pt")));
     }
   }
 }

@@ -43,8 +43,8 @@ class PackTrials : public ::testing::Test {
   ProfilerOptions options_;
 };
 
-// A LoRA grid of three (one class), a LoRA task that evaluates and a full
-// fine-tune (neither packs).
+// A LoRA grid of three (one class), a LoRA task that evaluates over another
+// base (seed 5: a class of its own) and a full fine-tune (no class).
 const char* kTasks =
     "  - name: grid\n"
     "    model: {type: gpt, layers: 2, d_model: 32, heads: 2, seq_len: 16}\n"
@@ -55,6 +55,7 @@ const char* kTasks =
     "    steps: 100\n"
     "    sweep: {optimizer.lr: [1.0e-5, 1.0e-4, 3.0e-3]}\n"
     "  - name: evaluates\n"
+    "    seed: 5\n"
     "    model: {type: gpt, layers: 2, d_model: 32, heads: 2, seq_len: 16}\n"
     "    data: {type: text, path: corpus.txt}\n"
     "    batch_size: 8\n"
@@ -76,8 +77,14 @@ TEST_F(PackTrials, ClassesFollowTheWorkersPackRules) {
   std::string cls = PackClassOf(w.tasks[0]);
   EXPECT_FALSE(cls.empty());
   EXPECT_EQ(PackClassOf(w.tasks[1]), cls);  // another learning rate
-  EXPECT_EQ(PackClassOf(w.tasks[3], &why), "");
-  EXPECT_THAT(why, HasSubstr("evaluat"));
+  // A task that evaluates packs (its members evaluate as alone), with the
+  // tasks of its base; not where early stopping may stop it alone.
+  WorkloadTask evaluates = w.tasks[3];
+  evaluates.spec["seed"] = w.tasks[0].spec.value("seed", 0);
+  EXPECT_EQ(PackClassOf(evaluates), cls);
+  evaluates.early_stop.rule = "asha";
+  EXPECT_EQ(PackClassOf(evaluates, &why), "");
+  EXPECT_THAT(why, HasSubstr("early_stop"));
   EXPECT_EQ(PackClassOf(w.tasks[4], &why), "");
   EXPECT_THAT(why, HasSubstr("LoRA"));
   // Without model.init the base comes from the seed: another seed, another class.

@@ -140,6 +140,14 @@ TEST(WorkerProtocol, EvalLinesRoundTripAndAreNotStepLines) {
   EXPECT_DOUBLE_EQ(back.accuracy_se, 0.25);
   EXPECT_FALSE(ParseEvalLine("saturn: eval_step=7 eval_loss=2 eval_accuracy_se=2 eval_s=0", &back));
   EXPECT_FALSE(ParseEvalLine("saturn: eval_step=7 eval_loss=2 eval_loss_se=-1 eval_s=0", &back));
+  // A pack's member's evaluation names the member; a task's own names none.
+  EXPECT_LT(back.member, 0);
+  EvalReport member{20, 2.5, -1.0, 0.1, -1.0, -1.0, 2};
+  ASSERT_TRUE(ParseEvalLine(FormatEvalLine(member), &back)) << FormatEvalLine(member);
+  EXPECT_EQ(back.member, 2);
+  EXPECT_EQ(back.steps_done, 20);
+  EXPECT_FALSE(ParseEvalLine("saturn: eval_step=7 eval_loss=2 eval_s=0 eval_member=-1", &back));
+  EXPECT_FALSE(ParseEvalLine("saturn: eval_step=7 eval_loss=2 eval_s=0 eval_member=1.5", &back));
 }
 
 TEST(WorkerProtocol, ForeignOrBrokenMessagesAreRefused) {
