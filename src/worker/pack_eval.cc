@@ -49,6 +49,24 @@ PackEvaluations::PackEvaluations(const engine::TaskSpec& pack, engine::TrainCont
 
 PackEvaluations::~PackEvaluations() = default;
 
+void KeepIfBest(BestModelKeeper& best, const std::string& checkpoint, const engine::Model& model,
+                const engine::TaskSpec& task, int64_t step, const engine::EvalResult& r) {
+  double value =
+      best.by().metric == "eval_accuracy" ? (r.accuracy >= 0 ? r.accuracy : NAN) : r.loss;
+  if (!best.Improves(value)) return;
+  try {
+    best.Replace(static_cast<long>(step), value, [&](const std::string& into) {
+      engine::ExportModel(checkpoint, model, task.lora,
+                          {into + "/model.pt", into + "/trained.pt",
+                           task.lora.Enabled() ? into + "/adapters.pt" : ""});
+    });
+  } catch (const std::exception& e) {
+    // The best so far stays; training goes on.
+    std::fprintf(stderr, "saturn-worker: warning: %s's best model (step %ld) not kept: %s\n",
+                 task.name.c_str(), static_cast<long>(step), e.what());
+  }
+}
+
 namespace {
 
 // The pack's rows set aside while a member's own model runs alone.
@@ -92,21 +110,7 @@ double PackEvaluations::At(int64_t steps_done, const std::string& pack_checkpoin
                     m->index};
     std::printf("%s\n", FormatEvalLine(line).c_str());
     std::fflush(stdout);
-    if (m->best) {
-      double value =
-          m->best->by().metric == "eval_accuracy" ? (r.accuracy >= 0 ? r.accuracy : NAN) : r.loss;
-      if (m->best->Improves(value)) {
-        try {
-          m->best->Replace(static_cast<long>(steps_done), value, [&](const std::string& into) {
-            engine::ExportModel(own, *m->model, task.lora,
-                                {into + "/model.pt", "", into + "/adapters.pt"});
-          });
-        } catch (const std::exception& e) {
-          std::fprintf(stderr, "saturn-worker: warning: %s's best model (step %ld) not kept: %s\n",
-                       task.name.c_str(), static_cast<long>(steps_done), e.what());
-        }
-      }
-    }
+    if (m->best) KeepIfBest(*m->best, own, *m->model, task, steps_done, r);
     std::error_code ec;
     fs::remove_all(dir, ec);
   }

@@ -27,6 +27,13 @@
 
 namespace saturn::worker {
 
+// Keeps the model of `checkpoint` (of `task`, built as `model`) as its best
+// when this evaluation improves on the best so far (protocol/best_model.h);
+// an export that fails keeps the previous best and says so on stderr.
+// A task alone's evaluations, and a pack's members'.
+void KeepIfBest(BestModelKeeper& best, const std::string& checkpoint, const engine::Model& model,
+                const engine::TaskSpec& task, int64_t step, const engine::EvalResult& r);
+
 class PackEvaluations {
  public:
   // `ctx`: the pack's (its device, on rank 0). `best_root` empty: no best

@@ -190,26 +190,6 @@ std::optional<int> SearchByEstimate(const WorkerRequest& o, const Job& job) {
   return 0;
 }
 
-// Keeps the model of `checkpoint` as the task's best when this evaluation
-// improves on the best so far (protocol/best_model.h).
-void KeepIfBest(BestModelKeeper& best, const Job& job, int64_t step, const engine::EvalResult& r,
-                const std::string& checkpoint) {
-  double value =
-      best.by().metric == "eval_accuracy" ? (r.accuracy >= 0 ? r.accuracy : NAN) : r.loss;
-  if (!best.Improves(value)) return;
-  try {
-    best.Replace(static_cast<long>(step), value, [&](const std::string& into) {
-      engine::ExportModel(checkpoint, *job.model, job.task.lora,
-                          {into + "/model.pt", into + "/trained.pt",
-                           job.task.lora.Enabled() ? into + "/adapters.pt" : ""});
-    });
-  } catch (const std::exception& e) {
-    // The best so far stays; training goes on.
-    std::fprintf(stderr, "saturn-worker: warning: the best model (step %ld) not kept: %s\n",
-                 static_cast<long>(step), e.what());
-  }
-}
-
 // Execute mode: train from --from-step to --to-step with step and eval lines;
 // rank 0 saves the model and writes the result.
 int RunExecute(const WorkerRequest& o, const Job& job, engine::TrainContext& ctx, int rank) {
@@ -263,7 +243,7 @@ int RunExecute(const WorkerRequest& o, const Job& job, engine::TrainContext& ctx
                                           r.seconds, r.loss_se, r.accuracy_se})
                               .c_str());
       std::fflush(stdout);
-      if (best) KeepIfBest(*best, job, steps_done, r, checkpoint);
+      if (best) KeepIfBest(*best, checkpoint, *job.model, job.task, steps_done, r);
     };
   }
   // A pack's members evaluate each as its task alone (worker/pack_eval.h).
