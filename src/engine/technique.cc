@@ -416,6 +416,8 @@ ExecuteResult Technique::Execute(TrainContext& ctx, const Knobs& knobs,
     if (options.checkpoint_every > 0 && result.completed_steps % options.checkpoint_every == 0 &&
         result.completed_steps < options.to_step) {
       saved = save(result.completed_steps);
+      if (options.on_checkpoint && ctx.comm.Rank() == 0)
+        options.on_checkpoint(result.completed_steps, saved);
     }
     if (eval_due(result.completed_steps) && result.completed_steps < options.to_step) {
       evaluate(result.completed_steps, saved);

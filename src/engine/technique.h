@@ -190,6 +190,11 @@ struct ExecuteOptions {
   // checkpoint to evaluate, at the same steps, and evaluates it itself (a
   // pack's members, each on its own held-out data: worker/pack_eval.h).
   std::function<void(int64_t steps_done, const std::string& checkpoint)> on_eval_checkpoint;
+  // Called on rank 0 once each periodic checkpoint is complete (not the
+  // last one, which the result names): a pack's worker writes its members'
+  // own checkpoints from it, so a crash loses no more of a member's steps
+  // than of a task alone's.
+  std::function<void(int64_t step, const std::string& checkpoint)> on_checkpoint;
 };
 
 struct ExecuteResult {

@@ -60,6 +60,7 @@ class Dispatcher {
   std::string PackDir(const std::string& pack) const;
   bool IsPackHost(int j) const;
   std::vector<int> MembersHostedBy(int host) const;
+  void AdoptPackedCheckpoint(int m, const std::string& dir);
   // The task of member `k` (its place in the pack's task file) of the pack
   // `host` runs, or -1.
   int PackMemberAt(int host, long k) const;

@@ -273,7 +273,8 @@ void Dispatcher::HandlePackExit(int host, int status) {
     // Killed after the grace period: no member wrote its own checkpoint at
     // the stop. The pack resumes from its own where the plan keeps these
     // members together in it; otherwise (a re-plan split it) each goes on
-    // from its own older checkpoint, and its progress is that one's.
+    // from the newest own checkpoint the worker wrote at the pack's
+    // periodic ones, and its progress is that one's.
     const std::string pack = h.pack;
     bool kept = true;
     for (int m : members)
@@ -283,6 +284,7 @@ void Dispatcher::HandlePackExit(int host, int status) {
         run_.tasks[m].stop.cancel = false;
         MarkCancelled(m, run_.tasks[m].record.checkpoint_step);
       } else {
+        if (!kept) AdoptPackedCheckpoint(m, dir);
         MarkPreempted(m, std::nullopt);
         if (!kept) run_.tasks[m].reported.step = run_.tasks[m].record.checkpoint_step;
       }
@@ -363,6 +365,25 @@ void Dispatcher::SettleMember(int m, const std::string& dir, const json& member,
   }
 }
 
+// Member m's newest own checkpoint that its pack's worker wrote beside the
+// pack's (at each of the pack's periodic checkpoints), moved into its own
+// folder when newer than its own newest: where it goes on from when the
+// pack failed or was killed without settling its members.
+void Dispatcher::AdoptPackedCheckpoint(int m, const std::string& dir) {
+  const fs::path theirs = fs::path(dir) / "checkpoints" / run_.tasks[m].record.name;
+  std::error_code ec;
+  if (!fs::exists(theirs, ec)) return;
+  RemoveCheckpointLeftovers(theirs.string());
+  long step = FindNewestCheckpoint(theirs.string()).step;
+  const std::string own = run_.TaskDirOf(m) + "/checkpoints";
+  if (step > 0 && step > FindNewestCheckpoint(own).step) {
+    MoveOver(theirs / ("checkpoint-" + std::to_string(step)),
+             fs::path(own) / ("checkpoint-" + std::to_string(step)));
+    PruneCheckpoints(own, step, run_.options().keep_checkpoints);
+  }
+  fs::remove_all(theirs, ec);
+}
+
 // The pack's worker failed: nobody knows which member made it fail, so each
 // member is queued to train alone from its own checkpoint, without a
 // failure counted against it; a member that fails alone fails with its
@@ -378,6 +399,7 @@ void Dispatcher::SplitFailedPack(int host, const std::vector<int>& members, int 
   for (int m : members) {
     LiveTask& l = run_.tasks[m];
     l.unpacked = true;
+    AdoptPackedCheckpoint(m, dir);
     if (l.stop.cancel) {
       l.stop.cancel = false;
       MarkCancelled(m, LatestCheckpointOf(m));

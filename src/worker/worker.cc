@@ -26,6 +26,7 @@
 #include "engine/plugin.h"
 #include "engine/technique.h"
 #include "protocol/best_model.h"
+#include "protocol/checkpoint_files.h"
 #include "protocol/worker_protocol.h"
 #include "worker/array_job.h"
 #include "worker/launcher.h"
@@ -190,6 +191,31 @@ std::optional<int> SearchByEstimate(const WorkerRequest& o, const Job& job) {
   return 0;
 }
 
+// Each pack member's own checkpoint from the pack's `checkpoint`, beside it
+// under the member's name (from there it resumes alone, or in another pack,
+// as from its own), older ones pruned as the pack's are; with
+// `export_models` (the pack's last checkpoint) its trained model and
+// adapters too.
+void WriteMembersOwn(const WorkerRequest& o, const Job& job, const std::string& checkpoint,
+                     const std::vector<std::vector<double>>& member_losses,
+                     const engine::Device& device, bool export_models) {
+  std::filesystem::path models = std::filesystem::path(o.save_model).parent_path();
+  for (size_t m = 0; m < job.task.pack.size(); ++m) {
+    const engine::TaskSpec& member = job.task.pack[m];
+    std::unique_ptr<engine::Model> model = engine::BuildModel(member);
+    const std::string dir = o.checkpoint_dir + "/" + member.name;
+    std::string written = engine::WriteMemberCheckpoint(
+        checkpoint, job.task, static_cast<int>(m), *model,
+        member_losses[m].empty() ? 0.0 : member_losses[m].back(), dir, device);
+    PruneCheckpoints(dir, engine::CheckpointReader(written).Meta().step, o.keep_checkpoints);
+    if (!export_models || o.save_model.empty()) continue;
+    std::filesystem::path folder = models / member.name;
+    std::filesystem::create_directories(folder);
+    engine::ExportModel(written, *model, member.lora,
+                        {(folder / "model.pt").string(), "", (folder / "adapters.pt").string()});
+  }
+}
+
 // Execute mode: train from --from-step to --to-step with step and eval lines;
 // rank 0 saves the model and writes the result.
 int RunExecute(const WorkerRequest& o, const Job& job, engine::TrainContext& ctx, int rank) {
@@ -246,6 +272,13 @@ int RunExecute(const WorkerRequest& o, const Job& job, engine::TrainContext& ctx
       if (best) KeepIfBest(*best, checkpoint, *job.model, job.task, steps_done, r);
     };
   }
+  // A pack's members' own checkpoints at each of its periodic ones: after a
+  // crash each goes on from there (the executor moves them into its folder).
+  if (!job.task.pack.empty()) {
+    run.on_checkpoint = [&](int64_t, const std::string& checkpoint) {
+      WriteMembersOwn(o, job, checkpoint, member_losses, ctx.device, /*export_models=*/false);
+    };
+  }
   // A pack's members evaluate each as its task alone (worker/pack_eval.h).
   std::optional<PackEvaluations> member_evals;
   if (!job.task.pack.empty()) {
@@ -274,24 +307,8 @@ int RunExecute(const WorkerRequest& o, const Job& job, engine::TrainContext& ctx
                         {o.save_model, (folder / "trained.pt").string(),
                          job.task.lora.Enabled() ? (folder / "adapters.pt").string() : ""});
   }
-  if (!job.task.pack.empty() && !done.checkpoint.empty()) {
-    // Each member's own checkpoint (and trained model) beside the pack's,
-    // under its name: from there it resumes alone as from its own.
-    std::filesystem::path models = std::filesystem::path(o.save_model).parent_path();
-    for (size_t m = 0; m < job.task.pack.size(); ++m) {
-      const engine::TaskSpec& member = job.task.pack[m];
-      std::unique_ptr<engine::Model> model = engine::BuildModel(member);
-      std::string written =
-          engine::WriteMemberCheckpoint(done.checkpoint, job.task, static_cast<int>(m), *model,
-                                        member_losses[m].empty() ? 0.0 : member_losses[m].back(),
-                                        o.checkpoint_dir + "/" + member.name, ctx.device);
-      if (o.save_model.empty()) continue;
-      std::filesystem::path folder = models / member.name;
-      std::filesystem::create_directories(folder);
-      engine::ExportModel(written, *model, member.lora,
-                          {(folder / "model.pt").string(), "", (folder / "adapters.pt").string()});
-    }
-  }
+  if (!job.task.pack.empty() && !done.checkpoint.empty())
+    WriteMembersOwn(o, job, done.checkpoint, member_losses, ctx.device, /*export_models=*/true);
   WorkerExecuteResult result;
   result.completed_steps = static_cast<long>(done.completed_steps);
   result.final_loss = done.final_loss;

@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -343,6 +344,39 @@ TEST_F(PackRun, AReplanSplitsARunningPackOntoADeviceFreedEarly) {
     EXPECT_NEAR(after->second, whole[after->first], 1e-3) << name << " at " << after->first;
   }
   EXPECT_EQ(packs, (std::set<std::string>{"pack-2", "pack-3"}));
+}
+
+// A pack's worker that dies (SIGKILL, as the kernel's out-of-memory killer
+// does) loses no more of its members' steps than of a task alone's: each
+// goes on alone from the own checkpoint the worker wrote beside the pack's
+// at its last periodic checkpoint, not from where it joined the pack.
+TEST_F(PackRun, MembersOfAPackWhoseWorkerDiesGoOnFromItsLastCheckpoint) {
+  Write(/*bad_data=*/false, /*steps=*/1500);
+  std::vector<std::string> args = RunArgs("crashed", "");
+  args.insert(args.end(), {"--checkpoint-every", "20"});
+  Process p = Process::Spawn(Saturn(args));
+  const std::string pack = dir_ + "/crashed/packs/pack-1";
+  for (int i = 0; i < 1500; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    std::error_code ec;
+    if (fs::exists(pack + "/checkpoints/m2/checkpoint-40/meta.json", ec)) break;
+  }
+  // This test's worker (its folder's name, without the temporary folder's
+  // prefix, which the run resolves); "[W]" so that the pattern does not
+  // match the shell that runs pkill.
+  const std::string worker = "[W]orkerDiesGoOnFromItsLastCheckpoint/crashed/packs/pack-1/task.json";
+  ASSERT_EQ(std::system(("pkill -KILL -f '" + worker + "'").c_str()), 0) << Log();
+  ASSERT_EQ(ExitCode(p.Wait()), 0) << Log();
+  EXPECT_THAT(Log(), HasSubstr("pack-1 failed"));
+  std::map<std::string, long> went_on_from;
+  for (const Event& e : ParseEventLines(ReadFile(dir_ + "/crashed/events.jsonl"), "events"))
+    if (e.kind == EventKind::kTaskFailed) went_on_from[e.task] = e.extra.value("step", -1L);
+  json report = json::parse(ReadFile(dir_ + "/crashed/report.json"));
+  for (const auto& [name, t] : TasksByName(report)) {
+    EXPECT_EQ(t["status"], "finished") << name;
+    ASSERT_TRUE(went_on_from.count(name)) << name << ": " << Log();
+    EXPECT_GE(went_on_from[name], 40) << name;
+  }
 }
 
 // Against the same pack run without a kill: over 400 steps at these learning

@@ -104,6 +104,19 @@ class Packs : public ::testing::Test {
       alone_->push_back(r.result["losses"].get<std::vector<double>>());
     }
   }
+  // `task` alone under single from step `from` to 9 (checkpoints in
+  // `checkpoints`): its losses.
+  static std::vector<double> AloneTo9(const std::string& task, const std::string& name,
+                                      int64_t from, const std::string& checkpoints) {
+    WorkerRun r =
+        RunWorker({"execute", "--task", task, "--technique", "single", "--gpus", "1", "--out",
+                   dir_->Path(name + ".json"), "--from-step", std::to_string(from), "--to-step",
+                   "9", "--checkpoint-dir", checkpoints},
+                  dir_->Path(name));
+    EXPECT_EQ(r.status, 0) << name << ": " << r.err;
+    return r.status == 0 ? ReadJson(dir_->Path(name + ".json"))["losses"].get<std::vector<double>>()
+                         : std::vector<double>{};
+  }
   // A failure in SetUpTestSuite would skip the tests; this fails them.
   void SetUp() override { ASSERT_TRUE(setup_error_->empty()) << *setup_error_; }
   static void TearDownTestSuite() {
@@ -298,20 +311,42 @@ TEST_F(Packs, AMemberLeavesThePackAtACheckpointAndGoesOnAloneWithNothingLost) {
   const nlohmann::json& c = (*members_)[2];
   std::string task = dir_->Write("c-alone.task", c.dump());
   auto run = [&](const std::string& name, int64_t from, const std::string& checkpoints) {
-    WorkerRun r =
-        RunWorker({"execute", "--task", task, "--technique", "single", "--gpus", "1", "--out",
-                   dir_->Path(name + ".json"), "--from-step", std::to_string(from), "--to-step",
-                   "9", "--checkpoint-dir", checkpoints},
-                  dir_->Path(name));
-    EXPECT_EQ(r.status, 0) << name << ": " << r.err;
-    return r.status == 0 ? ReadJson(dir_->Path(name + ".json"))["losses"].get<std::vector<double>>()
-                         : std::vector<double>{};
+    return AloneTo9(task, name, from, checkpoints);
   };
   std::vector<double> twin = run("c-twin", 0, dir_->Path("c-twin"));
   std::vector<double> after = run("c-after", 6, dir_->Path("leave/c"));
   ASSERT_EQ(twin.size(), 9u);
   ExpectSameLosses(after, std::vector<double>(twin.begin() + 6, twin.end()),
                    "member c alone after the pack");
+}
+
+// At each of the pack's periodic checkpoints the worker writes every
+// member's own beside it (what a member goes on from after a crash): from
+// the one at step 4, member c's steps 4..8 alone are its twin's.
+TEST_F(Packs, EachPeriodicCheckpointOfAPackHoldsEveryMembersOwn) {
+  std::string pack = dir_->Write("periodic.json", nlohmann::json{{"pack", *members_}}.dump());
+  std::vector<std::string> args = ExecuteArgs(*dir_, pack, "single", 1, "periodic", kSteps);
+  args.insert(args.end(), {"--checkpoint-every", "2", "--keep-checkpoints", "2"});
+  WorkerRun packed = RunWorker(args, dir_->Path("periodic"));
+  ASSERT_EQ(packed.status, 0) << packed.err;
+  for (const nlohmann::json& m : *members_) {
+    std::string own = dir_->Path("periodic/" + m["name"].get<std::string>());
+    // Kept as the pack's are: the newest two (4 and 6).
+    EXPECT_FALSE(std::filesystem::exists(own + "/checkpoint-2")) << own;
+    EXPECT_TRUE(std::filesystem::exists(own + "/checkpoint-4/meta.json")) << own;
+    EXPECT_TRUE(std::filesystem::exists(own + "/checkpoint-6/meta.json")) << own;
+  }
+  const nlohmann::json& c = (*members_)[2];
+  std::string task = dir_->Write("c-periodic.task", c.dump());
+  auto run = [&](const std::string& name, int64_t from, const std::string& checkpoints) {
+    return AloneTo9(task, name, from, checkpoints);
+  };
+  std::filesystem::remove_all(dir_->Path("periodic/c/checkpoint-6"));
+  std::vector<double> twin = run("c-periodic-twin", 0, dir_->Path("c-periodic-twin"));
+  std::vector<double> after = run("c-periodic-after", 4, dir_->Path("periodic/c"));
+  ASSERT_EQ(twin.size(), 9u);
+  ExpectSameLosses(after, std::vector<double>(twin.begin() + 4, twin.end()),
+                   "member c alone from the pack's checkpoint at step 4");
 }
 
 // Members that trained apart join a pack at a step they all stand at (a
