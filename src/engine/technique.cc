@@ -183,17 +183,20 @@ std::vector<Knobs> Technique::MemorySavingSpace(TrainContext&) const {
 
 namespace {
 
-// Whether setting `a` is `b` with at least as much checkpointing and
-// accumulation (MemorySavers), every other knob the same.
+// Whether setting `a` is `b` with at least as much checkpointing,
+// accumulation (MemorySavers) and offload (fsdp's), every other knob the
+// same.
 bool SavesAtLeast(const Knobs& a, const Knobs& b) {
   auto others = [](Knobs knobs) {
     knobs.erase("checkpointing");
     knobs.erase("accumulation");
+    knobs.erase("offload");
     return knobs;
   };
   if (others(a) != others(b)) return false;
   return KnobBool(a, "checkpointing", false) >= KnobBool(b, "checkpointing", false) &&
-         KnobInt(a, "accumulation", 1, 1) >= KnobInt(b, "accumulation", 1, 1);
+         KnobInt(a, "accumulation", 1, 1) >= KnobInt(b, "accumulation", 1, 1) &&
+         KnobBool(a, "offload", false) >= KnobBool(b, "offload", false);
 }
 
 // What the steps of one setting measured.
@@ -392,7 +395,8 @@ ExecuteResult Technique::Execute(TrainContext& ctx, const Knobs& knobs,
     }
   };
   auto eval_due = [&](int64_t steps_done) {
-    return options.eval_every > 0 && steps_done % options.eval_every == 0;
+    if (options.eval_every <= 0) return false;
+    return options.eval_when ? options.eval_when(steps_done) : steps_done % options.eval_every == 0;
   };
   ctx.device.ResetPeak();
   for (int64_t step = options.from_step; step < options.to_step; ++step) {

@@ -180,6 +180,9 @@ struct ExecuteOptions {
   // needed on rank 0 only) and passes the result to `on_eval` (rank 0). 0:
   // no evaluation.
   int64_t eval_every = 0;
+  // Which steps evaluate, where not every eval_every-th (the same answer on
+  // every rank); the last step evaluates whenever eval_every > 0.
+  std::function<bool(int64_t steps_done)> eval_when;
   int64_t eval_batches = 1;
   const Dataset* eval_data = nullptr;
   // `checkpoint`: the folder whose model was evaluated (it may be removed
@@ -188,7 +191,7 @@ struct ExecuteOptions {
       on_eval;
   // Instead of evaluating `eval_data` (which is then null): rank 0 gets the
   // checkpoint to evaluate, at the same steps, and evaluates it itself (a
-  // pack's members, each on its own held-out data: worker/pack_eval.h).
+  // pack's members, each on its own held-out data: worker/pack_job.h).
   std::function<void(int64_t steps_done, const std::string& checkpoint)> on_eval_checkpoint;
   // Called on rank 0 once each periodic checkpoint is complete (not the
   // last one, which the result names): a pack's worker writes its members'

@@ -188,7 +188,8 @@ Dispatcher::PackStart Dispatcher::StartPack(int j, const Assignment& a) {
   WriteFileAtomic(dir + "/task.json", spec.dump(2) + "\n");
   WorkerRequest call = RequestFor(j, a, dir);
   // Members that evaluate keep their best models in their own folders, as
-  // alone (worker/pack_eval.h: a pack's --best-dir holds the task folders).
+  // alone (worker/pack_job.h: a pack's --best-dir holds the task folders;
+  // they share one select:, PackClassOf).
   const bool evaluates = std::any_of(members.begin(), members.end(), [&](int m) {
     return run_.WorkloadTaskOf(m).spec.contains("eval");
   });
@@ -271,20 +272,21 @@ void Dispatcher::HandlePackExit(int host, int status) {
       SettleMember(members[i], dir, *entries[i], *result);
   } else if (was_stopping) {
     // Killed after the grace period: no member wrote its own checkpoint at
-    // the stop. The pack resumes from its own where the plan keeps these
-    // members together in it; otherwise (a re-plan split it) each goes on
-    // from the newest own checkpoint the worker wrote at the pack's
-    // periodic ones, and its progress is that one's.
+    // the stop. Each takes the newest own one the worker wrote at the pack's
+    // periodic checkpoints (the pack's newest is at the same step): the
+    // pack resumes from its own where the plan keeps these members together
+    // in it, and a member that goes on otherwise (a re-plan split it, or
+    // the pack cannot start again) goes on from that one.
     const std::string pack = h.pack;
     bool kept = true;
     for (int m : members)
       kept = kept && PlannedPack(run_.plan(), run_.tasks[m].record.name) == pack;
     for (int m : members) {
+      AdoptPackedCheckpoint(m, dir);
       if (run_.tasks[m].stop.cancel) {
         run_.tasks[m].stop.cancel = false;
-        MarkCancelled(m, run_.tasks[m].record.checkpoint_step);
+        MarkCancelled(m, LatestCheckpointOf(m));
       } else {
-        if (!kept) AdoptPackedCheckpoint(m, dir);
         MarkPreempted(m, std::nullopt);
         if (!kept) run_.tasks[m].reported.step = run_.tasks[m].record.checkpoint_step;
       }
@@ -399,7 +401,7 @@ void Dispatcher::SplitFailedPack(int host, const std::vector<int>& members, int 
   for (int m : members) {
     LiveTask& l = run_.tasks[m];
     l.unpacked = true;
-    AdoptPackedCheckpoint(m, dir);
+    AdoptPackedCheckpoint(m, dir);  // the newest the worker wrote for it
     if (l.stop.cancel) {
       l.stop.cancel = false;
       MarkCancelled(m, LatestCheckpointOf(m));

@@ -96,13 +96,16 @@ std::string PackClassOf(const WorkloadTask& task, std::string* why_not) {
   std::string type = model.value("type", std::string());
   if (type != "gpt" && type != "gpt2" && type != "llama")
     return no("a " + type + " model (packs take gpt, gpt2 and llama)");
-  // Members evaluate as alone (worker/pack_eval.h), but an early-stopping
+  // Members evaluate as alone (worker/pack_job.h), but an early-stopping
   // rule would stop one member of a running pack: such tasks train alone.
   if (task.early_stop.enabled())
     return no("its workload stops tasks early (early_stop:), one member at a time");
   json key = {{"model", model},
               {"precision", s.value("precision", std::string("fp32"))},
               {"optimizer", kind}};
+  // Members that evaluate keep their best models by one select: (a pack's
+  // worker ranks them all by it); a workload's tasks share theirs.
+  key["select"] = task.select.metric + (task.select.maximize ? ":max" : ":min");
   if (!model.contains("init")) key["seed"] = s.value("seed", 0);
   return key.dump();
 }

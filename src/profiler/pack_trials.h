@@ -8,7 +8,7 @@
 // kind (and, without model.init, equal seeds) — the rules the worker checks
 // when it trains a pack (engine PackTasks) — and no early stopping (its
 // rule would stop one member of a running pack). Members that evaluate
-// pack: each evaluates as alone (worker/pack_eval.h). For
+// pack: each evaluates as alone (worker/pack_job.h). For
 // each class of two or more tasks, the profiler measures packs of k = 2, 4
 // and 8 copies of one member (its first task; up to twice the class's size),
 // in rounds, each size only where it can matter:

@@ -275,6 +275,7 @@ void RemoveCheckpointLeftovers(const std::string& dir) {
     if (interrupted || name.find(".tmp.") != std::string::npos) fs::remove_all(e.path(), ec);
   }
   fs::remove_all(dir + ".eval", ec);
+  fs::remove_all(dir + ".members", ec);  // a pack's members' evaluations (worker/pack_job.h)
 }
 
 std::vector<long> PruneCheckpoints(const std::string& dir, long newest, int keep) {

@@ -30,7 +30,7 @@
 #include "protocol/worker_protocol.h"
 #include "worker/array_job.h"
 #include "worker/launcher.h"
-#include "worker/pack_eval.h"
+#include "worker/pack_job.h"
 #include "worker/results.h"
 
 namespace saturn::worker {
@@ -191,31 +191,6 @@ std::optional<int> SearchByEstimate(const WorkerRequest& o, const Job& job) {
   return 0;
 }
 
-// Each pack member's own checkpoint from the pack's `checkpoint`, beside it
-// under the member's name (from there it resumes alone, or in another pack,
-// as from its own), older ones pruned as the pack's are; with
-// `export_models` (the pack's last checkpoint) its trained model and
-// adapters too.
-void WriteMembersOwn(const WorkerRequest& o, const Job& job, const std::string& checkpoint,
-                     const std::vector<std::vector<double>>& member_losses,
-                     const engine::Device& device, bool export_models) {
-  std::filesystem::path models = std::filesystem::path(o.save_model).parent_path();
-  for (size_t m = 0; m < job.task.pack.size(); ++m) {
-    const engine::TaskSpec& member = job.task.pack[m];
-    std::unique_ptr<engine::Model> model = engine::BuildModel(member);
-    const std::string dir = o.checkpoint_dir + "/" + member.name;
-    std::string written = engine::WriteMemberCheckpoint(
-        checkpoint, job.task, static_cast<int>(m), *model,
-        member_losses[m].empty() ? 0.0 : member_losses[m].back(), dir, device);
-    PruneCheckpoints(dir, engine::CheckpointReader(written).Meta().step, o.keep_checkpoints);
-    if (!export_models || o.save_model.empty()) continue;
-    std::filesystem::path folder = models / member.name;
-    std::filesystem::create_directories(folder);
-    engine::ExportModel(written, *model, member.lora,
-                        {(folder / "model.pt").string(), "", (folder / "adapters.pt").string()});
-  }
-}
-
 // Execute mode: train from --from-step to --to-step with step and eval lines;
 // rank 0 saves the model and writes the result.
 int RunExecute(const WorkerRequest& o, const Job& job, engine::TrainContext& ctx, int rank) {
@@ -227,24 +202,23 @@ int RunExecute(const WorkerRequest& o, const Job& job, engine::TrainContext& ctx
   run.keep_checkpoints = o.keep_checkpoints;
   run.stop = &g_stop;
   std::vector<double> losses;
-  // A pack's members' own mean losses, step by step (summed over the ranks).
-  std::vector<std::vector<double>> member_losses(job.task.pack.size());
-  auto record_members = [&] {
-    engine::PackRows* rows = engine::ActivePackRows();
-    if (!rows) return;
-    std::vector<double> sums = rows->TakeMemberLosses();
-    double items = static_cast<double>(job.model->LossItemsPerSample());
-    for (size_t m = 0; m < member_losses.size(); ++m) {
-      double sum = ctx.comm.SumOf(sums[m]);
-      member_losses[m].push_back(sum / (items * static_cast<double>(job.task.pack[m].batch_size)));
-    }
-  };
+  // A pack's members as tasks: their losses, own checkpoints and evaluations.
+  std::optional<PackJob> pack;
+  if (!job.task.pack.empty()) {
+    pack.emplace(
+        job.task, ctx,
+        PackJob::Paths{o.checkpoint_dir, o.save_model, o.best_dir, o.select, o.keep_checkpoints});
+    pack->Attach(run);
+  }
   // Step times in progress lines include evaluation's share (the last
   // evaluation's seconds over eval.every), as the profile's step_s does.
   double eval_share_s = 0.0;
   run.on_step = [&](int64_t step, double loss, double step_s) {
     losses.push_back(loss);
-    record_members();
+    if (pack) {
+      pack->RecordStep();
+      eval_share_s = pack->EvalShare();
+    }
     if (rank != 0) return;
     std::printf(
         "%s\n",
@@ -272,30 +246,6 @@ int RunExecute(const WorkerRequest& o, const Job& job, engine::TrainContext& ctx
       if (best) KeepIfBest(*best, checkpoint, *job.model, job.task, steps_done, r);
     };
   }
-  // A pack's members' own checkpoints at each of its periodic ones: after a
-  // crash each goes on from there (the executor moves them into its folder).
-  if (!job.task.pack.empty()) {
-    run.on_checkpoint = [&](int64_t, const std::string& checkpoint) {
-      WriteMembersOwn(o, job, checkpoint, member_losses, ctx.device, /*export_models=*/false);
-    };
-  }
-  // A pack's members evaluate each as its task alone (worker/pack_eval.h).
-  std::optional<PackEvaluations> member_evals;
-  if (!job.task.pack.empty()) {
-    member_evals.emplace(job.task, ctx, o.best_dir,
-                         o.best_dir.empty() ? std::nullopt : ParseBestMetric(o.select),
-                         o.checkpoint_dir + ".members");
-    if (member_evals->Every() > 0) {
-      run.eval_every = member_evals->Every();
-      run.on_eval_checkpoint = [&](int64_t steps_done, const std::string& checkpoint) {
-        std::vector<double> last(member_losses.size(), 0.0);
-        for (size_t m = 0; m < member_losses.size(); ++m)
-          if (!member_losses[m].empty()) last[m] = member_losses[m].back();
-        double seconds = member_evals->At(steps_done, checkpoint, last);
-        eval_share_s = seconds / static_cast<double>(member_evals->Every());
-      };
-    }
-  }
   Knobs knobs = ParseKnobs(o.knobs);
   engine::ExecuteResult done = job.technique->Execute(ctx, knobs, run);
   if (rank != 0) return 0;
@@ -307,8 +257,7 @@ int RunExecute(const WorkerRequest& o, const Job& job, engine::TrainContext& ctx
                         {o.save_model, (folder / "trained.pt").string(),
                          job.task.lora.Enabled() ? (folder / "adapters.pt").string() : ""});
   }
-  if (!job.task.pack.empty() && !done.checkpoint.empty())
-    WriteMembersOwn(o, job, done.checkpoint, member_losses, ctx.device, /*export_models=*/true);
+  if (pack) pack->Finish(done.checkpoint);
   WorkerExecuteResult result;
   result.completed_steps = static_cast<long>(done.completed_steps);
   result.final_loss = done.final_loss;
@@ -319,8 +268,9 @@ int RunExecute(const WorkerRequest& o, const Job& job, engine::TrainContext& ctx
   result.losses = losses;
   result.knobs = knobs;
   result.stats = done.stats;
-  for (size_t m = 0; m < member_losses.size(); ++m)
-    result.members.push_back({{"name", job.task.pack[m].name}, {"losses", member_losses[m]}});
+  for (size_t m = 0; pack && m < job.task.pack.size(); ++m)
+    result.members.push_back(
+        {{"name", job.task.pack[m].name}, {"losses", pack->MemberLosses()[m]}});
   WriteResult(o.out_path, result);
   return 0;
 }

@@ -356,11 +356,13 @@ TEST_F(PackRun, MembersOfAPackWhoseWorkerDiesGoOnFromItsLastCheckpoint) {
   args.insert(args.end(), {"--checkpoint-every", "20"});
   Process p = Process::Spawn(Saturn(args));
   const std::string pack = dir_ + "/crashed/packs/pack-1";
-  for (int i = 0; i < 1500; ++i) {
+  bool written = false;
+  for (int i = 0; i < 1500 && !written; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
     std::error_code ec;
-    if (fs::exists(pack + "/checkpoints/m2/checkpoint-40/meta.json", ec)) break;
+    written = fs::exists(pack + "/checkpoints/m2/checkpoint-40/meta.json", ec);
   }
+  ASSERT_TRUE(written) << "no member checkpoint at step 40 after 30 s: " << Log();
   // This test's worker (its folder's name, without the temporary folder's
   // prefix, which the run resolves); "[W]" so that the pattern does not
   // match the shell that runs pkill.

@@ -239,7 +239,8 @@ std::map<long, std::map<long, double>> EvalLines(const std::string& out) {
   for (auto it = std::sregex_iterator(out.begin(), out.end(), kLine); it != std::sregex_iterator();
        ++it) {
     long member = (*it)[3].matched ? std::stol((*it)[3]) : -1;
-    evals[member][std::stol((*it)[1])] = std::stod((*it)[2]);
+    bool fresh = evals[member].emplace(std::stol((*it)[1]), std::stod((*it)[2])).second;
+    EXPECT_TRUE(fresh) << "member " << member << " evaluated twice at step " << (*it)[1];
   }
   return evals;
 }

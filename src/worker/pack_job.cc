@@ -1,0 +1,187 @@
+#include "worker/pack_job.h"
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <numeric>
+#include <optional>
+
+#include "common/clock.h"
+#include "engine/checkpoint.h"
+#include "engine/data.h"
+#include "engine/eval.h"
+#include "engine/model.h"
+#include "engine/optimizer.h"
+#include "engine/pack.h"
+#include "protocol/checkpoint_files.h"
+#include "protocol/worker_protocol.h"
+
+namespace saturn::worker {
+
+namespace fs = std::filesystem;
+
+void KeepIfBest(BestModelKeeper& best, const std::string& checkpoint, const engine::Model& model,
+                const engine::TaskSpec& task, int64_t step, const engine::EvalResult& r) {
+  double value =
+      best.by().metric == "eval_accuracy" ? (r.accuracy >= 0 ? r.accuracy : NAN) : r.loss;
+  if (!best.Improves(value)) return;
+  try {
+    best.Replace(static_cast<long>(step), value, [&](const std::string& into) {
+      engine::ExportModel(checkpoint, model, task.lora,
+                          {into + "/model.pt", into + "/trained.pt",
+                           task.lora.Enabled() ? into + "/adapters.pt" : ""});
+    });
+  } catch (const std::exception& e) {
+    // The best so far stays; training goes on.
+    std::fprintf(stderr, "saturn-worker: warning: %s's best model (step %ld) not kept: %s\n",
+                 task.name.c_str(), static_cast<long>(step), e.what());
+  }
+}
+
+namespace {
+
+// The pack's rows set aside while a member's own model runs alone.
+class PackRowsAside {
+ public:
+  PackRowsAside() : rows_(engine::ActivePackRows()) { engine::SetActivePackRows(nullptr); }
+  ~PackRowsAside() { engine::SetActivePackRows(rows_); }
+  PackRowsAside(const PackRowsAside&) = delete;
+  PackRowsAside& operator=(const PackRowsAside&) = delete;
+
+ private:
+  engine::PackRows* rows_;
+};
+
+}  // namespace
+
+// A member as its task alone (rank 0): its model (shapes and where its base
+// lies: light), and its best model kept.
+struct PackJob::Member {
+  std::unique_ptr<engine::Model> model;
+  std::unique_ptr<engine::Optimizer> optimizer;  // TrainContext wants one; unused
+  std::optional<BestModelKeeper> best;
+  double last_eval_s = 0.0;
+};
+
+PackJob::PackJob(const engine::TaskSpec& pack, engine::TrainContext& ctx, Paths paths)
+    : pack_(pack), ctx_(ctx), paths_(std::move(paths)), losses_(pack.pack.size()) {
+  std::optional<BestMetric> select;
+  if (!paths_.best_dir.empty()) select = ParseBestMetric(paths_.select);
+  for (const engine::TaskSpec& task : pack.pack) {
+    if (task.eval.every > 0) every_ = std::gcd(every_, task.eval.every);
+    if (ctx.comm.Rank() != 0) continue;
+    auto m = std::make_unique<Member>();
+    m->model = engine::BuildModel(task);
+    m->optimizer = engine::MakeOptimizer(task.optimizer);
+    if (task.eval.every > 0 && select)
+      m->best.emplace(paths_.best_dir + "/" + task.name + "/best", *select);
+    members_.push_back(std::move(m));
+  }
+}
+
+PackJob::~PackJob() = default;
+
+void PackJob::Attach(engine::ExecuteOptions& run) {
+  run.on_checkpoint = [this](int64_t, const std::string& checkpoint) {
+    WriteMembersOwn(checkpoint, /*export_models=*/false);
+  };
+  if (every_ == 0) return;
+  run.eval_every = every_;
+  // Only where a member is due: the members' eval.every may share a small
+  // divisor (99 and 100: 1), and each evaluation writes the pack's checkpoint.
+  run.eval_when = [this](int64_t steps_done) {
+    for (const engine::TaskSpec& task : pack_.pack)
+      if (task.eval.every > 0 && Due(task, steps_done)) return true;
+    return false;
+  };
+  run.on_eval_checkpoint = [this](int64_t steps_done, const std::string& checkpoint) {
+    Evaluate(steps_done, checkpoint);
+  };
+}
+
+void PackJob::RecordStep() {
+  engine::PackRows* rows = engine::ActivePackRows();
+  if (!rows) return;
+  std::vector<double> sums = rows->TakeMemberLosses();
+  double items = static_cast<double>(ctx_.model.LossItemsPerSample());
+  for (size_t m = 0; m < losses_.size(); ++m) {
+    double sum = ctx_.comm.SumOf(sums[m]);
+    losses_[m].push_back(sum / (items * static_cast<double>(pack_.pack[m].batch_size)));
+  }
+}
+
+double PackJob::EvalShare() const {
+  double share = 0.0;
+  for (size_t k = 0; k < members_.size(); ++k) {
+    int64_t every = pack_.pack[k].eval.every;
+    if (every > 0) share += members_[k]->last_eval_s / static_cast<double>(every);
+  }
+  return share;
+}
+
+bool PackJob::Due(const engine::TaskSpec& member, int64_t steps_done) const {
+  // As alone: every eval.every steps, and after its last step.
+  return steps_done % member.eval.every == 0 || steps_done == member.steps;
+}
+
+std::string PackJob::MemberCheckpoint(size_t k, const std::string& checkpoint,
+                                      const std::string& dir) {
+  const std::vector<double>& losses = losses_[k];
+  return engine::WriteMemberCheckpoint(checkpoint, pack_, static_cast<int>(k), *members_[k]->model,
+                                       losses.empty() ? 0.0 : losses.back(), dir, ctx_.device);
+}
+
+void PackJob::WriteMembersOwn(const std::string& checkpoint, bool export_models) {
+  const fs::path models = fs::path(paths_.save_model).parent_path();
+  for (size_t k = 0; k < pack_.pack.size(); ++k) {
+    const engine::TaskSpec& task = pack_.pack[k];
+    const std::string dir = paths_.checkpoint_dir + "/" + task.name;
+    std::string written = MemberCheckpoint(k, checkpoint, dir);
+    PruneCheckpoints(dir, engine::CheckpointReader(written).Meta().step, paths_.keep_checkpoints);
+    if (!export_models || paths_.save_model.empty()) continue;
+    fs::path folder = models / task.name;
+    fs::create_directories(folder);
+    engine::ExportModel(written, *members_[k]->model, task.lora,
+                        {(folder / "model.pt").string(), "", (folder / "adapters.pt").string()});
+  }
+}
+
+void PackJob::Finish(const std::string& checkpoint) {
+  if (!checkpoint.empty()) WriteMembersOwn(checkpoint, /*export_models=*/true);
+}
+
+void PackJob::Evaluate(int64_t steps_done, const std::string& checkpoint) {
+  PackRowsAside aside;
+  const std::string scratch = paths_.checkpoint_dir + ".members";
+  for (size_t k = 0; k < pack_.pack.size(); ++k) {
+    const engine::TaskSpec& task = pack_.pack[k];
+    if (task.eval.every <= 0 || !Due(task, steps_done)) continue;
+    Member& m = *members_[k];
+    const double began = MonotonicSeconds();
+    // Its own checkpoint at this step, where the pack's periodic one wrote it.
+    std::string own = engine::CheckpointPath(paths_.checkpoint_dir + "/" + task.name, steps_done);
+    std::error_code ec;
+    const bool written = fs::exists(own + "/meta.json", ec);
+    if (!written) own = MemberCheckpoint(k, checkpoint, scratch + "/" + task.name);
+    // Its held-out data only while it evaluates (a grid's members would each
+    // keep a copy of one file).
+    std::unique_ptr<engine::Dataset> held_out = engine::MakeEvalDataset(task, *m.model);
+    engine::TrainContext member{task,        *m.model,  *held_out, *m.optimizer,
+                                ctx_.device, ctx_.comm, ctx_.gpus};
+    engine::EvalResult r = engine::Evaluate(member, *held_out, task.eval.batches,
+                                            engine::CheckpointParams(own, *m.model));
+    r.seconds = MonotonicSeconds() - began;
+    m.last_eval_s = r.seconds;
+    EvalReport line{
+        static_cast<long>(steps_done), r.loss, r.accuracy, r.seconds, r.loss_se, r.accuracy_se,
+        static_cast<long>(k)};
+    std::printf("%s\n", FormatEvalLine(line).c_str());
+    std::fflush(stdout);
+    if (m.best) KeepIfBest(*m.best, own, *m.model, task, steps_done, r);
+    if (!written) fs::remove_all(scratch + "/" + task.name, ec);
+  }
+  std::error_code ec;
+  fs::remove(scratch, ec);  // once empty
+}
+
+}  // namespace saturn::worker
