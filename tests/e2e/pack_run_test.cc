@@ -70,6 +70,18 @@ class PackRun : public SaturnTestBase {
     WriteFileAtomic(dir_ + "/profile.csv", profile);
   }
 
+  // The workload run packed (into pack-1, all three) and with --no-pack:
+  // each run's tasks by name, from its report.
+  void RunPackedAndAlone(std::map<std::string, json>* packed, std::map<std::string, json>* alone) {
+    int code = 0;
+    *packed = TasksByName(RunReport("packed", "", &code));
+    ASSERT_EQ(code, 0) << Log();
+    EXPECT_THAT(Log(), HasSubstr("pack-1: 3 tasks train together from step 0"));
+    *alone = TasksByName(RunReport("alone", "--no-pack", &code));
+    ASSERT_EQ(code, 0) << Log();
+    ASSERT_EQ(packed->size(), 3u);
+  }
+
   // Two devices; m0..m3: LoRA tasks over one random base, 2,500 steps each,
   // profiled at 9 s alone with the pack curve `curve`; big: 50 steps of full
   // training profiled at `big_s` seconds (it ends in well under one).
@@ -100,14 +112,8 @@ class PackRun : public SaturnTestBase {
 
 TEST_F(PackRun, MembersEndAsTheSameTasksTrainedAlone) {
   Write();
-  int code = 0;
-  json packed = RunReport("packed", "", &code);
-  ASSERT_EQ(code, 0) << Log();
-  EXPECT_THAT(Log(), HasSubstr("pack-1: 3 tasks train together from step 0"));
-  json alone = RunReport("alone", "--no-pack", &code);
-  ASSERT_EQ(code, 0) << Log();
-  std::map<std::string, json> p = TasksByName(packed), a = TasksByName(alone);
-  ASSERT_EQ(p.size(), 3u);
+  std::map<std::string, json> p, a;
+  ASSERT_NO_FATAL_FAILURE(RunPackedAndAlone(&p, &a));
   for (const auto& [name, t] : p) {
     EXPECT_EQ(t["status"], "finished") << name;
     EXPECT_EQ(t.value("pack", ""), "pack-1") << name;
@@ -141,14 +147,8 @@ TEST_F(PackRun, MembersEndAsTheSameTasksTrainedAlone) {
 // member without `eval:` has none.
 TEST_F(PackRun, MembersEvaluateAsTheSameTasksAlone) {
   Write(false, 30, 0, 1, /*eval=*/true);
-  int code = 0;
-  json packed = RunReport("packed", "", &code);
-  ASSERT_EQ(code, 0) << Log();
-  EXPECT_THAT(Log(), HasSubstr("pack-1: 3 tasks train together from step 0"));
-  json alone = RunReport("alone", "--no-pack", &code);
-  ASSERT_EQ(code, 0) << Log();
-  std::map<std::string, json> p = TasksByName(packed), a = TasksByName(alone);
-  ASSERT_EQ(p.size(), 3u);
+  std::map<std::string, json> p, a;
+  ASSERT_NO_FATAL_FAILURE(RunPackedAndAlone(&p, &a));
   for (const std::string name : {"m0", "m1"}) {
     const json& t = p[name];
     EXPECT_EQ(t.value("pack", ""), "pack-1") << name;

@@ -231,21 +231,10 @@ TEST(Memory, FsdpAndSpillMeasureTheirMemorySaversOnlyWhereNoPlainSettingFits) {
        std::vector<std::pair<std::string, int>>{{"fsdp", 2}, {"spill", 1}}) {
     auto search = [&, technique = technique, gpus = gpus](const std::string& name,
                                                           std::vector<std::string> extra) {
-      std::vector<std::string> args = {"search",
-                                       "--task",
-                                       task,
-                                       "--technique",
-                                       technique,
-                                       "--gpus",
-                                       std::to_string(gpus),
-                                       "--out",
-                                       dir.Path(name + ".json"),
-                                       "--warmup",
-                                       "1",
-                                       "--measure",
-                                       "1"};
-      args.insert(args.end(), extra.begin(), extra.end());
-      WorkerRun run = RunWorker(args, dir.Path(name));
+      extra.insert(extra.begin(), {"search", "--task", task, "--technique", technique, "--gpus",
+                                   std::to_string(gpus), "--out", dir.Path(name + ".json"),
+                                   "--warmup", "1", "--measure", "1"});
+      WorkerRun run = RunWorker(extra, dir.Path(name));
       EXPECT_EQ(run.status, 0) << technique << ": " << run.err;
       return ReadJson(dir.Path(name + ".json"));
     };
