@@ -256,12 +256,12 @@ std::string NoLargerPackCanMatter(const PackClassTrials::Config& config, const P
                                   const ProfileRun& run) {
   const Trial& base = run.trials[config.base_trial];
   auto cost = [&](int members, const Trial& t) { return t.gpus * t.result.step_s / members; };
-  auto [k, i] = config.pack_trials.back();
+  const std::vector<std::pair<int, int>>& packs = config.pack_trials;
+  auto [k, i] = packs.back();
   double last = cost(k, run.trials[i]);
-  double before = config.pack_trials.size() >= 2
-                      ? cost(config.pack_trials[config.pack_trials.size() - 2].first,
-                             run.trials[config.pack_trials[config.pack_trials.size() - 2].second])
-                      : cost(1, base);
+  double before = packs.size() >= 2 ? cost(packs[packs.size() - 2].first,
+                                           run.trials[packs[packs.size() - 2].second])
+                                    : cost(1, base);
   double next = last * last / before;
   auto [alone, where] = BestAlone(c, run, base.gpu_type);
   if (alone <= 0 || next < alone) return "";

@@ -133,11 +133,12 @@ std::string PackJob::MemberCheckpoint(size_t k, const std::string& checkpoint,
 
 void PackJob::WriteMembersOwn(const std::string& checkpoint, bool export_models) {
   const fs::path models = fs::path(paths_.save_model).parent_path();
+  const int64_t step = engine::CheckpointReader(checkpoint).Meta().step;
   for (size_t k = 0; k < pack_.pack.size(); ++k) {
     const engine::TaskSpec& task = pack_.pack[k];
     const std::string dir = paths_.checkpoint_dir + "/" + task.name;
     std::string written = MemberCheckpoint(k, checkpoint, dir);
-    PruneCheckpoints(dir, engine::CheckpointReader(written).Meta().step, paths_.keep_checkpoints);
+    PruneCheckpoints(dir, step, paths_.keep_checkpoints);
     if (!export_models || paths_.save_model.empty()) continue;
     fs::path folder = models / task.name;
     fs::create_directories(folder);

@@ -4,7 +4,6 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -26,7 +25,6 @@
 #include "engine/plugin.h"
 #include "engine/technique.h"
 #include "protocol/best_model.h"
-#include "protocol/checkpoint_files.h"
 #include "protocol/worker_protocol.h"
 #include "worker/array_job.h"
 #include "worker/launcher.h"
