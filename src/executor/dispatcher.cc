@@ -115,13 +115,14 @@ void Dispatcher::ReadProgress(int j) {
     lines += *line + "\n";
     if (EvalReport e; ParseEvalLine(*line, &e)) {
       const EvalPoint point{e.steps_done, e.loss, e.accuracy, e.loss_se, e.accuracy_se};
-      // A pack's member's own evaluation is that member's (no early stopping
-      // rule applies to it: such tasks do not pack).
+      // A pack's member's own evaluation is that member's, and its rule
+      // judges it: a member stopped stops its pack, which goes on without
+      // it (dispatcher_packs.cc).
       int whose = pack && e.member >= 0 ? PackMemberAt(j, e.member) : pack ? -1 : j;
       run_.Emit(
           events::TaskEvaluated(run_.Now(), run_.Where(whose >= 0 ? whose : j), point, e.seconds));
       if (whose >= 0) run_.evals[run_.tasks[whose].record.name][e.steps_done] = point;
-      if (!pack) StopEarlyIfRuled(j, e);
+      if (whose >= 0) StopEarlyIfRuled(whose, e);
       continue;
     }
     StepReport r;

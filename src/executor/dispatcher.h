@@ -67,6 +67,7 @@ class Dispatcher {
   void HandlePackExit(int host, int status);
   void SettleMember(int m, const std::string& dir, const nlohmann::json& member,
                     const WorkerExecuteResult& result);
+  bool EndIfStoppedForGood(int m, long step);
   void SplitFailedPack(int host, const std::vector<int>& members, int status,
                        const std::string& protocol_error);
   void MarkStarted(int j);

@@ -283,13 +283,9 @@ void Dispatcher::HandlePackExit(int host, int status) {
       kept = kept && PlannedPack(run_.plan(), run_.tasks[m].record.name) == pack;
     for (int m : members) {
       AdoptPackedCheckpoint(m, dir);
-      if (run_.tasks[m].stop.cancel) {
-        run_.tasks[m].stop.cancel = false;
-        MarkCancelled(m, LatestCheckpointOf(m));
-      } else {
-        MarkPreempted(m, std::nullopt);
-        if (!kept) run_.tasks[m].reported.step = run_.tasks[m].record.checkpoint_step;
-      }
+      if (EndIfStoppedForGood(m, LatestCheckpointOf(m))) continue;
+      MarkPreempted(m, std::nullopt);
+      if (!kept) run_.tasks[m].reported.step = run_.tasks[m].record.checkpoint_step;
     }
     if (!kept && run_.options().progress) {
       std::fprintf(stderr,
@@ -356,15 +352,31 @@ void Dispatcher::SettleMember(int m, const std::string& dir, const json& member,
   own_result.resident_bytes = result.resident_bytes;
   own_result.final_loss = losses.empty() ? 0.0 : losses.back();
   own_result.completed_steps = step;  // an array's member: its own (0 if it had not ended)
-  bool cancel = l.stop.cancel;
-  l.stop.cancel = false;
   if (step >= run_.Steps(m)) {
-    MarkFinished(m, own_result);  // a cancel that came too late: finished wins, as alone
-  } else if (cancel) {
-    MarkCancelled(m, step);
-  } else {
+    // A cancel or a stop that came too late: finished wins, as alone.
+    l.stop.cancel = l.stop.early = false;
+    MarkFinished(m, own_result);
+  } else if (!EndIfStoppedForGood(m, step)) {
     MarkPreempted(m, own_result);
   }
+}
+
+// A member its pack's worker stopped for good, cancelled (saturn cancel) or
+// stopped early (its early_stop: rule), ends so with its checkpoint at
+// `step`; false for a member that goes on.
+bool Dispatcher::EndIfStoppedForGood(int m, long step) {
+  StopOrder& stop = run_.tasks[m].stop;
+  if (stop.cancel) {
+    stop.cancel = stop.early = false;
+    MarkCancelled(m, step);
+    return true;
+  }
+  if (stop.early) {
+    stop.early = false;
+    MarkEarlyStopped(m, step);
+    return true;
+  }
+  return false;
 }
 
 // Member m's newest own checkpoint that its pack's worker wrote beside the
@@ -402,11 +414,7 @@ void Dispatcher::SplitFailedPack(int host, const std::vector<int>& members, int 
     LiveTask& l = run_.tasks[m];
     l.unpacked = true;
     AdoptPackedCheckpoint(m, dir);  // the newest the worker wrote for it
-    if (l.stop.cancel) {
-      l.stop.cancel = false;
-      MarkCancelled(m, LatestCheckpointOf(m));
-      continue;
-    }
+    if (EndIfStoppedForGood(m, LatestCheckpointOf(m))) continue;
     TaskRecord& r = l.record;
     r.status = TaskStatus::kQueued;
     r.error = why;

@@ -67,15 +67,36 @@ void EarlyStopper::Forget(const std::string& task) {
   ++generation_[task];
 }
 
-double EarlyStopper::ExpectedFraction(const WorkloadTask& task, const Workload& workload) const {
-  if (!task.early_stop.enabled() || task.steps <= 0) return 1.0;
+// The size of `task`'s group in `workload` and how many of it train at
+// once: as many as the cluster holds at the task's smallest GPU count.
+std::pair<int, int> EarlyStopper::GroupOf(const WorkloadTask& task, const Workload& workload) {
   int size = static_cast<int>(
       std::count_if(workload.tasks.begin(), workload.tasks.end(),
                     [&](const WorkloadTask& t) { return t.stop_group == task.stop_group; }));
-  long every = EvalEvery(task);
-  // As many of the group train at once as the cluster holds at the task's
-  // smallest GPU count.
   int concurrency = std::max(1, workload.cluster.TotalGpus() / std::max(1, task.gpu_min));
+  return {size, concurrency};
+}
+
+std::vector<std::pair<long, double>> EarlyStopper::StopDistribution(
+    const WorkloadTask& task, const Workload& workload) const {
+  if (!task.early_stop.enabled() || task.steps <= 0) return {{task.steps, 1.0}};
+  auto [size, concurrency] = GroupOf(task, workload);
+  long every = EvalEvery(task);
+  auto key = std::make_tuple(task.stop_group, size, task.steps, every, concurrency);
+  auto it = stops_.find(key);
+  if (it == stops_.end()) {
+    it = stops_
+             .emplace(key,
+                      StopStepDistribution(task.early_stop, size, task.steps, every, concurrency))
+             .first;
+  }
+  return it->second;
+}
+
+double EarlyStopper::ExpectedFraction(const WorkloadTask& task, const Workload& workload) const {
+  if (!task.early_stop.enabled() || task.steps <= 0) return 1.0;
+  auto [size, concurrency] = GroupOf(task, workload);
+  long every = EvalEvery(task);
   auto key = std::make_tuple(task.stop_group, size, task.steps, every, concurrency);
   auto it = expected_.find(key);
   if (it == expected_.end()) {

@@ -12,6 +12,7 @@
 //   stopper.Replay(state.Events(), workload);
 //   if (auto d = stopper.OnEvaluation(task, step, loss, accuracy)) stop it (d->value);
 //   double f = stopper.ExpectedFraction(task, workload);   // of its steps
+//   stopper.StopDistribution(task, workload);  // where it ends: {(steps, p)}
 #pragma once
 
 #include <map>
@@ -62,8 +63,14 @@ class EarlyStopper {
   // its group's size in `workload` and the decisions it has passed; 1 for a
   // task without a rule.
   double ExpectedFraction(const WorkloadTask& task, const Workload& workload) const;
+  // Where its rule is expected to end `task` before any decision on it:
+  // (steps, probability), ascending (tune/early_stop.h's
+  // StopStepDistribution); {(steps, 1)} for a task without a rule.
+  std::vector<std::pair<long, double>> StopDistribution(const WorkloadTask& task,
+                                                        const Workload& workload) const;
 
  private:
+  static std::pair<int, int> GroupOf(const WorkloadTask& task, const Workload& workload);
   StopRule& RuleOf(const WorkloadTask& task);
 
   std::map<std::string, std::unique_ptr<StopRule>> rules_;  // by stop group
@@ -77,6 +84,10 @@ class EarlyStopper {
     std::vector<long> decisions;
   };
   mutable std::map<std::tuple<std::string, int, long, long, int>, Expected> expected_;
+  // The same key -> StopStepDistribution (one Monte Carlo per group).
+  mutable std::map<std::tuple<std::string, int, long, long, int>,
+                   std::vector<std::pair<long, double>>>
+      stops_;
 };
 
 }  // namespace saturn

@@ -41,6 +41,7 @@ std::optional<PackTerms> RunPackTerms(const RunContext& run) {
   try {
     PackTerms terms =
         PackTermsFromProfile(run.tasks.profile(), run.tasks.problem(), run.ProfileSource());
+    ExpectStops(run, terms);
     if (terms.Any()) return terms;
   } catch (const InputError& e) {
     // The first plan read the same columns: only a batch joined since can
@@ -65,6 +66,17 @@ int HighestPackNumber(const RunContext& run) {
 }
 
 }  // namespace
+
+void ExpectStops(const RunContext& run, PackTerms& terms) {
+  for (int j = 0; j < run.NumTasks(); ++j) {
+    const WorkloadTask& task = run.WorkloadTaskOf(j);
+    PackTerms::Member& m = terms.tasks[static_cast<size_t>(j)];
+    if (!task.early_stop.enabled() || task.steps <= 0 || m.steps <= 0) continue;
+    const double scale = m.steps / static_cast<double>(task.steps);
+    for (const auto& [steps, p] : run.stopper.StopDistribution(task, run.tasks.workload()))
+      m.stops.emplace_back(static_cast<double>(steps) * scale, p);
+  }
+}
 
 ReplanPolicy RunReplanPolicy(RunContext& run, double time_limit_s) {
   ReplanPolicy policy = run.NextReplanPolicy(time_limit_s);

@@ -83,6 +83,11 @@ class Replanner {
 // The pack terms of the run's tasks as its profile gives them, when the
 // plan has packs or packs may form and two tasks may share one.
 std::optional<PackTerms> RunPackTerms(const RunContext& run);
+// Under early stopping, where each task's rule may end it before it is
+// judged (PackTerms::Member::stops, in the profile's steps, from the run's
+// EarlyStopper): how packs of tasks not started are priced
+// (planner/packing.h's MemberSteps). RunPackTerms includes them.
+void ExpectStops(const RunContext& run, PackTerms& terms);
 // The run's re-planning policy (RunContext::NextReplanPolicy) with packs
 // formed among arrivals unless --no-pack.
 ReplanPolicy RunReplanPolicy(RunContext& run, double time_limit_s);

@@ -212,6 +212,19 @@ Problem ExpectedWorkProblem(const RunContext& run, bool* any) {
   return problem;
 }
 
+// Under early stopping, each task's pack terms: where its rule may end it
+// (planner/packing.h's MemberSteps gives a pack's members strata of it),
+// and its expected steps, as the problem's runtimes count them.
+void ExpectStopsAndSteps(const RunContext& run, PackTerms& terms) {
+  ExpectStops(run, terms);
+  for (PackTerms::Member& m : terms.tasks) {
+    if (m.stops.empty()) continue;
+    m.steps = 0.0;
+    for (const auto& [steps, p] : m.stops)
+      m.steps += steps * p;
+  }
+}
+
 void ProfileAndPlan(RunContext& run) {
   const Clock& clock = run.clock.base();
   double t0 = clock.Now();
@@ -229,10 +242,8 @@ void ProfileAndPlan(RunContext& run) {
   bool early_stopping = false;
   const Problem problem = ExpectedWorkProblem(run, &early_stopping);
   PackTerms terms = PackTermsFromProfile(run.tasks.profile(), problem, run.ProfileSource());
-  // A pack trains its members together to the shortest's end; early
-  // stopping ends members one by one at evaluations: not packed (yet).
-  bool pack = run.options().pack && !early_stopping;
-  PackedPlanResult packed = PlanWithPacks(problem, terms, request, pack);
+  if (early_stopping) ExpectStopsAndSteps(run, terms);
+  PackedPlanResult packed = PlanWithPacks(problem, terms, request, run.options().pack);
   Plan plan = packed.result.plan;
   double planning_s = clock.Now() - t0;
   plan.extra["baselines"] = BaselineMakespans(problem, plan.lower_bound_s);
@@ -251,11 +262,8 @@ void ProfileAndPlan(RunContext& run) {
     if (std::string line = BaselineLine(run.plan()); !line.empty()) {
       std::fprintf(stderr, "%s\n", line.c_str());
     }
-    if (early_stopping) {
-      std::fputs("planned with each task's expected work under early stopping; no packs\n", stderr);
-    } else {
-      std::fputs(DescribePacks(problem, terms, packed, !run.options().pack).c_str(), stderr);
-    }
+    if (early_stopping) std::fputs("planned with each task's expected work under early stopping\n", stderr);
+    std::fputs(DescribePacks(problem, terms, packed, !run.options().pack).c_str(), stderr);
   }
 }
 

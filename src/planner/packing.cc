@@ -173,6 +173,34 @@ double OwnAdapters(const PackTerms& terms, int j, int o) {
 
 }  // namespace
 
+std::vector<double> MemberSteps(const PackTerms& terms, const std::vector<int>& members) {
+  std::vector<double> steps;
+  for (int j : members)
+    steps.push_back(terms.tasks[j].steps);
+  std::vector<bool> done(members.size(), false);
+  for (size_t a = 0; a < members.size(); ++a) {
+    const auto& stops = terms.tasks[members[a]].stops;
+    if (stops.empty() || done[a]) continue;
+    std::vector<size_t> same;
+    for (size_t b = a; b < members.size(); ++b)
+      if (!done[b] && terms.tasks[members[b]].stops == stops) same.push_back(b);
+    const double c = static_cast<double>(same.size());
+    for (size_t i = 0; i < same.size(); ++i) {
+      // The distribution's mass between cumulative probabilities i/c and
+      // (i+1)/c, times its steps, over the stratum's 1/c.
+      const double lo = static_cast<double>(i) / c, hi = static_cast<double>(i + 1) / c;
+      double below = 0.0, sum = 0.0;
+      for (const auto& [s, p] : stops) {
+        sum += s * std::max(0.0, std::min(below + p, hi) - std::max(below, lo));
+        below += p;
+      }
+      steps[same[i]] = sum * c;
+      done[same[i]] = true;
+    }
+  }
+  return steps;
+}
+
 double PackStepOfAll(const Problem& problem, const PackTerms& terms,
                      const std::vector<int>& members, const Option& key) {
   double rows = 0.0, extra = 0.0, slowest = 0.0;
@@ -221,11 +249,11 @@ std::vector<double> PackMemberEnds(const Problem& problem, const PackTerms& term
     extra[i] = OwnAdapters(terms, members[i], option[i]);
     extra_in += extra[i];
   }
+  const std::vector<double> steps = MemberSteps(terms, members);
   std::vector<int> by_steps(k);
   std::iota(by_steps.begin(), by_steps.end(), 0);
-  std::stable_sort(by_steps.begin(), by_steps.end(), [&](int a, int b) {
-    return terms.tasks[members[a]].steps < terms.tasks[members[b]].steps;
-  });
+  std::stable_sort(by_steps.begin(), by_steps.end(),
+                   [&](int a, int b) { return steps[a] < steps[b]; });
   // No faster than its slowest member alone (it does that one's work): of
   // the members still in from the n-th to leave on, the slowest alone.
   std::vector<double> slowest(k + 1, 0.0);
@@ -241,8 +269,8 @@ std::vector<double> PackMemberEnds(const Problem& problem, const PackTerms& term
     double step = PackStepAt(curve, rows);
     if (step < 0) return {};
     step = std::max(step + extra_in, slowest[n]);
-    t += (m.steps - done) * step;
-    done = m.steps;
+    t += (steps[i] - done) * step;
+    done = steps[i];
     ends[i] = t;
     rows -= m.rows;
     extra_in -= extra[i];

@@ -17,7 +17,8 @@
 //                (launch, data, building its trainer, first steps' extra);
 //   step_s, steps (existing) the task's own step time and step count.
 //
-// A pack's runtime follows its members: with members' steps s1 <= s2 <= ...,
+// A pack's runtime follows its members: with members' steps s1 <= s2 <= ...
+// (under early stopping, MemberSteps: their strata of where the rule stops them),
 // all members step together until s1, then the rest (fewer rows, faster
 // steps) until s2, and so on; member i ends when its steps are done. Step
 // time at R rows is linear between the measured points (the first point's
@@ -52,7 +53,12 @@ struct PackTerms {
   struct Member {
     std::string cls;  // "": trains alone
     double rows = 1.0;
-    double steps = 0.0;
+    double steps = 0.0;  // under early stopping: its expected steps (stops' mean)
+    // Under early stopping (empty otherwise): where its rule ends it, as
+    // (steps, probability) ascending (tune/early_stop.h's
+    // StopStepDistribution). The c members of a pack with equal `stops` are
+    // given the steps of its c strata, lowest first (MemberSteps).
+    std::vector<std::pair<double, double>> stops;
   };
   // Per option of a task: its own step time and its class's pack curve.
   struct Curve {
@@ -75,6 +81,14 @@ struct PackTerms {
 // line and the column for a bad value.
 PackTerms PackTermsFromProfile(const ProfileTable& profile, const Problem& problem,
                                std::string_view source);
+
+// The steps each of `members` trains in a pack of them, in their order:
+// its `steps`, or, for the c members that share one `stops`, the mean of
+// the distribution over its i-th of c equal strata of probability (the
+// i-th of them in `members` order gets the i-th lowest): the pack's members
+// leave one by one as its rule stops them, and the last one's steps, not
+// the mean's, are how long the pack lasts. A pack of one gets the mean.
+std::vector<double> MemberSteps(const PackTerms& terms, const std::vector<int>& members);
 
 // Step time of `curve` at `rows` rows per step; < 0 beyond its last point.
 double PackStepAt(const PackTerms::Curve& curve, double rows);

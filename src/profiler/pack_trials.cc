@@ -96,10 +96,9 @@ std::string PackClassOf(const WorkloadTask& task, std::string* why_not) {
   std::string type = model.value("type", std::string());
   if (type != "gpt" && type != "gpt2" && type != "llama")
     return no("a " + type + " model (packs take gpt, gpt2 and llama)");
-  // Members evaluate as alone (worker/pack_job.h), but an early-stopping
-  // rule would stop one member of a running pack: such tasks train alone.
-  if (task.early_stop.enabled())
-    return no("its workload stops tasks early (early_stop:), one member at a time");
+  // Members evaluate as alone (worker/pack_job.h); one that an early_stop:
+  // rule stops leaves its pack, which goes on without it (the executor's
+  // dispatcher).
   json key = {{"model", model},
               {"precision", s.value("precision", std::string("fp32"))},
               {"optimizer", kind}};

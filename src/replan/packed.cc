@@ -35,6 +35,15 @@ Members LeftOf(const Problem& base, const PackTerms& terms,
     Task& t = m.problem.tasks.emplace_back(Task{task.name, {}});
     PackTerms::Member member = terms.tasks[static_cast<size_t>(j)];
     member.steps *= left;
+    // Where its rule may end it (MemberSteps' strata) holds for a member
+    // no rule has judged yet; one that trained goes on for its expected
+    // work left, on average (a re-plan comes at every stop).
+    if (p.done > 0 || p.has_checkpoint) {
+      member.stops.clear();
+    } else {
+      for (auto& stop : member.stops)
+        stop.first *= p.slowdown;
+    }
     m.terms.tasks.push_back(member);
     std::vector<PackTerms::Curve>& curves = m.terms.curves.emplace_back();
     for (size_t o = 0; o < task.options.size(); ++o) {
@@ -194,7 +203,10 @@ int PackArrivals(const Problem& base, const PackTerms& terms, const Plan& curren
   std::map<std::string, std::vector<int>> by_class;
   for (int j = 0; j < base.NumTasks(); ++j) {
     const TaskProgress& p = progress[static_cast<size_t>(j)];
-    if (!p.arrived || p.finished || Started(p) || p.expected < 1.0 || !p.pack.empty() ||
+    // Under early stopping only with where its rule may end it (stops):
+    // priced at its mean a pack would look as short as its average member.
+    const bool cut = p.expected < 1.0 && terms.tasks[static_cast<size_t>(j)].stops.empty();
+    if (!p.arrived || p.finished || Started(p) || cut || !p.pack.empty() ||
         terms.tasks[static_cast<size_t>(j)].cls.empty() ||
         (!regrouped[static_cast<size_t>(j)] &&
          planned.count(base.tasks[static_cast<size_t>(j)].name)))
@@ -209,8 +221,14 @@ int PackArrivals(const Problem& base, const PackTerms& terms, const Plan& curren
     sub.types = base.types;
     PackTerms sub_terms;
     for (int j : tasks) {
-      sub.tasks.push_back(base.tasks[static_cast<size_t>(j)]);
+      // Its expected work (all of it without early stopping), as LeftOf
+      // counts it.
+      const double f = std::min(1.0, progress[static_cast<size_t>(j)].expected);
+      Task& t = sub.tasks.emplace_back(base.tasks[static_cast<size_t>(j)]);
+      for (Option& o : t.options)
+        o.runtime_s *= f;
       sub_terms.tasks.push_back(terms.tasks[static_cast<size_t>(j)]);
+      sub_terms.tasks.back().steps *= f;
       sub_terms.curves.push_back(terms.curves[static_cast<size_t>(j)]);
     }
     Packing packing = ChoosePacking(sub, sub_terms);

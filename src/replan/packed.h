@@ -2,7 +2,9 @@
 //
 // Packs are kept as units: each pack with two or more members left is one
 // task of the remaining problem, its options the pack's model
-// (planner/packing.h) over what its members have left. A pack not started
+// (planner/packing.h) over what its members have left (members not started
+// under early stopping: MemberSteps' strata of where their rule may end
+// them; the others their expected work left). A pack not started
 // may move, start elsewhere or later, like any task; a running pack keeps
 // running where it runs (its one option, pinned). Tasks alone are as
 // BuildRemainingProblem makes them. What packs there are comes from each
@@ -50,7 +52,9 @@ bool AnyPackLeft(const std::vector<TaskProgress>& progress);
 
 // Arrivals (tasks that arrived, have not started, have no progress and are
 // in neither `current` nor a pack) that may share a pack with each other
-// (the same pack_class, all their work expected: no early stopping) are
+// (the same pack_class; under early stopping only those whose terms say
+// where their rule may end them, PackTerms::Member::stops, each counted
+// for its expected work) are
 // packed as the planner packs a first plan (ChoosePacking, kept only when
 // it beats every arrival alone on their own), their packs named "pack-N"
 // after the highest N among `progress`'s and `current`'s packs and

@@ -56,6 +56,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "common/registry.h"
@@ -130,5 +131,16 @@ std::unique_ptr<StopRule> MakeStopRule(const EarlyStopSpec& spec);
 // decision steps taking the estimate of the simulated ones at or before them.
 std::vector<double> ExpectedTotalSteps(const EarlyStopSpec& spec, int group_size, long total_steps,
                                        long eval_every, int concurrency = 0);
+
+// Where the rule ends a task of such a group, as the same Monte Carlo has
+// it: (steps trained, probability), ascending in steps, probabilities
+// summing to 1, its mean ExpectedTotalSteps's first value (unless that is
+// raised to the first decision step). {(total_steps, 1)} where the rule
+// never decides. The planner gives a pack's members the steps of their
+// strata of it (planner/packing.h): a pack lasts as long as its last
+// member, not as long as its mean one.
+std::vector<std::pair<long, double>> StopStepDistribution(const EarlyStopSpec& spec,
+                                                          int group_size, long total_steps,
+                                                          long eval_every, int concurrency = 0);
 
 }  // namespace saturn

@@ -3,10 +3,13 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <optional>
 #include <queue>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "common/mix.h"
@@ -39,9 +42,11 @@ class Random {
 
 // Per number of simulated decision steps passed (0 .. J): the steps the
 // tasks that passed at least that many trained, summed, and how many.
+// And how many tasks trained each number of steps.
 struct Tally {
   std::vector<double> steps;
   std::vector<double> tasks;
+  std::map<long, double> trained;
 };
 
 // One group under a fresh rule, `slots` tasks training at once in a random
@@ -100,6 +105,7 @@ void SimulateGroup(const EarlyStopSpec& spec, const std::vector<std::string>& na
     }
   }
   for (size_t i = 0; i < n; ++i) {
+    tally.trained[trained[i]] += 1;
     for (size_t k = 0; k <= passed[i]; ++k) {
       tally.steps[k] += static_cast<double>(trained[i]);
       tally.tasks[k] += 1;
@@ -107,25 +113,32 @@ void SimulateGroup(const EarlyStopSpec& spec, const std::vector<std::string>& na
   }
 }
 
-}  // namespace
+// The group simulated under its rule (ExpectedTotalSteps's model): the
+// coarse decision steps it decided at and what its tasks trained; nothing
+// where the rule never decides (one task, no decision steps).
+struct Simulation {
+  std::vector<long> decisions;  // the rule's own decision steps
+  std::vector<long> coarse;     // those simulated (every m-th of them)
+  Tally tally;
+};
 
-std::vector<double> ExpectedTotalSteps(const EarlyStopSpec& spec, int group_size, long total_steps,
+std::optional<Simulation> SimulateRule(const EarlyStopSpec& spec, int group_size, long total_steps,
                                        long eval_every, int concurrency) {
-  double total = static_cast<double>(total_steps);
-  if (!spec.enabled()) return {total};
+  if (!spec.enabled()) return std::nullopt;
   EarlyStopSpec simulated = spec;
   simulated.metric = "eval_loss";  // the direction changes nothing: simulate losses
   std::unique_ptr<StopRule> rule = MakeStopRule(simulated);
-  std::vector<long> decisions = rule->DecisionSteps(total_steps, eval_every);
-  size_t d = decisions.size();
-  if (group_size <= 1 || d == 0) return std::vector<double>(d + 1, total);
+  Simulation sim;
+  sim.decisions = rule->DecisionSteps(total_steps, eval_every);
+  size_t d = sim.decisions.size();
+  if (group_size <= 1 || d == 0) return std::nullopt;
 
   // Frequent decisions (median, evaluations every few steps): decide at
   // every m-th evaluation only.
   long every_mth = static_cast<long>((d + kMaxSimulatedSteps - 1) / kMaxSimulatedSteps);
-  std::vector<long> coarse = decisions;
-  if (every_mth > 1) coarse = rule->DecisionSteps(total_steps, eval_every * every_mth);
-  if (coarse.empty()) return std::vector<double>(d + 1, total);
+  sim.coarse = sim.decisions;
+  if (every_mth > 1) sim.coarse = rule->DecisionSteps(total_steps, eval_every * every_mth);
+  if (sim.coarse.empty()) return std::nullopt;
 
   int tasks = std::min(group_size, kMaxSimulatedTasks);
   int repeats = std::max(kMinRepeats, kTaskEvaluations / tasks);
@@ -137,11 +150,31 @@ std::vector<double> ExpectedTotalSteps(const EarlyStopSpec& spec, int group_size
   std::vector<std::string> names;
   for (int i = 0; i < tasks; ++i)
     names.push_back("t" + std::to_string(i));
-  Tally tally{std::vector<double>(coarse.size() + 1, 0.0),
-              std::vector<double>(coarse.size() + 1, 0.0)};
+  sim.tally = Tally{std::vector<double>(sim.coarse.size() + 1, 0.0),
+                    std::vector<double>(sim.coarse.size() + 1, 0.0),
+                    {}};
   Random random(kSeed);
   for (int r = 0; r < repeats; ++r)
-    SimulateGroup(simulated, names, coarse, total_steps, slots, random, tally);
+    SimulateGroup(simulated, names, sim.coarse, total_steps, slots, random, sim.tally);
+  return sim;
+}
+
+}  // namespace
+
+std::vector<double> ExpectedTotalSteps(const EarlyStopSpec& spec, int group_size, long total_steps,
+                                       long eval_every, int concurrency) {
+  double total = static_cast<double>(total_steps);
+  if (!spec.enabled()) return {total};
+  std::optional<Simulation> sim =
+      SimulateRule(spec, group_size, total_steps, eval_every, concurrency);
+  if (!sim) {
+    size_t d = MakeStopRule(spec)->DecisionSteps(total_steps, eval_every).size();
+    return std::vector<double>(d + 1, total);
+  }
+  const std::vector<long>& decisions = sim->decisions;
+  const std::vector<long>& coarse = sim->coarse;
+  const Tally& tally = sim->tally;
+  size_t d = decisions.size();
 
   // E[steps | passed j simulated steps]; where no task got that far, the
   // next one's (more steps: an over- rather than an under-estimate).
@@ -158,6 +191,21 @@ std::vector<double> ExpectedTotalSteps(const EarlyStopSpec& spec, int group_size
       ++j;
     out[k] = std::max(simulated_e[j], static_cast<double>(decisions[k]));
   }
+  return out;
+}
+
+std::vector<std::pair<long, double>> StopStepDistribution(const EarlyStopSpec& spec,
+                                                          int group_size, long total_steps,
+                                                          long eval_every, int concurrency) {
+  std::optional<Simulation> sim =
+      SimulateRule(spec, group_size, total_steps, eval_every, concurrency);
+  if (!sim) return {{total_steps, 1.0}};
+  double all = 0.0;
+  for (const auto& [steps, tasks] : sim->tally.trained)
+    all += tasks;
+  std::vector<std::pair<long, double>> out;
+  for (const auto& [steps, tasks] : sim->tally.trained)
+    out.emplace_back(steps, tasks / all);
   return out;
 }
 

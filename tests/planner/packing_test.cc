@@ -154,6 +154,46 @@ TEST(Packing, MemberEndsFollowTheMembersStepByStep) {
       5u);
 }
 
+// Under early stopping a pack's members leave one by one as the rule stops
+// them, and the pack lasts as long as its last one: members that share a
+// rule's distribution of where it stops them (here ASHA's successive
+// halving from 50 of 400 steps: half at 50, a quarter at 100, an eighth at
+// 200, an eighth finish; 125 on average) train the steps of its strata.
+// Four members: 50, 50, 100 and (200 + 400) / 2 = 300; two: 50 and 200;
+// one: the mean. A member without a rule keeps its own steps.
+TEST(Packing, MembersUnderEarlyStoppingLeaveAtTheirStrataOfWhereTheRuleStops) {
+  std::vector<Spec> specs(5, Spec{"m", "gpt", 4, 125, 0.3});
+  for (int i = 0; i < 5; ++i)
+    specs[i].name = "m" + std::to_string(i);
+  specs[4].steps = 80;
+  Instance in = MakeInstance(specs, 1, 7.0);
+  const std::vector<std::pair<double, double>> halving = {
+      {50, 0.5}, {100, 0.25}, {200, 0.125}, {400, 0.125}};
+  for (int j = 0; j < 4; ++j)
+    in.terms.tasks[j].stops = halving;
+  EXPECT_EQ(MemberSteps(in.terms, {0, 1, 2, 3}), (std::vector<double>{50, 50, 100, 300}));
+  EXPECT_EQ(MemberSteps(in.terms, {2, 0}), (std::vector<double>{50, 200}));
+  EXPECT_EQ(MemberSteps(in.terms, {3}), (std::vector<double>{125}));
+  EXPECT_EQ(MemberSteps(in.terms, {4, 1, 0}), (std::vector<double>{80, 50, 200}));
+  const Option& ddp = in.problem.tasks[0].options[1];
+  std::vector<double> ends = PackMemberEnds(in.problem, in.terms, {0, 1, 2, 3}, ddp);
+  std::vector<std::pair<double, double>> curve;
+  for (int k : {1, 2, 4, 8})
+    curve.emplace_back(k * 4.0, TrueStep(0.3 * 0.55, 4, k * 4.0));
+  std::vector<Spec> stopped = specs;
+  stopped.resize(4);
+  const int at[] = {50, 50, 100, 300};
+  for (int i = 0; i < 4; ++i)
+    stopped[i].steps = at[i];
+  std::vector<double> want = StepByStepEnds(stopped, 0.3 * 0.55, curve, 7.0);
+  ASSERT_EQ(ends.size(), 4u);
+  for (size_t i = 0; i < 4; ++i)
+    EXPECT_NEAR(ends[i], want[i], 1e-6 * want[i]) << i;
+  // Alone it is its mean: its (scaled) runtime.
+  EXPECT_EQ(PackMemberEnds(in.problem, in.terms, {0}, ddp),
+            (std::vector<double>{in.problem.tasks[0].options[1].runtime_s}));
+}
+
 // Ranks: b (rank 16) steps in 1.3 s alone where its class's curve (its
 // member a, rank 4, the same rows) starts at 1.0. Together they step in
 // 1.2 + 0.3 s until a ends at 100 steps; then b steps at its own 1.3 s.
@@ -166,7 +206,7 @@ TEST(Packing, AMembersOwnRankAddsToEveryStepItIsIn) {
       {1}, {{"a", {{"single", 1, 110}}}, {"b", {{"single", 1, 270}}}, {"c", {{"single", 1, 140}}}});
   PackTerms terms;
   const std::vector<std::pair<double, double>> curve = {{4.0, 1.0}, {8.0, 1.2}, {12.0, 1.4}};
-  terms.tasks = {{"x", 4.0, 100.0}, {"x", 4.0, 200.0}, {"x", 2.0, 100.0}};
+  terms.tasks = {{"x", 4.0, 100.0, {}}, {"x", 4.0, 200.0, {}}, {"x", 2.0, 100.0, {}}};
   terms.curves = {{{1.0, curve, {}}}, {{1.3, curve, {}}}, {{1.3, curve, {}}}};
   const Option& key = problem.tasks[0].options[0];
   std::vector<double> ends = PackMemberEnds(problem, terms, {0, 1}, key);
@@ -286,7 +326,7 @@ TEST(Packing, PackingsThatCannotBeatThePlanAloneAreNotSolved) {
                                                {"d", {{"single", 1, 110}}}});
   PackTerms terms;
   for (int j = 0; j < 4; ++j) {
-    terms.tasks.push_back({"x", 4.0, 100.0});
+    terms.tasks.push_back({"x", 4.0, 100.0, {}});
     terms.curves.push_back({{1.0, {{4.0, 1.0}, {8.0, 2.2}, {16.0, 4.6}}, {}}});
   }
   PackedPlanResult r = PlanWithPacks(problem, terms, PlanRequest(), true);

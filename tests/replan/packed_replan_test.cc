@@ -46,7 +46,7 @@ struct Fixture {
 
   Fixture() {
     for (int j = 0; j < 5; ++j) {
-      terms.tasks.push_back({j < 4 ? "x" : "", 4.0, j < 4 ? 100.0 : 200.0});
+      terms.tasks.push_back({j < 4 ? "x" : "", 4.0, j < 4 ? 100.0 : 200.0, {}});
       terms.curves.push_back({{1.0, {{4.0, 1.0}, {8.0, 1.2}}, {}}});
     }
     // pack-1 (a, b) on GPU 0, then pack-2 (c, d) after it; e on GPU 1.
@@ -72,7 +72,7 @@ Problem FourOfClassX(int gpus) {
 PackTerms TermsOfClassX(int tasks, const std::vector<std::pair<double, double>>& points) {
   PackTerms terms;
   for (int j = 0; j < tasks; ++j) {
-    terms.tasks.push_back({"x", 4.0, 100.0});
+    terms.tasks.push_back({"x", 4.0, 100.0, {}});
     terms.curves.push_back({{1.0, points, {}}});
   }
   return terms;
@@ -189,13 +189,30 @@ TEST(PackedReplan, ArrivalsThatMayShareAPackArePacked) {
   EXPECT_EQ(members.begin()->first, "pack-5");
   EXPECT_EQ(members.begin()->second, 2);
   EXPECT_NEAR(d.new_end_s, 130, 1e-6);
-  // Tasks whose work early stopping may cut are never packed.
+  // Tasks whose work early stopping may cut, half of it expected: each
+  // alone 55 s (two on one GPU, 110 s). Without where their rule may end
+  // them they are never packed: at their mean a pack looks as short as its
+  // average member.
   for (TaskProgress& p : progress)
     p.expected = 0.5;
   progress[3].expected = 1.0;
   d = Replan(base, progress, nothing, 0.0, ReplanPolicy{}, &terms);
   for (const PlanTask& task : d.plan.tasks)
     EXPECT_EQ(task.pack, "") << task.task;
+  EXPECT_NEAR(d.new_end_s, 110, 1e-6);
+  // Where it may end them: after 25 or 75 steps, even odds. A pack of two
+  // plans on one member leaving at 25 steps and the other at 75: fixed
+  // costs 5 s (their half), 25 x 1.2 + 50 x 1.0 s, 85 s, beside the third
+  // alone.
+  for (int j = 0; j < 3; ++j)
+    terms.tasks[j].stops = {{25.0, 0.5}, {75.0, 0.5}};
+  d = Replan(base, progress, nothing, 0.0, ReplanPolicy{}, &terms);
+  members.clear();
+  for (const PlanTask& task : d.plan.tasks)
+    if (!task.pack.empty()) ++members[task.pack];
+  ASSERT_EQ(members.size(), 1u) << d.summary;
+  EXPECT_EQ(members.begin()->second, 2);
+  EXPECT_NEAR(d.new_end_s, 85, 1e-6) << d.summary;
 }
 
 // Packs not started are regrouped with arrivals when that ends sooner: a
@@ -267,7 +284,7 @@ TEST(PackedReplan, ATaskNamedLikeAPackIsNotThePack) {
   PackTerms terms;
   for (int j = 0; j < 8; ++j) {
     bool x = j != 2 && j != 3;
-    terms.tasks.push_back({x ? "x" : "", 4.0, x ? 100.0 : 50.0});
+    terms.tasks.push_back({x ? "x" : "", 4.0, x ? 100.0 : 50.0, {}});
     terms.curves.push_back({{1.0, {{4.0, 1.0}, {8.0, 1.2}}, {}}});
   }
   Plan plan = PlanOf({{"a", "single", 1, "node0", {0}, 0, 130, "", "pack-1"},
@@ -315,7 +332,7 @@ ReplanDecision CheckPackOfFour(bool resumes, bool e_ended, ReplanPolicy policy,
                                double two = 1.0 + 2.0 / 3.0) {
   const Problem base = Fixture().base;
   PackTerms terms = TermsOfClassX(5, {{4.0, 1.0}, {8.0, two}, {16.0, 3.0}});
-  terms.tasks[4] = {"", 4.0, 200.0};
+  terms.tasks[4] = {"", 4.0, 200.0, {}};
   std::vector<PlanTask> tasks;
   for (const char* name : {"a", "b", "c", "d"})
     tasks.push_back({name, "single", 1, "node0", {0}, 0, 310, "", "pack-1"});

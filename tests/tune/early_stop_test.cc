@@ -253,6 +253,31 @@ TEST(ExpectedTotalSteps, AshaInALargeGroupIsCloseToSuccessiveHalving) {
   EXPECT_GT(small[0], e[0]);
 }
 
+// Where tasks end, in a large group under ASHA with R = 2 from 50 of 400
+// steps: successive halving stops half at 50, a quarter at 100, an eighth
+// at 200 and lets an eighth finish (ASHA's early arrivals shift a little
+// mass up each rung). Its mean is the expected total steps.
+TEST(StopStepDistribution, AshaInALargeGroupEndsTasksAtItsRungsAsSuccessiveHalving) {
+  std::vector<std::pair<long, double>> d = StopStepDistribution(Asha(50, 2), 2000, 400, 50);
+  ASSERT_EQ(d.size(), 4u);
+  const long steps[] = {50, 100, 200, 400};
+  const double halving[] = {0.5, 0.25, 0.125, 0.125};
+  double sum = 0.0, mean = 0.0;
+  for (size_t k = 0; k < 4; ++k) {
+    EXPECT_EQ(d[k].first, steps[k]);
+    EXPECT_NEAR(d[k].second, halving[k], 0.03) << "at " << steps[k];
+    sum += d[k].second;
+    mean += d[k].second * static_cast<double>(d[k].first);
+  }
+  EXPECT_NEAR(sum, 1.0, 1e-9);
+  EXPECT_NEAR(mean, ExpectedTotalSteps(Asha(50, 2), 2000, 400, 50)[0], 1e-6);
+  // No rule, or no one to compare with: every task trains all its steps.
+  EXPECT_THAT(StopStepDistribution(EarlyStopSpec{}, 50, 400, 50),
+              ElementsAre(std::make_pair(400L, 1.0)));
+  EXPECT_THAT(StopStepDistribution(Asha(50, 2), 1, 400, 50),
+              ElementsAre(std::make_pair(400L, 1.0)));
+}
+
 TEST(ExpectedTotalSteps, MedianIsMonotoneAndEndsAtTheTotal) {
   std::vector<double> e = ExpectedTotalSteps(Median(100, 3), 200, 1000, 100);
   ASSERT_EQ(e.size(), 10u);  // decisions at 100, 200, ..., 900
