@@ -68,6 +68,7 @@ class Dispatcher {
   void SettleMember(int m, const std::string& dir, const nlohmann::json& member,
                     const WorkerExecuteResult& result);
   bool EndIfStoppedForGood(int m, long step);
+  std::string PackKnobs(int j, const Assignment& a, const std::vector<int>& members);
   void SplitFailedPack(int host, const std::vector<int>& members, int status,
                        const std::string& protocol_error);
   void MarkStarted(int j);

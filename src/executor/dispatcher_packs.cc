@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <limits>
 #include <map>
@@ -15,6 +16,7 @@
 #include "executor/dispatcher.h"
 #include "executor/progress.h"
 #include "launch/command_task.h"
+#include "planner/packing.h"
 #include "protocol/checkpoint_files.h"
 
 namespace saturn {
@@ -155,6 +157,27 @@ long Dispatcher::PackStartStep(const std::string& pack, const std::vector<int>& 
   return newest;
 }
 
+// The technique's settings for a pack of `members` run as assignment `a`
+// of its host `j`: those its profile row's pack_knobs give the members'
+// rows together (planner/packing.h's PackKnobsAt); without them, the
+// worker's defaults.
+std::string Dispatcher::PackKnobs(int j, const Assignment& a, const std::vector<int>& members) {
+  const ProfileTable& profile = run_.tasks.profile();
+  const Problem& problem = run_.tasks.problem();
+  const Option& option = problem.tasks[j].options[a.option];
+  const ProfileRow* row = profile.Find(run_.tasks[j].record.name, option.technique, option.gpus,
+                                       problem.TypeName(option.type));
+  if (!row) return "";
+  double rows = 0.0;
+  for (int m : members) {
+    const ProfileRow* own = profile.Find(run_.tasks[m].record.name, option.technique, option.gpus,
+                                         problem.TypeName(option.type));
+    std::string text = own ? profile.Extra(*own, "pack_rows") : "";
+    rows += text.empty() ? 1.0 : std::atof(text.c_str());
+  }
+  return PackKnobsAt(profile.Extra(*row, "pack_knobs"), rows, run_.ProfileSource(), row->line);
+}
+
 Dispatcher::PackStart Dispatcher::StartPack(int j, const Assignment& a) {
   LiveTask& l = run_.tasks[j];
   std::string pack = PlannedPack(run_.plan(), l.record.name);
@@ -198,6 +221,7 @@ Dispatcher::PackStart Dispatcher::StartPack(int j, const Assignment& a) {
     const SelectSpec& select = run_.WorkloadTaskOf(members[0]).select;
     call.select = select.metric + (select.maximize ? ":max" : ":min");
   }
+  call.knobs = PackKnobs(j, a, members);
   call.from_step = from;
   call.to_step = to_step;
   call.checkpoint_every = CheckpointInterval(to_step, run_.options().checkpoint_every);

@@ -5,11 +5,13 @@
 #include <cmath>
 #include <cstdlib>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <numeric>
 #include <set>
 #include <sstream>
 
 #include "common/error.h"
+#include "common/format.h"
 
 namespace saturn {
 namespace {
@@ -67,6 +69,24 @@ std::vector<std::pair<double, double>> ParseCurve(const std::string& text, std::
     points.emplace_back(rows, s);
   }
   return points;
+}
+
+// One "ROWS:KNOBS" item of `pack_knobs`, or InputError.
+std::pair<double, std::string> KnobsItem(const std::string& item, std::string_view source,
+                                         int line) {
+  size_t colon = item.find(':');
+  bool ok = false;
+  double rows = colon == std::string::npos ? 0 : Number(item.substr(0, colon), &ok);
+  nlohmann::json knobs = colon == std::string::npos
+                             ? nlohmann::json()
+                             : nlohmann::json::parse(item.substr(colon + 1), nullptr, false);
+  if (!ok || rows <= 0 || !knobs.is_object()) {
+    throw InputError(source, line, "pack_knobs",
+                     "expected ROWS:KNOBS pairs with ascending ROWS > 0 and KNOBS a JSON object "
+                     "without spaces (\"8:{\"recompute\":false}\"), got '" +
+                         item + "'");
+  }
+  return {rows, knobs.dump()};
 }
 
 double PositiveExtra(const ProfileTable& profile, const ProfileRow& row, std::string_view column,
@@ -132,6 +152,7 @@ PackTerms PackTermsFromProfile(const ProfileTable& profile, const Problem& probl
         ParseCurve(profile.Extra(row, "pack_step_s"), source, row.line, "pack_step_s", false);
     c.start =
         ParseCurve(profile.Extra(row, "pack_start_s"), source, row.line, "pack_start_s", true);
+    PackKnobsAt(profile.Extra(row, "pack_knobs"), 0.0, source, row.line);  // checked here
   }
   // A task without steps or step times cannot be modelled in a pack.
   for (int j = 0; j < problem.NumTasks(); ++j) {
@@ -141,6 +162,23 @@ PackTerms PackTermsFromProfile(const ProfileTable& profile, const Problem& probl
     if (!known) terms.tasks[j].cls.clear();
   }
   return terms;
+}
+
+std::string PackKnobsAt(const std::string& text, double rows, std::string_view source, int line) {
+  std::istringstream in(text);
+  std::string item, last, chosen;
+  double previous = 0.0;
+  while (in >> item) {
+    auto [at, knobs] = KnobsItem(item, source, line);
+    if (at <= previous) {
+      throw InputError(source, line, "pack_knobs",
+                       "expected ascending ROWS, got '" + item + "' after " + FormatNumber(previous));
+    }
+    previous = at;
+    last = knobs;
+    if (chosen.empty() && at >= rows) chosen = knobs;
+  }
+  return chosen.empty() ? last : chosen;
 }
 
 double PackStepAt(const PackTerms::Curve& curve, double rows) {

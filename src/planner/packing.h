@@ -15,6 +15,9 @@
 //   pack_start_s "ROWS:SECONDS ..." (optional, like pack_step_s; the first
 //                point the member alone): what starting such a pack costs
 //                (launch, data, building its trainer, first steps' extra);
+//   pack_knobs   "ROWS:KNOBS ..." (optional): the technique's settings each
+//                measured size ran with, which the executor gives a pack
+//                (PackKnobsAt);
 //   step_s, steps (existing) the task's own step time and step count.
 //
 // A pack's runtime follows its members: with members' steps s1 <= s2 <= ...
@@ -89,6 +92,16 @@ PackTerms PackTermsFromProfile(const ProfileTable& profile, const Problem& probl
 // leave one by one as its rule stops them, and the last one's steps, not
 // the mean's, are how long the pack lasts. A pack of one gets the mean.
 std::vector<double> MemberSteps(const PackTerms& terms, const std::vector<int>& members);
+
+// The technique's settings (its `knobs`, a JSON object's text) a pack of
+// `rows` rows runs with, from a row's `pack_knobs` ("ROWS:KNOBS ...",
+// ascending, KNOBS a JSON object without spaces: what each measured pack
+// size ran with): those of the fewest ROWS at or above `rows` (what fit
+// that many rows fits fewer), the last point's beyond them; "" when `text`
+// is empty. InputError naming `source`, `line` and the column for a
+// malformed value.
+std::string PackKnobsAt(const std::string& text, double rows, std::string_view source = "",
+                        int line = 0);
 
 // Step time of `curve` at `rows` rows per step; < 0 beyond its last point.
 double PackStepAt(const PackTerms::Curve& curve, double rows);

@@ -324,9 +324,12 @@ void AddPackColumns(const Workload& workload, const std::vector<PackClassTrials>
                     ProfileRun& run) {
   if (classes.empty()) return;
   ProfileTable& table = run.table;
-  for (const char* column : {"pack_class", "pack_rows", "pack_step_s", "pack_start_s"})
+  const size_t first = table.extra_columns.size();
+  for (const char* column : {"pack_class", "pack_rows", "pack_step_s", "pack_start_s", "pack_knobs"})
     table.extra_columns.push_back(column);
   const size_t columns = table.extra_columns.size();
+  const size_t kClass = first, kRows = first + 1, kStep = first + 2, kStart = first + 3,
+               kKnobs = first + 4;
   for (ProfileRow& row : table.rows)
     row.extra.resize(columns);
   std::map<std::string, size_t> task_index;
@@ -344,6 +347,14 @@ void AddPackColumns(const Workload& workload, const std::vector<PackClassTrials>
       // What a start costs: launch (with the trainer's setup) and the warm-up's extra.
       auto start = [](const Trial& t) { return t.result.launch_s + StartCost(t.result); };
       std::vector<std::pair<double, double>> starts = {{rows0, start(base)}};
+      // The technique's settings each size ran with (its search chose
+      // them): what the executor runs a pack of that size with.
+      std::string knobs;
+      auto add_knobs = [&](double rows, const Trial& t) {
+        if (!t.result.knobs.is_object() || t.result.knobs.empty()) return;
+        knobs += (knobs.empty() ? "" : " ") + Number(rows) + ":" + t.result.knobs.dump();
+      };
+      add_knobs(rows0, base);
       std::string ended = config.why_ended.empty() ? "" : "; " + config.why_ended;
       if (config.pack_trials.empty()) ended = " (packs not measured: a faster one of its GPUs is)";
       for (auto [k, i] : config.pack_trials) {
@@ -351,6 +362,7 @@ void AddPackColumns(const Workload& workload, const std::vector<PackClassTrials>
         if (!Fits(t)) break;
         points.emplace_back(k * rows0, t.result.step_s);
         starts.emplace_back(k * rows0, start(t));
+        add_knobs(k * rows0, t);
       }
       std::string curve = Curve(points), start_curve = Curve(starts);
       for (ProfileRow& row : table.rows) {
@@ -359,16 +371,17 @@ void AddPackColumns(const Workload& workload, const std::vector<PackClassTrials>
         if (row.technique != base.technique || row.gpus != base.gpus ||
             row.gpu_type != base.gpu_type)
           continue;
-        row.extra[columns - 2] = curve;
-        row.extra[columns - 1] = start_curve;
+        row.extra[kStep] = curve;
+        row.extra[kStart] = start_curve;
+        row.extra[kKnobs] = knobs;
       }
       line += "\n    " + base.technique + " x" + std::to_string(base.gpus) + ": " + curve + ended;
     }
     for (ProfileRow& row : table.rows) {
       auto it = task_index.find(row.task);
       if (it == task_index.end() || !in_class.count(it->second)) continue;
-      row.extra[columns - 4] = label;
-      row.extra[columns - 3] = Number(Rows(workload.tasks[it->second]));
+      row.extra[kClass] = label;
+      row.extra[kRows] = Number(Rows(workload.tasks[it->second]));
     }
     run.pack_summary += "  " + label + ": " + Plural(static_cast<long>(cls.tasks.size()), "task") +
                         (cls.array ? " may train as one fused array" : " may share a base") +

@@ -59,13 +59,17 @@ class PackRun : public SaturnTestBase {
       if (eval && i < 2) text += "    eval: {every: 10, batches: 1}\n";
     }
     WriteFileAtomic(dir_ + "/w.yaml", text);
-    // Alone a task takes 1 s a step; a pack of 3 (12 rows) 1.2 s: the plan packs.
+    // Alone a task takes 1 s a step; a pack of 3 (12 rows) 1.2 s: the plan
+    // packs. Each size ran with settings that name it (single takes any
+    // and reports them back in its result).
     std::string profile =
-        "task,technique,gpus,runtime_s,step_s,steps,pack_class,pack_rows,pack_step_s\n";
+        "task,technique,gpus,runtime_s,step_s,steps,pack_class,pack_rows,pack_step_s,pack_knobs\n";
     for (int i = 0; i < 3; ++i) {
       int n = i >= 3 - longer ? last_steps : steps;
       profile += "m" + std::to_string(i) + ",single,1," + std::to_string(n + 2) + ",1.0," +
-                 std::to_string(n) + ",gpt-lora,4,4:1.0 8:1.1 12:1.2\n";
+                 std::to_string(n) +
+                 ",gpt-lora,4,4:1.0 8:1.1 12:1.2,\"4:{\"\"rows\"\":4} 8:{\"\"rows\"\":8} "
+                 "12:{\"\"rows\"\":12}\"\n";
     }
     WriteFileAtomic(dir_ + "/profile.csv", profile);
   }
@@ -138,6 +142,9 @@ TEST_F(PackRun, MembersEndAsTheSameTasksTrainedAlone) {
   json plan = json::parse(ReadFile(dir_ + "/packed/plan-0.json"));
   for (const json& t : plan["tasks"])
     EXPECT_EQ(t.value("pack", ""), "pack-1");
+  // The pack ran with the settings its size (12 rows) was measured with.
+  json result = json::parse(ReadFile(dir_ + "/packed/packs/pack-1/result.json"));
+  EXPECT_EQ(result["knobs"], json({{"rows", 12}})) << result.dump();
   EXPECT_THAT(ReadFile(dir_ + "/packed/report.html"), HasSubstr("pack-1: 3 tasks in one worker"));
 }
 
@@ -228,6 +235,9 @@ TEST_F(PackRun, MembersWithMoreStepsContinueAsASmallerPack) {
     EXPECT_EQ(p[name]["steps_done"], 32) << name;
     EXPECT_EQ(p[name]["attempts"], 2) << name;
   }
+  // The pack of two (8 rows) ran with the settings measured at 8 rows.
+  json result = json::parse(ReadFile(dir_ + "/packed/packs/pack-1/result.json"));
+  EXPECT_EQ(result["knobs"], json({{"rows", 8}})) << result.dump();
 }
 
 // Re-planning with packs (replan/packed.h). Two devices: pack-1 (m0, m1)

@@ -251,6 +251,30 @@ TEST(Packing, BadPackColumnsNameTheFileLineAndColumn) {
   EXPECT_THROW(terms_of(head + "a,single,1,30,0.3,100,gpt,-1,4:0.3\n"), InputError);
   EXPECT_THROW(terms_of(head + "a,single,1,30,0.3,100,gpt,4,4:0.3\na,ddp,2,20,0.2,100,x,4,4:0.2\n"),
                InputError);
+  // pack_knobs: KNOBS must be a JSON object, ROWS ascending.
+  const std::string with_knobs = "task,technique,gpus,runtime_s,step_s,steps,pack_class,pack_rows,"
+                                 "pack_step_s,pack_knobs\n";
+  try {
+    terms_of(with_knobs + "a,single,1,30,0.3,100,gpt,4,4:0.3,4:recompute\n");
+    FAIL() << "knobs that are not JSON accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("pack_knobs"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("'4:recompute'"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(terms_of(with_knobs + "a,single,1,30,0.3,100,gpt,4,4:0.3,8:{} 4:{}\n"), InputError);
+}
+
+// A pack runs with the settings measured for the fewest rows at or above
+// its own (what fit that many fits fewer), the last point's beyond them.
+TEST(Packing, APackRunsWithTheKnobsOfTheSmallestMeasuredSizeThatHoldsIt) {
+  const std::string knobs = R"(8:{"recompute":false} 16:{"recompute":false,"shard":2} 32:{"recompute":true})";
+  EXPECT_EQ(PackKnobsAt(knobs, 8), R"({"recompute":false})");
+  EXPECT_EQ(PackKnobsAt(knobs, 12), R"({"recompute":false,"shard":2})");
+  EXPECT_EQ(PackKnobsAt(knobs, 16), R"({"recompute":false,"shard":2})");
+  EXPECT_EQ(PackKnobsAt(knobs, 20), R"({"recompute":true})");
+  EXPECT_EQ(PackKnobsAt(knobs, 64), R"({"recompute":true})");
+  EXPECT_EQ(PackKnobsAt(knobs, 2), R"({"recompute":false})");
+  EXPECT_EQ(PackKnobsAt("", 8), "");
 }
 
 TEST(Packing, StartingAPackCostsWhatItsStartCurveAddsOverAMemberAlone) {

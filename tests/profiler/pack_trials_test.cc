@@ -116,6 +116,15 @@ TEST_F(PackTrials, PacksAreMeasuredWhereTheyCanMatterAndWrittenForThePlanner) {
     if (!grid) continue;
     EXPECT_EQ(table.Extra(row, "pack_rows"), "8");
     std::string curve = table.Extra(row, "pack_step_s");
+    // The settings each size ran with (the fake worker's), at the curve's rows.
+    std::string knobs = table.Extra(row, "pack_knobs");
+    std::string point_knobs;
+    for (const char* rows : {"8", "16", "32"}) {
+      const std::string at = rows;
+      if (curve.find(at + ":") == std::string::npos) continue;
+      point_knobs += (point_knobs.empty() ? "" : " ") + at + R"(:{"fake":true})";
+    }
+    EXPECT_EQ(knobs, point_knobs) << row.task << " " << row.technique;
     // One point per measured pack size: 8 rows (alone), 16 and 32 (packs of
     // 2 and 4); ddp, spill and pipeline (slower on 2 GPUs than fsdp, whose
     // packs are measured) only alone.
