@@ -68,9 +68,11 @@ class EarlyStopper {
   // StopStepDistribution); {(steps, 1)} for a task without a rule.
   std::vector<std::pair<long, double>> StopDistribution(const WorkloadTask& task,
                                                         const Workload& workload) const;
+  // The size of `task`'s group in `workload` (the tasks its rule judges
+  // together) and how many of it train at once.
+  static std::pair<int, int> GroupOf(const WorkloadTask& task, const Workload& workload);
 
  private:
-  static std::pair<int, int> GroupOf(const WorkloadTask& task, const Workload& workload);
   StopRule& RuleOf(const WorkloadTask& task);
 
   std::map<std::string, std::unique_ptr<StopRule>> rules_;  // by stop group

@@ -75,6 +75,7 @@ void ExpectStops(const RunContext& run, PackTerms& terms) {
     const double scale = m.steps / static_cast<double>(task.steps);
     for (const auto& [steps, p] : run.stopper.StopDistribution(task, run.tasks.workload()))
       m.stops.emplace_back(static_cast<double>(steps) * scale, p);
+    m.group = EarlyStopper::GroupOf(task, run.tasks.workload()).first;
   }
 }
 

@@ -211,29 +211,58 @@ double OwnAdapters(const PackTerms& terms, int j, int o) {
 
 }  // namespace
 
+namespace {
+
+// The mean steps of the i-th of n equal strata of probability of `stops`
+// (ascending): the distribution's mass between cumulative probabilities
+// i/n and (i+1)/n, times its steps, over the stratum's 1/n.
+double StratumMean(const std::vector<std::pair<double, double>>& stops, int i, int n) {
+  const double lo = static_cast<double>(i) / n, hi = static_cast<double>(i + 1) / n;
+  double below = 0.0, sum = 0.0;
+  for (const auto& [s, p] : stops) {
+    sum += s * std::max(0.0, std::min(below + p, hi) - std::max(below, lo));
+    below += p;
+  }
+  return sum * n;
+}
+
+// log C(n, k).
+double LogChoose(int n, int k) {
+  return std::lgamma(n + 1.0) - std::lgamma(k + 1.0) - std::lgamma(n - k + 1.0);
+}
+
+}  // namespace
+
 std::vector<double> MemberSteps(const PackTerms& terms, const std::vector<int>& members) {
   std::vector<double> steps;
   for (int j : members)
     steps.push_back(terms.tasks[j].steps);
   std::vector<bool> done(members.size(), false);
   for (size_t a = 0; a < members.size(); ++a) {
-    const auto& stops = terms.tasks[members[a]].stops;
-    if (stops.empty() || done[a]) continue;
+    const PackTerms::Member& first = terms.tasks[members[a]];
+    if (first.stops.empty() || done[a]) continue;
     std::vector<size_t> same;
-    for (size_t b = a; b < members.size(); ++b)
-      if (!done[b] && terms.tasks[members[b]].stops == stops) same.push_back(b);
-    const double c = static_cast<double>(same.size());
-    for (size_t i = 0; i < same.size(); ++i) {
-      // The distribution's mass between cumulative probabilities i/c and
-      // (i+1)/c, times its steps, over the stratum's 1/c.
-      const double lo = static_cast<double>(i) / c, hi = static_cast<double>(i + 1) / c;
-      double below = 0.0, sum = 0.0;
-      for (const auto& [s, p] : stops) {
-        sum += s * std::max(0.0, std::min(below + p, hi) - std::max(below, lo));
-        below += p;
+    for (size_t b = a; b < members.size(); ++b) {
+      const PackTerms::Member& m = terms.tasks[members[b]];
+      if (!done[b] && m.stops == first.stops && m.group == first.group) same.push_back(b);
+    }
+    const int c = static_cast<int>(same.size());
+    const int n = std::max(first.group, c);
+    // The group's n tasks end, in expectation, at the n strata's means
+    // (v_1 <= ... <= v_n); the pack's c are c of them drawn without
+    // replacement: its i-th lowest is the group's j-th with probability
+    // C(j-1, i-1) C(n-j, c-i) / C(n, c).
+    std::vector<double> v(static_cast<size_t>(n));
+    for (int j = 0; j < n; ++j)
+      v[static_cast<size_t>(j)] = StratumMean(first.stops, j, n);
+    for (int i = 0; i < c; ++i) {
+      double sum = 0.0;
+      for (int j = i; j <= n - c + i; ++j) {
+        sum += v[static_cast<size_t>(j)] *
+               std::exp(LogChoose(j, i) + LogChoose(n - 1 - j, c - 1 - i) - LogChoose(n, c));
       }
-      steps[same[i]] = sum * c;
-      done[same[i]] = true;
+      steps[same[static_cast<size_t>(i)]] = sum;
+      done[same[static_cast<size_t>(i)]] = true;
     }
   }
   return steps;

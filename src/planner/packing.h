@@ -62,6 +62,7 @@ struct PackTerms {
     // StopStepDistribution). The c members of a pack with equal `stops` are
     // given the steps of its c strata, lowest first (MemberSteps).
     std::vector<std::pair<double, double>> stops;
+    int group = 0;  // how many tasks the rule judges together (0: as many as share a pack)
   };
   // Per option of a task: its own step time and its class's pack curve.
   struct Curve {
@@ -86,11 +87,15 @@ PackTerms PackTermsFromProfile(const ProfileTable& profile, const Problem& probl
                                std::string_view source);
 
 // The steps each of `members` trains in a pack of them, in their order:
-// its `steps`, or, for the c members that share one `stops`, the mean of
-// the distribution over its i-th of c equal strata of probability (the
-// i-th of them in `members` order gets the i-th lowest): the pack's members
-// leave one by one as its rule stops them, and the last one's steps, not
-// the mean's, are how long the pack lasts. A pack of one gets the mean.
+// its `steps`, or, for the c members that share one `stops` and `group`
+// (n tasks judged together), the expected i-th lowest of c of the group
+// drawn without replacement (the i-th of them in `members` order gets the
+// i-th lowest), where the group's n tasks end at the means of n equal
+// strata of probability of `stops`: the pack's members leave one by one as
+// the rule stops them, and the last one's steps, not the mean's, are how
+// long the pack lasts. The pack's expected runtime is linear in these, so
+// where members send equal rows it is exact for that model. A pack of one
+// gets the mean; a pack of the whole group the strata's means.
 std::vector<double> MemberSteps(const PackTerms& terms, const std::vector<int>& members);
 
 // The technique's settings (its `knobs`, a JSON object's text) a pack of
