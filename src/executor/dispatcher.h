@@ -67,6 +67,7 @@ class Dispatcher {
   void HandlePackExit(int host, int status);
   void SettleMember(int m, const std::string& dir, const nlohmann::json& member,
                     const WorkerExecuteResult& result);
+  long FiguresFromCheckpoint(int m);
   bool EndIfStoppedForGood(int m, long step);
   std::string PackKnobs(int j, const Assignment& a, const std::vector<int>& members);
   void SplitFailedPack(int host, const std::vector<int>& members, int status,

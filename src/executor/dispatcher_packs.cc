@@ -307,7 +307,7 @@ void Dispatcher::HandlePackExit(int host, int status) {
       kept = kept && PlannedPack(run_.plan(), run_.tasks[m].record.name) == pack;
     for (int m : members) {
       AdoptPackedCheckpoint(m, dir);
-      if (EndIfStoppedForGood(m, LatestCheckpointOf(m))) continue;
+      if (EndIfStoppedForGood(m, FiguresFromCheckpoint(m))) continue;
       MarkPreempted(m, std::nullopt);
       if (!kept) run_.tasks[m].reported.step = run_.tasks[m].record.checkpoint_step;
     }
@@ -353,6 +353,7 @@ void Dispatcher::SettleMember(int m, const std::string& dir, const json& member,
   // high): the member fails as a task alone that diverged.
   for (size_t i = 0; i < losses.size(); ++i) {
     if (std::isfinite(losses[i])) continue;
+    l.stop.cancel = l.stop.early = false;  // it fails, diverged, whatever else stopped it
     MarkDiverged(m, DivergedReason(losses[i], from_step + static_cast<long>(i) + 1));
     return;
   }
@@ -383,6 +384,24 @@ void Dispatcher::SettleMember(int m, const std::string& dir, const json& member,
   } else if (!EndIfStoppedForGood(m, step)) {
     MarkPreempted(m, own_result);
   }
+}
+
+// A member of a pack that did not settle it (killed after its grace
+// period, or failed): its steps and last loss are those of its newest own
+// checkpoint (its meta.json's loss), which it returns the step of.
+long Dispatcher::FiguresFromCheckpoint(int m) {
+  LiveTask& l = run_.tasks[m];
+  const long step = LatestCheckpointOf(m);
+  if (step <= 0) return step;
+  l.record.steps_done = std::max(l.record.steps_done, step);
+  const std::string meta =
+      run_.TaskDirOf(m) + "/checkpoints/checkpoint-" + std::to_string(step) + "/meta.json";
+  std::error_code ec;
+  if (!fs::exists(meta, ec)) return step;
+  json j = json::parse(ReadFile(meta), nullptr, false);
+  if (j.is_object() && j.contains("loss") && j["loss"].is_number())
+    l.reported.last_loss = j["loss"].get<double>();
+  return step;
 }
 
 // A member its pack's worker stopped for good, cancelled (saturn cancel) or
@@ -438,7 +457,7 @@ void Dispatcher::SplitFailedPack(int host, const std::vector<int>& members, int 
     LiveTask& l = run_.tasks[m];
     l.unpacked = true;
     AdoptPackedCheckpoint(m, dir);  // the newest the worker wrote for it
-    if (EndIfStoppedForGood(m, LatestCheckpointOf(m))) continue;
+    if (EndIfStoppedForGood(m, FiguresFromCheckpoint(m))) continue;
     TaskRecord& r = l.record;
     r.status = TaskStatus::kQueued;
     r.error = why;

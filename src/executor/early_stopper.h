@@ -86,7 +86,8 @@ class EarlyStopper {
     std::vector<long> decisions;
   };
   mutable std::map<std::tuple<std::string, int, long, long, int>, Expected> expected_;
-  // The same key -> StopStepDistribution (one Monte Carlo per group).
+  // The same key -> StopStepDistribution (a Monte Carlo of its own, once
+  // per group).
   mutable std::map<std::tuple<std::string, int, long, long, int>,
                    std::vector<std::pair<long, double>>>
       stops_;

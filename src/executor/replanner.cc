@@ -76,6 +76,7 @@ void ExpectStops(const RunContext& run, PackTerms& terms) {
     for (const auto& [steps, p] : run.stopper.StopDistribution(task, run.tasks.workload()))
       m.stops.emplace_back(static_cast<double>(steps) * scale, p);
     m.group = EarlyStopper::GroupOf(task, run.tasks.workload()).first;
+    m.stop_group = task.stop_group;
   }
 }
 

@@ -262,7 +262,8 @@ void ProfileAndPlan(RunContext& run) {
     if (std::string line = BaselineLine(run.plan()); !line.empty()) {
       std::fprintf(stderr, "%s\n", line.c_str());
     }
-    if (early_stopping) std::fputs("planned with each task's expected work under early stopping\n", stderr);
+    if (early_stopping)
+      std::fputs("planned with each task's expected work under early stopping\n", stderr);
     std::fputs(DescribePacks(problem, terms, packed, !run.options().pack).c_str(), stderr);
   }
 }

@@ -171,8 +171,9 @@ std::string PackKnobsAt(const std::string& text, double rows, std::string_view s
   while (in >> item) {
     auto [at, knobs] = KnobsItem(item, source, line);
     if (at <= previous) {
-      throw InputError(source, line, "pack_knobs",
-                       "expected ascending ROWS, got '" + item + "' after " + FormatNumber(previous));
+      throw InputError(
+          source, line, "pack_knobs",
+          "expected ascending ROWS, got '" + item + "' after " + FormatNumber(previous));
     }
     previous = at;
     last = knobs;
@@ -213,22 +214,23 @@ double OwnAdapters(const PackTerms& terms, int j, int o) {
 
 namespace {
 
-// The mean steps of the i-th of n equal strata of probability of `stops`
+// The mean steps of each of n equal strata of probability of `stops`
 // (ascending): the distribution's mass between cumulative probabilities
-// i/n and (i+1)/n, times its steps, over the stratum's 1/n.
-double StratumMean(const std::vector<std::pair<double, double>>& stops, int i, int n) {
-  const double lo = static_cast<double>(i) / n, hi = static_cast<double>(i + 1) / n;
-  double below = 0.0, sum = 0.0;
-  for (const auto& [s, p] : stops) {
-    sum += s * std::max(0.0, std::min(below + p, hi) - std::max(below, lo));
-    below += p;
+// j/n and (j+1)/n, times its steps, over the stratum's 1/n; one walk.
+std::vector<double> StrataMeans(const std::vector<std::pair<double, double>>& stops, int n) {
+  std::vector<double> v(static_cast<size_t>(n), 0.0);
+  size_t k = 0;
+  double below = 0.0;  // probability of the stops before stops[k]
+  for (int j = 0; j < n; ++j) {
+    const double lo = static_cast<double>(j) / n, hi = static_cast<double>(j + 1) / n;
+    while (k + 1 < stops.size() && below + stops[k].second <= lo)
+      below += stops[k++].second;
+    double sum = 0.0, at = below;
+    for (size_t m = k; m < stops.size() && at < hi; at += stops[m++].second)
+      sum += stops[m].first * std::max(0.0, std::min(at + stops[m].second, hi) - std::max(at, lo));
+    v[static_cast<size_t>(j)] = sum * n;
   }
-  return sum * n;
-}
-
-// log C(n, k).
-double LogChoose(int n, int k) {
-  return std::lgamma(n + 1.0) - std::lgamma(k + 1.0) - std::lgamma(n - k + 1.0);
+  return v;
 }
 
 }  // namespace
@@ -244,22 +246,29 @@ std::vector<double> MemberSteps(const PackTerms& terms, const std::vector<int>& 
     std::vector<size_t> same;
     for (size_t b = a; b < members.size(); ++b) {
       const PackTerms::Member& m = terms.tasks[members[b]];
-      if (!done[b] && m.stops == first.stops && m.group == first.group) same.push_back(b);
+      if (!done[b] && m.stop_group == first.stop_group && m.stops == first.stops &&
+          m.group == first.group)
+        same.push_back(b);
     }
     const int c = static_cast<int>(same.size());
     const int n = std::max(first.group, c);
     // The group's n tasks end, in expectation, at the n strata's means
-    // (v_1 <= ... <= v_n); the pack's c are c of them drawn without
-    // replacement: its i-th lowest is the group's j-th with probability
-    // C(j-1, i-1) C(n-j, c-i) / C(n, c).
-    std::vector<double> v(static_cast<size_t>(n));
-    for (int j = 0; j < n; ++j)
-      v[static_cast<size_t>(j)] = StratumMean(first.stops, j, n);
+    // (v_0 <= ... <= v_{n-1}); the pack's c are c of them drawn without
+    // replacement: its i-th lowest (from 0) is the group's j-th with
+    // probability w(j) = C(j, i) C(n-1-j, c-1-i) / C(n, c), j = i .. n-c+i.
+    const std::vector<double> v = StrataMeans(first.stops, n);
     for (int i = 0; i < c; ++i) {
+      // w(i) = C(n-1-i, c-1-i) / C(n, c), then w(j+1) / w(j) =
+      // (j+1) / (j+1-i) x (n-c+i-j) / (n-1-j).
+      double w = 1.0;
+      for (int t = 0; t < c; ++t)  // C(n-1-i, c-1-i) / C(n, c), as a product
+        w *= (t < c - 1 - i ? static_cast<double>(n - 1 - i - t) / (c - 1 - i - t) : 1.0) *
+             static_cast<double>(c - t) / (n - t);
       double sum = 0.0;
       for (int j = i; j <= n - c + i; ++j) {
-        sum += v[static_cast<size_t>(j)] *
-               std::exp(LogChoose(j, i) + LogChoose(n - 1 - j, c - 1 - i) - LogChoose(n, c));
+        sum += v[static_cast<size_t>(j)] * w;
+        if (j < n - c + i)
+          w *= static_cast<double>(j + 1) / (j + 1 - i) * (n - c + i - j) / (n - 1 - j);
       }
       steps[same[static_cast<size_t>(i)]] = sum;
       done[same[static_cast<size_t>(i)]] = true;

@@ -63,6 +63,7 @@ struct PackTerms {
     // given the steps of its c strata, lowest first (MemberSteps).
     std::vector<std::pair<double, double>> stops;
     int group = 0;  // how many tasks the rule judges together (0: as many as share a pack)
+    std::string stop_group = {};  // which tasks those are (members of one draw share it)
   };
   // Per option of a task: its own step time and its class's pack curve.
   struct Curve {
@@ -87,8 +88,8 @@ PackTerms PackTermsFromProfile(const ProfileTable& profile, const Problem& probl
                                std::string_view source);
 
 // The steps each of `members` trains in a pack of them, in their order:
-// its `steps`, or, for the c members that share one `stops` and `group`
-// (n tasks judged together), the expected i-th lowest of c of the group
+// its `steps`, or, for the c members that share one `stop_group` (n =
+// `group` tasks judged together, one `stops`), the expected i-th lowest of c of the group
 // drawn without replacement (the i-th of them in `members` order gets the
 // i-th lowest), where the group's n tasks end at the means of n equal
 // strata of probability of `stops`: the pack's members leave one by one as

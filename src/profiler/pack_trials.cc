@@ -325,7 +325,8 @@ void AddPackColumns(const Workload& workload, const std::vector<PackClassTrials>
   if (classes.empty()) return;
   ProfileTable& table = run.table;
   const size_t first = table.extra_columns.size();
-  for (const char* column : {"pack_class", "pack_rows", "pack_step_s", "pack_start_s", "pack_knobs"})
+  for (const char* column :
+       {"pack_class", "pack_rows", "pack_step_s", "pack_start_s", "pack_knobs"})
     table.extra_columns.push_back(column);
   const size_t columns = table.extra_columns.size();
   const size_t kClass = first, kRows = first + 1, kStep = first + 2, kStart = first + 3,
@@ -348,10 +349,11 @@ void AddPackColumns(const Workload& workload, const std::vector<PackClassTrials>
       auto start = [](const Trial& t) { return t.result.launch_s + StartCost(t.result); };
       std::vector<std::pair<double, double>> starts = {{rows0, start(base)}};
       // The technique's settings each size ran with (its search chose
-      // them): what the executor runs a pack of that size with.
+      // them; {}: its plain ones): what the executor runs a pack of that
+      // size with.
       std::string knobs;
       auto add_knobs = [&](double rows, const Trial& t) {
-        if (!t.result.knobs.is_object() || t.result.knobs.empty()) return;
+        if (!t.result.knobs.is_object()) return;
         knobs += (knobs.empty() ? "" : " ") + Number(rows) + ":" + t.result.knobs.dump();
       };
       add_knobs(rows0, base);

@@ -1,14 +1,14 @@
 // Measuring packs (ProfilerOptions::packs; `saturn profile` without
 // --no-pack): the profile columns the planner chooses packs from
 // (planner/packing.h, Contract 2: pack_class, pack_rows, pack_step_s,
-// pack_start_s).
+// pack_start_s, pack_knobs).
 //
 // Tasks that may share a pack form a class: LoRA tasks of gpt, gpt2 or
 // llama models with equal model objects, precision and optimizer state
 // kind (and, without model.init, equal seeds) — the rules the worker checks
-// when it trains a pack (engine PackTasks) — and no early stopping (its
-// rule would stop one member of a running pack). Members that evaluate
-// pack: each evaluates as alone (worker/pack_job.h). For
+// when it trains a pack (engine PackTasks). Members that evaluate pack:
+// each evaluates as alone (worker/pack_job.h), and an early_stop: rule
+// judges each (one it stops leaves its pack). For
 // each class of two or more tasks, the profiler measures packs of k = 2, 4
 // and 8 copies of one member (its first task; up to twice the class's size),
 // in rounds, each size only where it can matter:

@@ -139,8 +139,8 @@ std::vector<double> ExpectedTotalSteps(const EarlyStopSpec& spec, int group_size
 // never decides. The planner gives a pack's members the steps of their
 // strata of it (planner/packing.h): a pack lasts as long as its last
 // member, not as long as its mean one.
-std::vector<std::pair<long, double>> StopStepDistribution(const EarlyStopSpec& spec,
-                                                          int group_size, long total_steps,
-                                                          long eval_every, int concurrency = 0);
+std::vector<std::pair<long, double>> StopStepDistribution(const EarlyStopSpec& spec, int group_size,
+                                                          long total_steps, long eval_every,
+                                                          int concurrency = 0);
 
 }  // namespace saturn

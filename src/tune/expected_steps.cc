@@ -194,9 +194,9 @@ std::vector<double> ExpectedTotalSteps(const EarlyStopSpec& spec, int group_size
   return out;
 }
 
-std::vector<std::pair<long, double>> StopStepDistribution(const EarlyStopSpec& spec,
-                                                          int group_size, long total_steps,
-                                                          long eval_every, int concurrency) {
+std::vector<std::pair<long, double>> StopStepDistribution(const EarlyStopSpec& spec, int group_size,
+                                                          long total_steps, long eval_every,
+                                                          int concurrency) {
   std::optional<Simulation> sim =
       SimulateRule(spec, group_size, total_steps, eval_every, concurrency);
   if (!sim) return {{total_steps, 1.0}};

@@ -7,12 +7,14 @@
 
 #include <signal.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -271,10 +273,24 @@ TEST_F(ArrayRun, TheArraySizesAreMeasuredInTheProcessOfTheGroupsOwnTrial) {
     EXPECT_GT(size["step_s"].get<double>(), 0.0);
   }
   // The profile's curve: the task alone at its 8 rows, then 2 and 16 members.
-  std::string csv = ReadFile(dir_ + "/profile.csv");
-  std::string row = csv.substr(csv.find('\n') + 1);
-  row = row.substr(0, row.find('\n'));
-  std::string curve = row.substr(row.rfind(',') + 1);
+  // Its pack_start_s column (no field of these rows holds a comma).
+  std::istringstream csv(ReadFile(dir_ + "/profile.csv"));
+  std::string header, row;
+  std::getline(csv, header);
+  std::getline(csv, row);
+  auto fields = [](const std::string& line) {
+    std::vector<std::string> out;
+    std::istringstream in(line);
+    for (std::string f; std::getline(in, f, ',');)
+      out.push_back(f);
+    return out;
+  };
+  std::vector<std::string> names = fields(header), values = fields(row);
+  const size_t column =
+      static_cast<size_t>(std::find(names.begin(), names.end(), "pack_start_s") - names.begin());
+  ASSERT_LT(column, names.size()) << header;
+  ASSERT_LT(column, values.size()) << row;
+  std::string curve = values[column];
   std::vector<std::string> rows_at;
   for (size_t at = 0; at < curve.size();) {
     size_t colon = curve.find(':', at), space = curve.find(' ', at);
@@ -282,7 +298,7 @@ TEST_F(ArrayRun, TheArraySizesAreMeasuredInTheProcessOfTheGroupsOwnTrial) {
     EXPECT_GT(std::stod(curve.substr(colon + 1, space - colon - 1)), 0.0) << curve;
     at = space == std::string::npos ? curve.size() : space + 1;
   }
-  EXPECT_THAT(rows_at, ::testing::ElementsAre("8", "16", "128")) << csv;
+  EXPECT_THAT(rows_at, ::testing::ElementsAre("8", "16", "128")) << row;
   EXPECT_THAT(Log(), HasSubstr("3 trials run"));
 }
 

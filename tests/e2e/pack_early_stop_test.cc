@@ -8,6 +8,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -57,13 +58,15 @@ class PackEarlyStop : public SaturnTestBase {
   }
 
   // The tasks the reference ASHA stops, fed `run`'s logged evaluations in
-  // order; the tasks the run says its rule stopped in `*stopped`.
-  std::set<std::string> ReferenceStops(const std::string& run, std::set<std::string>* stopped) {
+  // order; the tasks the run says its rule stopped in `*stopped`, each with
+  // its task_early_stopped event.
+  std::set<std::string> ReferenceStops(const std::string& run,
+                                       std::map<std::string, Event>* stopped) {
     test::ReferenceAsha asha(10, 2, 40);
     std::set<std::string> expected;
     std::set<std::pair<std::string, long>> seen;
     for (const Event& e : ParseEventLines(ReadFile(dir_ + "/" + run + "/events.jsonl"), "e")) {
-      if (e.kind == EventKind::kTaskEarlyStopped) stopped->insert(e.task);
+      if (e.kind == EventKind::kTaskEarlyStopped) (*stopped)[e.task] = e;
       if (e.kind != EventKind::kTaskEvaluated || expected.count(e.task)) continue;
       long step = e.extra["step"].get<long>();
       if (seen.emplace(e.task, step).second &&
@@ -80,11 +83,14 @@ TEST_F(PackEarlyStop, TheRuleStopsMembersOneByOneAndThePackGoesOnWithoutThem) {
   std::map<std::string, json> p = TasksByName(RunReport("packed", "", &code));
   ASSERT_EQ(code, 0) << Log();
   EXPECT_THAT(Log(), HasSubstr("pack-1: 4 tasks train together from step 0"));
-  std::set<std::string> stopped;
+  std::map<std::string, Event> stopped;
   std::set<std::string> expected = ReferenceStops("packed", &stopped);
   ASSERT_FALSE(expected.empty()) << "the reference stops nothing: the test cannot fail";
   ASSERT_LT(expected.size(), 4u);
-  EXPECT_EQ(stopped, expected);
+  std::set<std::string> names;
+  for (const auto& [name, e] : stopped)
+    names.insert(name);
+  EXPECT_EQ(names, expected);
   // The pack went on without them, from where they all stood.
   EXPECT_THAT(Log(), HasSubstr("pack-1: " + std::to_string(4 - expected.size()) +
                                " tasks train together from step 11"))
@@ -95,8 +101,16 @@ TEST_F(PackEarlyStop, TheRuleStopsMembersOneByOneAndThePackGoesOnWithoutThem) {
   for (const auto& [name, t] : p) {
     EXPECT_EQ(t.value("pack", ""), "pack-1") << name;
     if (stopped.count(name)) {
+      // Judged at the first rung; its pack's worker stopped after the next
+      // step, where its own checkpoint is.
+      const Event& e = stopped[name];
       EXPECT_EQ(t["status"], "stopped") << name;
-      EXPECT_LT(t["steps_done"].get<long>(), 40) << name;
+      EXPECT_EQ(e.extra["eval_step"], 10) << name;
+      EXPECT_EQ(e.extra["step"], 11) << name;
+      EXPECT_EQ(t["steps_done"], 11) << name;
+      EXPECT_TRUE(
+          std::filesystem::exists(dir_ + "/packed/tasks/" + name + "/checkpoints/checkpoint-11"))
+          << name;
       continue;
     }
     EXPECT_EQ(t["status"], "finished") << name;

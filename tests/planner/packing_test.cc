@@ -20,103 +20,13 @@
 #include "planner/pack_search.h"
 #include "planner/packing.h"
 #include "planner/validate.h"
+#include "tests/planner/packing_fixture.h"
 #include "tests/planner/test_problems.h"
 
 namespace saturn {
 namespace {
 
-// One task of a test profile: its class, rows, steps and step time alone on
-// one GPU; ddp on 2 GPUs steps `ddp_speedup` times faster.
-struct Spec {
-  std::string name;
-  std::string cls;
-  double rows = 4;
-  int steps = 100;
-  double step_s = 0.3;
-};
-
-// A pack's step time at `rows` rows on one GPU for a class whose member
-// steps in `base` alone at `rows0` rows: memory-bound below the knee (the
-// base's weights read once a step whatever the batch), then linear in rows.
-double TrueStep(double base, double rows0, double rows) {
-  return base * (0.6 + 0.4 * rows / rows0);
-}
-
-struct Instance {
-  Cluster cluster;
-  ProfileTable profile;
-  Problem problem;
-  PackTerms terms;
-};
-
-// The profile: rows for single (1 GPU) and ddp (2 GPUs, 0.55x the step);
-// pack curves measured at 1, 2, 4 (and on 2 GPUs 8) members' rows.
-std::string ProfileCsv(const std::vector<Spec>& specs, double overhead_s) {
-  std::ostringstream csv;
-  csv << "task,technique,gpus,runtime_s,step_s,steps,pack_class,pack_rows,pack_step_s\n";
-  for (const Spec& s : specs) {
-    for (int gpus : {1, 2}) {
-      double scale = gpus == 1 ? 1.0 : 0.55;
-      double step = s.step_s * scale;
-      std::string curve;
-      for (int k : {1, 2, 4, 8}) {
-        if (gpus == 1 && k == 8) break;  // 8 members do not fit one device
-        double rows = k * s.rows;
-        curve += (curve.empty() ? "" : " ") + std::to_string(rows) + ":" +
-                 std::to_string(TrueStep(step, s.rows, rows));
-      }
-      csv << s.name << "," << (gpus == 1 ? "single" : "ddp") << "," << gpus << ","
-          << overhead_s + s.steps * step << "," << step << "," << s.steps << "," << s.cls << ","
-          << s.rows << "," << (s.cls.empty() ? "" : curve) << "\n";
-    }
-  }
-  return csv.str();
-}
-
-Instance MakeInstance(const std::vector<Spec>& specs, int nodes, double overhead_s = 5.0) {
-  Instance in;
-  std::string yaml = "nodes:\n";
-  for (int n = 0; n < nodes; ++n)
-    yaml += "  - {name: node" + std::to_string(n) + ", gpus: 2}\n";
-  in.cluster = ParseCluster(YAML::Load(yaml), "cluster.yaml");
-  in.profile = ParseProfileCsv(ProfileCsv(specs, overhead_s), "profile.csv", in.cluster);
-  in.problem = ProblemFromProfile(in.profile, in.cluster);
-  in.terms = PackTermsFromProfile(in.profile, in.problem, "profile.csv");
-  return in;
-}
-
-// The reference: steps one at a time, every member still training sends its
-// rows; the step time is interpolated in the measured curve (written here
-// again, not taken from packing.cc).
-std::vector<double> StepByStepEnds(const std::vector<Spec>& members, double step_alone,
-                                   const std::vector<std::pair<double, double>>& curve,
-                                   double overhead) {
-  auto at = [&](double rows) {
-    for (size_t i = 1; i < curve.size(); ++i) {
-      if (rows <= curve[i].first) {
-        double f = (rows - curve[i - 1].first) / (curve[i].first - curve[i - 1].first);
-        return curve[i - 1].second * (1 - f) + curve[i].second * f;
-      }
-    }
-    return curve.back().second;
-  };
-  (void)step_alone;
-  std::vector<double> ends(members.size());
-  double t = overhead;
-  int longest = 0;
-  for (const Spec& m : members)
-    longest = std::max(longest, m.steps);
-  for (int step = 0; step < longest; ++step) {
-    double rows = 0;
-    for (const Spec& m : members)
-      rows += step < m.steps ? m.rows : 0;
-    t += at(rows);
-    for (size_t i = 0; i < members.size(); ++i) {
-      if (members[i].steps == step + 1) ends[i] = t;
-    }
-  }
-  return ends;
-}
+using namespace packing_test;  // NOLINT: the fixture's instances
 
 TEST(Packing, MemberEndsFollowTheMembersStepByStep) {
   std::vector<Spec> specs = {
@@ -152,102 +62,6 @@ TEST(Packing, MemberEndsFollowTheMembersStepByStep) {
       PackMemberEnds(large.problem, large.terms, {0, 1, 2, 3, 4}, large.problem.tasks[0].options[1])
           .size(),
       5u);
-}
-
-// Under early stopping a pack's members leave one by one as the rule stops
-// them, and the pack lasts as long as its last one: members that share a
-// rule's distribution of where it stops them (here ASHA's successive
-// halving from 50 of 400 steps: half at 50, a quarter at 100, an eighth at
-// 200, an eighth finish; 125 on average) train the steps of its strata.
-// Four members: 50, 50, 100 and (200 + 400) / 2 = 300; two: 50 and 200;
-// one: the mean. A member without a rule keeps its own steps.
-TEST(Packing, MembersUnderEarlyStoppingLeaveAtTheirStrataOfWhereTheRuleStops) {
-  std::vector<Spec> specs(5, Spec{"m", "gpt", 4, 125, 0.3});
-  for (int i = 0; i < 5; ++i)
-    specs[i].name = "m" + std::to_string(i);
-  specs[4].steps = 80;
-  Instance in = MakeInstance(specs, 1, 7.0);
-  const std::vector<std::pair<double, double>> halving = {
-      {50, 0.5}, {100, 0.25}, {200, 0.125}, {400, 0.125}};
-  for (int j = 0; j < 4; ++j)
-    in.terms.tasks[j].stops = halving;
-  EXPECT_EQ(MemberSteps(in.terms, {0, 1, 2, 3}), (std::vector<double>{50, 50, 100, 300}));
-  EXPECT_EQ(MemberSteps(in.terms, {2, 0}), (std::vector<double>{50, 200}));
-  EXPECT_EQ(MemberSteps(in.terms, {3}), (std::vector<double>{125}));
-  EXPECT_EQ(MemberSteps(in.terms, {4, 1, 0}), (std::vector<double>{80, 50, 200}));
-  // Two of a group of four judged together: two of its four (50, 50, 100,
-  // 300) drawn without replacement, the lower 350 / 6 on average, the higher
-  // 1150 / 6; together the two means.
-  for (int j = 0; j < 4; ++j)
-    in.terms.tasks[j].group = 4;
-  std::vector<double> two = MemberSteps(in.terms, {2, 0});
-  EXPECT_NEAR(two[0], 350.0 / 6, 1e-9);
-  EXPECT_NEAR(two[1], 1150.0 / 6, 1e-9);
-  EXPECT_EQ(MemberSteps(in.terms, {0, 1, 2, 3}), (std::vector<double>{50, 50, 100, 300}));
-  for (int j = 0; j < 4; ++j)
-    in.terms.tasks[j].group = 0;
-  const Option& ddp = in.problem.tasks[0].options[1];
-  std::vector<double> ends = PackMemberEnds(in.problem, in.terms, {0, 1, 2, 3}, ddp);
-  std::vector<std::pair<double, double>> curve;
-  for (int k : {1, 2, 4, 8})
-    curve.emplace_back(k * 4.0, TrueStep(0.3 * 0.55, 4, k * 4.0));
-  std::vector<Spec> stopped = specs;
-  stopped.resize(4);
-  const int at[] = {50, 50, 100, 300};
-  for (int i = 0; i < 4; ++i)
-    stopped[i].steps = at[i];
-  std::vector<double> want = StepByStepEnds(stopped, 0.3 * 0.55, curve, 7.0);
-  ASSERT_EQ(ends.size(), 4u);
-  for (size_t i = 0; i < 4; ++i)
-    EXPECT_NEAR(ends[i], want[i], 1e-6 * want[i]) << i;
-  // Alone it is its mean: its (scaled) runtime.
-  EXPECT_EQ(PackMemberEnds(in.problem, in.terms, {0}, ddp),
-            (std::vector<double>{in.problem.tasks[0].options[1].runtime_s}));
-}
-
-// The pack model under early stopping against a Monte Carlo written here:
-// a group of 16 tasks whose rule ends them at its strata (successive
-// halving from 50 of 400 steps: 8 at 50, 4 at 100, 2 at 200, 2 at 400);
-// packs of 3 of them drawn at random, stepped one step at a time (the
-// reference above). The mean of their last member's end is what
-// PackMemberEnds plans, within the Monte Carlo's noise; planning on each
-// member's mean (125 steps) would be far off.
-TEST(Packing, APackOfMembersUnderEarlyStoppingLastsAsPacksDrawnFromTheGroupDo) {
-  std::vector<Spec> specs(3, Spec{"m", "gpt", 4, 125, 0.3});
-  for (int i = 0; i < 3; ++i)
-    specs[i].name = "m" + std::to_string(i);
-  Instance in = MakeInstance(specs, 1, 7.0);
-  for (int j = 0; j < 3; ++j) {
-    in.terms.tasks[j].stops = {{50, 0.5}, {100, 0.25}, {200, 0.125}, {400, 0.125}};
-    in.terms.tasks[j].group = 16;
-  }
-  const Option& single = in.problem.tasks[0].options[0];
-  std::vector<double> ends = PackMemberEnds(in.problem, in.terms, {0, 1, 2}, single);
-  ASSERT_EQ(ends.size(), 3u);
-  const double planned = *std::max_element(ends.begin(), ends.end());
-  std::vector<std::pair<double, double>> curve;
-  for (int k : {1, 2, 4})
-    curve.emplace_back(k * 4.0, TrueStep(0.3, 4, k * 4.0));
-  std::vector<int> group;
-  for (auto [steps, count] : std::vector<std::pair<int, int>>{{50, 8}, {100, 4}, {200, 2}, {400, 2}})
-    group.insert(group.end(), count, steps);
-  std::mt19937 random(5);
-  double sum = 0.0;
-  const int draws = 20000;
-  for (int d = 0; d < draws; ++d) {
-    std::shuffle(group.begin(), group.end(), random);
-    std::vector<Spec> pack = specs;
-    for (int i = 0; i < 3; ++i)
-      pack[i].steps = group[i];
-    std::vector<double> e = StepByStepEnds(pack, 0.3, curve, 7.0);
-    sum += *std::max_element(e.begin(), e.end());
-  }
-  const double simulated = sum / draws;
-  EXPECT_NEAR(planned, simulated, 0.01 * simulated);
-  // On each member's mean, every member would leave at 125 steps.
-  std::vector<Spec> mean = specs;
-  std::vector<double> e = StepByStepEnds(mean, 0.3, curve, 7.0);
-  EXPECT_LT(*std::max_element(e.begin(), e.end()), 0.85 * simulated);  // 0.80x
 }
 
 // Ranks: b (rank 16) steps in 1.3 s alone where its class's curve (its
@@ -308,8 +122,9 @@ TEST(Packing, BadPackColumnsNameTheFileLineAndColumn) {
   EXPECT_THROW(terms_of(head + "a,single,1,30,0.3,100,gpt,4,4:0.3\na,ddp,2,20,0.2,100,x,4,4:0.2\n"),
                InputError);
   // pack_knobs: KNOBS must be a JSON object, ROWS ascending.
-  const std::string with_knobs = "task,technique,gpus,runtime_s,step_s,steps,pack_class,pack_rows,"
-                                 "pack_step_s,pack_knobs\n";
+  const std::string with_knobs =
+      "task,technique,gpus,runtime_s,step_s,steps,pack_class,pack_rows,"
+      "pack_step_s,pack_knobs\n";
   try {
     terms_of(with_knobs + "a,single,1,30,0.3,100,gpt,4,4:0.3,4:recompute\n");
     FAIL() << "knobs that are not JSON accepted";
@@ -318,19 +133,6 @@ TEST(Packing, BadPackColumnsNameTheFileLineAndColumn) {
     EXPECT_NE(std::string(e.what()).find("'4:recompute'"), std::string::npos) << e.what();
   }
   EXPECT_THROW(terms_of(with_knobs + "a,single,1,30,0.3,100,gpt,4,4:0.3,8:{} 4:{}\n"), InputError);
-}
-
-// A pack runs with the settings measured for the fewest rows at or above
-// its own (what fit that many fits fewer), the last point's beyond them.
-TEST(Packing, APackRunsWithTheKnobsOfTheSmallestMeasuredSizeThatHoldsIt) {
-  const std::string knobs = R"(8:{"recompute":false} 16:{"recompute":false,"shard":2} 32:{"recompute":true})";
-  EXPECT_EQ(PackKnobsAt(knobs, 8), R"({"recompute":false})");
-  EXPECT_EQ(PackKnobsAt(knobs, 12), R"({"recompute":false,"shard":2})");
-  EXPECT_EQ(PackKnobsAt(knobs, 16), R"({"recompute":false,"shard":2})");
-  EXPECT_EQ(PackKnobsAt(knobs, 20), R"({"recompute":true})");
-  EXPECT_EQ(PackKnobsAt(knobs, 64), R"({"recompute":true})");
-  EXPECT_EQ(PackKnobsAt(knobs, 2), R"({"recompute":false})");
-  EXPECT_EQ(PackKnobsAt("", 8), "");
 }
 
 TEST(Packing, StartingAPackCostsWhatItsStartCurveAddsOverAMemberAlone) {
