@@ -77,39 +77,35 @@ std::pair<int, int> EarlyStopper::GroupOf(const WorkloadTask& task, const Worklo
   return {size, concurrency};
 }
 
-std::vector<std::pair<long, double>> EarlyStopper::StopDistribution(
-    const WorkloadTask& task, const Workload& workload) const {
-  if (!task.early_stop.enabled() || task.steps <= 0) return {{task.steps, 1.0}};
+const RuleOutlook& EarlyStopper::OutlookOf(const WorkloadTask& task,
+                                           const Workload& workload) const {
   auto [size, concurrency] = GroupOf(task, workload);
   long every = EvalEvery(task);
   auto key = std::make_tuple(task.stop_group, size, task.steps, every, concurrency);
-  auto it = stops_.find(key);
-  if (it == stops_.end()) {
-    it = stops_
-             .emplace(key,
-                      StopStepDistribution(task.early_stop, size, task.steps, every, concurrency))
-             .first;
+  auto it = outlooks_.find(key);
+  if (it == outlooks_.end()) {
+    it =
+        outlooks_.emplace(key, OutlookOfRule(task.early_stop, size, task.steps, every, concurrency))
+            .first;
   }
   return it->second;
 }
 
+std::vector<std::pair<long, double>> EarlyStopper::StopDistribution(
+    const WorkloadTask& task, const Workload& workload) const {
+  if (!task.early_stop.enabled() || task.steps <= 0) return {{task.steps, 1.0}};
+  return OutlookOf(task, workload).stops;
+}
+
 double EarlyStopper::ExpectedFraction(const WorkloadTask& task, const Workload& workload) const {
   if (!task.early_stop.enabled() || task.steps <= 0) return 1.0;
-  auto [size, concurrency] = GroupOf(task, workload);
-  long every = EvalEvery(task);
-  auto key = std::make_tuple(task.stop_group, size, task.steps, every, concurrency);
-  auto it = expected_.find(key);
-  if (it == expected_.end()) {
-    Expected e{ExpectedTotalSteps(task.early_stop, size, task.steps, every, concurrency),
-               MakeStopRule(task.early_stop)->DecisionSteps(task.steps, every)};
-    it = expected_.emplace(key, std::move(e)).first;
-  }
-  const std::vector<long>& decisions = it->second.decisions;
+  const RuleOutlook& outlook = OutlookOf(task, workload);
+  const std::vector<long>& decisions = outlook.decisions;
   auto last = last_evaluated_.find(task.name);
   long evaluated = last == last_evaluated_.end() ? 0 : last->second;
   size_t passed = static_cast<size_t>(
       std::upper_bound(decisions.begin(), decisions.end(), evaluated) - decisions.begin());
-  const std::vector<double>& table = it->second.steps;
+  const std::vector<double>& table = outlook.expected;
   if (table.empty()) return 1.0;
   double steps = table[std::min(passed, table.size() - 1)];
   return std::clamp(steps / static_cast<double>(task.steps), 0.0, 1.0);

@@ -79,18 +79,11 @@ class EarlyStopper {
   std::set<std::pair<std::string, long>> seen_;             // (task, step) evaluated
   std::map<std::string, long> last_evaluated_;              // task -> its latest step
   std::map<std::string, int> generation_;                   // task -> times forgotten
-  // (group, size, steps, every, concurrency) -> expected total steps by
-  // decisions passed, and the steps the rule decides at.
-  struct Expected {
-    std::vector<double> steps;
-    std::vector<long> decisions;
-  };
-  mutable std::map<std::tuple<std::string, int, long, long, int>, Expected> expected_;
-  // The same key -> StopStepDistribution (a Monte Carlo of its own, once
-  // per group).
-  mutable std::map<std::tuple<std::string, int, long, long, int>,
-                   std::vector<std::pair<long, double>>>
-      stops_;
+  // (group, size, steps, every, concurrency) -> the rule's outlook: expected
+  // total steps by decisions passed, where it stops tasks, and the steps it
+  // decides at (one Monte Carlo per group).
+  const RuleOutlook& OutlookOf(const WorkloadTask& task, const Workload& workload) const;
+  mutable std::map<std::tuple<std::string, int, long, long, int>, RuleOutlook> outlooks_;
 };
 
 }  // namespace saturn

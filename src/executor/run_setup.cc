@@ -213,8 +213,8 @@ Problem ExpectedWorkProblem(const RunContext& run, bool* any) {
 }
 
 // Under early stopping, each task's pack terms: where its rule may end it
-// (planner/packing.h's MemberSteps gives a pack's members strata of it),
-// and its expected steps, as the problem's runtimes count them.
+// (planner/packing.h's MemberSteps prices a pack's members on it), and its
+// expected steps, as the problem's runtimes count them.
 void ExpectStopsAndSteps(const RunContext& run, PackTerms& terms) {
   ExpectStops(run, terms);
   for (PackTerms::Member& m : terms.tasks) {

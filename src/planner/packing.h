@@ -21,7 +21,7 @@
 //   step_s, steps (existing) the task's own step time and step count.
 //
 // A pack's runtime follows its members: with members' steps s1 <= s2 <= ...
-// (under early stopping, MemberSteps: their strata of where the rule stops them),
+// (under early stopping, MemberSteps: where the rule is expected to stop them),
 // all members step together until s1, then the rest (fewer rows, faster
 // steps) until s2, and so on; member i ends when its steps are done. Step
 // time at R rows is linear between the measured points (the first point's
@@ -59,8 +59,7 @@ struct PackTerms {
     double steps = 0.0;  // under early stopping: its expected steps (stops' mean)
     // Under early stopping (empty otherwise): where its rule ends it, as
     // (steps, probability) ascending (tune/early_stop.h's
-    // StopStepDistribution). The c members of a pack with equal `stops` are
-    // given the steps of its c strata, lowest first (MemberSteps).
+    // StopStepDistribution), which MemberSteps prices a pack's members on.
     std::vector<std::pair<double, double>> stops;
     int group = 0;  // how many tasks the rule judges together (0: as many as share a pack)
     std::string stop_group = {};  // which tasks those are (members of one draw share it)

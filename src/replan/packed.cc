@@ -35,8 +35,8 @@ Members LeftOf(const Problem& base, const PackTerms& terms,
     Task& t = m.problem.tasks.emplace_back(Task{task.name, {}});
     PackTerms::Member member = terms.tasks[static_cast<size_t>(j)];
     member.steps *= left;
-    // Where its rule may end it (MemberSteps' strata) holds for a member
-    // no rule has judged yet; one that trained goes on for its expected
+    // Where its rule may end it (MemberSteps) holds for a member no rule
+    // has judged yet; one that trained goes on for its expected
     // work left, on average (a re-plan comes at every stop).
     if (p.done > 0 || p.has_checkpoint) {
       member.stops.clear();

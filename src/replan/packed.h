@@ -3,8 +3,8 @@
 // Packs are kept as units: each pack with two or more members left is one
 // task of the remaining problem, its options the pack's model
 // (planner/packing.h) over what its members have left (members not started
-// under early stopping: MemberSteps' strata of where their rule may end
-// them; the others their expected work left). A pack not started
+// under early stopping: MemberSteps, where their rule may end them; the
+// others their expected work left). A pack not started
 // may move, start elsewhere or later, like any task; a running pack keeps
 // running where it runs (its one option, pinned). Tasks alone are as
 // BuildRemainingProblem makes them. What packs there are comes from each

@@ -136,11 +136,21 @@ std::vector<double> ExpectedTotalSteps(const EarlyStopSpec& spec, int group_size
 // it: (steps trained, probability), ascending in steps, probabilities
 // summing to 1, its mean ExpectedTotalSteps's first value (unless that is
 // raised to the first decision step). {(total_steps, 1)} where the rule
-// never decides. The planner gives a pack's members the steps of their
-// strata of it (planner/packing.h): a pack lasts as long as its last
+// never decides. The planner prices a pack's members on it
+// (planner/packing.h's MemberSteps): a pack lasts as long as its last
 // member, not as long as its mean one.
 std::vector<std::pair<long, double>> StopStepDistribution(const EarlyStopSpec& spec, int group_size,
                                                           long total_steps, long eval_every,
                                                           int concurrency = 0);
+
+// Both from one simulation, with the rule's decision steps (what the
+// executor's EarlyStopper keeps per group).
+struct RuleOutlook {
+  std::vector<double> expected;                // ExpectedTotalSteps
+  std::vector<std::pair<long, double>> stops;  // StopStepDistribution
+  std::vector<long> decisions;                 // the rule's DecisionSteps(total, every)
+};
+RuleOutlook OutlookOfRule(const EarlyStopSpec& spec, int group_size, long total_steps,
+                          long eval_every, int concurrency = 0);
 
 }  // namespace saturn

@@ -161,21 +161,15 @@ std::optional<Simulation> SimulateRule(const EarlyStopSpec& spec, int group_size
 
 }  // namespace
 
-std::vector<double> ExpectedTotalSteps(const EarlyStopSpec& spec, int group_size, long total_steps,
-                                       long eval_every, int concurrency) {
-  double total = static_cast<double>(total_steps);
-  if (!spec.enabled()) return {total};
-  std::optional<Simulation> sim =
-      SimulateRule(spec, group_size, total_steps, eval_every, concurrency);
-  if (!sim) {
-    size_t d = MakeStopRule(spec)->DecisionSteps(total_steps, eval_every).size();
-    return std::vector<double>(d + 1, total);
-  }
-  const std::vector<long>& decisions = sim->decisions;
-  const std::vector<long>& coarse = sim->coarse;
-  const Tally& tally = sim->tally;
-  size_t d = decisions.size();
+namespace {
 
+// E[steps | passed k real decision steps] (ExpectedTotalSteps) from one
+// simulation.
+std::vector<double> ExpectedFromSimulation(const Simulation& sim, double total) {
+  const std::vector<long>& decisions = sim.decisions;
+  const std::vector<long>& coarse = sim.coarse;
+  const Tally& tally = sim.tally;
+  size_t d = decisions.size();
   // E[steps | passed j simulated steps]; where no task got that far, the
   // next one's (more steps: an over- rather than an under-estimate).
   std::vector<double> simulated_e(coarse.size() + 1, total);
@@ -194,19 +188,43 @@ std::vector<double> ExpectedTotalSteps(const EarlyStopSpec& spec, int group_size
   return out;
 }
 
-std::vector<std::pair<long, double>> StopStepDistribution(const EarlyStopSpec& spec, int group_size,
-                                                          long total_steps, long eval_every,
-                                                          int concurrency) {
+}  // namespace
+
+RuleOutlook OutlookOfRule(const EarlyStopSpec& spec, int group_size, long total_steps,
+                          long eval_every, int concurrency) {
+  const double total = static_cast<double>(total_steps);
+  RuleOutlook outlook;
+  if (!spec.enabled()) {
+    outlook.expected = {total};
+    outlook.stops = {{total_steps, 1.0}};
+    return outlook;
+  }
+  outlook.decisions = MakeStopRule(spec)->DecisionSteps(total_steps, eval_every);
   std::optional<Simulation> sim =
       SimulateRule(spec, group_size, total_steps, eval_every, concurrency);
-  if (!sim) return {{total_steps, 1.0}};
+  if (!sim) {
+    outlook.expected.assign(outlook.decisions.size() + 1, total);
+    outlook.stops = {{total_steps, 1.0}};
+    return outlook;
+  }
+  outlook.expected = ExpectedFromSimulation(*sim, total);
   double all = 0.0;
   for (const auto& [steps, tasks] : sim->tally.trained)
     all += tasks;
-  std::vector<std::pair<long, double>> out;
   for (const auto& [steps, tasks] : sim->tally.trained)
-    out.emplace_back(steps, tasks / all);
-  return out;
+    outlook.stops.emplace_back(steps, tasks / all);
+  return outlook;
+}
+
+std::vector<double> ExpectedTotalSteps(const EarlyStopSpec& spec, int group_size, long total_steps,
+                                       long eval_every, int concurrency) {
+  return OutlookOfRule(spec, group_size, total_steps, eval_every, concurrency).expected;
+}
+
+std::vector<std::pair<long, double>> StopStepDistribution(const EarlyStopSpec& spec, int group_size,
+                                                          long total_steps, long eval_every,
+                                                          int concurrency) {
+  return OutlookOfRule(spec, group_size, total_steps, eval_every, concurrency).stops;
 }
 
 }  // namespace saturn
