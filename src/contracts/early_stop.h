@@ -24,6 +24,9 @@ struct EarlyStopSpec {
   long grace_steps = 0;              // no decision before this many steps
   long reduction_factor = 2;         // asha: rungs at G, G*R, G*R^2, ...; keep the top 1/R
   long min_samples = 3;              // median: other tasks needed at a step to decide
+  // `order`: shuffled (default): the tasks are taken in a random order fixed
+  // by their names (contracts/workload_early_stop.h); written: as written.
+  bool shuffle = true;
   int line = 0;                      // where `early_stop:` is written
 
   bool enabled() const { return !rule.empty(); }

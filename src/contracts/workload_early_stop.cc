@@ -1,12 +1,16 @@
 #include "contracts/workload_early_stop.h"
 
+#include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "common/defaults.h"
 #include "common/error.h"
 #include "common/format.h"
 #include "common/limits.h"
+#include "common/mix.h"
 #include "contracts/workload_model.h"
 
 namespace saturn {
@@ -86,18 +90,42 @@ EarlyStopSpec ReadEarlyStop(const YamlFields& top, const Workload& w) {
   }
   YamlFields rule(e.Required(spec.rule), top.source(), e.FieldPath(spec.rule));
   if (spec.rule == "asha") {
-    rule.AllowOnly({"metric", "grace_steps", "reduction_factor"});
+    rule.AllowOnly({"metric", "grace_steps", "reduction_factor", "order"});
     spec.reduction_factor = rule.OptionalInt("reduction_factor", 2, 1000).value_or(2);
   } else {
-    rule.AllowOnly({"metric", "grace_steps", "min_samples"});
+    rule.AllowOnly({"metric", "grace_steps", "min_samples", "order"});
     spec.min_samples = rule.OptionalInt("min_samples", 1, defaults::kMaxWorkloadTasks).value_or(3);
   }
   spec.metric = rule.OptionalString("metric").value_or("eval_loss");
   CheckMetric(rule, spec.metric);
   spec.grace_steps = rule.Int("grace_steps", 1, limits::kMaxSteps);
+  std::string order = rule.OptionalString("order").value_or("shuffled");
+  if (order != "shuffled" && order != "written") {
+    rule.Fail("order", "expected shuffled or written, got " + Quote(order));
+  }
+  spec.shuffle = order == "shuffled";
   CheckTasksEvaluate(spec, rule, w);
   return spec;
 }
+
+namespace {
+
+// The tasks in a random order fixed by their names (order: shuffled): the
+// rules judge a task against those that reached a step before it, so a grid
+// written from its worst settings to its best would stop none of them (see
+// contracts/workload_early_stop.h).
+void ShuffleTasks(std::vector<WorkloadTask>& tasks) {
+  uint64_t seed = 0x5a7u;
+  for (const WorkloadTask& t : tasks)
+    for (char c : t.name)
+      seed = SplitMix64(seed ^ static_cast<unsigned char>(c));
+  for (size_t i = tasks.size(); i > 1; --i) {
+    seed = SplitMix64(seed);
+    std::swap(tasks[i - 1], tasks[seed % i]);
+  }
+}
+
+}  // namespace
 
 void ReadModelSelection(const YamlFields& top, Workload& w) {
   w.early_stop = ReadEarlyStop(top, w);
@@ -107,6 +135,7 @@ void ReadModelSelection(const YamlFields& top, Workload& w) {
     t.select = w.select;
     if (t.early_stop.enabled()) t.stop_group = w.source;
   }
+  if (w.early_stop.enabled() && w.early_stop.shuffle) ShuffleTasks(w.tasks);
 }
 
 }  // namespace saturn

@@ -122,7 +122,10 @@ std::unique_ptr<StopRule> MakeStopRule(const EarlyStopSpec& spec);
 // finishes: the order in which they reach each rung is the one a cluster of
 // that many slots gives, which is what makes ASHA asynchronous (the first
 // tasks to reach a rung meet few rivals there, so more of them go on than
-// 1/R). Real curves cross and real tasks differ in speed, so take it as an
+// 1/R). The workload reader shuffles a group's tasks (early_stop's
+// `order: shuffled`, the default) so that a grid's start order is random as
+// here; under `order: written` a grid written worst-first stops far less than
+// this. Real curves cross and real tasks differ in speed, so take it as an
 // estimate. To stay cheap (under 0.5 s for
 // 5000 tasks) groups over 5000 tasks are simulated as 5000, each simulation
 // repeats max(8, 20000 / tasks) times, and a rule with over 32 decision

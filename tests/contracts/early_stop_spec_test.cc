@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <string>
+#include <vector>
 
 #include "common/error.h"
 #include "common/fs.h"
@@ -97,6 +99,40 @@ TEST_F(EarlyStopSpecTest, BadRulesAndTasksThatCannotTakePartAreNamed) {
   EXPECT_THAT(ErrorOf("{asha: {grace_steps: 50}}", 30),
               HasSubstr("early_stop.asha.grace_steps: 50 is not a multiple of task "
                         "'gpt-lr1.0e-3' (line 3)'s eval.every (30)"));
+}
+
+// Under a rule the tasks stand in a random order fixed by their names (the
+// order the planner breaks ties in); `order: written` keeps the order
+// written; without a rule the order is never changed.
+TEST_F(EarlyStopSpecTest, TasksUnderARuleAreShuffledByNameUnlessTheOrderIsWritten) {
+  auto grid = [&](const std::string& early_stop) {
+    std::string text =
+        "cluster: {nodes: [{name: n0, gpus: 2}]}\ntasks:\n"
+        "  - {name: g, model: {type: gpt, layers: 2, d_model: 32, heads: 2, seq_len: 16}, "
+        "data: {type: text, path: data/corpus.txt}, batch_size: 8, steps: 40, "
+        "optimizer: {type: adamw, lr: 1.0e-3}, eval: {every: 10}, "
+        "sweep: {optimizer.lr: [1.0e-5, 3.0e-5, 1.0e-4, 3.0e-4, 1.0e-3, 3.0e-3, 1.0e-2, "
+        "3.0e-2]}}\n";
+    if (!early_stop.empty()) text += "early_stop: " + early_stop + "\n";
+    std::vector<std::string> names;
+    for (const WorkloadTask& t : ParseWorkload(text, "w.yaml", dir_).tasks)
+      names.push_back(t.name);
+    return names;
+  };
+  std::vector<std::string> written = grid("");
+  ASSERT_EQ(written.size(), 8u);
+  EXPECT_EQ(written.front(), "g-lr1.0e-5");
+  EXPECT_EQ(written.back(), "g-lr3.0e-2");
+  EXPECT_EQ(grid("{asha: {grace_steps: 10, order: written}}"), written);
+  std::vector<std::string> shuffled = grid("{asha: {grace_steps: 10}}");
+  EXPECT_NE(shuffled, written);
+  EXPECT_THAT(shuffled, ::testing::UnorderedElementsAreArray(written));
+  // Fixed by the names: every read (a resumed run's too) gives the same
+  // order, whichever rule.
+  EXPECT_EQ(grid("{asha: {grace_steps: 10}}"), shuffled);
+  EXPECT_EQ(grid("{median: {grace_steps: 10, order: shuffled}}"), shuffled);
+  EXPECT_THAT(ErrorOf("{asha: {grace_steps: 50, order: random}}"),
+              HasSubstr("early_stop.asha.order: expected shuffled or written, got 'random'"));
 }
 
 TEST_F(EarlyStopSpecTest, SelectSaysWhatBestMeansAndDefaultsToTheRulesMetric) {

@@ -13,6 +13,8 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <string>
+#include <tuple>
 #include <vector>
 
 #include "common/fs.h"
@@ -38,7 +40,8 @@ class EarlyStopRun : public ::testing::Test {
     WriteWorkload("asha: {metric: eval_loss, grace_steps: 2, reduction_factor: 2}");
   }
   // Six learning rates on one device: the tasks run one after another.
-  void WriteWorkload(const std::string& rule) {
+  void WriteWorkload(const std::string& rule,
+                     const std::string& lrs = "1.0e-2, 1.0, 1.0e-3, 1.0e-5, 1.0e-1, 1.0e-4") {
     WriteFileAtomic(dir_ + "/w.yaml",
                     "cluster: {nodes: [{name: n0, gpus: 1, gpu_memory_gib: 1}]}\n"
                     "tasks:\n"
@@ -50,7 +53,8 @@ class EarlyStopRun : public ::testing::Test {
                     "    optimizer: {type: sgd, lr: 0.1}\n"
                     "    steps: 16\n"
                     "    eval: {every: 2}\n"
-                    "    sweep: {optimizer.lr: [1.0e-2, 1.0, 1.0e-3, 1.0e-5, 1.0e-1, 1.0e-4]}\n"
+                    "    sweep: {optimizer.lr: [" +
+                        lrs + "]}\n"
                     "early_stop: {" +
                         rule + "}\n");
   }
@@ -155,6 +159,42 @@ TEST_F(EarlyStopRun, TheMedianRuleStopsWhatTheMedianRuleStops) {
   json report = json::parse(ReadFile(dir_ + "/run/report.json"));
   for (const json& t : report["tasks"])
     EXPECT_EQ(t["status"], stopped.count(t["task"]) ? "stopped" : "finished") << t["task"];
+}
+
+// A grid written from its worst learning rate to its best (the fake
+// worker's loss grows with |log10(lr) + 3|): in the order written, each
+// task beats every one before it at each rung and ASHA stops none; in the
+// order the workload reader shuffles it into (the default), ASHA stops some
+// and the run trains fewer steps.
+TEST_F(EarlyStopRun, AGridWrittenWorstFirstStopsNothingUnlessShuffled) {
+  const std::string worst_first = "1.0e+2, 1.0e+1, 1.0, 1.0e-1, 1.0e-2, 1.0e-3";
+  auto run = [&](const std::string& order) {
+    fs::remove_all(dir_ + "/run");
+    WriteWorkload("asha: {metric: eval_loss, grace_steps: 2, reduction_factor: 2" + order + "}",
+                  worst_first);
+    EXPECT_EQ(RunSaturn(), 0) << ReadFile(dir_ + "/out.log");
+    std::vector<std::string> started;
+    int stopped = 0;
+    for (const Event& e : ParseEventLines(ReadFile(dir_ + "/run/events.jsonl"), "events")) {
+      if (e.kind == EventKind::kTaskStarted) started.push_back(e.task);
+      if (e.kind == EventKind::kTaskEarlyStopped) ++stopped;
+    }
+    long steps = 0;
+    json report = json::parse(ReadFile(dir_ + "/run/report.json"));
+    for (const json& t : report["tasks"])
+      steps += t["steps_done"].get<long>();
+    return std::make_tuple(started, stopped, steps);
+  };
+  auto [written_order, written_stops, written_steps] = run(", order: written");
+  EXPECT_THAT(written_order,
+              ::testing::ElementsAre("t-lr1.0e+2", "t-lr1.0e+1", "t-lr1.0", "t-lr1.0e-1",
+                                     "t-lr1.0e-2", "t-lr1.0e-3"));
+  EXPECT_EQ(written_stops, 0);
+  EXPECT_EQ(written_steps, 6 * 16);
+  auto [shuffled_order, shuffled_stops, shuffled_steps] = run("");
+  EXPECT_NE(shuffled_order, written_order);
+  EXPECT_GE(shuffled_stops, 1);
+  EXPECT_LT(shuffled_steps, written_steps);
 }
 
 // A task cancelled and replaced by a new one of its name (saturn serve) is
