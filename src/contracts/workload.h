@@ -77,6 +77,10 @@ struct WorkloadTask {
   // (the workload's source: a submission's tasks are a group of their own).
   EarlyStopSpec early_stop;
   std::string stop_group;
+  // Its place in the workload as written and expanded (0, 1, ...): the
+  // tasks of a group the rule shuffled (early_stop's order) stand in
+  // another order, and the report lists them in this one.
+  int written = 0;
   SelectSpec select;  // its workload's select: (what "best" means)
   int line = 0;       // where the task is defined
 };

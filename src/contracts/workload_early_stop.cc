@@ -130,9 +130,11 @@ void ShuffleTasks(std::vector<WorkloadTask>& tasks) {
 void ReadModelSelection(const YamlFields& top, Workload& w) {
   w.early_stop = ReadEarlyStop(top, w);
   w.select = ReadSelect(top, w, w.early_stop);
+  int written = 0;
   for (WorkloadTask& t : w.tasks) {
     t.early_stop = w.early_stop;
     t.select = w.select;
+    t.written = written++;
     if (t.early_stop.enabled()) t.stop_group = w.source;
   }
   if (w.early_stop.enabled() && w.early_stop.shuffle) ShuffleTasks(w.tasks);

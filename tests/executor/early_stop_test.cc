@@ -165,7 +165,7 @@ TEST_F(EarlyStopRun, TheMedianRuleStopsWhatTheMedianRuleStops) {
 // worker's loss grows with |log10(lr) + 3|): in the order written, each
 // task beats every one before it at each rung and ASHA stops none; in the
 // order the workload reader shuffles it into (the default), ASHA stops some
-// and the run trains fewer steps.
+// and the run trains fewer steps. The report lists the tasks as written.
 TEST_F(EarlyStopRun, AGridWrittenWorstFirstStopsNothingUnlessShuffled) {
   const std::string worst_first = "1.0e+2, 1.0e+1, 1.0, 1.0e-1, 1.0e-2, 1.0e-3";
   auto run = [&](const std::string& order) {
@@ -181,8 +181,14 @@ TEST_F(EarlyStopRun, AGridWrittenWorstFirstStopsNothingUnlessShuffled) {
     }
     long steps = 0;
     json report = json::parse(ReadFile(dir_ + "/run/report.json"));
-    for (const json& t : report["tasks"])
+    std::vector<std::string> listed;
+    for (const json& t : report["tasks"]) {
       steps += t["steps_done"].get<long>();
+      listed.push_back(t["task"]);
+    }
+    // The report lists them as written, whatever order they ran in.
+    EXPECT_THAT(listed, ::testing::ElementsAre("t-lr1.0e+2", "t-lr1.0e+1", "t-lr1.0", "t-lr1.0e-1",
+                                               "t-lr1.0e-2", "t-lr1.0e-3"));
     return std::make_tuple(started, stopped, steps);
   };
   auto [written_order, written_stops, written_steps] = run(", order: written");
