@@ -210,32 +210,6 @@ std::string WhyInPack(const Plan& plan, const std::string& pack) {
   return why + "; ";
 }
 
-// The tasks of each early-stopping group in the order written (the reader
-// shuffles them: early_stop's order), in the places the group holds; every
-// other task where it is.
-void ListInWrittenOrder(const RunContext& run, std::vector<RunReportTask>& tasks) {
-  std::map<std::string, std::vector<size_t>> places;
-  for (size_t j = 0; j < tasks.size(); ++j) {
-    const std::string& group = run.WorkloadTaskOf(static_cast<int>(j)).stop_group;
-    if (!group.empty()) places[group].push_back(j);
-  }
-  std::vector<size_t> order(tasks.size());
-  std::iota(order.begin(), order.end(), size_t{0});
-  for (const auto& [group, at] : places) {
-    std::vector<size_t> sorted = at;
-    std::stable_sort(sorted.begin(), sorted.end(), [&](size_t a, size_t b) {
-      return run.WorkloadTaskOf(static_cast<int>(a)).written <
-             run.WorkloadTaskOf(static_cast<int>(b)).written;
-    });
-    for (size_t k = 0; k < at.size(); ++k)
-      order[at[k]] = sorted[k];
-  }
-  std::vector<RunReportTask> listed;
-  for (size_t j : order)
-    listed.push_back(std::move(tasks[j]));
-  tasks = std::move(listed);
-}
-
 }  // namespace
 
 nlohmann::json WriteReport(RunContext& run, const RunSummary& summary) {
@@ -323,7 +297,10 @@ nlohmann::json WriteReport(RunContext& run, const RunSummary& summary) {
   std::vector<HyperParameters> hyperparameters = HyperParametersOf(run);
   for (size_t j = 0; j < report.tasks.size(); ++j)
     report.tasks[j].hyperparameters = std::move(hyperparameters[j]);
-  ListInWrittenOrder(run, report.tasks);
+  std::vector<RunReportTask> listed;
+  for (size_t j : WrittenOrder(run))
+    listed.push_back(std::move(report.tasks[j]));
+  report.tasks = std::move(listed);
   report.events = run.site.state->Events();
   return WriteRunReport(report);
 }
@@ -335,6 +312,27 @@ std::vector<HyperParameters> HyperParametersOf(const RunContext& run) {
     swept.push_back({w.name, w.sweep, w.varied});
   }
   return SweptValues(swept);
+}
+
+std::vector<size_t> WrittenOrder(const RunContext& run) {
+  std::map<std::string, std::vector<size_t>> places;
+  const size_t n = static_cast<size_t>(run.NumTasks());
+  for (size_t j = 0; j < n; ++j) {
+    const std::string& group = run.WorkloadTaskOf(static_cast<int>(j)).stop_group;
+    if (!group.empty()) places[group].push_back(j);
+  }
+  std::vector<size_t> order(n);
+  std::iota(order.begin(), order.end(), size_t{0});
+  for (const auto& [group, at] : places) {
+    std::vector<size_t> sorted = at;
+    std::stable_sort(sorted.begin(), sorted.end(), [&](size_t a, size_t b) {
+      return run.WorkloadTaskOf(static_cast<int>(a)).written <
+             run.WorkloadTaskOf(static_cast<int>(b)).written;
+    });
+    for (size_t k = 0; k < at.size(); ++k)
+      order[at[k]] = sorted[k];
+  }
+  return order;
 }
 
 std::vector<RunReportTask> ReportTasks(const RunContext& run, bool best_models) {

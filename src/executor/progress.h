@@ -40,5 +40,10 @@ std::vector<HyperParameters> HyperParametersOf(const RunContext& run);
 // each sweep, report/best.h), and their kept best models (read from their
 // folders) where `best_models`.
 std::vector<RunReportTask> ReportTasks(const RunContext& run, bool best_models = true);
+// The run's task indices in the order the report and `saturn status` list
+// them: each early-stopping group's tasks in the order written (the reader
+// shuffles them: early_stop's order), in the places the group holds; every
+// other task where it is.
+std::vector<size_t> WrittenOrder(const RunContext& run);
 
 }  // namespace saturn

@@ -294,6 +294,11 @@ std::vector<TaskView> Run::Tasks() const {
     if (const EvalPoint* e = LatestEval(EvalsOfTask(run.evals, r.name))) v.eval = *e;
     views.push_back(std::move(v));
   }
+  // A shuffled early-stopping group as written (early_stop's order).
+  std::vector<TaskView> listed;
+  for (size_t j : WrittenOrder(run))
+    listed.push_back(std::move(views[j]));
+  views = std::move(listed);
   auto unjoined = [&](const std::string& name, TaskStatus status, const std::string& error) {
     TaskView v;
     v.name = name;
