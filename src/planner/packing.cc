@@ -233,6 +233,72 @@ std::vector<double> StrataMeans(const std::vector<std::pair<double, double>>& st
   return v;
 }
 
+// C(n, k) as a double (0 outside 0 <= k <= n).
+double Choose(int n, int k) {
+  if (k < 0 || k > n) return 0.0;
+  return std::exp(std::lgamma(n + 1.0) - std::lgamma(k + 1.0) - std::lgamma(n - k + 1.0));
+}
+
+// Of c tasks drawn without replacement from n that end at `v` (ascending,
+// the strata's means; equal means are tasks that end at one step), the
+// probability that the r-th lowest (from 0) ends before the (r+1)-th: the
+// pack then starts again between them. They end together at u when fewer
+// than r + 1 of the draw end below u and at least r + 2 end at or below it.
+double EndApart(const std::vector<double>& v, int c, int r) {
+  const int n = static_cast<int>(v.size());
+  double together = 0.0;
+  for (int lo = 0; lo < n;) {
+    int hi = lo;
+    while (hi < n && std::abs(v[hi] - v[lo]) <= 1e-9 * std::max(1.0, std::abs(v[lo])))
+      ++hi;
+    const int below = lo, at = hi - lo, above = n - hi;
+    for (int a = 0; a <= r; ++a)
+      for (int b = r + 2 - a; b <= at && a + b <= c; ++b)
+        together += Choose(below, a) * Choose(at, b) * Choose(above, c - a - b);
+    lo = hi;
+  }
+  return std::clamp(1.0 - together / Choose(n, c), 0.0, 1.0);
+}
+
+// The members of one early-stopping draw (MemberSteps): indices into
+// `members` of those sharing members[a]'s stop group, rule outlook and
+// group size, in `members` order.
+std::vector<size_t> SameDraw(const PackTerms& terms, const std::vector<int>& members, size_t a) {
+  const PackTerms::Member& first = terms.tasks[members[a]];
+  std::vector<size_t> same;
+  if (first.stops.empty()) return same;
+  for (size_t b = 0; b < members.size(); ++b) {
+    const PackTerms::Member& m = terms.tasks[members[b]];
+    if (m.stop_group == first.stop_group && m.stops == first.stops && m.group == first.group)
+      same.push_back(b);
+  }
+  return same;
+}
+
+// For the members sorted by their steps (`by_steps`, indices into
+// `members`; `steps` as MemberSteps gives them): the probability that the
+// n-th to leave leaves before the (n+1)-th, n = 0 .. k-2. Members of one
+// early-stopping draw end together when the rule stops them at one step.
+std::vector<double> EndApartOdds(const PackTerms& terms, const std::vector<int>& members,
+                                 const std::vector<int>& by_steps,
+                                 const std::vector<double>& steps) {
+  std::vector<double> odds;
+  for (size_t n = 0; n + 1 < by_steps.size(); ++n) {
+    const size_t i = static_cast<size_t>(by_steps[n]), next = static_cast<size_t>(by_steps[n + 1]);
+    double apart = steps[next] > steps[i] ? 1.0 : 0.0;
+    std::vector<size_t> same = SameDraw(terms, members, i);
+    if (std::find(same.begin(), same.end(), next) != same.end()) {
+      // Both of one draw: i is its r-th lowest (MemberSteps's order), next the (r+1)-th.
+      const int r = static_cast<int>(std::find(same.begin(), same.end(), i) - same.begin());
+      const int c = static_cast<int>(same.size());
+      const int group = std::max(terms.tasks[members[i]].group, c);
+      apart = EndApart(StrataMeans(terms.tasks[members[i]].stops, group), c, r);
+    }
+    odds.push_back(apart);
+  }
+  return odds;
+}
+
 }  // namespace
 
 std::vector<double> MemberSteps(const PackTerms& terms, const std::vector<int>& members) {
@@ -299,7 +365,8 @@ std::vector<double> PackMemberEnds(const Problem& problem, const PackTerms& term
                                    const std::vector<int>& members, const Option& key) {
   const int k = static_cast<int>(members.size());
   std::vector<int> option(k);
-  double overhead = 0.0, rows = 0.0;
+  std::vector<double> fixed(k);
+  double rows = 0.0;
   for (int i = 0; i < k; ++i) {
     const int j = members[i];
     option[i] = MatchingOption(problem.tasks[j], key);
@@ -307,18 +374,25 @@ std::vector<double> PackMemberEnds(const Problem& problem, const PackTerms& term
     if (k == 1) return {problem.tasks[j].options[option[i]].runtime_s};
     if (i > 0 && !terms.Compatible(members[0], j)) return {};
     const PackTerms::Curve& c = terms.curves[j][option[i]];
-    overhead = std::max(
-        overhead, problem.tasks[j].options[option[i]].runtime_s - terms.tasks[j].steps * c.step_s);
+    fixed[i] = problem.tasks[j].options[option[i]].runtime_s - terms.tasks[j].steps * c.step_s;
     rows += terms.tasks[j].rows;
   }
   const PackTerms::Curve& curve = terms.curves[members[0]][option[0]];
-  // Starting a pack of these rows beyond starting a member alone (loading
-  // every member's data, building its trainer), where measured.
-  if (!curve.start.empty()) {
-    double start =
-        rows > curve.start.back().first ? curve.start.back().second : CurveAt(curve.start, rows);
-    overhead += std::max(0.0, start - curve.start.front().second);
-  }
+  // A launch of the members still in (at `rows` rows): the largest of their
+  // fixed costs, plus what starting a pack of these rows costs beyond
+  // starting a member alone (loading every member's data, building its
+  // trainer), where measured.
+  auto launch = [&](const std::vector<int>& in, double at_rows) {
+    double cost = 0.0;
+    for (int i : in)
+      cost = std::max(cost, fixed[i]);
+    if (!curve.start.empty() && in.size() > 1) {
+      double start = at_rows > curve.start.back().first ? curve.start.back().second
+                                                        : CurveAt(curve.start, at_rows);
+      cost += std::max(0.0, start - curve.start.front().second);
+    }
+    return cost;
+  };
   std::vector<double> extra(k, 0.0);
   double extra_in = 0.0;
   for (int i = 0; i < k; ++i) {
@@ -337,11 +411,23 @@ std::vector<double> PackMemberEnds(const Problem& problem, const PackTerms& term
     const int i = by_steps[static_cast<size_t>(n)];
     slowest[n] = std::max(slowest[n + 1], terms.curves[members[i]][option[i]].step_s);
   }
+  // A LoRA pack's members that go on start again when others leave; an
+  // array drops a member and goes on.
+  const bool relaunch = !IsArrayClass(terms.tasks[members[0]].cls);
+  const std::vector<double> apart = EndApartOdds(terms, members, by_steps, steps);
   std::vector<double> ends(k);
-  double t = overhead, done = 0.0;
+  std::vector<int> in(by_steps);  // the members still in, fewest steps first
+  double t = launch(in, rows), done = 0.0;
   for (int n = 0; n < k; ++n) {
     const int i = by_steps[static_cast<size_t>(n)];
     const PackTerms::Member& m = terms.tasks[members[i]];
+    if (relaunch && n > 0 && done > 0) {
+      // The members before it left at `done`: the rest start again as a
+      // smaller pack (or one alone) from their checkpoints there
+      // (executor/dispatcher_packs.cc), one more launch. Under early
+      // stopping, as often as the rule stops the one before apart from it.
+      t += apart[static_cast<size_t>(n - 1)] * launch(in, rows);
+    }
     double step = PackStepAt(curve, rows);
     if (step < 0) return {};
     step = std::max(step + extra_in, slowest[n]);
@@ -350,9 +436,12 @@ std::vector<double> PackMemberEnds(const Problem& problem, const PackTerms& term
     ends[i] = t;
     rows -= m.rows;
     extra_in -= extra[i];
+    in.erase(in.begin());
   }
   return ends;
 }
+
+bool IsArrayClass(std::string_view cls) { return cls.rfind("{\"array\":", 0) == 0; }
 
 Packing Unpacked(int tasks) {
   Packing p(tasks);

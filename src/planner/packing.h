@@ -30,10 +30,14 @@
 // rows (another LoRA rank or targets) adds the difference to every step it
 // is in (its adapters are its own: their cost adds), so a member left alone
 // steps at its own step_s; and a pack steps no faster than its slowest
-// member alone. The pack's fixed costs (start, checkpoints) are its
-// members' largest: runtime_s - steps x step_s of each member's row, plus
-// what pack_start_s says a start at the pack's rows costs beyond its first
-// point's (beyond its last point: its last value).
+// member alone. A launch's fixed costs (start, checkpoints) are those of
+// its members' largest: runtime_s - steps x step_s of each member's row,
+// plus what pack_start_s says a start at the pack's rows costs beyond its
+// first point's (beyond its last point: its last value). A LoRA pack pays
+// them again each time members leave and others go on (the executor starts
+// the rest again as a smaller pack from their checkpoints), at the rest's
+// rows; an array (IsArrayClass: table tasks, engine/array.h) drops a member
+// and goes on, paying them once.
 //
 //   PackTerms terms = PackTermsFromProfile(profile, problem, "profile.csv");
 //   PackedProblem packed = BuildPackedProblem(problem, terms, {{0, 1, 2}, {3}});
@@ -107,6 +111,12 @@ std::vector<double> MemberSteps(const PackTerms& terms, const std::vector<int>& 
 // malformed value.
 std::string PackKnobsAt(const std::string& text, double rows, std::string_view source = "",
                         int line = 0);
+
+// Whether a pack_class is an array's (the profiler writes a table task's
+// class as a JSON object whose first key is "array"; profiler/pack_trials.h):
+// an array drops a member that ends and goes on, where a LoRA pack starts
+// its other members again.
+bool IsArrayClass(std::string_view cls);
 
 // Step time of `curve` at `rows` rows per step; < 0 beyond its last point.
 double PackStepAt(const PackTerms::Curve& curve, double rows);

@@ -80,7 +80,9 @@ inline Instance MakeInstance(const std::vector<Spec>& specs, int nodes, double o
 
 // The reference: steps one at a time, every member still training sends its
 // rows; the step time is interpolated in the measured curve (written here
-// again, not taken from packing.cc).
+// again, not taken from packing.cc); when members leave and others go on,
+// those start again (the executor's restart of a smaller pack), paying the
+// launch's `overhead` again.
 inline std::vector<double> StepByStepEnds(const std::vector<Spec>& members, double step_alone,
                                           const std::vector<std::pair<double, double>>& curve,
                                           double overhead) {
@@ -104,9 +106,13 @@ inline std::vector<double> StepByStepEnds(const std::vector<Spec>& members, doub
     for (const Spec& m : members)
       rows += step < m.steps ? m.rows : 0;
     t += at(rows);
+    bool left = false, going_on = false;
     for (size_t i = 0; i < members.size(); ++i) {
-      if (members[i].steps == step + 1) ends[i] = t;
+      if (members[i].steps == step + 1) ends[i] = t, left = true;
+      going_on = going_on || members[i].steps > step + 1;
     }
+    // Members left and others go on: those start again, a launch more.
+    if (left && going_on) t += overhead;
   }
   return ends;
 }
