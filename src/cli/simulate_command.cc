@@ -197,6 +197,12 @@ int RunSimulate(const SimulateOptions& o) {
   // Packs train members to the shortest's end; early stopping ends them one by one.
   if (!o.no_pack && !early_stopping && terms.Any())
     PackForSimulation(terms, o, &believed, &truth, &arrival);
+  if (!o.no_pack && early_stopping && terms.Any()) {
+    std::fputs(
+        "packs: none: the simulator trains every task alone under an early_stop: rule "
+        "(saturn run packs them; docs/contracts.md, Contract 4)\n",
+        stderr);
+  }
   options.policy.solver = o.solver;
   options.policy.time_limit_s = o.time_limit_s;
   options.policy.seed = o.seed;

@@ -332,8 +332,11 @@ std::vector<EvalPoint> Run::Evaluations(const std::string& task) const {
 json Run::BestSoFar() const {
   std::map<std::string, std::string> best_of;
   // Not the kept best models: read from disk, too slow for every view.
-  return BestOfSweeps(ReportTasks(impl_->run, /*best_models=*/false), impl_->run.evals, best_of,
-                      Ranking::kSoFar);
+  std::vector<RunReportTask> tasks = ReportTasks(impl_->run, /*best_models=*/false);
+  std::vector<RunReportTask> listed;  // in the order written, as the report's
+  for (size_t j : WrittenOrder(impl_->run))
+    listed.push_back(std::move(tasks[j]));
+  return BestOfSweeps(listed, impl_->run.evals, best_of, Ranking::kSoFar);
 }
 
 }  // namespace saturn

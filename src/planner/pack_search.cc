@@ -381,15 +381,29 @@ namespace {
 
 // The constructive score misjudges some packings (a 5-task instance of one
 // class: 220.8 s constructive, 200.5 s solved, where the three packings
-// scored best solved to 206 s; a short climb did no better), so on problems
-// of up to this many tasks every packing the search scored is solved.
-constexpr int kMaxTasksAllSolved = 8;
+// scored best solved to 206 s at best), so on problems of up to
+// kMaxTasksRescored tasks the packings solved in full are the three scored
+// best and the three of least lower bound (lower_bound.h) among the rest.
+constexpr int kMaxTasksRescored = 8;
+constexpr int kPackingsByBound = 3;
 
 std::vector<Packing> PackingsToSolve(const Problem& problem, const PackTerms& terms,
                                      int* evaluations) {
-  const bool small = problem.NumTasks() <= kMaxTasksAllSolved;
-  return SearchPackings(problem, terms, small ? std::numeric_limits<int>::max() : kPackingsSolved,
-                        evaluations);
+  if (problem.NumTasks() > kMaxTasksRescored)
+    return SearchPackings(problem, terms, kPackingsSolved, evaluations);
+  std::vector<Packing> found =
+      SearchPackings(problem, terms, std::numeric_limits<int>::max(), evaluations);
+  if (found.size() <= static_cast<size_t>(kPackingsSolved)) return found;
+  std::vector<std::pair<double, size_t>> rest;
+  for (size_t i = kPackingsSolved; i < found.size(); ++i)
+    rest.emplace_back(
+        MakespanLowerBound(BuildPackedProblem(problem, terms, found[i]).problem), i);
+  std::stable_sort(rest.begin(), rest.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<Packing> out(found.begin(), found.begin() + kPackingsSolved);
+  for (size_t k = 0; k < rest.size() && k < static_cast<size_t>(kPackingsByBound); ++k)
+    out.push_back(found[rest[k].second]);
+  return out;
 }
 
 }  // namespace

@@ -4,8 +4,9 @@
 // to the solvers, with its own options (techniques, GPU counts, runtimes
 // from packing.h's model). SearchPackings searches packings, each scored by
 // the plan the constructive scheduler (construct.h) makes of it (ties: least
-// GPU time). PlanWithPacks then solves the few best packings with the
-// requested solver and effort, and the unpacked problem beside them, and
+// GPU time). PlanWithPacks then solves the few best packings (on problems
+// of up to 8 tasks also the few of least lower bound: the constructive
+// score misjudges some) with the requested solver and effort, and the unpacked problem beside them, and
 // keeps the shortest plan, so packing never lengthens a plan by the
 // solver's own estimate. When the best packing's constructive plan is
 // already shorter than the unpacked problem's lower bound (a table's
@@ -33,7 +34,8 @@ struct PackingScore {
 };
 PackingScore ScorePacking(const Problem& problem, const PackTerms& terms, const Packing& packing);
 
-// How many of the best-scored packings PlanWithPacks solves in full.
+// How many of the best-scored packings PlanWithPacks solves in full (on
+// small problems, beside as many of least lower bound).
 constexpr int kPackingsSolved = 3;
 
 // The `keep` best packings found (best first; distinct), searched three

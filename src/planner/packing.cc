@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <numeric>
@@ -233,10 +234,10 @@ std::vector<double> StrataMeans(const std::vector<std::pair<double, double>>& st
   return v;
 }
 
-// C(n, k) as a double (0 outside 0 <= k <= n).
-double Choose(int n, int k) {
-  if (k < 0 || k > n) return 0.0;
-  return std::exp(std::lgamma(n + 1.0) - std::lgamma(k + 1.0) - std::lgamma(n - k + 1.0));
+// log C(n, k); -inf outside 0 <= k <= n.
+double LogChoose(int n, int k) {
+  if (k < 0 || k > n) return -std::numeric_limits<double>::infinity();
+  return std::lgamma(n + 1.0) - std::lgamma(k + 1.0) - std::lgamma(n - k + 1.0);
 }
 
 // Of c tasks drawn without replacement from n that end at `v` (ascending,
@@ -252,12 +253,14 @@ double EndApart(const std::vector<double>& v, int c, int r) {
     while (hi < n && std::abs(v[hi] - v[lo]) <= 1e-9 * std::max(1.0, std::abs(v[lo])))
       ++hi;
     const int below = lo, at = hi - lo, above = n - hi;
+    // Each term over C(n, c), in logs (C(n, c) overflows a double for large groups).
     for (int a = 0; a <= r; ++a)
-      for (int b = r + 2 - a; b <= at && a + b <= c; ++b)
-        together += Choose(below, a) * Choose(at, b) * Choose(above, c - a - b);
+      for (int b = std::max(0, r + 2 - a); b <= at && a + b <= c; ++b)
+        together += std::exp(LogChoose(below, a) + LogChoose(at, b) +
+                             LogChoose(above, c - a - b) - LogChoose(n, c));
     lo = hi;
   }
-  return std::clamp(1.0 - together / Choose(n, c), 0.0, 1.0);
+  return std::clamp(1.0 - together, 0.0, 1.0);
 }
 
 // The members of one early-stopping draw (MemberSteps): indices into
@@ -414,7 +417,8 @@ std::vector<double> PackMemberEnds(const Problem& problem, const PackTerms& term
   // A LoRA pack's members that go on start again when others leave; an
   // array drops a member and goes on.
   const bool relaunch = !IsArrayClass(terms.tasks[members[0]].cls);
-  const std::vector<double> apart = EndApartOdds(terms, members, by_steps, steps);
+  const std::vector<double> apart =
+      relaunch ? EndApartOdds(terms, members, by_steps, steps) : std::vector<double>(k, 0.0);
   std::vector<double> ends(k);
   std::vector<int> in(by_steps);  // the members still in, fewest steps first
   double t = launch(in, rows), done = 0.0;
