@@ -27,7 +27,7 @@ struct EarlyStopSpec {
   // `order`: shuffled (default): the tasks are taken in a random order fixed
   // by their names (contracts/workload_early_stop.h); written: as written.
   bool shuffle = true;
-  int line = 0;                      // where `early_stop:` is written
+  int line = 0;  // where `early_stop:` is written
 
   bool enabled() const { return !rule.empty(); }
   bool maximize() const { return metric == "eval_accuracy"; }

@@ -396,8 +396,7 @@ std::vector<Packing> PackingsToSolve(const Problem& problem, const PackTerms& te
   if (found.size() <= static_cast<size_t>(kPackingsSolved)) return found;
   std::vector<std::pair<double, size_t>> rest;
   for (size_t i = kPackingsSolved; i < found.size(); ++i)
-    rest.emplace_back(
-        MakespanLowerBound(BuildPackedProblem(problem, terms, found[i]).problem), i);
+    rest.emplace_back(MakespanLowerBound(BuildPackedProblem(problem, terms, found[i]).problem), i);
   std::stable_sort(rest.begin(), rest.end(),
                    [](const auto& a, const auto& b) { return a.first < b.first; });
   std::vector<Packing> out(found.begin(), found.begin() + kPackingsSolved);

@@ -256,8 +256,8 @@ double EndApart(const std::vector<double>& v, int c, int r) {
     // Each term over C(n, c), in logs (C(n, c) overflows a double for large groups).
     for (int a = 0; a <= r; ++a)
       for (int b = std::max(0, r + 2 - a); b <= at && a + b <= c; ++b)
-        together += std::exp(LogChoose(below, a) + LogChoose(at, b) +
-                             LogChoose(above, c - a - b) - LogChoose(n, c));
+        together += std::exp(LogChoose(below, a) + LogChoose(at, b) + LogChoose(above, c - a - b) -
+                             LogChoose(n, c));
     lo = hi;
   }
   return std::clamp(1.0 - together, 0.0, 1.0);
@@ -445,7 +445,9 @@ std::vector<double> PackMemberEnds(const Problem& problem, const PackTerms& term
   return ends;
 }
 
-bool IsArrayClass(std::string_view cls) { return cls.rfind("{\"array\":", 0) == 0; }
+bool IsArrayClass(std::string_view cls) {
+  return cls.rfind("{\"array\":", 0) == 0;
+}
 
 Packing Unpacked(int tasks) {
   Packing p(tasks);

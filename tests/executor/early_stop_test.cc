@@ -54,8 +54,9 @@ class EarlyStopRun : public ::testing::Test {
                     "    steps: 16\n"
                     "    eval: {every: 2}\n"
                     "    sweep: {optimizer.lr: [" +
-                        lrs + "]}\n"
-                    "early_stop: {" +
+                        lrs +
+                        "]}\n"
+                        "early_stop: {" +
                         rule + "}\n");
   }
   int RunSaturn(const std::string& extra = "") {
@@ -192,9 +193,8 @@ TEST_F(EarlyStopRun, AGridWrittenWorstFirstStopsNothingUnlessShuffled) {
     return std::make_tuple(started, stopped, steps);
   };
   auto [written_order, written_stops, written_steps] = run(", order: written");
-  EXPECT_THAT(written_order,
-              ::testing::ElementsAre("t-lr1.0e+2", "t-lr1.0e+1", "t-lr1.0", "t-lr1.0e-1",
-                                     "t-lr1.0e-2", "t-lr1.0e-3"));
+  EXPECT_THAT(written_order, ::testing::ElementsAre("t-lr1.0e+2", "t-lr1.0e+1", "t-lr1.0",
+                                                    "t-lr1.0e-1", "t-lr1.0e-2", "t-lr1.0e-3"));
   EXPECT_EQ(written_stops, 0);
   EXPECT_EQ(written_steps, 6 * 16);
   auto [shuffled_order, shuffled_stops, shuffled_steps] = run("");

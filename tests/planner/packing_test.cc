@@ -72,8 +72,8 @@ TEST(Packing, MemberEndsFollowTheMembersStepByStep) {
 // Ranks: b (rank 16) steps in 1.3 s alone where its class's curve (its
 // member a, rank 4, the same rows) starts at 1.0. Together they step in
 // 1.2 + 0.3 s until a ends at 100 steps; then b starts again (its fixed
-// costs, 10 s, once more) and steps at its own 1.3 s. Fixed costs: 10 s. c (2 rows, 1.3 s alone) adds nothing: its curve's
-// first point is at other rows (its rows and adapters cannot be told
+// costs, 10 s, once more) and steps at its own 1.3 s. Fixed costs: 10 s. c (2 rows, 1.3 s alone)
+// adds nothing: its curve's first point is at other rows (its rows and adapters cannot be told
 // apart); with a the curve says 1.1 s at 6 rows, but a pack steps no
 // faster than its slowest member alone: 1.3 s.
 TEST(Packing, AMembersOwnRankAddsToEveryStepItIsIn) {
