@@ -8,19 +8,29 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <vector>
 
+#include "common/clock.h"
 #include "common/fs.h"
 #include "common/process.h"
 #include "contracts/events.h"
+#include "contracts/task_view.h"
+#include "contracts/workload.h"
 #include "executor/early_stopper.h"
+#include "executor/run.h"
+#include "executor/run_options.h"
+#include "executor/run_state.h"
 #include "tests/testing/reference_asha.h"
 #include "tests/testing/reference_median.h"
 #include "tests/testing/test_dir.h"
@@ -201,6 +211,54 @@ TEST_F(EarlyStopRun, AGridWrittenWorstFirstStopsNothingUnlessShuffled) {
   EXPECT_NE(shuffled_order, written_order);
   EXPECT_GE(shuffled_stops, 1);
   EXPECT_LT(shuffled_steps, written_steps);
+}
+
+// saturn serve's task list (saturn status, the dashboard) shows a shuffled
+// submission's tasks as written, whatever order they were planned and run
+// in, as the report does.
+TEST(EarlyStopService, StatusListsAShuffledSubmissionAsWritten) {
+  const std::string dir = test::OwnTestDir("early_stop_service");
+  fs::create_directories(dir + "/project");
+  WriteFileAtomic(dir + "/project/corpus.txt", std::string(3000, 'z'));
+  WriteFileAtomic(dir + "/cluster.yaml", "nodes: [{name: n0, gpus: 1, gpu_memory_gib: 1}]\n");
+  ::setenv("FAKE_STEP_S", "0.02", 1);
+  RunOptions options;
+  options.progress = false;
+  options.profiler.worker = SATURN_SOURCE_DIR "/tests/testing/fake_worker.sh";
+  options.profiler.cache_path = dir + "/cache.sqlite";
+  ServiceSource source;
+  source.state_dir = dir + "/state";
+  source.cluster_path = dir + "/cluster.yaml";
+  SteadyClock clock;
+  std::unique_ptr<saturn::Run> run = saturn::Run::OpenService(source, options, clock);
+  const std::vector<std::string> written = {"t-lr1.0e+2", "t-lr1.0e+1", "t-lr1.0",
+                                            "t-lr1.0e-1", "t-lr1.0e-2", "t-lr1.0e-3"};
+  Submission submission{0, "w.yaml", dir + "/project",
+                        "tasks:\n  - name: t\n"
+                        "    model: {type: gpt, layers: 1, d_model: 16, heads: 2, seq_len: 8}\n"
+                        "    data: {type: text, path: corpus.txt}\n    batch_size: 4\n"
+                        "    optimizer: {type: sgd, lr: 0.1}\n    steps: 8\n    eval: {every: 2}\n"
+                        "    sweep: {optimizer.lr: [1.0e+2, 1.0e+1, 1.0, 1.0e-1, 1.0e-2, 1.0e-3]}\n"
+                        "early_stop: {asha: {grace_steps: 2}}\n"};
+  Workload workload = run->CheckSubmission(submission);
+  std::vector<std::string> read;
+  for (const WorkloadTask& t : workload.tasks)
+    read.push_back(t.name);
+  EXPECT_NE(read, written) << "the reader did not shuffle them: the test cannot fail";
+  ASSERT_EQ(run->Submit(submission, std::move(workload)).kind, RunAnswer::kDone);
+  auto listed = [&] {
+    std::vector<std::string> names;
+    for (const TaskView& v : run->Tasks())
+      if (IsEnded(v.status)) names.push_back(v.name);
+    return names;
+  };
+  Deadline deadline(clock, 120.0);
+  RunHooks hooks;
+  hooks.each_turn = [] { std::this_thread::sleep_for(std::chrono::milliseconds(5)); };
+  hooks.stop = [&] { return listed().size() == written.size() || deadline.Expired(); };
+  run->Drive(hooks);
+  ::unsetenv("FAKE_STEP_S");
+  EXPECT_EQ(listed(), written);
 }
 
 // A task cancelled and replaced by a new one of its name (saturn serve) is
