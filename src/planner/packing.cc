@@ -286,6 +286,7 @@ std::vector<double> EndApartOdds(const PackTerms& terms, const std::vector<int>&
                                  const std::vector<int>& by_steps,
                                  const std::vector<double>& steps) {
   std::vector<double> odds;
+  std::map<size_t, std::vector<double>> means;  // per draw (its first member): its strata's
   for (size_t n = 0; n + 1 < by_steps.size(); ++n) {
     const size_t i = static_cast<size_t>(by_steps[n]), next = static_cast<size_t>(by_steps[n + 1]);
     double apart = steps[next] > steps[i] ? 1.0 : 0.0;
@@ -295,7 +296,9 @@ std::vector<double> EndApartOdds(const PackTerms& terms, const std::vector<int>&
       const int r = static_cast<int>(std::find(same.begin(), same.end(), i) - same.begin());
       const int c = static_cast<int>(same.size());
       const int group = std::max(terms.tasks[members[i]].group, c);
-      apart = EndApart(StrataMeans(terms.tasks[members[i]].stops, group), c, r);
+      auto [it, fresh] = means.try_emplace(same.front());
+      if (fresh) it->second = StrataMeans(terms.tasks[members[i]].stops, group);
+      apart = EndApart(it->second, c, r);
     }
     odds.push_back(apart);
   }
