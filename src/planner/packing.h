@@ -102,6 +102,16 @@ PackTerms PackTermsFromProfile(const ProfileTable& profile, const Problem& probl
 // gets the mean; a pack of the whole group the strata's means.
 std::vector<double> MemberSteps(const PackTerms& terms, const std::vector<int>& members);
 
+// For `members` sorted by their steps (`by_steps`: indices into `members`;
+// `steps` as MemberSteps gives them): the probability that the n-th to
+// leave leaves before the (n+1)-th (n = 0 .. k-2), which restarts the rest
+// (PackMemberEnds charges it): 1 or 0 by their steps, and for two of one
+// early-stopping draw, from the strata model (members the rule stops at one
+// step leave together). planner/packing_stops.cc, with MemberSteps.
+std::vector<double> EndApartOdds(const PackTerms& terms, const std::vector<int>& members,
+                                 const std::vector<int>& by_steps,
+                                 const std::vector<double>& steps);
+
 // The technique's settings (its `knobs`, a JSON object's text) a pack of
 // `rows` rows runs with, from a row's `pack_knobs` ("ROWS:KNOBS ...",
 // ascending, KNOBS a JSON object without spaces: what each measured pack

@@ -1,0 +1,152 @@
+// Members of a pack under early stopping (planner/packing.h): where the rule
+// is expected to stop each of a draw from its group (MemberSteps), and how
+// likely two neighbours leave apart, which costs the pack a restart
+// (EndApartOdds).
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <utility>
+#include <vector>
+
+#include "planner/packing.h"
+
+namespace saturn {
+
+namespace {
+
+// The mean steps of each of n equal strata of probability of `stops`
+// (ascending): the distribution's mass between cumulative probabilities
+// j/n and (j+1)/n, times its steps, over the stratum's 1/n; one walk.
+std::vector<double> StrataMeans(const std::vector<std::pair<double, double>>& stops, int n) {
+  std::vector<double> v(static_cast<size_t>(n), 0.0);
+  size_t k = 0;
+  double below = 0.0;  // probability of the stops before stops[k]
+  for (int j = 0; j < n; ++j) {
+    const double lo = static_cast<double>(j) / n, hi = static_cast<double>(j + 1) / n;
+    while (k + 1 < stops.size() && below + stops[k].second <= lo)
+      below += stops[k++].second;
+    double sum = 0.0, at = below;
+    for (size_t m = k; m < stops.size() && at < hi; at += stops[m++].second)
+      sum += stops[m].first * std::max(0.0, std::min(at + stops[m].second, hi) - std::max(at, lo));
+    v[static_cast<size_t>(j)] = sum * n;
+  }
+  return v;
+}
+
+// log C(n, k); -inf outside 0 <= k <= n.
+double LogChoose(int n, int k) {
+  if (k < 0 || k > n) return -std::numeric_limits<double>::infinity();
+  return std::lgamma(n + 1.0) - std::lgamma(k + 1.0) - std::lgamma(n - k + 1.0);
+}
+
+// Of c tasks drawn without replacement from n that end at `v` (ascending,
+// the strata's means; equal means are tasks that end at one step), the
+// probability that the r-th lowest (from 0) ends before the (r+1)-th: the
+// pack then starts again between them. They end together at u when fewer
+// than r + 1 of the draw end below u and at least r + 2 end at or below it.
+double EndApart(const std::vector<double>& v, int c, int r) {
+  const int n = static_cast<int>(v.size());
+  double together = 0.0;
+  for (int lo = 0; lo < n;) {
+    int hi = lo;
+    while (hi < n && std::abs(v[hi] - v[lo]) <= 1e-9 * std::max(1.0, std::abs(v[lo])))
+      ++hi;
+    const int below = lo, at = hi - lo, above = n - hi;
+    // Each term over C(n, c), in logs (C(n, c) overflows a double for large groups).
+    for (int a = 0; a <= r; ++a)
+      for (int b = std::max(0, r + 2 - a); b <= at && a + b <= c; ++b)
+        together += std::exp(LogChoose(below, a) + LogChoose(at, b) + LogChoose(above, c - a - b) -
+                             LogChoose(n, c));
+    lo = hi;
+  }
+  return std::clamp(1.0 - together, 0.0, 1.0);
+}
+
+// The members of one early-stopping draw (MemberSteps): indices into
+// `members` of those sharing members[a]'s stop group, rule outlook and
+// group size, in `members` order.
+std::vector<size_t> SameDraw(const PackTerms& terms, const std::vector<int>& members, size_t a) {
+  const PackTerms::Member& first = terms.tasks[members[a]];
+  std::vector<size_t> same;
+  if (first.stops.empty()) return same;
+  for (size_t b = 0; b < members.size(); ++b) {
+    const PackTerms::Member& m = terms.tasks[members[b]];
+    if (m.stop_group == first.stop_group && m.stops == first.stops && m.group == first.group)
+      same.push_back(b);
+  }
+  return same;
+}
+
+}  // namespace
+
+// For the members sorted by their steps (`by_steps`, indices into
+// `members`; `steps` as MemberSteps gives them): the probability that the
+// n-th to leave leaves before the (n+1)-th, n = 0 .. k-2. Members of one
+// early-stopping draw end together when the rule stops them at one step.
+std::vector<double> EndApartOdds(const PackTerms& terms, const std::vector<int>& members,
+                                 const std::vector<int>& by_steps,
+                                 const std::vector<double>& steps) {
+  std::vector<double> odds;
+  std::map<size_t, std::vector<double>> means;  // per draw (its first member): its strata's
+  for (size_t n = 0; n + 1 < by_steps.size(); ++n) {
+    const size_t i = static_cast<size_t>(by_steps[n]), next = static_cast<size_t>(by_steps[n + 1]);
+    double apart = steps[next] > steps[i] ? 1.0 : 0.0;
+    std::vector<size_t> same = SameDraw(terms, members, i);
+    if (std::find(same.begin(), same.end(), next) != same.end()) {
+      // Both of one draw: i is its r-th lowest (MemberSteps's order), next the (r+1)-th.
+      const int r = static_cast<int>(std::find(same.begin(), same.end(), i) - same.begin());
+      const int c = static_cast<int>(same.size());
+      const int group = std::max(terms.tasks[members[i]].group, c);
+      auto [it, fresh] = means.try_emplace(same.front());
+      if (fresh) it->second = StrataMeans(terms.tasks[members[i]].stops, group);
+      apart = EndApart(it->second, c, r);
+    }
+    odds.push_back(apart);
+  }
+  return odds;
+}
+
+std::vector<double> MemberSteps(const PackTerms& terms, const std::vector<int>& members) {
+  std::vector<double> steps;
+  for (int j : members)
+    steps.push_back(terms.tasks[j].steps);
+  std::vector<bool> done(members.size(), false);
+  for (size_t a = 0; a < members.size(); ++a) {
+    const PackTerms::Member& first = terms.tasks[members[a]];
+    if (first.stops.empty() || done[a]) continue;
+    std::vector<size_t> same;
+    for (size_t b = a; b < members.size(); ++b) {
+      const PackTerms::Member& m = terms.tasks[members[b]];
+      if (!done[b] && m.stop_group == first.stop_group && m.stops == first.stops &&
+          m.group == first.group)
+        same.push_back(b);
+    }
+    const int c = static_cast<int>(same.size());
+    const int n = std::max(first.group, c);
+    // The group's n tasks end, in expectation, at the n strata's means
+    // (v_0 <= ... <= v_{n-1}); the pack's c are c of them drawn without
+    // replacement: its i-th lowest (from 0) is the group's j-th with
+    // probability w(j) = C(j, i) C(n-1-j, c-1-i) / C(n, c), j = i .. n-c+i.
+    const std::vector<double> v = StrataMeans(first.stops, n);
+    for (int i = 0; i < c; ++i) {
+      // w(i) = C(n-1-i, c-1-i) / C(n, c), then w(j+1) / w(j) =
+      // (j+1) / (j+1-i) x (n-c+i-j) / (n-1-j).
+      double w = 1.0;
+      for (int t = 0; t < c; ++t)  // C(n-1-i, c-1-i) / C(n, c), as a product
+        w *= (t < c - 1 - i ? static_cast<double>(n - 1 - i - t) / (c - 1 - i - t) : 1.0) *
+             static_cast<double>(c - t) / (n - t);
+      double sum = 0.0;
+      for (int j = i; j <= n - c + i; ++j) {
+        sum += v[static_cast<size_t>(j)] * w;
+        if (j < n - c + i)
+          w *= static_cast<double>(j + 1) / (j + 1 - i) * (n - c + i - j) / (n - 1 - j);
+      }
+      steps[same[static_cast<size_t>(i)]] = sum;
+      done[same[static_cast<size_t>(i)]] = true;
+    }
+  }
+  return steps;
+}
+
+}  // namespace saturn
