@@ -297,10 +297,7 @@ nlohmann::json WriteReport(RunContext& run, const RunSummary& summary) {
   std::vector<HyperParameters> hyperparameters = HyperParametersOf(run);
   for (size_t j = 0; j < report.tasks.size(); ++j)
     report.tasks[j].hyperparameters = std::move(hyperparameters[j]);
-  std::vector<RunReportTask> listed;
-  for (size_t j : WrittenOrder(run))
-    listed.push_back(std::move(report.tasks[j]));
-  report.tasks = std::move(listed);
+  report.tasks = InWrittenOrder(run, std::move(report.tasks));
   report.events = run.site.state->Events();
   return WriteRunReport(report);
 }

@@ -45,5 +45,14 @@ std::vector<RunReportTask> ReportTasks(const RunContext& run, bool best_models =
 // shuffles them: early_stop's order), in the places the group holds; every
 // other task where it is.
 std::vector<size_t> WrittenOrder(const RunContext& run);
+// `items`, one per task in the run's order, in WrittenOrder.
+template <typename T>
+std::vector<T> InWrittenOrder(const RunContext& run, std::vector<T> items) {
+  std::vector<T> listed;
+  listed.reserve(items.size());
+  for (size_t j : WrittenOrder(run))
+    listed.push_back(std::move(items[j]));
+  return listed;
+}
 
 }  // namespace saturn

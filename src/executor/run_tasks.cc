@@ -295,10 +295,7 @@ std::vector<TaskView> Run::Tasks() const {
     views.push_back(std::move(v));
   }
   // A shuffled early-stopping group as written (early_stop's order).
-  std::vector<TaskView> listed;
-  for (size_t j : WrittenOrder(run))
-    listed.push_back(std::move(views[j]));
-  views = std::move(listed);
+  views = InWrittenOrder(run, std::move(views));
   auto unjoined = [&](const std::string& name, TaskStatus status, const std::string& error) {
     TaskView v;
     v.name = name;
@@ -332,11 +329,9 @@ std::vector<EvalPoint> Run::Evaluations(const std::string& task) const {
 json Run::BestSoFar() const {
   std::map<std::string, std::string> best_of;
   // Not the kept best models: read from disk, too slow for every view.
-  std::vector<RunReportTask> tasks = ReportTasks(impl_->run, /*best_models=*/false);
-  std::vector<RunReportTask> listed;  // in the order written, as the report's
-  for (size_t j : WrittenOrder(impl_->run))
-    listed.push_back(std::move(tasks[j]));
-  return BestOfSweeps(listed, impl_->run.evals, best_of, Ranking::kSoFar);
+  // In the order written, as the report's.
+  return BestOfSweeps(InWrittenOrder(impl_->run, ReportTasks(impl_->run, /*best_models=*/false)),
+                      impl_->run.evals, best_of, Ranking::kSoFar);
 }
 
 }  // namespace saturn

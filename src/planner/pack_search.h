@@ -6,11 +6,13 @@
 // the plan the constructive scheduler (construct.h) makes of it (ties: least
 // GPU time). PlanWithPacks then solves the few best packings (on problems
 // of up to 8 tasks also the few of least lower bound: the constructive
-// score misjudges some) with the requested solver and effort, and the unpacked problem beside them,
-// and keeps the shortest plan, so packing never lengthens a plan by the solver's own estimate. When
-// the best packing's constructive plan is already shorter than the unpacked problem's lower bound
-// (a table's thousands of groups in arrays), the unpacked problem is solved at a short fixed
-// effort, for the comparison only.
+// score misjudges some) with the requested solver and effort, and the
+// unpacked problem beside them, and keeps the shortest plan, so packing
+// never lengthens a plan by the solver's own estimate. When the best
+// packing's constructive plan is already shorter than the unpacked
+// problem's lower bound (a table's thousands of groups in arrays), the
+// unpacked problem is solved at a short fixed effort, for the comparison
+// only.
 //
 //   PackedPlanResult r = PlanWithPacks(problem, terms, request, /*allow_packs=*/true);
 //   WriteFileAtomic("plan.json", PlanToJson(r.result.plan).dump(2));

@@ -248,21 +248,6 @@ std::vector<double> PackMemberEnds(const Problem& problem, const PackTerms& term
     rows += terms.tasks[j].rows;
   }
   const PackTerms::Curve& curve = terms.curves[members[0]][option[0]];
-  // A launch of the members still in (at `rows` rows): the largest of their
-  // fixed costs, plus what starting a pack of these rows costs beyond
-  // starting a member alone (loading every member's data, building its
-  // trainer), where measured.
-  auto launch = [&](const std::vector<int>& in, double at_rows) {
-    double cost = 0.0;
-    for (int i : in)
-      cost = std::max(cost, fixed[i]);
-    if (!curve.start.empty() && in.size() > 1) {
-      double start = at_rows > curve.start.back().first ? curve.start.back().second
-                                                        : CurveAt(curve.start, at_rows);
-      cost += std::max(0.0, start - curve.start.front().second);
-    }
-    return cost;
-  };
   std::vector<double> extra(k, 0.0);
   double extra_in = 0.0;
   for (int i = 0; i < k; ++i) {
@@ -275,20 +260,34 @@ std::vector<double> PackMemberEnds(const Problem& problem, const PackTerms& term
   std::stable_sort(by_steps.begin(), by_steps.end(),
                    [&](int a, int b) { return steps[a] < steps[b]; });
   // No faster than its slowest member alone (it does that one's work): of
-  // the members still in from the n-th to leave on, the slowest alone.
-  std::vector<double> slowest(k + 1, 0.0);
+  // the members still in from the n-th to leave on, the slowest alone; and
+  // the largest of their fixed costs.
+  std::vector<double> slowest(k + 1, 0.0), fixed_in(k + 1, 0.0);
   for (int n = k - 1; n >= 0; --n) {
     const int i = by_steps[static_cast<size_t>(n)];
     slowest[n] = std::max(slowest[n + 1], terms.curves[members[i]][option[i]].step_s);
+    fixed_in[n] = std::max(fixed_in[n + 1], fixed[i]);
   }
+  // A launch of the members from the n-th to leave on (at `at_rows` rows):
+  // their largest fixed costs, plus what starting a pack of these rows
+  // costs beyond starting a member alone (loading every member's data,
+  // building its trainer), where measured.
+  auto launch = [&](int n, double at_rows) {
+    double cost = fixed_in[n];
+    if (!curve.start.empty() && k - n > 1) {
+      double start = at_rows > curve.start.back().first ? curve.start.back().second
+                                                        : CurveAt(curve.start, at_rows);
+      cost += std::max(0.0, start - curve.start.front().second);
+    }
+    return cost;
+  };
   // A LoRA pack's members that go on start again when others leave; an
   // array drops a member and goes on.
   const bool relaunch = !IsArrayClass(terms.tasks[members[0]].cls);
   const std::vector<double> apart =
       relaunch ? EndApartOdds(terms, members, by_steps, steps) : std::vector<double>(k, 0.0);
   std::vector<double> ends(k);
-  std::vector<int> in(by_steps);  // the members still in, fewest steps first
-  double t = launch(in, rows), done = 0.0;
+  double t = launch(0, rows), done = 0.0;
   for (int n = 0; n < k; ++n) {
     const int i = by_steps[static_cast<size_t>(n)];
     const PackTerms::Member& m = terms.tasks[members[i]];
@@ -297,7 +296,7 @@ std::vector<double> PackMemberEnds(const Problem& problem, const PackTerms& term
       // smaller pack (or one alone) from their checkpoints there
       // (executor/dispatcher_packs.cc), one more launch. Under early
       // stopping, as often as the rule stops the one before apart from it.
-      t += apart[static_cast<size_t>(n - 1)] * launch(in, rows);
+      t += apart[static_cast<size_t>(n - 1)] * launch(n, rows);
     }
     double step = PackStepAt(curve, rows);
     if (step < 0) return {};
@@ -307,7 +306,6 @@ std::vector<double> PackMemberEnds(const Problem& problem, const PackTerms& term
     ends[i] = t;
     rows -= m.rows;
     extra_in -= extra[i];
-    in.erase(in.begin());
   }
   return ends;
 }

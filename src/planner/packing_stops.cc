@@ -113,15 +113,10 @@ std::vector<double> MemberSteps(const PackTerms& terms, const std::vector<int>& 
     steps.push_back(terms.tasks[j].steps);
   std::vector<bool> done(members.size(), false);
   for (size_t a = 0; a < members.size(); ++a) {
+    if (done[a]) continue;
+    const std::vector<size_t> same = SameDraw(terms, members, a);  // a is its first
+    if (same.empty()) continue;
     const PackTerms::Member& first = terms.tasks[members[a]];
-    if (first.stops.empty() || done[a]) continue;
-    std::vector<size_t> same;
-    for (size_t b = a; b < members.size(); ++b) {
-      const PackTerms::Member& m = terms.tasks[members[b]];
-      if (!done[b] && m.stop_group == first.stop_group && m.stops == first.stops &&
-          m.group == first.group)
-        same.push_back(b);
-    }
     const int c = static_cast<int>(same.size());
     const int n = std::max(first.group, c);
     // The group's n tasks end, in expectation, at the n strata's means

@@ -159,10 +159,6 @@ std::optional<Simulation> SimulateRule(const EarlyStopSpec& spec, int group_size
   return sim;
 }
 
-}  // namespace
-
-namespace {
-
 // E[steps | passed k real decision steps] (ExpectedTotalSteps) from one
 // simulation.
 std::vector<double> ExpectedFromSimulation(const Simulation& sim, double total) {

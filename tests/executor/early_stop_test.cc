@@ -179,6 +179,8 @@ TEST_F(EarlyStopRun, TheMedianRuleStopsWhatTheMedianRuleStops) {
 // and the run trains fewer steps. The report lists the tasks as written.
 TEST_F(EarlyStopRun, AGridWrittenWorstFirstStopsNothingUnlessShuffled) {
   const std::string worst_first = "1.0e+2, 1.0e+1, 1.0, 1.0e-1, 1.0e-2, 1.0e-3";
+  const std::vector<std::string> written = {"t-lr1.0e+2", "t-lr1.0e+1", "t-lr1.0",
+                                            "t-lr1.0e-1", "t-lr1.0e-2", "t-lr1.0e-3"};
   auto run = [&](const std::string& order) {
     fs::remove_all(dir_ + "/run");
     WriteWorkload("asha: {metric: eval_loss, grace_steps: 2, reduction_factor: 2" + order + "}",
@@ -198,13 +200,11 @@ TEST_F(EarlyStopRun, AGridWrittenWorstFirstStopsNothingUnlessShuffled) {
       listed.push_back(t["task"]);
     }
     // The report lists them as written, whatever order they ran in.
-    EXPECT_THAT(listed, ::testing::ElementsAre("t-lr1.0e+2", "t-lr1.0e+1", "t-lr1.0", "t-lr1.0e-1",
-                                               "t-lr1.0e-2", "t-lr1.0e-3"));
+    EXPECT_EQ(listed, written);
     return std::make_tuple(started, stopped, steps);
   };
   auto [written_order, written_stops, written_steps] = run(", order: written");
-  EXPECT_THAT(written_order, ::testing::ElementsAre("t-lr1.0e+2", "t-lr1.0e+1", "t-lr1.0",
-                                                    "t-lr1.0e-1", "t-lr1.0e-2", "t-lr1.0e-3"));
+  EXPECT_EQ(written_order, written);
   EXPECT_EQ(written_stops, 0);
   EXPECT_EQ(written_steps, 6 * 16);
   auto [shuffled_order, shuffled_stops, shuffled_steps] = run("");
