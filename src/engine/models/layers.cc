@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <vector>
 
 #include "engine/pack.h"
@@ -67,19 +68,86 @@ Linear::Linear(Block& block, ParamFactory& factory, const std::string& name, int
   }
 }
 
+const Linear::PackGroups& Linear::GroupsFor(const std::vector<PackRows::Segment>& segments,
+                                            const at::TensorOptions& options) const {
+  std::vector<int> members;
+  for (const PackRows::Segment& s : segments)
+    members.push_back(s.member);
+  for (const PackGroups& g : groups_) {
+    if (g.members == members && g.device == options.device() &&
+        g.dtype == options.dtype().toScalarType()) {
+      return g;
+    }
+  }
+  PackGroups made{members, options.device(), options.dtype().toScalarType(), {}};
+  std::map<int64_t, RankGroup> by_rank;
+  for (size_t i = 0; i < segments.size(); ++i) {
+    for (size_t a = 0; a < pack_.size(); ++a) {
+      if (pack_[a].member != segments[i].member) continue;
+      int64_t rank = layout_ == WeightLayout::kInOut ? pack_[a].a.size(1) : pack_[a].a.size(0);
+      RankGroup& group = by_rank[rank];
+      group.adapters.push_back(a);
+      group.rows.push_back(static_cast<int64_t>(i));
+    }
+  }
+  for (auto& [rank, group] : by_rank) {
+    std::vector<double> scales;
+    for (size_t a : group.adapters)
+      scales.push_back(pack_[a].scale);
+    group.scales = at::tensor(scales, at::kDouble).view({-1, 1, 1}).to(options);
+    group.whole = group.rows.size() == segments.size();
+    group.positions = at::tensor(group.rows, at::kLong).to(options.device());
+    made.groups.push_back(std::move(group));
+  }
+  groups_.push_back(std::move(made));
+  return groups_.back();
+}
+
 void Linear::AddPackDeltas(const at::Tensor& x, at::Tensor& y) const {
   const PackRows* rows = ActivePackRows();
   if (!rows) throw std::logic_error("a pack's layer ran outside its pack");
-  for (const PackRows::Segment& s : rows->Segments(x.size(0))) {
-    auto adapter = std::find_if(pack_.begin(), pack_.end(),
-                                [&](const MemberAdapter& m) { return m.member == s.member; });
-    if (adapter == pack_.end()) continue;
-    at::Tensor xs = x.narrow(0, s.begin, s.count);
-    at::Tensor low = layout_ == WeightLayout::kOutIn
-                         ? at::linear(at::linear(xs, adapter->a), adapter->b)
-                         : at::mm(at::mm(xs, adapter->a), adapter->b);
-    // In place on this member's rows: nothing keeps y for backward.
-    y.narrow(0, s.begin, s.count).add_(low, adapter->scale);
+  std::vector<PackRows::Segment> segments = rows->Segments(x.size(0));
+  bool equal = std::all_of(segments.begin(), segments.end(), [&](const PackRows::Segment& s) {
+    return s.count == segments.front().count;
+  });
+  bool in_out = layout_ == WeightLayout::kInOut;
+  if (!equal || !x.is_contiguous()) {
+    // A slice that cuts members unevenly (a rank's share, a micro-batch):
+    // each member's product on its own rows.
+    for (const PackRows::Segment& s : segments) {
+      auto adapter = std::find_if(pack_.begin(), pack_.end(),
+                                  [&](const MemberAdapter& m) { return m.member == s.member; });
+      if (adapter == pack_.end()) continue;
+      at::Tensor xs = x.narrow(0, s.begin, s.count);
+      at::Tensor low = in_out ? at::mm(at::mm(xs, adapter->a), adapter->b)
+                              : at::linear(at::linear(xs, adapter->a), adapter->b);
+      // In place on this member's rows: nothing keeps y for backward.
+      y.narrow(0, s.begin, s.count).add_(low, adapter->scale);
+    }
+    return;
+  }
+  // Members of equal rows (the usual step): one batched product per rank
+  // among them (mLoRA's batched LoRA operator), the members' rows as a
+  // batch dimension: two bmm's and an add for every member of that rank,
+  // where a loop would take two products and an add for each.
+  int64_t n = static_cast<int64_t>(segments.size());
+  at::Tensor x3 = x.reshape({n, -1, x.size(-1)});
+  at::Tensor y3 = y.view({n, -1, y.size(-1)});
+  for (const RankGroup& group : GroupsFor(segments, x.options()).groups) {
+    std::vector<at::Tensor> as, bs;
+    for (size_t a : group.adapters) {
+      // As [members, in, rank] and [members, rank, out] for bmm.
+      as.push_back(in_out ? pack_[a].a : pack_[a].a.t());
+      bs.push_back(in_out ? pack_[a].b : pack_[a].b.t());
+    }
+    at::Tensor xs = group.whole ? x3 : x3.index_select(0, group.positions);
+    at::Tensor delta = at::bmm(at::bmm(xs, at::stack(as)), at::stack(bs)) * group.scales;
+    // In place: nothing keeps y for backward.
+    if (group.whole) {
+      y3.add_(delta);
+    } else {
+      y3.index_add_(0, group.positions, delta);
+    }
   }
 }
 

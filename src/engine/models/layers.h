@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "engine/model.h"
+#include "engine/pack.h"
 
 namespace saturn::engine {
 
@@ -89,7 +90,26 @@ class Linear {
   at::Tensor lora_a_, lora_b_;
   double lora_scale_ = 0.0;
   std::vector<MemberAdapter> pack_;  // reserved up front: slots point into it
-  bool bias_after_sum_ = false;      // row-parallel: AddBias adds it
+  // How the members of a step's segments batch: by rank, the adapters
+  // (indices into pack_) of that rank, their segments' positions and
+  // scales ([members, 1, 1]); one entry per set of segments, device and
+  // type seen (a pack's steps see one or a few).
+  struct RankGroup {
+    std::vector<size_t> adapters;
+    std::vector<int64_t> rows;
+    at::Tensor positions, scales;
+    bool whole = false;  // every segment, in order
+  };
+  struct PackGroups {
+    std::vector<int> members;
+    at::Device device;
+    at::ScalarType dtype;
+    std::vector<RankGroup> groups;
+  };
+  const PackGroups& GroupsFor(const std::vector<PackRows::Segment>& segments,
+                              const at::TensorOptions& options) const;
+  mutable std::vector<PackGroups> groups_;
+  bool bias_after_sum_ = false;  // row-parallel: AddBias adds it
 };
 
 class LayerNorm {
