@@ -83,6 +83,14 @@ double Communicator::SumOf(double value) {
   return t.item<double>();
 }
 
+std::vector<double> Communicator::SumsOf(const std::vector<double>& values) {
+  if (values.empty()) return {};
+  at::Tensor t = at::tensor(values, at::kDouble).to(ScalarOptions().dtype(at::kDouble));
+  AllReduceSum(t);
+  at::Tensor host = t.to(at::kCPU).contiguous();
+  return std::vector<double>(host.data_ptr<double>(), host.data_ptr<double>() + host.numel());
+}
+
 double Communicator::MaxOf(double value) {
   at::Tensor t = at::full({1}, value, ScalarOptions().dtype(at::kDouble));
   AllReduceMax(t);

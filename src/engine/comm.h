@@ -103,6 +103,7 @@ class Communicator {
 
   // Conveniences on small host values.
   double SumOf(double value);
+  std::vector<double> SumsOf(const std::vector<double>& values);  // one collective for all
   double MaxOf(double value);
   std::vector<int64_t> Gather(int64_t value);  // every rank's value, in rank order
 };

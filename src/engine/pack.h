@@ -7,8 +7,9 @@
 // every member's samples of that step through the base in one pass, the
 // members' rows one after another (member 0's batch first); each adapted
 // linear map adds each member's low-rank product to that member's rows only
-// (a segmented product: Linear in models/layers.h), so the base is held and
-// run once for all.
+// (Linear in models/layers.h: batched per rank where the members' rows are
+// equal, a loop over their segments otherwise), so the base is held and run
+// once for all.
 //
 // The pack is an ordinary task to the techniques (its batch is the members'
 // batches together; its model has every member's adapters, named

@@ -102,12 +102,11 @@ void PackJob::Attach(engine::ExecuteOptions& run) {
 void PackJob::RecordStep() {
   engine::PackRows* rows = engine::ActivePackRows();
   if (!rows) return;
-  std::vector<double> sums = rows->TakeMemberLosses();
+  // Summed over the ranks in one collective, not one a member.
+  std::vector<double> sums = ctx_.comm.SumsOf(rows->TakeMemberLosses());
   double items = static_cast<double>(ctx_.model.LossItemsPerSample());
-  for (size_t m = 0; m < losses_.size(); ++m) {
-    double sum = ctx_.comm.SumOf(sums[m]);
-    losses_[m].push_back(sum / (items * static_cast<double>(pack_.pack[m].batch_size)));
-  }
+  for (size_t m = 0; m < losses_.size(); ++m)
+    losses_[m].push_back(sums[m] / (items * static_cast<double>(pack_.pack[m].batch_size)));
 }
 
 double PackJob::EvalShare() const {
