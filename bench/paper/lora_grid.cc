@@ -20,10 +20,14 @@
 //             the base for forward and for backward, 2 x (g-1)/g x 2 N
 //             bytes, at NVLink's one-way bandwidth, not overlapped with
 //             compute (an upper bound: FSDP can prefetch).
-//   overhead  per step: kStepFixedS + kernel launches, layers x
-//             (kBaseKernelsPerLayer + members x kAdapterKernelsPerLayer) x
-//             kLaunchS (each member's adapters are their own products,
-//             engine/pack.h's segmented Linear).
+//   overhead  per step: kStepFixedS + kernel launches x kLaunchS: per
+//             layer kBaseKernelsPerLayer and, per adapted map, alone its
+//             products (kAdapterKernels), in a pack of one rank the
+//             batched product once (kPackKernels, models/layers.cc) and
+//             per member its gradients' copies out of the stacked one
+//             (kPackMemberKernels); per member, its Adam step in
+//             multi-tensor ops (engine/optimizer.cc UpdateMany: kAdamOps,
+//             each a launch per kTensorsPerLaunch of its adapter tensors).
 //   step      max(compute / (peak x kMfu), memory / HBM) + comm + overhead.
 //   GPU memory  base 2 N bytes (fsdp: 2 N / g + two gathered layers) +
 //             rows x kActivationBytes x L x d x layers + 16 bytes per adapter
@@ -62,9 +66,25 @@ constexpr double kLaunchS = 5e-6;
 // 20 forward (2 norms, the projections, attention, activation, residuals)
 // and twice that backward.
 constexpr double kBaseKernelsPerLayer = 60;
-// Each member's adapters per layer: 2 adapted maps (q, v) x (2 forward
-// products, x A then B, and 4 backward: dB, d(xA), dA, dx).
-constexpr double kAdapterKernelsPerLayer = 12;
+// An adapted map's adapters alone (models/layers.cc): x A, then B, the
+// scale and the add (4 forward), and dB, d(xA), dA, dx and the scale's (5
+// backward).
+constexpr double kAdapterKernels = 9;
+// A pack's batched product on one map for the members of one rank: the A's
+// and B's stacked, two bmm's, the scales and the add (6 forward), and the
+// bmm's four gradients and the scale's (5 backward).
+constexpr double kPackKernels = 11;
+// Per member and map in a pack: its A's and B's gradients copied out of
+// the stacked ones.
+constexpr double kPackMemberKernels = 2;
+// engine/optimizer.cc's Adam in multi-tensor ops (UpdateMany): the decay,
+// two moments (two ops each), the square root, its scale, eps and the
+// step; then the gradients zeroed (engine/blocks.cc).
+constexpr double kAdamOps = 10;
+// PyTorch's multi-tensor kernels (multi_tensor_apply) take a bounded list
+// of tensors per launch: 110 for one list, 48 for three (Adam's addcmul
+// and addcdiv take three).
+constexpr double kTensorsPerLaunch = 48;
 // Assumption: per step, the optimizer, data loading and Python around it.
 constexpr double kStepFixedS = 2e-3;
 // Assumption: a worker's start (process, CUDA and NCCL initialisation).
@@ -84,6 +104,17 @@ constexpr double kAdamStateBytes = 16;  // fp32 weight, gradient, Adam m and v
 constexpr double kAdapterMatrices = 4;
 // Pack sizes measured on each row's curve.
 constexpr int kPackSizes[] = {1, 2, 4, 8, 16};
+
+// Kernels a step launches per layer for `members` of one rank.
+double KernelsPerLayer(int members) {
+  const double maps = kAdapterMatrices / 2;
+  if (members <= 1) return kBaseKernelsPerLayer + maps * kAdapterKernels;
+  return kBaseKernelsPerLayer + maps * (kPackKernels + members * kPackMemberKernels);
+}
+// Kernels of one member's optimizer step.
+double OptimizerKernels(const LoraBase& base) {
+  return kAdamOps * std::ceil(kAdapterMatrices * base.layers / kTensorsPerLaunch);
+}
 
 double AdapterParams(const LoraBase& base, int rank) {
   return kAdapterMatrices * rank * static_cast<double>(base.d_model) * base.layers;
@@ -115,9 +146,9 @@ LoraStep LoraStepTime(const LoraBase& base, int rank, int members, const std::st
     s.comm_s += ring * kBf16Bytes * n / gpu.link_bytes_per_s;
     weights = kBf16Bytes * n / gpus + 2 * kBf16Bytes * n / base.layers;
   }
-  s.overhead_s = kStepFixedS + base.layers *
-                                   (kBaseKernelsPerLayer + members * kAdapterKernelsPerLayer) *
-                                   kLaunchS;
+  s.overhead_s =
+      kStepFixedS +
+      (base.layers * KernelsPerLayer(members) + members * OptimizerKernels(base)) * kLaunchS;
   s.seconds = std::max(s.compute_s, s.memory_s) + s.comm_s + s.overhead_s;
   const double activations =
       tokens * kActivationBytes * static_cast<double>(base.d_model) * base.layers;
@@ -161,14 +192,16 @@ std::string LoraAssumptions(const LoraGpu& gpu) {
       "Roofline (bench/paper/lora_grid.cc): H100 SXM, %.0f TFLOP/s bf16 peak x MFU %.2f, HBM "
       "%.2f TB/s, NVLink %.0f GB/s one way, %.0f GB usable per GPU (80 GB less %.0f GB "
       "reserved); step = max(FLOPs / (peak x MFU), 2 x 2N bytes / HBM) + collectives (ddp: "
-      "adapter gradients; fsdp: also the base gathered twice, not overlapped) + %.0f ms + %.0f "
-      "launches of %.0f us per layer and %.0f per member per layer; activations %.0f bytes per "
+      "adapter gradients; fsdp: also the base gathered twice, not overlapped) + %.0f ms + "
+      "launches of %.0f us (per layer %.0f alone, %.0f + %.0f per member in a pack; per member "
+      "Adam's %.0f multi-tensor ops, a launch per %.0f tensors); activations %.0f bytes per "
       "token x d_model x layer (Korthikanti et al. 2022, flash attention); a worker starts in "
       "%.0f s + the base read at %.0f GB/s. Attention FLOPs and activation traffic left out.",
       gpu.peak_flops / 1e12, kMfu, gpu.hbm_bytes_per_s / 1e12, gpu.link_bytes_per_s / 1e9,
-      gpu.memory_bytes / 1e9, kReservedBytes / 1e9, kStepFixedS * 1e3, kBaseKernelsPerLayer,
-      kLaunchS * 1e6, kAdapterKernelsPerLayer, kActivationBytes, kWorkerStartS,
-      kLoadBytesPerS / 1e9);
+      gpu.memory_bytes / 1e9, kReservedBytes / 1e9, kStepFixedS * 1e3, kLaunchS * 1e6,
+      KernelsPerLayer(1), KernelsPerLayer(2) - 2 * (KernelsPerLayer(3) - KernelsPerLayer(2)),
+      KernelsPerLayer(3) - KernelsPerLayer(2), kAdamOps, kTensorsPerLaunch, kActivationBytes,
+      kWorkerStartS, kLoadBytesPerS / 1e9);
 }
 
 namespace {

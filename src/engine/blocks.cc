@@ -349,20 +349,36 @@ void BlockSet::ClipGrads(Communicator* other_parts) {
 void BlockSet::Update(int64_t optimizer_step, Grads grads, Communicator* other_parts) {
   PhaseScope phase(Phase::kOptimizer);
   ClipGrads(other_parts);
+  // Each optimizer (a pack's member's, or the one) steps all its
+  // parameters in one call (multi-tensor on a GPU: Optimizer::UpdateMany).
+  struct Group {
+    std::vector<at::Tensor> params, grads;
+    std::vector<std::vector<at::Tensor>*> states;
+  };
+  std::vector<std::pair<const Optimizer*, Group>> groups;
   for (size_t b = 0; b < blocks_.size(); ++b) {
     const std::vector<ParamSlot>& params = blocks_[b]->Params();
     for (size_t p = 0; p < params.size(); ++p) {
       at::Tensor& param = *params[p].tensor;
       if (!param.grad().defined() || IsSharedCopy(begin_ + static_cast<int>(b), p)) continue;
-      ctx_.optimizer.ForParam(params[p].name)
-          .Update(param, param.grad(), state_[b][p], optimizer_step);
-      // A released gradient lets the next backward hand its buffer over
-      // instead of adding into a zeroed one (one pass less, no memset).
-      if (grads == Grads::kRelease) {
-        param.mutable_grad() = at::Tensor();
-      } else {
-        param.mutable_grad().zero_();
-      }
+      const Optimizer* opt = &ctx_.optimizer.ForParam(params[p].name);
+      auto it =
+          std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == opt; });
+      if (it == groups.end()) it = groups.insert(groups.end(), {opt, Group{}});
+      it->second.params.push_back(param);
+      it->second.grads.push_back(param.grad());
+      it->second.states.push_back(&state_[b][p]);
+    }
+  }
+  for (const auto& [opt, group] : groups)
+    opt->UpdateMany(group.params, group.grads, group.states, optimizer_step);
+  for (auto& [opt, group] : groups) {
+    // A released gradient lets the next backward hand its buffer over
+    // instead of adding into a zeroed one (one pass less, no memset).
+    if (grads == Grads::kRelease) {
+      for (at::Tensor& param : group.params) param.mutable_grad() = at::Tensor();
+    } else {
+      at::_foreach_zero_(group.grads);
     }
   }
 }

@@ -109,6 +109,37 @@ class Adam final : public Optimizer {
     at::Tensor denom = (exp_avg_sq.sqrt() / std::sqrt(correction2)).add_(eps_);
     param.addcdiv_(exp_avg, denom, -lr / correction1);
   }
+  void UpdateMany(const std::vector<at::Tensor>& params, const std::vector<at::Tensor>& grads,
+                  const std::vector<std::vector<at::Tensor>*>& states,
+                  int64_t step) const override {
+    at::NoGradGuard no_grad;
+    // Update's ops on every tensor at once, in the same order: the same
+    // arithmetic element by element.
+    std::vector<at::Tensor> p, g, m, v;
+    for (size_t i = 0; i < params.size(); ++i) {
+      if (Fusable(params[i], grads[i], *states[i])) {
+        Update(params[i], grads[i], *states[i], step);
+        continue;
+      }
+      p.push_back(params[i]);
+      g.push_back(grads[i]);
+      m.push_back((*states[i])[0]);
+      v.push_back((*states[i])[1]);
+    }
+    if (p.empty()) return;
+    double correction1 = 1.0 - std::pow(beta1_, static_cast<double>(step));
+    double correction2 = 1.0 - std::pow(beta2_, static_cast<double>(step));
+    const double lr = LrAt(step);
+    if (decay_ != 0.0) at::_foreach_mul_(p, 1.0 - lr * decay_);
+    at::_foreach_mul_(m, beta1_);
+    at::_foreach_add_(m, g, 1.0 - beta1_);
+    at::_foreach_mul_(v, beta2_);
+    at::_foreach_addcmul_(v, g, g, 1.0 - beta2_);
+    std::vector<at::Tensor> denom = at::_foreach_sqrt(v);
+    at::_foreach_div_(denom, std::sqrt(correction2));
+    at::_foreach_add_(denom, eps_);
+    at::_foreach_addcdiv_(p, m, denom, -lr / correction1);
+  }
 
  private:
   // PyTorch's formula, element by element in one pass.
@@ -158,6 +189,14 @@ void Optimizer::UpdateFloats(float* param, const float* grad, float* const* stat
   for (size_t i = 0; i < Slots().size(); ++i)
     slots.push_back(host(state[i]));
   Update(host(param), host(grad), slots, step);
+}
+
+void Optimizer::UpdateMany(const std::vector<at::Tensor>& params,
+                           const std::vector<at::Tensor>& grads,
+                           const std::vector<std::vector<at::Tensor>*>& states,
+                           int64_t step) const {
+  for (size_t i = 0; i < params.size(); ++i)
+    Update(params[i], grads[i], *states[i], step);
 }
 
 std::vector<at::Tensor> Optimizer::NewState(const at::Tensor& param) const {

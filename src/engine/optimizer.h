@@ -38,6 +38,13 @@ class Optimizer {
   // Updates `param` in place (without autograd) for optimizer step `step`.
   virtual void Update(const at::Tensor& param, const at::Tensor& grad,
                       std::vector<at::Tensor>& state, int64_t step) const = 0;
+  // Update of several parameters at once (`states[i]`: param i's slots).
+  // The same arithmetic as Update on each; Adam takes the ones that are not
+  // plain float32 host tensors (a GPU's) in multi-tensor ops: about ten
+  // kernels for all of them, not ten for each.
+  virtual void UpdateMany(const std::vector<at::Tensor>& params,
+                          const std::vector<at::Tensor>& grads,
+                          const std::vector<std::vector<at::Tensor>*>& states, int64_t step) const;
   // Update's arithmetic on `n` contiguous float32 elements in host memory
   // (`state`: one pointer per slot, each to n elements): the fused form
   // that Update takes for plain float32 CPU tensors, callable on a slice

@@ -255,6 +255,46 @@ TEST(Optimizers, FusedUpdateEqualsTensorOpUpdate) {
   }
 }
 
+// UpdateMany (one call per optimizer, multi-tensor ops where the tensors
+// are not plain float32 on the host, as on a GPU) steps each parameter
+// exactly as Update on it alone: here a contiguous float32 tensor, a
+// transposed one and a double one, over three steps of AdamW.
+TEST(Optimizers, UpdateManyEqualsUpdateOnEach) {
+  for (const std::string type : {"sgd", "adam", "adamw"}) {
+    OptimizerSpec spec{type, 0.01};
+    spec.momentum = 0.9;
+    spec.weight_decay = 0.1;
+    std::unique_ptr<Optimizer> opt = MakeOptimizer(spec);
+    std::vector<at::Tensor> many = {at::randn({30, 20}), at::randn({20, 30}).t(),
+                                    at::randn({7}, at::kDouble)};
+    std::vector<at::Tensor> each, start;
+    std::vector<std::vector<at::Tensor>> many_state, each_state;
+    for (const at::Tensor& t : many) {
+      each.push_back(t.clone());
+      start.push_back(t.clone());
+      many_state.push_back(opt->NewState(t));
+      each_state.push_back(opt->NewState(t));
+    }
+    std::vector<std::vector<at::Tensor>*> states;
+    for (auto& state : many_state)
+      states.push_back(&state);
+    for (int step = 1; step <= 3; ++step) {
+      std::vector<at::Tensor> grads;
+      for (const at::Tensor& t : many)
+        grads.push_back(at::randn_like(t));
+      opt->UpdateMany(many, grads, states, step);
+      for (size_t i = 0; i < each.size(); ++i)
+        opt->Update(each[i], grads[i], each_state[i], step);
+    }
+    for (size_t i = 0; i < many.size(); ++i) {
+      EXPECT_FALSE(at::equal(many[i], start[i])) << type << ", tensor " << i << " did not move";
+      EXPECT_TRUE(at::equal(many[i], each[i])) << type << ", tensor " << i;
+      for (size_t k = 0; k < many_state[i].size(); ++k)
+        EXPECT_TRUE(at::equal(many_state[i][k], each_state[i][k])) << type << ", slot " << k;
+    }
+  }
+}
+
 TEST(Metering, CountsDeviceBytesButNotHostBytes) {
   const Device& device = TestDevice();
   int64_t before = device.LiveBytes();
