@@ -25,9 +25,15 @@
 //             products (kAdapterKernels), in a pack of one rank the
 //             batched product once (kPackKernels, models/layers.cc) and
 //             per member its gradients' copies out of the stacked one
-//             (kPackMemberKernels); per member, its Adam step in
+//             (kPackMemberKernels), for the members of a GPU's rows (ddp
+//             and fsdp split them); per member, its Adam step: in
 //             multi-tensor ops (engine/optimizer.cc UpdateMany: kAdamOps,
-//             each a launch per kTensorsPerLaunch of its adapter tensors).
+//             each a launch per kTensorsPerLaunch of its adapter tensors,
+//             and ddp's gradients zeroed in one more), but under fsdp a
+//             tensor (its shard's part) at a time, kAdamOps a tensor.
+//             Packs mixing ranks (a product per rank, and picking rows by
+//             position) are costed as one rank, as the profiler measures
+//             copies of one member.
 //   step      max(compute / (peak x kMfu), memory / HBM) + comm + overhead.
 //   GPU memory  base 2 N bytes (fsdp: 2 N / g + two gathered layers) +
 //             rows x kActivationBytes x L x d x layers + 16 bytes per adapter
@@ -77,15 +83,15 @@ constexpr double kPackKernels = 11;
 // Per member and map in a pack: its A's and B's gradients copied out of
 // the stacked ones.
 constexpr double kPackMemberKernels = 2;
-// engine/optimizer.cc's Adam in multi-tensor ops (UpdateMany): the decay,
-// two moments (two ops each), the square root, its scale, eps and the
-// step; then the gradients zeroed (engine/blocks.cc).
-constexpr double kAdamOps = 10;
+// engine/optimizer.cc's Adam (Adam::Step): the decay, two moments (two ops
+// each), the square root, its scale, eps and the step.
+constexpr double kAdamOps = 9;
 // PyTorch's multi-tensor kernels (multi_tensor_apply) take a bounded list
 // of tensors per launch: 110 for one list, 48 for three (Adam's addcmul
 // and addcdiv take three).
 constexpr double kTensorsPerLaunch = 48;
-// Assumption: per step, the optimizer, data loading and Python around it.
+// Assumption: per step, data loading, the loss read back and the host
+// code around the kernels.
 constexpr double kStepFixedS = 2e-3;
 // Assumption: a worker's start (process, CUDA and NCCL initialisation).
 constexpr double kWorkerStartS = 30;
@@ -111,9 +117,12 @@ double KernelsPerLayer(int members) {
   if (members <= 1) return kBaseKernelsPerLayer + maps * kAdapterKernels;
   return kBaseKernelsPerLayer + maps * (kPackKernels + members * kPackMemberKernels);
 }
-// Kernels of one member's optimizer step.
-double OptimizerKernels(const LoraBase& base) {
-  return kAdamOps * std::ceil(kAdapterMatrices * base.layers / kTensorsPerLaunch);
+// Kernels of one member's optimizer step under `technique`.
+double OptimizerKernels(const LoraBase& base, const std::string& technique) {
+  const double tensors = kAdapterMatrices * base.layers;
+  if (technique == "fsdp") return kAdamOps * tensors;
+  const double zero = technique == "ddp" ? 1 : 0;  // single and pipeline release them
+  return (kAdamOps + zero) * std::ceil(tensors / kTensorsPerLaunch);
 }
 
 double AdapterParams(const LoraBase& base, int rank) {
@@ -148,7 +157,9 @@ LoraStep LoraStepTime(const LoraBase& base, int rank, int members, const std::st
   }
   s.overhead_s =
       kStepFixedS +
-      (base.layers * KernelsPerLayer(members) + members * OptimizerKernels(base)) * kLaunchS;
+      (base.layers * KernelsPerLayer(static_cast<int>(std::ceil(double(members) / gpus))) +
+       members * OptimizerKernels(base, technique)) *
+          kLaunchS;
   s.seconds = std::max(s.compute_s, s.memory_s) + s.comm_s + s.overhead_s;
   const double activations =
       tokens * kActivationBytes * static_cast<double>(base.d_model) * base.layers;
@@ -194,7 +205,8 @@ std::string LoraAssumptions(const LoraGpu& gpu) {
       "reserved); step = max(FLOPs / (peak x MFU), 2 x 2N bytes / HBM) + collectives (ddp: "
       "adapter gradients; fsdp: also the base gathered twice, not overlapped) + %.0f ms + "
       "launches of %.0f us (per layer %.0f alone, %.0f + %.0f per member in a pack; per member "
-      "Adam's %.0f multi-tensor ops, a launch per %.0f tensors); activations %.0f bytes per "
+      "Adam's %.0f multi-tensor ops, a launch per %.0f tensors, under fsdp a tensor at a time); "
+      "activations %.0f bytes per "
       "token x d_model x layer (Korthikanti et al. 2022, flash attention); a worker starts in "
       "%.0f s + the base read at %.0f GB/s. Attention FLOPs and activation traffic left out.",
       gpu.peak_flops / 1e12, kMfu, gpu.hbm_bytes_per_s / 1e12, gpu.link_bytes_per_s / 1e9,

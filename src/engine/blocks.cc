@@ -107,6 +107,11 @@ bool BlockSet::IsSharedCopy(int index, size_t p) const {
 
 namespace {
 
+// The most parameter bytes one UpdateMany call steps (engine/optimizer.h):
+// a GPU's multi-tensor Adam holds a temporary the size of the chunk (its
+// denominators); a LoRA member's adapters take one or two such calls.
+constexpr int64_t kUpdateChunkBytes = int64_t{16} << 20;
+
 // bf16 autocast on the device's kind for one scope, as torch.autocast does:
 // the previous state comes back afterwards, and leaving the outermost scope
 // drops the cast weights it cached (the optimizer changes them in place).
@@ -349,13 +354,32 @@ void BlockSet::ClipGrads(Communicator* other_parts) {
 void BlockSet::Update(int64_t optimizer_step, Grads grads, Communicator* other_parts) {
   PhaseScope phase(Phase::kOptimizer);
   ClipGrads(other_parts);
-  // Each optimizer (a pack's member's, or the one) steps all its
-  // parameters in one call (multi-tensor on a GPU: Optimizer::UpdateMany).
+  // Each optimizer (a pack's member's, or the one) steps its parameters
+  // in one call (multi-tensor on a GPU: Optimizer::UpdateMany) a chunk of
+  // up to kUpdateChunkBytes at a time, bounding the step's temporaries.
   struct Group {
+    const Optimizer* opt = nullptr;
     std::vector<at::Tensor> params, grads;
     std::vector<std::vector<at::Tensor>*> states;
+    int64_t bytes = 0;
   };
-  std::vector<std::pair<const Optimizer*, Group>> groups;
+  auto step = [&](Group& g) {
+    if (g.params.empty()) return;
+    g.opt->UpdateMany(g.params, g.grads, g.states, optimizer_step);
+    // A released gradient lets the next backward hand its buffer over
+    // instead of adding into a zeroed one (one pass less, no memset).
+    if (grads == Grads::kRelease) {
+      for (at::Tensor& param : g.params)
+        param.mutable_grad() = at::Tensor();
+    } else {
+      at::_foreach_zero_(g.grads);
+    }
+    g.params.clear();
+    g.grads.clear();
+    g.states.clear();
+    g.bytes = 0;
+  };
+  std::vector<Group> groups;
   for (size_t b = 0; b < blocks_.size(); ++b) {
     const std::vector<ParamSlot>& params = blocks_[b]->Params();
     for (size_t p = 0; p < params.size(); ++p) {
@@ -363,24 +387,17 @@ void BlockSet::Update(int64_t optimizer_step, Grads grads, Communicator* other_p
       if (!param.grad().defined() || IsSharedCopy(begin_ + static_cast<int>(b), p)) continue;
       const Optimizer* opt = &ctx_.optimizer.ForParam(params[p].name);
       auto it =
-          std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == opt; });
-      if (it == groups.end()) it = groups.insert(groups.end(), {opt, Group{}});
-      it->second.params.push_back(param);
-      it->second.grads.push_back(param.grad());
-      it->second.states.push_back(&state_[b][p]);
+          std::find_if(groups.begin(), groups.end(), [&](const Group& g) { return g.opt == opt; });
+      if (it == groups.end()) it = groups.insert(groups.end(), Group{opt, {}, {}, {}, 0});
+      it->params.push_back(param);
+      it->grads.push_back(param.grad());
+      it->states.push_back(&state_[b][p]);
+      it->bytes += param.numel() * static_cast<int64_t>(param.element_size());
+      if (it->bytes >= kUpdateChunkBytes) step(*it);
     }
   }
-  for (const auto& [opt, group] : groups)
-    opt->UpdateMany(group.params, group.grads, group.states, optimizer_step);
-  for (auto& [opt, group] : groups) {
-    // A released gradient lets the next backward hand its buffer over
-    // instead of adding into a zeroed one (one pass less, no memset).
-    if (grads == Grads::kRelease) {
-      for (at::Tensor& param : group.params) param.mutable_grad() = at::Tensor();
-    } else {
-      at::_foreach_zero_(group.grads);
-    }
-  }
+  for (Group& g : groups)
+    step(g);
 }
 
 void BlockSet::Save(CheckpointWriter& out) const {

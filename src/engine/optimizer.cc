@@ -98,23 +98,12 @@ class Adam final : public Optimizer {
       return UpdateFloats(param.data_ptr<float>(), grad.data_ptr<float>(), slots, param.numel(),
                           step);
     }
-    double correction1 = 1.0 - std::pow(beta1_, static_cast<double>(step));
-    double correction2 = 1.0 - std::pow(beta2_, static_cast<double>(step));
-    const double lr = LrAt(step);
-    if (decay_ != 0.0) param.mul_(1.0 - lr * decay_);
-    at::Tensor& exp_avg = state[0];
-    at::Tensor& exp_avg_sq = state[1];
-    exp_avg.mul_(beta1_).add_(grad, 1.0 - beta1_);
-    exp_avg_sq.mul_(beta2_).addcmul_(grad, grad, 1.0 - beta2_);
-    at::Tensor denom = (exp_avg_sq.sqrt() / std::sqrt(correction2)).add_(eps_);
-    param.addcdiv_(exp_avg, denom, -lr / correction1);
+    Step({param}, {grad}, {state[0]}, {state[1]}, step);
   }
   void UpdateMany(const std::vector<at::Tensor>& params, const std::vector<at::Tensor>& grads,
                   const std::vector<std::vector<at::Tensor>*>& states,
                   int64_t step) const override {
     at::NoGradGuard no_grad;
-    // Update's ops on every tensor at once, in the same order: the same
-    // arithmetic element by element.
     std::vector<at::Tensor> p, g, m, v;
     for (size_t i = 0; i < params.size(); ++i) {
       if (Fusable(params[i], grads[i], *states[i])) {
@@ -126,7 +115,17 @@ class Adam final : public Optimizer {
       m.push_back((*states[i])[0]);
       v.push_back((*states[i])[1]);
     }
-    if (p.empty()) return;
+    if (!p.empty()) Step(p, g, m, v, step);
+  }
+
+ private:
+  // PyTorch's formula in multi-tensor ops over lists of parameters,
+  // gradients and the two moments: the tensor-op form of Update and of
+  // UpdateMany alike (one tensor or many, the same ops element by
+  // element, on any device; on CUDA a launch per op and list chunk).
+  void Step(const std::vector<at::Tensor>& p, const std::vector<at::Tensor>& g,
+            const std::vector<at::Tensor>& m, const std::vector<at::Tensor>& v,
+            int64_t step) const {
     double correction1 = 1.0 - std::pow(beta1_, static_cast<double>(step));
     double correction2 = 1.0 - std::pow(beta2_, static_cast<double>(step));
     const double lr = LrAt(step);
@@ -141,7 +140,6 @@ class Adam final : public Optimizer {
     at::_foreach_addcdiv_(p, m, denom, -lr / correction1);
   }
 
- private:
   // PyTorch's formula, element by element in one pass.
   void UpdateFloats(float* p, const float* g, float* const* state, int64_t n,
                     int64_t step) const override {

@@ -94,19 +94,8 @@ PackRows::PackRows(std::vector<int64_t> batch_sizes)
 }
 
 void PackRows::Activate(int64_t offset, int64_t count) {
-  if (offset != offset_ || count != count_) sample_members_ = at::Tensor();
   offset_ = offset;
   count_ = count;
-}
-
-const at::Tensor& PackRows::SampleMembers(const at::Device& device) const {
-  if (sample_members_.defined() && sample_members_.device() == device) return sample_members_;
-  at::Tensor ids = at::empty({count_}, at::kLong);
-  int64_t* out = ids.data_ptr<int64_t>();
-  for (const Segment& s : Segments(count_))
-    std::fill(out + s.begin, out + s.begin + s.count, static_cast<int64_t>(s.member));
-  sample_members_ = ids.to(device);
-  return sample_members_;
 }
 
 std::vector<PackRows::Segment> PackRows::Segments(int64_t rows) const {
@@ -127,22 +116,23 @@ std::vector<PackRows::Segment> PackRows::Segments(int64_t rows) const {
 }
 
 at::Tensor PackRows::WeightedLossSum(const at::Tensor& per_sample) {
-  if (per_sample.size(0) != count_) {
-    throw std::logic_error("a pack's loss saw " + std::to_string(per_sample.size(0)) +
-                           " samples for " + std::to_string(count_));
+  // Each member's sum over its own samples (deterministic, unlike an
+  // index_add of them on a GPU), read back to the host in one copy, not
+  // one device sync a member.
+  std::vector<at::Tensor> parts;
+  std::vector<double> weights;
+  std::vector<int> members;
+  for (const Segment& s : Segments(per_sample.size(0))) {
+    parts.push_back(per_sample.narrow(0, s.begin, s.count).sum());
+    weights.push_back(static_cast<double>(total_) / static_cast<double>(sizes_[s.member]));
+    members.push_back(s.member);
   }
-  // Each member's sum in one op and one copy to the host (a loop would read
-  // every member's sum back on its own: k device syncs a step).
-  at::Tensor sums = at::zeros({Members()}, per_sample.options())
-                        .index_add(0, SampleMembers(per_sample.device()), per_sample);
+  at::Tensor sums = at::stack(parts);
   at::Tensor host = sums.detach().to(at::kCPU, at::kDouble);
   const double* values = host.data_ptr<double>();
-  std::vector<double> weights;
-  for (size_t m = 0; m < sizes_.size(); ++m) {
-    sums_[m] += values[m];
-    weights.push_back(static_cast<double>(total_) / static_cast<double>(sizes_[m]));
-  }
-  at::Tensor weight = at::tensor(weights, at::kDouble).to(per_sample.options());
+  for (size_t i = 0; i < members.size(); ++i)
+    sums_[static_cast<size_t>(members[i])] += values[i];
+  at::Tensor weight = at::tensor(weights, at::kDouble).to(sums.options());
   return (sums * weight).sum();
 }
 

@@ -71,10 +71,6 @@ class PackRows {
     int member;
     int64_t begin, count;  // rows of the activated tensor
   };
-  int64_t ActiveSamples() const { return count_; }
-  // The member of each active sample, [ActiveSamples()] int64 on `device`
-  // (made once per activation and device).
-  const at::Tensor& SampleMembers(const at::Device& device) const;
   // The active samples' members as segments of a tensor of `rows` rows (the
   // samples, or samples x tokens when flattened).
   std::vector<Segment> Segments(int64_t rows) const;
@@ -90,7 +86,6 @@ class PackRows {
   int64_t total_ = 0;
   int64_t offset_ = 0, count_ = 0;
   std::vector<double> sums_;
-  mutable at::Tensor sample_members_;
 };
 
 // The pack being trained in this process (one at most), or nullptr.

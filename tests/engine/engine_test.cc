@@ -256,9 +256,13 @@ TEST(Optimizers, FusedUpdateEqualsTensorOpUpdate) {
 }
 
 // UpdateMany (one call per optimizer, multi-tensor ops where the tensors
-// are not plain float32 on the host, as on a GPU) steps each parameter
-// exactly as Update on it alone: here a contiguous float32 tensor, a
-// transposed one and a double one, over three steps of AdamW.
+// are not plain float32 on the host) steps each parameter exactly as
+// Update on it alone: here a contiguous float32 tensor (the fused host
+// loop), a transposed one and a double one (the multi-tensor form), over
+// three steps. On this CPU build the multi-tensor ops run tensor by
+// tensor; on CUDA, Update's tensor-op form is the same multi-tensor ops on
+// a one-tensor list (optimizer.cc, Adam::Step), so the two agree there by
+// construction.
 TEST(Optimizers, UpdateManyEqualsUpdateOnEach) {
   for (const std::string type : {"sgd", "adam", "adamw"}) {
     OptimizerSpec spec{type, 0.01};

@@ -94,6 +94,8 @@ const Linear::PackGroups& Linear::GroupsFor(const std::vector<PackRows::Segment>
     std::vector<double> scales;
     for (size_t a : group.adapters)
       scales.push_back(pack_[a].scale);
+    // In the adapters' type (fp32 under bf16 autocast): B is scaled
+    // before the product, so the scale is not rounded to bf16.
     group.scales = at::tensor(scales, at::kDouble).view({-1, 1, 1}).to(options);
     group.whole = group.rows.size() == segments.size();
     group.positions = at::tensor(group.rows, at::kLong).to(options.device());
@@ -111,7 +113,7 @@ void Linear::AddPackDeltas(const at::Tensor& x, at::Tensor& y) const {
     return s.count == segments.front().count;
   });
   bool in_out = layout_ == WeightLayout::kInOut;
-  if (!equal || !x.is_contiguous()) {
+  if (!equal || !x.is_contiguous() || !y.is_contiguous()) {
     // A slice that cuts members unevenly (a rank's share, a micro-batch):
     // each member's product on its own rows.
     for (const PackRows::Segment& s : segments) {
@@ -131,9 +133,9 @@ void Linear::AddPackDeltas(const at::Tensor& x, at::Tensor& y) const {
   // batch dimension: two bmm's and an add for every member of that rank,
   // where a loop would take two products and an add for each.
   int64_t n = static_cast<int64_t>(segments.size());
-  at::Tensor x3 = x.reshape({n, -1, x.size(-1)});
-  at::Tensor y3 = y.view({n, -1, y.size(-1)});
-  for (const RankGroup& group : GroupsFor(segments, x.options()).groups) {
+  at::Tensor x3 = x.view({n, -1, x.size(-1)});
+  const at::TensorOptions adapters = pack_.front().b.options();
+  for (const RankGroup& group : GroupsFor(segments, adapters).groups) {
     std::vector<at::Tensor> as, bs;
     for (size_t a : group.adapters) {
       // As [members, in, rank] and [members, rank, out] for bmm.
@@ -141,12 +143,17 @@ void Linear::AddPackDeltas(const at::Tensor& x, at::Tensor& y) const {
       bs.push_back(in_out ? pack_[a].b : pack_[a].b.t());
     }
     at::Tensor xs = group.whole ? x3 : x3.index_select(0, group.positions);
-    at::Tensor delta = at::bmm(at::bmm(xs, at::stack(as)), at::stack(bs)) * group.scales;
-    // In place: nothing keeps y for backward.
+    // Each member's scale on its B ([members, rank, out], small), not on
+    // the product.
+    at::Tensor delta = at::bmm(at::bmm(xs, at::stack(as)), at::stack(bs) * group.scales);
+    // Under autocast the product is in the autocast type, y maybe not.
+    if (delta.scalar_type() != y.scalar_type()) delta = delta.to(y.scalar_type());
     if (group.whole) {
-      y3.add_(delta);
+      // In place on y itself (not a view of it: no copies in backward);
+      // nothing keeps y for backward.
+      y.add_(delta.view(y.sizes()));
     } else {
-      y3.index_add_(0, group.positions, delta);
+      y = y.view({n, -1, y.size(-1)}).index_add(0, group.positions, delta).view(y.sizes());
     }
   }
 }

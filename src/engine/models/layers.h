@@ -11,6 +11,7 @@
 
 #include <ATen/ATen.h>
 
+#include <deque>
 #include <map>
 #include <string>
 #include <vector>
@@ -108,8 +109,8 @@ class Linear {
   };
   const PackGroups& GroupsFor(const std::vector<PackRows::Segment>& segments,
                               const at::TensorOptions& options) const;
-  mutable std::vector<PackGroups> groups_;
-  bool bias_after_sum_ = false;  // row-parallel: AddBias adds it
+  mutable std::deque<PackGroups> groups_;  // references stay valid as it grows
+  bool bias_after_sum_ = false;            // row-parallel: AddBias adds it
 };
 
 class LayerNorm {
