@@ -29,8 +29,8 @@
 //             and fsdp split them); per member, its Adam step: in
 //             multi-tensor ops (engine/optimizer.cc UpdateMany: kAdamOps,
 //             each a launch per kTensorsPerLaunch of its adapter tensors,
-//             and ddp's gradients zeroed in one more), but under fsdp a
-//             tensor (its shard's part) at a time, kAdamOps a tensor.
+//             and ddp's gradients zeroed in one more; fsdp's parts of its
+//             shards likewise).
 //             Packs mixing ranks (a product per rank, and picking rows by
 //             position) are costed as one rank, as the profiler measures
 //             copies of one member.
@@ -120,7 +120,6 @@ double KernelsPerLayer(int members) {
 // Kernels of one member's optimizer step under `technique`.
 double OptimizerKernels(const LoraBase& base, const std::string& technique) {
   const double tensors = kAdapterMatrices * base.layers;
-  if (technique == "fsdp") return kAdamOps * tensors;
   const double zero = technique == "ddp" ? 1 : 0;  // single and pipeline release them
   return (kAdamOps + zero) * std::ceil(tensors / kTensorsPerLaunch);
 }
@@ -205,8 +204,7 @@ std::string LoraAssumptions(const LoraGpu& gpu) {
       "reserved); step = max(FLOPs / (peak x MFU), 2 x 2N bytes / HBM) + collectives (ddp: "
       "adapter gradients; fsdp: also the base gathered twice, not overlapped) + %.0f ms + "
       "launches of %.0f us (per layer %.0f alone, %.0f + %.0f per member in a pack; per member "
-      "Adam's %.0f multi-tensor ops, a launch per %.0f tensors, under fsdp a tensor at a time); "
-      "activations %.0f bytes per "
+      "Adam's %.0f multi-tensor ops, a launch per %.0f tensors); activations %.0f bytes per "
       "token x d_model x layer (Korthikanti et al. 2022, flash attention); a worker starts in "
       "%.0f s + the base read at %.0f GB/s. Attention FLOPs and activation traffic left out.",
       gpu.peak_flops / 1e12, kMfu, gpu.hbm_bytes_per_s / 1e12, gpu.link_bytes_per_s / 1e9,

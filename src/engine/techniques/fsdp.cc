@@ -25,6 +25,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <deque>
 #include <map>
 #include <optional>
 #include <set>
@@ -156,11 +157,11 @@ class FsdpTrainer final : public Trainer {
       std::optional<HostMemoryScope> host;
       if (offload_) host.emplace();
       ClipGrads();
-      for (ShardedBlock& sharded : blocks_) {
-        if (sharded.train.padded == 0) continue;
-        if (ctx_.optimizer.PerParam()) {
-          UpdateEachParam(sharded, step + 1);
-        } else {
+      if (ctx_.optimizer.PerParam()) {
+        UpdateEachParam(step + 1);
+      } else {
+        for (ShardedBlock& sharded : blocks_) {
+          if (sharded.train.padded == 0) continue;
           ctx_.optimizer.Update(sharded.train.shard, sharded.grad, sharded.state, step + 1);
         }
       }
@@ -189,16 +190,35 @@ class FsdpTrainer final : public Trainer {
   }
 
   // An optimizer that differs by parameter (a pack's: engine/pack.h) steps
-  // each parameter's part of this rank's shard with its own (element-wise
-  // updates: the same as stepping the whole parameter).
-  void UpdateEachParam(ShardedBlock& sharded, int64_t optimizer_step) {
-    ForEachPart(sharded, [&](size_t, const std::string& name, const auto& cut) {
-      std::vector<at::Tensor> state;
-      for (const at::Tensor& slot : sharded.state)
-        state.push_back(cut(slot));
-      ctx_.optimizer.ForParam(name).Update(cut(sharded.train.shard), cut(sharded.grad), state,
-                                           optimizer_step);
-    });
+  // each parameter's part of this rank's shards with its own (element-wise
+  // updates: the same as stepping the whole parameter), all of one
+  // optimizer's parts in one UpdateMany call (a pack member's adapters:
+  // multi-tensor on a GPU).
+  void UpdateEachParam(int64_t optimizer_step) {
+    struct Group {
+      const Optimizer* opt;
+      std::vector<at::Tensor> params, grads;
+      std::vector<std::vector<at::Tensor>*> states;
+    };
+    std::vector<Group> groups;
+    std::deque<std::vector<at::Tensor>> states;  // the parts' slots, at stable addresses
+    for (ShardedBlock& sharded : blocks_) {
+      if (sharded.train.padded == 0) continue;
+      ForEachPart(sharded, [&](size_t, const std::string& name, const auto& cut) {
+        std::vector<at::Tensor>& state = states.emplace_back();
+        for (const at::Tensor& slot : sharded.state)
+          state.push_back(cut(slot));
+        const Optimizer* opt = &ctx_.optimizer.ForParam(name);
+        auto it = std::find_if(groups.begin(), groups.end(),
+                               [&](const Group& g) { return g.opt == opt; });
+        if (it == groups.end()) it = groups.insert(groups.end(), Group{opt, {}, {}, {}});
+        it->params.push_back(cut(sharded.train.shard));
+        it->grads.push_back(cut(sharded.grad));
+        it->states.push_back(&state);
+      });
+    }
+    for (const Group& g : groups)
+      g.opt->UpdateMany(g.params, g.grads, g.states, optimizer_step);
   }
 
   // Gradient clipping (engine/grad_clip.h): each rank's gradient shards hold
