@@ -57,47 +57,31 @@ void BlockSet::Update(int64_t optimizer_step, Grads grads, Communicator* other_p
   // Each optimizer (a pack's member's, or the one) steps its parameters
   // in one call (multi-tensor on a GPU: Optimizer::UpdateMany) a chunk of
   // up to kUpdateChunkBytes at a time, bounding the step's temporaries.
-  struct Group {
-    const Optimizer* opt = nullptr;
-    std::vector<at::Tensor> params, grads;
-    std::vector<std::vector<at::Tensor>*> states;
-    int64_t bytes = 0;
-  };
-  auto step = [&](Group& g) {
-    if (g.params.empty()) return;
-    g.opt->UpdateMany(g.params, g.grads, g.states, optimizer_step);
+  auto step = [&](UpdateBatch& batch) {
+    batch.Step(optimizer_step);
     // A released gradient lets the next backward hand its buffer over
     // instead of adding into a zeroed one (one pass less, no memset).
     if (grads == Grads::kRelease) {
-      for (at::Tensor& param : g.params)
+      for (at::Tensor& param : batch.params)
         param.mutable_grad() = at::Tensor();
     } else {
-      at::_foreach_zero_(g.grads);
+      at::_foreach_zero_(batch.grads);
     }
-    g.params.clear();
-    g.grads.clear();
-    g.states.clear();
-    g.bytes = 0;
+    batch.Clear();
   };
-  std::vector<Group> groups;
+  std::vector<UpdateBatch> batches;
   for (size_t b = 0; b < blocks_.size(); ++b) {
     const std::vector<ParamSlot>& params = blocks_[b]->Params();
     for (size_t p = 0; p < params.size(); ++p) {
       at::Tensor& param = *params[p].tensor;
       if (!param.grad().defined() || IsSharedCopy(begin_ + static_cast<int>(b), p)) continue;
-      const Optimizer* opt = &ctx_.optimizer.ForParam(params[p].name);
-      auto it =
-          std::find_if(groups.begin(), groups.end(), [&](const Group& g) { return g.opt == opt; });
-      if (it == groups.end()) it = groups.insert(groups.end(), Group{opt, {}, {}, {}, 0});
-      it->params.push_back(param);
-      it->grads.push_back(param.grad());
-      it->states.push_back(&state_[b][p]);
-      it->bytes += param.numel() * static_cast<int64_t>(param.element_size());
-      if (it->bytes >= kUpdateChunkBytes) step(*it);
+      UpdateBatch& batch = BatchOf(batches, ctx_.optimizer.ForParam(params[p].name));
+      batch.Add(param, param.grad(), &state_[b][p]);
+      if (batch.bytes >= kUpdateChunkBytes) step(batch);
     }
   }
-  for (Group& g : groups)
-    step(g);
+  for (UpdateBatch& batch : batches)
+    step(batch);
 }
 
 }  // namespace saturn::engine

@@ -78,9 +78,7 @@ void Work::Wait() {
 }
 
 double Communicator::SumOf(double value) {
-  at::Tensor t = at::full({1}, value, ScalarOptions().dtype(at::kDouble));
-  AllReduceSum(t);
-  return t.item<double>();
+  return SumsOf({value}).front();
 }
 
 std::vector<double> Communicator::SumsOf(const std::vector<double>& values) {

@@ -197,6 +197,33 @@ void Optimizer::UpdateMany(const std::vector<at::Tensor>& params,
     Update(params[i], grads[i], *states[i], step);
 }
 
+void UpdateBatch::Add(const at::Tensor& param, const at::Tensor& grad,
+                      std::vector<at::Tensor>* state) {
+  params.push_back(param);
+  grads.push_back(grad);
+  states.push_back(state);
+  bytes += param.numel() * static_cast<int64_t>(param.element_size());
+}
+
+void UpdateBatch::Step(int64_t step) const {
+  if (!params.empty()) opt->UpdateMany(params, grads, states, step);
+}
+
+void UpdateBatch::Clear() {
+  params.clear();
+  grads.clear();
+  states.clear();
+  bytes = 0;
+}
+
+UpdateBatch& BatchOf(std::vector<UpdateBatch>& batches, const Optimizer& opt) {
+  for (UpdateBatch& batch : batches)
+    if (batch.opt == &opt) return batch;
+  UpdateBatch& made = batches.emplace_back();
+  made.opt = &opt;
+  return made;
+}
+
 std::vector<at::Tensor> Optimizer::NewState(const at::Tensor& param) const {
   std::vector<at::Tensor> state;
   for (size_t i = 0; i < Slots().size(); ++i)

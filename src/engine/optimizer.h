@@ -73,4 +73,20 @@ class Optimizer {
 
 std::unique_ptr<Optimizer> MakeOptimizer(const OptimizerSpec& spec);
 
+// One optimizer's parameters gathered for one UpdateMany call (a task's
+// one, or each of a pack's members': Optimizer::ForParam).
+struct UpdateBatch {
+  const Optimizer* opt = nullptr;
+  std::vector<at::Tensor> params, grads;
+  std::vector<std::vector<at::Tensor>*> states;
+  int64_t bytes = 0;  // of the parameters gathered
+
+  void Add(const at::Tensor& param, const at::Tensor& grad, std::vector<at::Tensor>* state);
+  void Step(int64_t step) const;  // UpdateMany of what was gathered
+  void Clear();
+};
+
+// The batch of `opt` among `batches`, added if there is none.
+UpdateBatch& BatchOf(std::vector<UpdateBatch>& batches, const Optimizer& opt);
+
 }  // namespace saturn::engine

@@ -81,13 +81,13 @@ const Linear::PackGroups& Linear::GroupsFor(const std::vector<PackRows::Segment>
   }
   PackGroups made{members, options.device(), options.dtype().toScalarType(), {}};
   std::map<int64_t, RankGroup> by_rank;
+  std::map<int64_t, std::vector<int64_t>> positions;  // of each rank's segments
   for (size_t i = 0; i < segments.size(); ++i) {
     for (size_t a = 0; a < pack_.size(); ++a) {
       if (pack_[a].member != segments[i].member) continue;
       int64_t rank = layout_ == WeightLayout::kInOut ? pack_[a].a.size(1) : pack_[a].a.size(0);
-      RankGroup& group = by_rank[rank];
-      group.adapters.push_back(a);
-      group.rows.push_back(static_cast<int64_t>(i));
+      by_rank[rank].adapters.push_back(a);
+      positions[rank].push_back(static_cast<int64_t>(i));
     }
   }
   for (auto& [rank, group] : by_rank) {
@@ -97,8 +97,8 @@ const Linear::PackGroups& Linear::GroupsFor(const std::vector<PackRows::Segment>
     // In the adapters' type (fp32 under bf16 autocast): B is scaled
     // before the product, so the scale is not rounded to bf16.
     group.scales = at::tensor(scales, at::kDouble).view({-1, 1, 1}).to(options);
-    group.whole = group.rows.size() == segments.size();
-    group.positions = at::tensor(group.rows, at::kLong).to(options.device());
+    group.whole = positions[rank].size() == segments.size();
+    group.positions = at::tensor(positions[rank], at::kLong).to(options.device());
     made.groups.push_back(std::move(group));
   }
   groups_.push_back(std::move(made));

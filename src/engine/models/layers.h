@@ -97,7 +97,6 @@ class Linear {
   // type seen (a pack's steps see one or a few).
   struct RankGroup {
     std::vector<size_t> adapters;
-    std::vector<int64_t> rows;
     at::Tensor positions, scales;
     bool whole = false;  // every segment, in order
   };

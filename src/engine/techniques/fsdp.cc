@@ -195,12 +195,7 @@ class FsdpTrainer final : public Trainer {
   // optimizer's parts in one UpdateMany call (a pack member's adapters:
   // multi-tensor on a GPU).
   void UpdateEachParam(int64_t optimizer_step) {
-    struct Group {
-      const Optimizer* opt;
-      std::vector<at::Tensor> params, grads;
-      std::vector<std::vector<at::Tensor>*> states;
-    };
-    std::vector<Group> groups;
+    std::vector<UpdateBatch> batches;
     std::deque<std::vector<at::Tensor>> states;  // the parts' slots, at stable addresses
     for (ShardedBlock& sharded : blocks_) {
       if (sharded.train.padded == 0) continue;
@@ -208,17 +203,12 @@ class FsdpTrainer final : public Trainer {
         std::vector<at::Tensor>& state = states.emplace_back();
         for (const at::Tensor& slot : sharded.state)
           state.push_back(cut(slot));
-        const Optimizer* opt = &ctx_.optimizer.ForParam(name);
-        auto it = std::find_if(groups.begin(), groups.end(),
-                               [&](const Group& g) { return g.opt == opt; });
-        if (it == groups.end()) it = groups.insert(groups.end(), Group{opt, {}, {}, {}});
-        it->params.push_back(cut(sharded.train.shard));
-        it->grads.push_back(cut(sharded.grad));
-        it->states.push_back(&state);
+        BatchOf(batches, ctx_.optimizer.ForParam(name))
+            .Add(cut(sharded.train.shard), cut(sharded.grad), &state);
       });
     }
-    for (const Group& g : groups)
-      g.opt->UpdateMany(g.params, g.grads, g.states, optimizer_step);
+    for (UpdateBatch& batch : batches)
+      batch.Step(optimizer_step);
   }
 
   // Gradient clipping (engine/grad_clip.h): each rank's gradient shards hold
