@@ -30,13 +30,14 @@ class PackDataset final : public Dataset {
     if (ActivePackRows() == &rows_) SetActivePackRows(nullptr);
   }
 
-  // Samples [first, first + count) of the pack: of step first / B, its
-  // samples first % B on; they never span two steps (techniques fetch
+  // Samples [first, first + count) of the pack: of step first / S (S the
+  // stride: every member's rows), its samples first % S on among the rows
+  // of the members still in; they never span two steps (techniques fetch
   // within one step).
   Batch Samples(int64_t first, int64_t count) const override {
-    int64_t batch = rows_.BatchSize();
-    int64_t step = first / batch, offset = first % batch;
-    if (offset + count > batch) {
+    int64_t stride = rows_.Stride();
+    int64_t step = first / stride, offset = first % stride;
+    if (offset + count > rows_.BatchSize()) {
       throw std::logic_error("a pack's samples were fetched across two steps");
     }
     rows_.Activate(offset, count);
@@ -67,8 +68,11 @@ class PackOptimizer final : public Optimizer {
               int64_t step) const override {
     members_[0]->Update(param, grad, state, step);
   }
+  // A member that left its pack (PackRows::Leave) steps no more: an
+  // optimizer that leaves its adapters and state as they are (a gradient of
+  // zeros would still move them through Adam's moments or weight decay).
   const Optimizer& ForParam(const std::string& name) const override {
-    return *members_[static_cast<size_t>(ModelOf(name))];
+    return Model(ModelOf(name));
   }
   bool PerParam() const override { return true; }
   int Models() const override { return static_cast<int>(members_.size()); }
@@ -76,21 +80,60 @@ class PackOptimizer final : public Optimizer {
     int k = PackMemberOf(name);
     return k < 0 || k >= Models() ? 0 : k;
   }
-  const Optimizer& Model(int index) const override { return *members_[static_cast<size_t>(index)]; }
+  const Optimizer& Model(int index) const override {
+    const PackRows* rows = ActivePackRows();
+    if (rows && index < rows->Members() && rows->HasLeft(index))
+      return *idle_[static_cast<size_t>(index)];
+    return *members_[static_cast<size_t>(index)];
+  }
 
  private:
+  // Steps nothing; the member's spec and slots, so clipping and state are as before.
+  class Idle final : public Optimizer {
+   public:
+    explicit Idle(const Optimizer& of) : Optimizer(of.Spec()), slots_(of.Slots()) {}
+    std::vector<std::string> Slots() const override { return slots_; }
+    void Update(const at::Tensor&, const at::Tensor&, std::vector<at::Tensor>&,
+                int64_t) const override {}
+    void UpdateFloats(float*, const float*, float* const*, int64_t, int64_t) const override {}
+
+   private:
+    std::vector<std::string> slots_;
+  };
   std::vector<std::unique_ptr<Optimizer>> members_;
+  std::vector<std::unique_ptr<Optimizer>> idle_ = MakeIdle(members_);
+
+  static std::vector<std::unique_ptr<Optimizer>> MakeIdle(
+      const std::vector<std::unique_ptr<Optimizer>>& members) {
+    std::vector<std::unique_ptr<Optimizer>> out;
+    for (const auto& m : members)
+      out.push_back(std::make_unique<Idle>(*m));
+    return out;
+  }
 };
 
 }  // namespace
 
 PackRows::PackRows(std::vector<int64_t> batch_sizes)
-    : sizes_(std::move(batch_sizes)), sums_(sizes_.size(), 0.0) {
-  for (int64_t b : sizes_) {
+    : sizes_(std::move(batch_sizes)), left_(sizes_.size(), false), sums_(sizes_.size(), 0.0) {
+  Layout();
+  stride_ = total_;
+}
+
+void PackRows::Layout() {
+  starts_.clear();
+  total_ = 0;
+  for (size_t m = 0; m < sizes_.size(); ++m) {
     starts_.push_back(total_);
-    total_ += b;
+    if (!left_[m]) total_ += sizes_[m];
   }
+  offset_ = 0;
   count_ = total_;
+}
+
+void PackRows::Leave(int member) {
+  left_.at(static_cast<size_t>(member)) = true;
+  Layout();
 }
 
 void PackRows::Activate(int64_t offset, int64_t count) {
@@ -106,6 +149,7 @@ std::vector<PackRows::Segment> PackRows::Segments(int64_t rows) const {
   }
   int64_t per_sample = rows / count_;
   for (size_t m = 0; m < sizes_.size(); ++m) {
+    if (left_[m]) continue;
     int64_t begin = std::max(offset_, starts_[m]);
     int64_t end = std::min(offset_ + count_, starts_[m] + sizes_[m]);
     if (end <= begin) continue;

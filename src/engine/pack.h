@@ -62,9 +62,19 @@ class PackRows {
   explicit PackRows(std::vector<int64_t> batch_sizes);
 
   int64_t Members() const { return static_cast<int64_t>(sizes_.size()); }
+  // The rows of a step now: the batch sizes of the members still in.
   int64_t BatchSize() const { return total_; }
-  int64_t SizeOf(int member) const { return sizes_[static_cast<size_t>(member)]; }
+  // The rows of a step when every member was in: how far apart two steps'
+  // samples are numbered (TrainContext::StepSamples).
+  int64_t Stride() const { return stride_; }
+  int64_t SizeOf(int member) const { return sizes_[static_cast<size_t>(member)]; }  // its batch
   int64_t StartOf(int member) const { return starts_[static_cast<size_t>(member)]; }
+  // Member `member` has trained its last step: from the next step on the
+  // step's rows are the others' (one after another, as before), so the
+  // rest step faster, and its optimizer no longer steps its adapters
+  // (MakeTaskOptimizer's). Its samples, adapters and state stay as they were.
+  void Leave(int member);
+  bool HasLeft(int member) const { return left_[static_cast<size_t>(member)]; }
   // The samples [offset, offset + count) of a step go through the model next.
   void Activate(int64_t offset, int64_t count);
   struct Segment {
@@ -82,8 +92,10 @@ class PackRows {
   std::vector<double> TakeMemberLosses();
 
  private:
+  void Layout();
   std::vector<int64_t> sizes_, starts_;
-  int64_t total_ = 0;
+  std::vector<bool> left_;
+  int64_t total_ = 0, stride_ = 0;
   int64_t offset_ = 0, count_ = 0;
   std::vector<double> sums_;
 };

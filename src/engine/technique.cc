@@ -11,6 +11,7 @@
 #include "engine/blocks.h"
 #include "engine/errors.h"
 #include "engine/eval.h"
+#include "engine/pack.h"
 #include "engine/phases.h"
 #include "protocol/checkpoint_files.h"
 
@@ -80,6 +81,11 @@ nlohmann::json PhasesJson(const std::vector<PhaseTimes>& steps) {
 }
 
 }  // namespace
+
+int64_t TrainContext::BatchSize() const {
+  const PackRows* rows = task.pack.empty() ? nullptr : ActivePackRows();
+  return rows ? rows->BatchSize() : task.batch_size;
+}
 
 Batch TrainContext::StepSamples(int64_t step, int64_t offset, int64_t count) const {
   PhaseScope phase(Phase::kData);

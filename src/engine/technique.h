@@ -85,9 +85,11 @@ struct TrainContext {
   Communicator& comm;
   int gpus = 1;  // devices the technique runs on
 
-  int64_t BatchSize() const { return task.batch_size; }
+  // The step's samples: the task's batch, or a pack's members' still in
+  // (PackRows::Leave; a step's samples are numbered by the whole pack's).
+  int64_t BatchSize() const;
   // Loss terms in one global batch: the mean loss is the summed loss over this.
-  int64_t LossItems() const { return task.batch_size * model.LossItemsPerSample(); }
+  int64_t LossItems() const { return BatchSize() * model.LossItemsPerSample(); }
   // `count` samples of step `step`, starting at sample `offset` of its batch,
   // placed on the device.
   Batch StepSamples(int64_t step, int64_t offset, int64_t count) const;

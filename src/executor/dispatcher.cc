@@ -104,15 +104,20 @@ void Dispatcher::MarkStarted(int j) {
       events::TaskStarted(run_.Now(), run_.Where(j), run_.ProgressAt(j, l.record.checkpoint_step)));
 }
 
-void Dispatcher::ReadProgress(int j) {
+void Dispatcher::ReadProgress(int j, bool settle_left) {
   LiveTask& l = run_.tasks[j];
   // A pack's lines are the pack's: its loss is the sum of its members' own
   // (each member's curve comes with the pack's result), its steps theirs.
   bool pack = IsPackHost(j);
   std::vector<int> members = pack ? MembersHostedBy(j) : std::vector<int>{};
   std::string lines;
+  std::vector<MemberLeftReport> left;
   while (auto line = l.process->ReadLine(0.0)) {
     lines += *line + "\n";
+    if (MemberLeftReport r; pack && ParseMemberLeftLine(*line, &r)) {
+      left.push_back(r);
+      continue;
+    }
     if (EvalReport e; ParseEvalLine(*line, &e)) {
       const EvalPoint point{e.steps_done, e.loss, e.accuracy, e.loss_se, e.accuracy_se};
       // A pack's member's own evaluation is that member's, and its rule
@@ -146,6 +151,10 @@ void Dispatcher::ReadProgress(int j) {
     run_.tasks[m].reported.step = l.reported.step;
     run_.tasks[m].reported.recent_step_s = l.reported.recent_step_s;
   }
+  // Last: settling the host passes the pack's worker to another member.
+  int host = j;
+  for (const MemberLeftReport& r : left)
+    if (settle_left) host = SettleLeftMember(host, r.member, r.steps_done);
 }
 
 // Diverged (a learning rate too high, most often): retrying from its last
@@ -358,6 +367,7 @@ void Dispatcher::Poll() {
     LiveTask& l = run_.tasks[j];
     if (l.record.status != TaskStatus::kRunning || !l.process) continue;
     ReadProgress(j);
+    if (!l.process) continue;  // its pack's worker passed to another member
     if (auto status = l.process->Poll()) {
       HandleExit(j, *status);
       continue;

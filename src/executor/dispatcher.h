@@ -65,6 +65,13 @@ class Dispatcher {
   // `host` runs, or -1.
   int PackMemberAt(int host, long k) const;
   void HandlePackExit(int host, int status);
+  // Member `k` of the pack `host` runs ended at `step` and left it, which
+  // trains on: settled now from what the worker wrote for it. Returns the
+  // pack's host after it (another member where it was the host).
+  int SettleLeftMember(int host, long k, long step);
+  // The pack's worker and devices pass from its host `from` (which ends
+  // while the others train on) to member `to`.
+  void MovePackHost(int from, int to);
   void SettleMember(int m, const std::string& dir, const nlohmann::json& member,
                     const WorkerExecuteResult& result);
   long FiguresFromCheckpoint(int m);
@@ -73,7 +80,9 @@ class Dispatcher {
   void SplitFailedPack(int host, const std::vector<int>& members, int status,
                        const std::string& protocol_error);
   void MarkStarted(int j);
-  void ReadProgress(int j);
+  // Its worker's new lines; `settle_left`: members that left a pack (its
+  // worker's left_member lines) settle now (else at the pack's exit).
+  void ReadProgress(int j, bool settle_left = true);
   void HandleExit(int j, int status);
   std::optional<WorkerExecuteResult> ReadResult(int j, bool was_stopping,
                                                 std::string* protocol_error);

@@ -197,16 +197,15 @@ Dispatcher::PackStart Dispatcher::StartPack(int j, const Assignment& a) {
   if (!run_.tasks.placements().Place(j, a)) return PackStart::kWait;
   std::string dir = PackDir(pack);
   json spec = {{"pack", json::array()}};
-  // A LoRA pack trains to its shortest member's end (the others go on in a
-  // pack of their own, or alone); an array (table tasks, engine/array.h)
-  // trains each member to its own end.
-  const bool array = !run_.WorkloadTaskOf(members[0]).group.empty();
-  long to_step = run_.Steps(members[0]);
+  // The pack trains each member to its own end: one that ends leaves it
+  // (settled then: SettleLeftMember) and the others train on in the same
+  // worker (worker/pack_job.h; an array's: engine/array.h).
+  long to_step = 0;
   for (int m : members) {
     json member = run_.WorkloadTaskOf(m).spec;
     member["name"] = run_.tasks[m].record.name;
     spec["pack"].push_back(std::move(member));
-    to_step = array ? std::max(to_step, run_.Steps(m)) : std::min(to_step, run_.Steps(m));
+    to_step = std::max(to_step, run_.Steps(m));
   }
   WriteFileAtomic(dir + "/task.json", spec.dump(2) + "\n");
   WorkerRequest call = RequestFor(j, a, dir);
@@ -262,7 +261,7 @@ void Dispatcher::HandlePackExit(int host, int status) {
   LiveTask& h = run_.tasks[host];
   std::string dir = PackDir(h.pack);
   std::vector<int> members = MembersHostedBy(host);
-  ReadProgress(host);
+  ReadProgress(host, /*settle_left=*/false);  // the result settles them all
   run_.tasks.placements().Free(host);
   bool was_stopping = h.stop.pending;
   h.process.reset();
@@ -320,6 +319,61 @@ void Dispatcher::HandlePackExit(int host, int status) {
   } else {
     SplitFailedPack(host, members, status, protocol_error);
   }
+}
+
+int Dispatcher::SettleLeftMember(int host, long k, long step) {
+  const int m = PackMemberAt(host, k);
+  if (m < 0 || run_.tasks[m].record.status != TaskStatus::kRunning) return host;
+  const std::string dir = PackDir(run_.tasks[host].pack);
+  const std::string name = run_.tasks[m].record.name;
+  std::error_code ec;
+  const std::string path = dir + "/checkpoints/" + name + "/left.json";
+  json entry = fs::exists(path, ec) ? json::parse(ReadFile(path), nullptr, false) : json();
+  if (!entry.is_object() || entry.value("name", "") != name)
+    return host;  // settled at the pack's exit, from its result
+  if (m == host) {
+    std::vector<int> rest = MembersHostedBy(host);
+    std::erase(rest, m);
+    if (rest.empty()) return host;
+    MovePackHost(host, rest.front());
+    host = rest.front();
+  }
+  WorkerExecuteResult result;
+  result.completed_steps = step;
+  result.checkpoint = run_.TaskDirOf(m) + "/checkpoints/checkpoint-" + std::to_string(step);
+  LiveTask& l = run_.tasks[m];
+  l.record.worker_pgid = 0;
+  l.stop.pending = false;
+  SettleMember(m, dir, entry, result);
+  if (run_.options().progress) {
+    std::fprintf(stderr, "%s: %s ended at step %ld; %s still in\n", l.pack.c_str(), name.c_str(),
+                 step, Plural(static_cast<long>(MembersHostedBy(host).size()), "task").c_str());
+  }
+  return host;
+}
+
+void Dispatcher::MovePackHost(int from, int to) {
+  const Problem& problem = run_.tasks.problem();
+  std::optional<Assignment> a = run_.tasks.placements().On(from);
+  if (!a) return;
+  // The same technique, GPU count and type among `to`'s options.
+  const Option& key = problem.tasks[from].options[a->option];
+  int option = -1;
+  const std::vector<Option>& options = problem.tasks[to].options;
+  for (size_t o = 0; o < options.size() && option < 0; ++o) {
+    if (options[o].technique == key.technique && options[o].gpus == key.gpus &&
+        options[o].type == key.type)
+      option = static_cast<int>(o);
+  }
+  if (option < 0) return;  // not as planned: the host stays (settled at the exit)
+  LiveTask &old = run_.tasks[from], &next = run_.tasks[to];
+  run_.tasks.placements().Move(from, to, option);
+  next.process = std::move(old.process);
+  old.process.reset();
+  next.stop.pending = old.stop.pending;
+  next.stop.since_s = old.stop.since_s;
+  for (LiveTask& t : run_.tasks)
+    if (t.pack_host == from) t.pack_host = to;
 }
 
 // Member m's own files out of the pack's folder into its own (its

@@ -34,6 +34,15 @@ void SharedPlacements::Undo(int j) {
   p_.Undo(j);
 }
 
+void SharedPlacements::Move(int from, int to, int option) {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::optional<Assignment> a = p_.On(from);
+  if (!a) return;
+  p_.Free(from);
+  a->option = option;
+  p_.Place(to, *a);
+}
+
 std::optional<Assignment> SharedPlacements::On(int j) const {
   std::lock_guard<std::mutex> lock(mu_);
   return p_.On(j);

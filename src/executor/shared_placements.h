@@ -31,6 +31,9 @@ class SharedPlacements final : public TrialDevices {
   bool Place(int j, const Assignment& a);
   void Free(int j);
   void Undo(int j);
+  // Task `to` holds task `from`'s devices from now on (a pack's worker
+  // passing to another member), with its option `option`; `from` is freed.
+  void Move(int from, int to, int option);
   std::optional<Assignment> On(int j) const;
   std::optional<Assignment> Last(int j) const;
   bool DeviceFree(int node, int gpu) const;

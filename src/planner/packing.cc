@@ -281,8 +281,8 @@ std::vector<double> PackMemberEnds(const Problem& problem, const PackTerms& term
     }
     return cost;
   };
-  // A LoRA pack's members that go on start again when others leave; an
-  // array drops a member and goes on.
+  // Members leave at their ends and the rest go on; only a LoRA member its
+  // early_stop: rule stops starts the rest again (EndApartOdds).
   const bool relaunch = !IsArrayClass(terms.tasks[members[0]].cls);
   const std::vector<double> apart =
       relaunch ? EndApartOdds(terms, members, by_steps, steps) : std::vector<double>(k, 0.0);
@@ -292,10 +292,10 @@ std::vector<double> PackMemberEnds(const Problem& problem, const PackTerms& term
     const int i = by_steps[static_cast<size_t>(n)];
     const PackTerms::Member& m = terms.tasks[members[i]];
     if (relaunch && n > 0 && done > 0) {
-      // The members before it left at `done`: the rest start again as a
-      // smaller pack (or one alone) from their checkpoints there
-      // (executor/dispatcher_packs.cc), one more launch. Under early
-      // stopping, as often as the rule stops the one before apart from it.
+      // The member before it was stopped by its rule at `done`: the rest
+      // start again as a smaller pack (or one alone) from their
+      // checkpoints there (executor/dispatcher_packs.cc), one more launch,
+      // as often as the rule stops it apart from this one.
       t += apart[static_cast<size_t>(n - 1)] * launch(n, rows);
     }
     double step = PackStepAt(curve, rows);

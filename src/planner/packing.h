@@ -33,11 +33,12 @@
 // member alone. A launch's fixed costs (start, checkpoints) are those of
 // its members' largest: runtime_s - steps x step_s of each member's row,
 // plus what pack_start_s says a start at the pack's rows costs beyond its
-// first point's (beyond its last point: its last value). A LoRA pack pays
-// them again each time members leave and others go on (the executor starts
-// the rest again as a smaller pack from their checkpoints), at the rest's
-// rows; an array (IsArrayClass: table tasks, engine/array.h) drops a member
-// and goes on, paying them once.
+// first point's (beyond its last point: its last value), paid once: a
+// member that ends leaves and the others go on in the same worker
+// (worker/pack_job.h; an array's, IsArrayClass: engine/array.h). Only a
+// LoRA member its early_stop: rule stops makes the executor stop the pack
+// and start the rest again as a smaller pack from their checkpoints: that
+// pays them again, at the rest's rows, as often as EndApartOdds says.
 //
 //   PackTerms terms = PackTermsFromProfile(profile, problem, "profile.csv");
 //   PackedProblem packed = BuildPackedProblem(problem, terms, {{0, 1, 2}, {3}});
@@ -104,10 +105,12 @@ std::vector<double> MemberSteps(const PackTerms& terms, const std::vector<int>& 
 
 // For `members` sorted by their steps (`by_steps`: indices into `members`;
 // `steps` as MemberSteps gives them): the probability that the n-th to
-// leave leaves before the (n+1)-th (n = 0 .. k-2), which restarts the rest
-// (PackMemberEnds charges it): 1 or 0 by their steps, and for two of one
-// early-stopping draw, from the strata model (members the rule stops at one
-// step leave together). planner/packing_stops.cc, with MemberSteps.
+// leave leaves before the (n+1)-th (n = 0 .. k-2), stopped by its rule,
+// which restarts the rest (PackMemberEnds charges it): 0 for a member
+// without a rule (it leaves at its own end, in the worker), else 1 or 0 by
+// their steps, and for two of one early-stopping draw, from the strata
+// model (members the rule stops at one step leave together).
+// planner/packing_stops.cc, with MemberSteps.
 std::vector<double> EndApartOdds(const PackTerms& terms, const std::vector<int>& members,
                                  const std::vector<int>& by_steps,
                                  const std::vector<double>& steps);

@@ -91,6 +91,13 @@ std::vector<double> EndApartOdds(const PackTerms& terms, const std::vector<int>&
   std::map<size_t, std::vector<double>> means;  // per draw (its first member): its strata's
   for (size_t n = 0; n + 1 < by_steps.size(); ++n) {
     const size_t i = static_cast<size_t>(by_steps[n]), next = static_cast<size_t>(by_steps[n + 1]);
+    // A member that trains to its own end leaves in the worker, which goes
+    // on (worker/pack_job.h): no restart. One its rule stops stops the
+    // worker, and the rest start again.
+    if (terms.tasks[members[i]].stops.empty()) {
+      odds.push_back(0.0);
+      continue;
+    }
     double apart = steps[next] > steps[i] ? 1.0 : 0.0;
     std::vector<size_t> same = SameDraw(terms, members, i);
     if (std::find(same.begin(), same.end(), next) != same.end()) {

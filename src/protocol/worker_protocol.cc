@@ -346,4 +346,18 @@ bool ParseEvalLine(const std::string& line, EvalReport* report) {
   return true;
 }
 
+std::string FormatMemberLeftLine(const MemberLeftReport& r) {
+  return "saturn: left_member=" + std::to_string(r.member) +
+         " left_step=" + std::to_string(r.steps_done);
+}
+
+bool ParseMemberLeftLine(const std::string& line, MemberLeftReport* report) {
+  std::optional<std::map<std::string, double>> f = SaturnFields(line);
+  MemberLeftReport r;
+  if (!f || !StepField(*f, "left_member", &r.member) || !StepField(*f, "left_step", &r.steps_done))
+    return false;
+  *report = r;
+  return true;
+}
+
 }  // namespace saturn

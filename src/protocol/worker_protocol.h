@@ -123,6 +123,15 @@ struct EvalReport {
   long member = -1;           // a pack's member it evaluates; < 0: the task's own
 };
 
+// A progress line "saturn: left_member=K left_step=S": a pack's member K
+// (counted from 0 in the pack's task file) trained its last step, S, and
+// left the pack, which goes on without it; its own checkpoint, model and
+// result entry are written (worker/pack_job.h). No "step" field either.
+struct MemberLeftReport {
+  long member = -1;
+  long steps_done = 0;
+};
+
 // The worker broke the protocol: a foreign version, a malformed message, a
 // field of the wrong type or out of range (an internal failure, not bad
 // input: exit 1).
@@ -157,5 +166,8 @@ std::string FormatEvalLine(const EvalReport& report);
 // False if `line` is not an evaluation line (the same rules: eval_step an
 // integer in range, eval_s finite >= 0, eval_accuracy in [0, 1]).
 bool ParseEvalLine(const std::string& line, EvalReport* report);
+std::string FormatMemberLeftLine(const MemberLeftReport& report);
+// False if `line` is not such a line (both fields integers in range).
+bool ParseMemberLeftLine(const std::string& line, MemberLeftReport* report);
 
 }  // namespace saturn

@@ -1,5 +1,6 @@
 #include "worker/pack_job.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -7,6 +8,7 @@
 #include <optional>
 
 #include "common/clock.h"
+#include "common/fs.h"
 #include "engine/checkpoint.h"
 #include "engine/data.h"
 #include "engine/eval.h"
@@ -64,7 +66,11 @@ struct PackJob::Member {
 };
 
 PackJob::PackJob(const engine::TaskSpec& pack, engine::TrainContext& ctx, Paths paths)
-    : pack_(pack), ctx_(ctx), paths_(std::move(paths)), losses_(pack.pack.size()) {
+    : pack_(pack),
+      ctx_(ctx),
+      paths_(std::move(paths)),
+      losses_(pack.pack.size()),
+      handed_over_(pack.pack.size(), false) {
   std::optional<BestMetric> select;
   if (!paths_.best_dir.empty()) select = ParseBestMetric(paths_.select);
   for (const engine::TaskSpec& task : pack.pack) {
@@ -81,17 +87,42 @@ PackJob::PackJob(const engine::TaskSpec& pack, engine::TrainContext& ctx, Paths 
 
 PackJob::~PackJob() = default;
 
-void PackJob::Attach(engine::ExecuteOptions& run) {
+void PackJob::Attach(engine::ExecuteOptions& run, int64_t min_rows) {
   run.on_checkpoint = [this](int64_t, const std::string& checkpoint) {
     WriteMembersOwn(checkpoint, /*export_models=*/false);
   };
-  if (every_ == 0) return;
-  run.eval_every = every_;
-  // Only where a member is due: the members' eval.every may share a small
-  // divisor (99 and 100: 1), and each evaluation writes the pack's checkpoint.
+  // Members leave as they end; where those still in would have fewer rows
+  // than the technique splits a step into, the run ends there instead.
+  std::vector<int64_t> ends;
+  for (const engine::TaskSpec& m : pack_.pack)
+    if (m.steps > run.from_step && m.steps < run.to_step) ends.push_back(m.steps);
+  std::sort(ends.begin(), ends.end());
+  for (int64_t end : ends) {
+    int64_t rows = 0;
+    for (const engine::TaskSpec& m : pack_.pack)
+      if (m.steps > end) rows += m.batch_size;
+    if (rows < min_rows) {
+      run.to_step = end;
+      break;
+    }
+  }
+  to_step_ = run.to_step;
+  engine::PackRows* rows_now = engine::ActivePackRows();
+  bool leaves = false;
+  for (size_t k = 0; k < pack_.pack.size(); ++k) {
+    // Ended before the run's first step (not as the executor starts packs): out from the start.
+    if (pack_.pack[k].steps <= run.from_step && rows_now) rows_now->Leave(static_cast<int>(k));
+    leaves = leaves || EndsAt(k, pack_.pack[k].steps);
+  }
+  if (every_ == 0 && !leaves) return;
+  run.eval_every = std::max<int64_t>(every_, 1);
+  // Only where a member is due or ends: the members' eval.every may share a
+  // small divisor (99 and 100: 1), and each writes the pack's checkpoint.
   run.eval_when = [this](int64_t steps_done) {
-    for (const engine::TaskSpec& task : pack_.pack)
-      if (task.eval.every > 0 && Due(task, steps_done)) return true;
+    for (size_t k = 0; k < pack_.pack.size(); ++k) {
+      const engine::TaskSpec& task = pack_.pack[k];
+      if ((task.eval.every > 0 && Due(task, steps_done)) || EndsAt(k, steps_done)) return true;
+    }
     return false;
   };
   run.on_eval_checkpoint = [this](int64_t steps_done, const std::string& checkpoint) {
@@ -99,14 +130,27 @@ void PackJob::Attach(engine::ExecuteOptions& run) {
   };
 }
 
-void PackJob::RecordStep() {
+void PackJob::RecordStep(int64_t steps_done) {
   engine::PackRows* rows = engine::ActivePackRows();
   if (!rows) return;
   // Summed over the ranks in one collective, not one a member.
   std::vector<double> sums = ctx_.comm.SumsOf(rows->TakeMemberLosses());
   double items = static_cast<double>(ctx_.model.LossItemsPerSample());
-  for (size_t m = 0; m < losses_.size(); ++m)
+  for (size_t m = 0; m < losses_.size(); ++m) {
+    if (rows->HasLeft(static_cast<int>(m))) continue;
     losses_[m].push_back(sums[m] / (items * static_cast<double>(pack_.pack[m].batch_size)));
+    if (EndsAt(m, steps_done)) rows->Leave(static_cast<int>(m));
+  }
+}
+
+bool PackJob::EndsAt(size_t k, int64_t steps_done) const {
+  return pack_.pack[k].steps == steps_done && steps_done < to_step_;
+}
+
+nlohmann::json PackJob::ResultEntry(size_t k) const {
+  nlohmann::json entry = {{"name", pack_.pack[k].name}, {"losses", losses_[k]}};
+  if (pack_.pack[k].steps < to_step_) entry["completed_steps"] = pack_.pack[k].steps;
+  return entry;
 }
 
 double PackJob::EvalShare() const {
@@ -120,7 +164,8 @@ double PackJob::EvalShare() const {
 
 bool PackJob::Due(const engine::TaskSpec& member, int64_t steps_done) const {
   // As alone: every eval.every steps, and after its last step.
-  return steps_done % member.eval.every == 0 || steps_done == member.steps;
+  return steps_done <= member.steps &&
+         (steps_done % member.eval.every == 0 || steps_done == member.steps);
 }
 
 std::string PackJob::MemberCheckpoint(size_t k, const std::string& checkpoint,
@@ -131,19 +176,42 @@ std::string PackJob::MemberCheckpoint(size_t k, const std::string& checkpoint,
 }
 
 void PackJob::WriteMembersOwn(const std::string& checkpoint, bool export_models) {
-  const fs::path models = fs::path(paths_.save_model).parent_path();
   const int64_t step = engine::CheckpointReader(checkpoint).Meta().step;
   for (size_t k = 0; k < pack_.pack.size(); ++k) {
+    if (handed_over_[k]) continue;
     const engine::TaskSpec& task = pack_.pack[k];
     const std::string dir = paths_.checkpoint_dir + "/" + task.name;
     std::string written = MemberCheckpoint(k, checkpoint, dir);
     PruneCheckpoints(dir, step, paths_.keep_checkpoints);
-    if (!export_models || paths_.save_model.empty()) continue;
-    fs::path folder = models / task.name;
-    fs::create_directories(folder);
-    engine::ExportModel(written, *members_[k]->model, task.lora,
-                        {(folder / "model.pt").string(), "", (folder / "adapters.pt").string()});
+    if (export_models) ExportMember(k, written);
   }
+}
+
+// Its model.pt and adapters.pt from its own checkpoint, into
+// <folder of --save-model>/<member>/.
+void PackJob::ExportMember(size_t k, const std::string& checkpoint) {
+  if (paths_.save_model.empty()) return;
+  const engine::TaskSpec& task = pack_.pack[k];
+  fs::path folder = fs::path(paths_.save_model).parent_path() / task.name;
+  fs::create_directories(folder);
+  engine::ExportModel(checkpoint, *members_[k]->model, task.lora,
+                      {(folder / "model.pt").string(), "", (folder / "adapters.pt").string()});
+}
+
+void PackJob::HandOver(size_t k, int64_t steps_done, const std::string& checkpoint) {
+  const engine::TaskSpec& task = pack_.pack[k];
+  const std::string dir = paths_.checkpoint_dir + "/" + task.name;
+  // Written where the pack's periodic checkpoint fell on this step.
+  std::string own = engine::CheckpointPath(dir, steps_done);
+  std::error_code ec;
+  if (!fs::exists(own + "/meta.json", ec)) own = MemberCheckpoint(k, checkpoint, dir);
+  PruneCheckpoints(dir, steps_done, paths_.keep_checkpoints);
+  ExportMember(k, own);
+  WriteFileAtomic(dir + "/left.json", ResultEntry(k).dump() + "\n");
+  handed_over_[k] = true;
+  std::printf("%s\n", FormatMemberLeftLine({static_cast<long>(k), static_cast<long>(steps_done)})
+                          .c_str());
+  std::fflush(stdout);
 }
 
 void PackJob::Finish(const std::string& checkpoint) {
@@ -182,6 +250,8 @@ void PackJob::Evaluate(int64_t steps_done, const std::string& checkpoint) {
   }
   std::error_code ec;
   fs::remove(scratch, ec);  // once empty
+  for (size_t k = 0; k < pack_.pack.size(); ++k)
+    if (EndsAt(k, steps_done)) HandOver(k, steps_done, checkpoint);
 }
 
 }  // namespace saturn::worker

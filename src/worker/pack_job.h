@@ -7,6 +7,14 @@
 //     it goes on from there, alone or in another pack, as from its own; at
 //     the last one also its model.pt and adapters.pt
 //     (<folder of --save-model>/<member>/);
+//   - each member's end at its own step count, the pack going on with the
+//     others in this worker (engine::PackRows::Leave: the rest step faster,
+//     nothing starts again): at its last step rank 0 writes its own
+//     checkpoint, model and adapters as at the pack's last one, then
+//     <checkpoint-dir>/<member>/left.json (its name, completed_steps and
+//     losses, as its entry of the result) and the line
+//     "saturn: left_member=K left_step=S" (protocol/worker_protocol.h), on
+//     which the executor settles it as finished while the others train on;
 //   - each member's evaluations as its task alone's: at each step its own
 //     `eval.every` falls on, and after its last, rank 0 evaluates the
 //     member's own checkpoint on the member's held-out data with its batch
@@ -18,8 +26,8 @@
 //
 //   PackJob pack(job.task, ctx, {o.checkpoint_dir, o.save_model, o.best_dir, o.select,
 //                                o.keep_checkpoints});
-//   pack.Attach(run);          // ExecuteOptions' hooks
-//   ... run.on_step calls pack.RecordStep() on every rank ...
+//   pack.Attach(run, min_rows);   // ExecuteOptions' hooks; may end run.to_step sooner
+//   ... run.on_step calls pack.RecordStep(step + 1) on every rank ...
 //   pack.Finish(done.checkpoint);  // rank 0: the members' own last checkpoints and models
 #pragma once
 
@@ -53,12 +61,19 @@ class PackJob {
   ~PackJob();
 
   // Sets `run`'s hooks: members' own checkpoints at the pack's periodic
-  // ones; their evaluations (eval_every, eval_when, on_eval_checkpoint).
-  void Attach(engine::ExecuteOptions& run);
-  // After each step, on every rank: each member's mean loss (summed over
-  // the ranks: collective).
-  void RecordStep();
-  const std::vector<std::vector<double>>& MemberLosses() const { return losses_; }
+  // ones; their evaluations and ends (eval_every, eval_when,
+  // on_eval_checkpoint). A technique that splits each step's rows over its
+  // ranks needs `min_rows` of them: where members that end would leave
+  // fewer to those still in, the run ends at that step (run.to_step), and
+  // the executor starts the rest again from their checkpoints.
+  void Attach(engine::ExecuteOptions& run, int64_t min_rows);
+  // After step `steps_done` - 1, on every rank: each member's mean loss
+  // (summed over the ranks: collective); members whose last step it was
+  // (before the run's last) leave the pack's rows.
+  void RecordStep(int64_t steps_done);
+  // Member k's entry of the result: its name and losses, and where it
+  // ended before the run's last step, its completed_steps.
+  nlohmann::json ResultEntry(size_t k) const;
   // Seconds the members' evaluations add to a step, by their last ones
   // (each one's seconds over its eval.every), for the step lines.
   double EvalShare() const;
@@ -73,13 +88,20 @@ class PackJob {
   // into `dir`.
   std::string MemberCheckpoint(size_t k, const std::string& checkpoint, const std::string& dir);
   void WriteMembersOwn(const std::string& checkpoint, bool export_models);
+  void ExportMember(size_t k, const std::string& checkpoint);
   void Evaluate(int64_t steps_done, const std::string& checkpoint);
+  // Whether member k ends at `steps_done`, before the run's last step.
+  bool EndsAt(size_t k, int64_t steps_done) const;
+  // Rank 0: member k, whose last step this was, handed to the executor.
+  void HandOver(size_t k, int64_t steps_done, const std::string& checkpoint);
 
   const engine::TaskSpec& pack_;
   engine::TrainContext& ctx_;
   Paths paths_;
   int64_t every_ = 0;  // gcd of the members' eval.every; 0: none evaluates
+  int64_t to_step_ = 0;  // the run's last step
   std::vector<std::vector<double>> losses_;
+  std::vector<bool> handed_over_;  // rank 0: ended and settled apart
   std::vector<std::unique_ptr<Member>> members_;  // rank 0: one per member
 };
 

@@ -206,7 +206,8 @@ int RunExecute(const WorkerRequest& o, const Job& job, engine::TrainContext& ctx
     pack.emplace(
         job.task, ctx,
         PackJob::Paths{o.checkpoint_dir, o.save_model, o.best_dir, o.select, o.keep_checkpoints});
-    pack->Attach(run);
+    // A technique that splits a step's rows over its ranks needs one a rank.
+    pack->Attach(run, job.technique->SplitsBatch() ? ctx.gpus : 1);
   }
   // Step times in progress lines include evaluation's share (the last
   // evaluation's seconds over eval.every), as the profile's step_s does.
@@ -214,7 +215,7 @@ int RunExecute(const WorkerRequest& o, const Job& job, engine::TrainContext& ctx
   run.on_step = [&](int64_t step, double loss, double step_s) {
     losses.push_back(loss);
     if (pack) {
-      pack->RecordStep();
+      pack->RecordStep(step + 1);
       eval_share_s = pack->EvalShare();
     }
     if (rank != 0) return;
@@ -267,8 +268,7 @@ int RunExecute(const WorkerRequest& o, const Job& job, engine::TrainContext& ctx
   result.knobs = knobs;
   result.stats = done.stats;
   for (size_t m = 0; pack && m < job.task.pack.size(); ++m)
-    result.members.push_back(
-        {{"name", job.task.pack[m].name}, {"losses", pack->MemberLosses()[m]}});
+    result.members.push_back(pack->ResultEntry(m));
   WriteResult(o.out_path, result);
   return 0;
 }

@@ -190,54 +190,76 @@ TEST_F(PackRun, AMemberThatFailsFailsAloneAndTheOthersFinish) {
   EXPECT_EQ(t["m0"]["failures"], 0);
 }
 
-TEST_F(PackRun, MembersWithMoreStepsContinueAloneAsTheirTwins) {
+// Members end at their own step counts: m0 and m1 at 20 leave the pack
+// and settle as finished then, and m2 trains on alone in the same worker
+// to 32 (worker/pack_job.h): nothing starts again. Each ends as its twin
+// alone.
+TEST_F(PackRun, MembersWithMoreStepsTrainOnInTheSameWorkerAsTheirTwins) {
   Write(/*bad_data=*/false, /*steps=*/20, /*last_steps=*/32);
   int code = 0;
   json packed = RunReport("packed", "", &code);
   ASSERT_EQ(code, 0) << Log();
+  EXPECT_THAT(Log(), HasSubstr("pack-1: m0 ended at step 20; 2 tasks still in\n"));
+  EXPECT_THAT(Log(), HasSubstr("pack-1: m1 ended at step 20; 1 task still in\n"));
   json alone = RunReport("alone", "--no-pack", &code);
   ASSERT_EQ(code, 0) << Log();
   std::map<std::string, json> p = TasksByName(packed), a = TasksByName(alone);
   for (const auto& [name, t] : p) {
     EXPECT_EQ(t["status"], "finished") << name;
+    EXPECT_EQ(t["attempts"], 1) << name;
+    EXPECT_EQ(t.value("pack", ""), "pack-1") << name;
     EXPECT_NEAR(t["final_loss"].get<double>(), a[name]["final_loss"].get<double>(), 1e-4) << name;
+    const std::string steps = name == "m2" ? "32" : "20";
+    EXPECT_EQ(t["steps_done"].dump(), steps) << name;
+    EXPECT_TRUE(fs::exists(dir_ + "/packed/tasks/" + name + "/checkpoints/checkpoint-" + steps))
+        << name;
+    EXPECT_TRUE(fs::exists(dir_ + "/packed/tasks/" + name + "/adapters.pt")) << name;
   }
-  // m2 left the pack at step 20 with its own checkpoint and went on alone.
-  EXPECT_EQ(p["m2"]["steps_done"], 32);
-  EXPECT_EQ(p["m2"]["attempts"], 2);
-  EXPECT_TRUE(fs::exists(dir_ + "/packed/tasks/m2/checkpoints/checkpoint-32"));
-  // It trained in the pack: report.json says so, and the Gantt chart draws the
-  // pack's launch as one bar of 3 and m2's time alone as its own.
-  EXPECT_EQ(p["m2"].value("pack", ""), "pack-1");
-  std::string html = ReadFile(dir_ + "/packed/report.html");
-  EXPECT_THAT(html, HasSubstr("pack-1: 3 tasks in one worker"));
-  EXPECT_THAT(html, HasSubstr("<title>m2 (single)"));
+  // m0 and m1 finished while m2 still trained (at their step 20, not at 32).
+  std::map<std::string, double> ends;
+  for (const Event& e : ParseEventLines(ReadFile(dir_ + "/packed/events.jsonl"), "events"))
+    if (e.kind == EventKind::kTaskFinished) ends[e.task] = e.t;
+  ASSERT_EQ(ends.size(), 3u);
+  EXPECT_LT(ends["m0"], ends["m2"]);
+  EXPECT_LT(ends["m1"], ends["m2"]);
+  EXPECT_THAT(ReadFile(dir_ + "/packed/report.html"), HasSubstr("pack-1: 3 tasks in one worker"));
 }
 
-// Two members with more steps than the shortest go on as a pack of two
-// from the step they stood at (the worker makes its checkpoint from
-// theirs), as the planner's model has it; each ends as its twin alone.
-TEST_F(PackRun, MembersWithMoreStepsContinueAsASmallerPack) {
+// The pack's host (the member whose worker it is) ends first: the worker
+// and its device pass to a member still in, which settles the others at
+// the pack's end; m1 and m2 go on to 32 in the same worker, with the
+// settings the pack started with.
+TEST_F(PackRun, TheWorkerPassesToAMemberStillInWhenItsHostEnds) {
   Write(/*bad_data=*/false, /*steps=*/20, /*last_steps=*/32, /*longer=*/2);
   int code = 0;
   json packed = RunReport("packed", "", &code);
   ASSERT_EQ(code, 0) << Log();
-  EXPECT_THAT(Log(), HasSubstr("pack-1: 2 tasks train together from step 20\n"));
+  EXPECT_THAT(Log(), HasSubstr("pack-1: m0 ended at step 20; 2 tasks still in\n"));
+  EXPECT_THAT(Log(), Not(HasSubstr("train together from step 20")));
   json alone = RunReport("alone", "--no-pack", &code);
   ASSERT_EQ(code, 0) << Log();
   std::map<std::string, json> p = TasksByName(packed), a = TasksByName(alone);
   for (const auto& [name, t] : p) {
     EXPECT_EQ(t["status"], "finished") << name;
+    EXPECT_EQ(t["attempts"], 1) << name;
     EXPECT_EQ(t.value("pack", ""), "pack-1") << name;
     EXPECT_NEAR(t["final_loss"].get<double>(), a[name]["final_loss"].get<double>(), 1e-4) << name;
   }
-  for (const char* name : {"m1", "m2"}) {
-    EXPECT_EQ(p[name]["steps_done"], 32) << name;
-    EXPECT_EQ(p[name]["attempts"], 2) << name;
+  // Each member's end is reported where the worker ran, after it passed too.
+  int finished = 0;
+  for (const Event& e : ParseEventLines(ReadFile(dir_ + "/packed/events.jsonl"), "events")) {
+    if (e.kind != EventKind::kTaskFinished) continue;
+    ++finished;
+    EXPECT_EQ(e.gpu_ids, std::vector<int>{0}) << e.task;
+    EXPECT_EQ(e.technique, "single") << e.task;
   }
-  // The pack of two (8 rows) ran with the settings measured at 8 rows.
+  EXPECT_EQ(finished, 3);
+  for (const char* name : {"m1", "m2"})
+    EXPECT_EQ(p[name]["steps_done"], 32) << name;
+  EXPECT_EQ(p["m0"]["steps_done"], 20);
   json result = json::parse(ReadFile(dir_ + "/packed/packs/pack-1/result.json"));
-  EXPECT_EQ(result["knobs"], json({{"rows", 8}})) << result.dump();
+  EXPECT_EQ(result["knobs"], json({{"rows", 12}})) << result.dump();
+  EXPECT_EQ(result["completed_steps"], 32);
 }
 
 // Re-planning with packs (replan/packed.h). Two devices: pack-1 (m0, m1)

@@ -9,7 +9,9 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <filesystem>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tests/engine/worker_process.h"
@@ -96,6 +98,98 @@ TEST(PackedProduct, MembersOfEqualBatchesTrainAsTheirTwinsAloneWhateverTheirRank
       }
     }
   }
+}
+
+// Members of different step counts in one worker run to the longest's end:
+// each leaves at its own last step (worker/pack_job.h), handing over its
+// checkpoint, model and result entry, and those still in train on with
+// fewer rows, each as its twin alone, under every technique that takes
+// packs. Where the rest would have fewer rows than a technique splits a
+// step into, the run ends there instead (the executor starts them again).
+TEST(PackedProduct, MembersLeaveAtTheirOwnEndsAndTheRestTrainOnAsTheirTwins) {
+  TestDir dir("pack_leave_" + std::to_string(::getpid()));
+  nlohmann::json base = TinyTask("gpt");
+  base["name"] = "base";
+  ASSERT_FALSE(Train(dir, dir.Write("base.json", base.dump()), "base", "single", 1, "--save-model")
+                   .is_null());
+  const std::vector<int64_t> steps = {2, 4, 5, 5}, batches = {2, 1, 2, 3};
+  const std::vector<double> lrs = {2e-2, 1e-2, 5e-3, 3e-3};
+  std::vector<nlohmann::json> members;
+  std::vector<std::vector<double>> alone;
+  for (size_t i = 0; i < steps.size(); ++i) {
+    nlohmann::json task = TinyTask("gpt");
+    task["name"] = std::string(1, static_cast<char>('a' + i));
+    task["model"]["init"] = dir.Path("base/model.pt");
+    task["seed"] = 21 + i;
+    task["batch_size"] = batches[i];
+    task["steps"] = steps[i];
+    task["optimizer"] = {{"type", "adamw"}, {"lr", lrs[i]}};
+    task["finetune"] = {{"lora", {{"rank", 2 + 2 * static_cast<int>(i % 2)}}}};
+    members.push_back(task);
+    std::string name = "alone-" + task["name"].get<std::string>();
+    std::vector<std::string> args = ExecuteArgs(dir, dir.Write(name + ".task", task.dump()),
+                                                "single", 1, name, steps[i]);
+    WorkerRun r = RunWorker(args, dir.Path(name));
+    ASSERT_EQ(r.status, 0) << name << ": " << r.err;
+    alone.push_back(ReadJson(dir.Path(name + ".json"))["losses"].get<std::vector<double>>());
+  }
+  std::string pack = dir.Write("pack.json", nlohmann::json{{"pack", members}}.dump());
+  for (auto [technique, gpus] : std::vector<std::pair<std::string, int>>{
+           {"single", 1}, {"ddp", 2}, {"fsdp", 2}, {"pipeline", 2}}) {
+    const std::string name = "pack-" + technique;
+    std::vector<std::string> args = ExecuteArgs(dir, pack, technique, gpus, name, 5);
+    args.insert(args.end(), {"--save-model", dir.Path(name + "/model.pt")});
+    WorkerRun r = RunWorker(args, dir.Path(name));
+    ASSERT_EQ(r.status, 0) << name << ": " << r.err;
+    nlohmann::json result = ReadJson(dir.Path(name + ".json"));
+    EXPECT_EQ(result["completed_steps"], 5) << name;
+    // The pack's loss at a step is the sum of the mean losses of the
+    // members still in: those that left sent no rows.
+    std::vector<double> pack_losses = result["losses"].get<std::vector<double>>();
+    ASSERT_EQ(pack_losses.size(), 5u) << name;
+    for (size_t s = 0; s < pack_losses.size(); ++s) {
+      double in = 0.0;
+      for (size_t m = 0; m < members.size(); ++m)
+        if (static_cast<int64_t>(s) < steps[m]) in += alone[m][s];
+      EXPECT_NEAR(pack_losses[s], in, 1e-4 * in) << name << ", step " << s;
+    }
+    for (size_t m = 0; m < members.size(); ++m) {
+      const std::string who = members[m]["name"];
+      std::vector<double> losses = result["members"][m]["losses"].get<std::vector<double>>();
+      ASSERT_EQ(losses.size(), alone[m].size()) << name << ", " << who;
+      for (size_t s = 0; s < losses.size(); ++s) {
+        EXPECT_LE(std::fabs(losses[s] - alone[m][s]), 1e-4 * std::fabs(alone[m][s]))
+            << name << ", member " << who << ", step " << s;
+      }
+      // Its own files at its own end; the two that left before the run's
+      // end said so on a line of their own and in left.json.
+      const std::string own = dir.Path(name + "/" + who);
+      EXPECT_TRUE(std::filesystem::exists(own + "/checkpoint-" + std::to_string(steps[m]) +
+                                          "/meta.json"))
+          << name << ", " << who;
+      EXPECT_TRUE(std::filesystem::exists(dir.Path(name + "/" + who + "/adapters.pt")))
+          << name << ", " << who;
+      const bool left = steps[m] < 5;
+      EXPECT_EQ(std::filesystem::exists(own + "/left.json"), left) << name << ", " << who;
+      EXPECT_EQ(r.out.find("saturn: left_member=" + std::to_string(m) + " left_step=" +
+                           std::to_string(steps[m])) != std::string::npos,
+                left)
+          << name << ": " << r.out;
+      if (left) {
+        EXPECT_EQ(result["members"][m]["completed_steps"], steps[m]) << name;
+      }
+    }
+  }
+  // ddp on 2 splits each step's rows over its ranks: a (2 rows, 2 steps)
+  // with b (1 row) would leave b one row for two ranks, so the run ends
+  // at step 2 with both there.
+  std::string two = dir.Write("two.json", nlohmann::json{{"pack", {members[0], members[1]}}}.dump());
+  WorkerRun r = RunWorker(ExecuteArgs(dir, two, "ddp", 2, "two-ddp", 4), dir.Path("two-ddp"));
+  ASSERT_EQ(r.status, 0) << r.err;
+  nlohmann::json result = ReadJson(dir.Path("two-ddp.json"));
+  EXPECT_EQ(result["completed_steps"], 2);
+  EXPECT_EQ(result["members"][1]["losses"].size(), 2u);
+  EXPECT_EQ(r.out.find("left_member="), std::string::npos) << r.out;
 }
 
 }  // namespace

@@ -80,12 +80,14 @@ inline Instance MakeInstance(const std::vector<Spec>& specs, int nodes, double o
 
 // The reference: steps one at a time, every member still training sends its
 // rows; the step time is interpolated in the measured curve (written here
-// again, not taken from packing.cc); when members leave and others go on,
-// those start again (the executor's restart of a smaller pack), paying the
-// launch's `overhead` again.
+// again, not taken from packing.cc); the launch's `overhead` once: when
+// members end, the others go on in the same worker (worker/pack_job.h).
+// `restart`: members leave because their early_stop: rule stops them,
+// which stops the worker: when some leave and others go on, those start
+// again, paying `overhead` again.
 inline std::vector<double> StepByStepEnds(const std::vector<Spec>& members, double step_alone,
                                           const std::vector<std::pair<double, double>>& curve,
-                                          double overhead) {
+                                          double overhead, bool restart = false) {
   auto at = [&](double rows) {
     for (size_t i = 1; i < curve.size(); ++i) {
       if (rows <= curve[i].first) {
@@ -111,8 +113,7 @@ inline std::vector<double> StepByStepEnds(const std::vector<Spec>& members, doub
       if (members[i].steps == step + 1) ends[i] = t, left = true;
       going_on = going_on || members[i].steps > step + 1;
     }
-    // Members left and others go on: those start again, a launch more.
-    if (left && going_on) t += overhead;
+    if (restart && left && going_on) t += overhead;
   }
   return ends;
 }

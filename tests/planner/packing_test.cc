@@ -71,8 +71,8 @@ TEST(Packing, MemberEndsFollowTheMembersStepByStep) {
 
 // Ranks: b (rank 16) steps in 1.3 s alone where its class's curve (its
 // member a, rank 4, the same rows) starts at 1.0. Together they step in
-// 1.2 + 0.3 s until a ends at 100 steps; then b starts again (its fixed
-// costs, 10 s, once more) and steps at its own 1.3 s. Fixed costs: 10 s. c (2 rows, 1.3 s alone)
+// 1.2 + 0.3 s until a ends at 100 steps; then b goes on in the same worker
+// at its own 1.3 s. Fixed costs: 10 s, once. c (2 rows, 1.3 s alone)
 // adds nothing: its curve's first point is at other rows (its rows and adapters cannot be told
 // apart); with a the curve says 1.1 s at 6 rows, but a pack steps no
 // faster than its slowest member alone: 1.3 s.
@@ -87,7 +87,7 @@ TEST(Packing, AMembersOwnRankAddsToEveryStepItIsIn) {
   std::vector<double> ends = PackMemberEnds(problem, terms, {0, 1}, key);
   ASSERT_EQ(ends.size(), 2u);
   EXPECT_NEAR(ends[0], 10 + 100 * 1.5, 1e-9);
-  EXPECT_NEAR(ends[1], 10 + 100 * 1.5 + 10 + 100 * 1.3, 1e-9);
+  EXPECT_NEAR(ends[1], 10 + 100 * 1.5 + 100 * 1.3, 1e-9);
   ends = PackMemberEnds(problem, terms, {0, 2}, key);
   ASSERT_EQ(ends.size(), 2u);
   EXPECT_NEAR(ends[0], 10 + 100 * 1.3, 1e-9);
@@ -98,10 +98,11 @@ TEST(Packing, AMembersOwnRankAddsToEveryStepItIsIn) {
   EXPECT_NEAR(PackStepOfAll(problem, terms, {0, 1, 2}, key), 1.3 + 0.3, 1e-12);
 }
 
-// A LoRA pack whose shorter member ends starts the longer one again (the
-// executor relaunches the rest from their checkpoints): its fixed costs
-// once more. An array drops the member and goes on.
-TEST(Packing, MembersGoingOnStartAgainUnlessTheyAreAnArray) {
+// A pack whose shorter member ends goes on with the longer one in the same
+// worker (worker/pack_job.h; an array's likewise): its fixed costs once.
+// Only a member its early_stop: rule stops starts the rest again (the
+// executor stops the worker; packing_early_stop_test.cc).
+TEST(Packing, MembersGoingOnPayTheFixedCostsOnce) {
   Problem problem =
       testing::MakeProblem({1}, {{"a", {{"single", 1, 110}}}, {"b", {{"single", 1, 210}}}});
   const std::vector<std::pair<double, double>> curve = {{4.0, 1.0}, {8.0, 1.5}};
@@ -109,21 +110,21 @@ TEST(Packing, MembersGoingOnStartAgainUnlessTheyAreAnArray) {
   terms.tasks = {{"lora", 4.0, 100.0, {}}, {"lora", 4.0, 200.0, {}}};
   terms.curves = {{{1.0, curve, {}}}, {{1.0, curve, {}}}};
   const Option& key = problem.tasks[0].options[0];
-  // Fixed costs 10 s each; 100 steps of both at 1.5 s; then b again.
+  // Fixed costs 10 s each; 100 steps of both at 1.5 s; then b's 100 alone.
   EXPECT_THAT(PackMemberEnds(problem, terms, {0, 1}, key),
-              ElementsAre(DoubleNear(10 + 150, 1e-9), DoubleNear(10 + 150 + 10 + 100, 1e-9)));
+              ElementsAre(DoubleNear(10 + 150, 1e-9), DoubleNear(10 + 150 + 100, 1e-9)));
   const std::string array = R"({"array":{"type":"mlp"},"batch_size":4,"optimizer":"adam"})";
   EXPECT_TRUE(IsArrayClass(array));
   EXPECT_FALSE(IsArrayClass("lora"));
   terms.tasks[0].cls = terms.tasks[1].cls = array;
   EXPECT_THAT(PackMemberEnds(problem, terms, {0, 1}, key),
               ElementsAre(DoubleNear(10 + 150, 1e-9), DoubleNear(10 + 150 + 100, 1e-9)));
-  // Members that end together start nothing again.
+  // a stopped by its rule at 100 steps (for sure) stops the worker: b
+  // starts again from its checkpoint, its fixed costs once more.
   terms.tasks[0].cls = terms.tasks[1].cls = "lora";
-  terms.tasks[1].steps = 100;
-  problem.tasks[1].options[0].runtime_s = 110;
+  terms.tasks[0].stops = {{100.0, 1.0}};
   EXPECT_THAT(PackMemberEnds(problem, terms, {0, 1}, key),
-              ElementsAre(DoubleNear(10 + 150, 1e-9), DoubleNear(10 + 150, 1e-9)));
+              ElementsAre(DoubleNear(10 + 150, 1e-9), DoubleNear(10 + 150 + 10 + 100, 1e-9)));
 }
 
 TEST(Packing, TasksOfDifferentClassesNeverShareAPack) {
@@ -179,14 +180,14 @@ TEST(Packing, StartingAPackCostsWhatItsStartCurveAddsOverAMemberAlone) {
     PackTerms terms = PackTermsFromProfile(p, problem, "p.csv");
     return PackMemberEnds(problem, terms, {0, 1}, problem.tasks[0].options[0]);
   };
-  // By hand: 5 (+ 2) s, then 50 steps of both at 0.3 s, then a starts again
-  // alone (its 5 s; a start alone adds nothing) and steps 50 at 0.25 s.
+  // By hand: 5 (+ 2) s, then 50 steps of both at 0.3 s, then a goes on
+  // alone in the same worker and steps 50 at 0.25 s.
   std::vector<double> without = ends("", ""), with = ends(",pack_start_s", ",4:1 8:3");
   ASSERT_EQ(without.size(), 2u);
   ASSERT_EQ(with.size(), 2u);
-  EXPECT_NEAR(without[0], 5 + 15 + 5 + 12.5, 1e-9);
+  EXPECT_NEAR(without[0], 5 + 15 + 12.5, 1e-9);
   EXPECT_NEAR(without[1], 5 + 15, 1e-9);
-  EXPECT_NEAR(with[0], 7 + 15 + 5 + 12.5, 1e-9);
+  EXPECT_NEAR(with[0], 7 + 15 + 12.5, 1e-9);
   EXPECT_NEAR(with[1], 7 + 15, 1e-9);
   EXPECT_THROW(ends(",pack_start_s", ",4:1 8:-3"), InputError);
   try {

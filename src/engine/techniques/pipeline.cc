@@ -144,10 +144,12 @@ class PipelineTrainer final : public Trainer {
   double Step(int64_t step) override {
     bool first = stage_ == 0, last = stage_ == stages_ - 1;
     double start = MonotonicSeconds(), idle = 0.0, loss_sum = 0.0;
-    std::vector<at::Tensor> inputs(micro_batches_), outputs(micro_batches_);
+    // A pack whose members left may have fewer rows than micro-batches.
+    const int64_t micro_batches = std::min(micro_batches_, ctx_.BatchSize());
+    std::vector<at::Tensor> inputs(micro_batches), outputs(micro_batches);
     std::vector<Work> sends;
-    for (int64_t j = 0; j < micro_batches_; ++j) {
-      auto [begin, end] = ActivateRows(j);
+    for (int64_t j = 0; j < micro_batches; ++j) {
+      auto [begin, end] = ActivateRows(j, micro_batches);
       Batch batch;
       if (first || last) batch = ctx_.StepSamples(step, begin, end - begin);
       if (first) {
@@ -166,8 +168,8 @@ class PipelineTrainer final : public Trainer {
         SendActivation(y.detach(), Tag(j, 0), sends);
       }
     }
-    for (int64_t j = micro_batches_ - 1; j >= 0; --j) {
-      ActivateRows(j);  // blocks recomputed under checkpointing run again
+    for (int64_t j = micro_batches - 1; j >= 0; --j) {
+      ActivateRows(j, micro_batches);  // blocks recomputed under checkpointing run again
       if (last) {
         PhaseScope phase(Phase::kBackward);
         outputs[j].backward();
@@ -214,9 +216,9 @@ class PipelineTrainer final : public Trainer {
   // the first and last stages fetch them, which activates them; a stage
   // between fetches nothing, and backward runs the micro-batches again in
   // reverse, so each stage activates them itself.
-  std::pair<int64_t, int64_t> ActivateRows(int64_t j) const {
+  std::pair<int64_t, int64_t> ActivateRows(int64_t j, int64_t micro_batches) const {
     auto [begin, end] =
-        SliceOf(ctx_.BatchSize(), static_cast<int>(j), static_cast<int>(micro_batches_));
+        SliceOf(ctx_.BatchSize(), static_cast<int>(j), static_cast<int>(micro_batches));
     if (PackRows* rows = ActivePackRows()) rows->Activate(begin, end - begin);
     return {begin, end};
   }
