@@ -418,7 +418,7 @@ ExecuteResult Technique::Execute(TrainContext& ctx, const Knobs& knobs,
     result.completed_steps = step + 1;
     result.final_loss = loss;
     if (options.on_step) options.on_step(step, loss, seconds);
-    if (verdict.stop) {
+    if (verdict.stop || (options.end_after && options.end_after(step + 1))) {
       result.preempted = true;
       break;
     }

@@ -173,6 +173,10 @@ struct ExecuteOptions {
   int keep_checkpoints = 0;
   // Set (e.g. by SIGTERM) to stop after the current step with a checkpoint.
   const std::atomic<bool>* stop = nullptr;
+  // Also stops after step `steps_done` - 1 (with a checkpoint, as `stop`)
+  // where it answers true, asked after on_step (the same answer on every
+  // rank): a pack whose members left could not go on (worker/pack_job.h).
+  std::function<bool(int64_t steps_done)> end_after;
   // Called on every rank after each step.
   std::function<void(int64_t step, double loss, double step_s)> on_step;
   // Evaluation (task.eval): after every `eval_every` steps and after the

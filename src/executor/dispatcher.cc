@@ -175,12 +175,15 @@ std::string Dispatcher::DivergedReason(double loss, long step) {
 
 void Dispatcher::StopEarlyIfRuled(int j, const EvalReport& e) {
   LiveTask& l = run_.tasks[j];
-  if (l.stop.early || l.stop.cancel) return;
+  // (A pack's member that has left it and ended is judged no more.)
+  if (l.stop.early || l.stop.cancel || l.record.status != TaskStatus::kRunning) return;
   std::optional<EarlyStopper::Stop> stop =
       run_.stopper.OnEvaluation(run_.WorkloadTaskOf(j), e.steps_done, e.loss, e.accuracy);
   if (!stop) return;
   // The worker checkpoints and exits; its exit settles the task as stopped.
-  Preempt(j);
+  // In a pack, the member leaves at its next step and the others train on;
+  // its left_member line settles it (dispatcher_packs.cc).
+  if (!RequestLeave(j)) Preempt(j);
   l.stop.early = true;
   l.stop.early_step = e.steps_done;
   l.stop.early_value = stop->value;
@@ -353,9 +356,9 @@ void Dispatcher::Cancel(int j) {
   LiveTask& l = run_.tasks[j];
   if (run_.Done(j)) return;
   if (l.record.status == TaskStatus::kRunning) {
-    // In a pack: its worker stops, this member ends cancelled and the others
-    // continue (dispatcher_packs.cc).
-    Preempt(run_.tasks.HolderOf(j));
+    // In a pack: this member leaves at its next step, ends cancelled, and
+    // the others train on (dispatcher_packs.cc).
+    if (!RequestLeave(j)) Preempt(run_.tasks.HolderOf(j));
     l.stop.cancel = true;
     return;
   }

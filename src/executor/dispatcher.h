@@ -69,6 +69,10 @@ class Dispatcher {
   // trains on: settled now from what the worker wrote for it. Returns the
   // pack's host after it (another member where it was the host).
   int SettleLeftMember(int host, long k, long step);
+  // Asks the worker of the pack task j trains in to let j leave (it stops
+  // for good) while the others train on; false where j is not in a running
+  // pack with others still in (then its worker is stopped: Preempt).
+  bool RequestLeave(int j);
   // The pack's worker and devices pass from its host `from` (which ends
   // while the others train on) to member `to`.
   void MovePackHost(int from, int to);

@@ -208,6 +208,10 @@ Dispatcher::PackStart Dispatcher::StartPack(int j, const Assignment& a) {
     to_step = std::max(to_step, run_.Steps(m));
   }
   WriteFileAtomic(dir + "/task.json", spec.dump(2) + "\n");
+  for (int m : members) {  // asked of an earlier worker that did not get to it
+    std::error_code ec;
+    fs::remove(dir + "/checkpoints/" + run_.tasks[m].record.name + "/leave", ec);
+  }
   WorkerRequest call = RequestFor(j, a, dir);
   // Members that evaluate keep their best models in their own folders, as
   // alone (worker/pack_job.h: a pack's --best-dir holds the task folders;
@@ -346,10 +350,25 @@ int Dispatcher::SettleLeftMember(int host, long k, long step) {
   l.stop.pending = false;
   SettleMember(m, dir, entry, result);
   if (run_.options().progress) {
-    std::fprintf(stderr, "%s: %s ended at step %ld; %s still in\n", l.pack.c_str(), name.c_str(),
+    const char* how = l.record.status == TaskStatus::kCancelled ? "was cancelled"
+                      : l.record.status == TaskStatus::kStopped ? "was stopped by its rule"
+                                                                : "ended";
+    std::fprintf(stderr, "%s: %s %s at step %ld; %s still in\n", l.pack.c_str(), name.c_str(), how,
                  step, Plural(static_cast<long>(MembersHostedBy(host).size()), "task").c_str());
   }
   return host;
+}
+
+bool Dispatcher::RequestLeave(int j) {
+  const LiveTask& l = run_.tasks[j];
+  if (l.pack_host < 0 || l.record.status != TaskStatus::kRunning) return false;
+  const int host = l.pack_host;
+  if (!run_.tasks[host].process || run_.tasks[host].stop.pending) return false;
+  if (MembersHostedBy(host).size() < 2) return false;
+  const std::string dir = PackDir(l.pack) + "/checkpoints/" + l.record.name;
+  MakeDirectories(dir);
+  WriteFileAtomic(dir + "/leave", "");
+  return true;
 }
 
 void Dispatcher::MovePackHost(int from, int to) {

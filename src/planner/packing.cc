@@ -260,44 +260,28 @@ std::vector<double> PackMemberEnds(const Problem& problem, const PackTerms& term
   std::stable_sort(by_steps.begin(), by_steps.end(),
                    [&](int a, int b) { return steps[a] < steps[b]; });
   // No faster than its slowest member alone (it does that one's work): of
-  // the members still in from the n-th to leave on, the slowest alone; and
-  // the largest of their fixed costs.
-  std::vector<double> slowest(k + 1, 0.0), fixed_in(k + 1, 0.0);
+  // the members still in from the n-th to leave on, the slowest alone.
+  std::vector<double> slowest(k + 1, 0.0);
   for (int n = k - 1; n >= 0; --n) {
     const int i = by_steps[static_cast<size_t>(n)];
     slowest[n] = std::max(slowest[n + 1], terms.curves[members[i]][option[i]].step_s);
-    fixed_in[n] = std::max(fixed_in[n + 1], fixed[i]);
   }
-  // A launch of the members from the n-th to leave on (at `at_rows` rows):
-  // their largest fixed costs, plus what starting a pack of these rows
-  // costs beyond starting a member alone (loading every member's data,
-  // building its trainer), where measured.
-  auto launch = [&](int n, double at_rows) {
-    double cost = fixed_in[n];
-    if (!curve.start.empty() && k - n > 1) {
-      double start = at_rows > curve.start.back().first ? curve.start.back().second
-                                                        : CurveAt(curve.start, at_rows);
-      cost += std::max(0.0, start - curve.start.front().second);
-    }
-    return cost;
-  };
-  // Members leave at their ends and the rest go on; only a LoRA member its
-  // early_stop: rule stops starts the rest again (EndApartOdds).
-  const bool relaunch = !IsArrayClass(terms.tasks[members[0]].cls);
-  const std::vector<double> apart =
-      relaunch ? EndApartOdds(terms, members, by_steps, steps) : std::vector<double>(k, 0.0);
+  // The launch: the members' largest fixed costs, plus what starting a
+  // pack of their rows costs beyond starting a member alone (loading every
+  // member's data, building its trainer), where measured. Paid once:
+  // members that end or are stopped leave, and the rest go on in the same
+  // worker (worker/pack_job.h).
+  double t = *std::max_element(fixed.begin(), fixed.end());
+  if (!curve.start.empty()) {
+    double start = rows > curve.start.back().first ? curve.start.back().second
+                                                   : CurveAt(curve.start, rows);
+    t += std::max(0.0, start - curve.start.front().second);
+  }
   std::vector<double> ends(k);
-  double t = launch(0, rows), done = 0.0;
+  double done = 0.0;
   for (int n = 0; n < k; ++n) {
     const int i = by_steps[static_cast<size_t>(n)];
     const PackTerms::Member& m = terms.tasks[members[i]];
-    if (relaunch && n > 0 && done > 0) {
-      // The member before it was stopped by its rule at `done`: the rest
-      // start again as a smaller pack (or one alone) from their
-      // checkpoints there (executor/dispatcher_packs.cc), one more launch,
-      // as often as the rule stops it apart from this one.
-      t += apart[static_cast<size_t>(n - 1)] * launch(n, rows);
-    }
     double step = PackStepAt(curve, rows);
     if (step < 0) return {};
     step = std::max(step + extra_in, slowest[n]);
@@ -310,9 +294,6 @@ std::vector<double> PackMemberEnds(const Problem& problem, const PackTerms& term
   return ends;
 }
 
-bool IsArrayClass(std::string_view cls) {
-  return cls.rfind("{\"array\":", 0) == 0;
-}
 
 Packing Unpacked(int tasks) {
   Packing p(tasks);

@@ -34,11 +34,9 @@
 // its members' largest: runtime_s - steps x step_s of each member's row,
 // plus what pack_start_s says a start at the pack's rows costs beyond its
 // first point's (beyond its last point: its last value), paid once: a
-// member that ends leaves and the others go on in the same worker
-// (worker/pack_job.h; an array's, IsArrayClass: engine/array.h). Only a
-// LoRA member its early_stop: rule stops makes the executor stop the pack
-// and start the rest again as a smaller pack from their checkpoints: that
-// pays them again, at the rest's rows, as often as EndApartOdds says.
+// member that ends, or that its early_stop: rule stops, leaves and the
+// others go on in the same worker (worker/pack_job.h; an array's:
+// engine/array.h).
 //
 //   PackTerms terms = PackTermsFromProfile(profile, problem, "profile.csv");
 //   PackedProblem packed = BuildPackedProblem(problem, terms, {{0, 1, 2}, {3}});
@@ -103,18 +101,6 @@ PackTerms PackTermsFromProfile(const ProfileTable& profile, const Problem& probl
 // gets the mean; a pack of the whole group the strata's means.
 std::vector<double> MemberSteps(const PackTerms& terms, const std::vector<int>& members);
 
-// For `members` sorted by their steps (`by_steps`: indices into `members`;
-// `steps` as MemberSteps gives them): the probability that the n-th to
-// leave leaves before the (n+1)-th (n = 0 .. k-2), stopped by its rule,
-// which restarts the rest (PackMemberEnds charges it): 0 for a member
-// without a rule (it leaves at its own end, in the worker), else 1 or 0 by
-// their steps, and for two of one early-stopping draw, from the strata
-// model (members the rule stops at one step leave together).
-// planner/packing_stops.cc, with MemberSteps.
-std::vector<double> EndApartOdds(const PackTerms& terms, const std::vector<int>& members,
-                                 const std::vector<int>& by_steps,
-                                 const std::vector<double>& steps);
-
 // The technique's settings (its `knobs`, a JSON object's text) a pack of
 // `rows` rows runs with, from a row's `pack_knobs` ("ROWS:KNOBS ...",
 // ascending, KNOBS a JSON object without spaces: what each measured pack
@@ -125,11 +111,6 @@ std::vector<double> EndApartOdds(const PackTerms& terms, const std::vector<int>&
 std::string PackKnobsAt(const std::string& text, double rows, std::string_view source = "",
                         int line = 0);
 
-// Whether a pack_class is an array's (the profiler writes a table task's
-// class as a JSON object whose first key is "array"; profiler/pack_trials.h):
-// an array drops a member that ends and goes on, where a LoRA pack starts
-// its other members again.
-bool IsArrayClass(std::string_view cls);
 
 // Step time of `curve` at `rows` rows per step; < 0 beyond its last point.
 double PackStepAt(const PackTerms::Curve& curve, double rows);

@@ -1,7 +1,5 @@
 // Members of a pack under early stopping (planner/packing.h): where the rule
-// is expected to stop each of a draw from its group (MemberSteps), and how
-// likely two neighbours leave apart, which costs the pack a restart
-// (EndApartOdds).
+// is expected to stop each of a draw from its group (MemberSteps).
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -34,35 +32,6 @@ std::vector<double> StrataMeans(const std::vector<std::pair<double, double>>& st
   return v;
 }
 
-// log C(n, k); -inf outside 0 <= k <= n.
-double LogChoose(int n, int k) {
-  if (k < 0 || k > n) return -std::numeric_limits<double>::infinity();
-  return std::lgamma(n + 1.0) - std::lgamma(k + 1.0) - std::lgamma(n - k + 1.0);
-}
-
-// Of c tasks drawn without replacement from n that end at `v` (ascending,
-// the strata's means; equal means are tasks that end at one step), the
-// probability that the r-th lowest (from 0) ends before the (r+1)-th: the
-// pack then starts again between them. They end together at u when fewer
-// than r + 1 of the draw end below u and at least r + 2 end at or below it.
-double EndApart(const std::vector<double>& v, int c, int r) {
-  const int n = static_cast<int>(v.size());
-  double together = 0.0;
-  for (int lo = 0; lo < n;) {
-    int hi = lo;
-    while (hi < n && std::abs(v[hi] - v[lo]) <= 1e-9 * std::max(1.0, std::abs(v[lo])))
-      ++hi;
-    const int below = lo, at = hi - lo, above = n - hi;
-    // Each term over C(n, c), in logs (C(n, c) overflows a double for large groups).
-    for (int a = 0; a <= r; ++a)
-      for (int b = std::max(0, r + 2 - a); b <= at && a + b <= c; ++b)
-        together += std::exp(LogChoose(below, a) + LogChoose(at, b) + LogChoose(above, c - a - b) -
-                             LogChoose(n, c));
-    lo = hi;
-  }
-  return std::clamp(1.0 - together, 0.0, 1.0);
-}
-
 // The members of one early-stopping draw (MemberSteps): indices into
 // `members` of those sharing members[a]'s stop group, rule outlook and
 // group size, in `members` order.
@@ -79,40 +48,6 @@ std::vector<size_t> SameDraw(const PackTerms& terms, const std::vector<int>& mem
 }
 
 }  // namespace
-
-// For the members sorted by their steps (`by_steps`, indices into
-// `members`; `steps` as MemberSteps gives them): the probability that the
-// n-th to leave leaves before the (n+1)-th, n = 0 .. k-2. Members of one
-// early-stopping draw end together when the rule stops them at one step.
-std::vector<double> EndApartOdds(const PackTerms& terms, const std::vector<int>& members,
-                                 const std::vector<int>& by_steps,
-                                 const std::vector<double>& steps) {
-  std::vector<double> odds;
-  std::map<size_t, std::vector<double>> means;  // per draw (its first member): its strata's
-  for (size_t n = 0; n + 1 < by_steps.size(); ++n) {
-    const size_t i = static_cast<size_t>(by_steps[n]), next = static_cast<size_t>(by_steps[n + 1]);
-    // A member that trains to its own end leaves in the worker, which goes
-    // on (worker/pack_job.h): no restart. One its rule stops stops the
-    // worker, and the rest start again.
-    if (terms.tasks[members[i]].stops.empty()) {
-      odds.push_back(0.0);
-      continue;
-    }
-    double apart = steps[next] > steps[i] ? 1.0 : 0.0;
-    std::vector<size_t> same = SameDraw(terms, members, i);
-    if (std::find(same.begin(), same.end(), next) != same.end()) {
-      // Both of one draw: i is its r-th lowest (MemberSteps's order), next the (r+1)-th.
-      const int r = static_cast<int>(std::find(same.begin(), same.end(), i) - same.begin());
-      const int c = static_cast<int>(same.size());
-      const int group = std::max(terms.tasks[members[i]].group, c);
-      auto [it, fresh] = means.try_emplace(same.front());
-      if (fresh) it->second = StrataMeans(terms.tasks[members[i]].stops, group);
-      apart = EndApart(it->second, c, r);
-    }
-    odds.push_back(apart);
-  }
-  return odds;
-}
 
 std::vector<double> MemberSteps(const PackTerms& terms, const std::vector<int>& members) {
   std::vector<double> steps;

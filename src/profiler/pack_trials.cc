@@ -28,7 +28,7 @@ std::vector<int> PackSizes(size_t size, bool array) {
 
 // The pack class of a table task (an array's member, engine/array.h):
 // one architecture, batch size and optimizer state, as a JSON object whose
-// first key is "array" (what planner/packing.h's IsArrayClass looks for).
+// first key is "array".
 std::string ArrayClassOf(const json& s, const std::string& optimizer_kind) {
   json key = {{"array", s.value("model", json::object())},
               {"batch_size", s.value("batch_size", 0)},

@@ -70,6 +70,8 @@ PackJob::PackJob(const engine::TaskSpec& pack, engine::TrainContext& ctx, Paths 
       ctx_(ctx),
       paths_(std::move(paths)),
       losses_(pack.pack.size()),
+      leaves_at_(pack.pack.size(), -1),
+      left_at_(pack.pack.size(), 0),
       handed_over_(pack.pack.size(), false) {
   std::optional<BestMetric> select;
   if (!paths_.best_dir.empty()) select = ParseBestMetric(paths_.select);
@@ -91,6 +93,7 @@ void PackJob::Attach(engine::ExecuteOptions& run, int64_t min_rows) {
   run.on_checkpoint = [this](int64_t, const std::string& checkpoint) {
     WriteMembersOwn(checkpoint, /*export_models=*/false);
   };
+  min_rows_ = min_rows;
   // Members leave as they end; where those still in would have fewer rows
   // than the technique splits a step into, the run ends there instead.
   std::vector<int64_t> ends;
@@ -108,20 +111,20 @@ void PackJob::Attach(engine::ExecuteOptions& run, int64_t min_rows) {
   }
   to_step_ = run.to_step;
   engine::PackRows* rows_now = engine::ActivePackRows();
-  bool leaves = false;
   for (size_t k = 0; k < pack_.pack.size(); ++k) {
+    const int64_t steps = pack_.pack[k].steps;
+    if (steps < to_step_) leaves_at_[k] = steps;
     // Ended before the run's first step (not as the executor starts packs): out from the start.
-    if (pack_.pack[k].steps <= run.from_step && rows_now) rows_now->Leave(static_cast<int>(k));
-    leaves = leaves || EndsAt(k, pack_.pack[k].steps);
+    if (steps <= run.from_step && rows_now) rows_now->Leave(static_cast<int>(k));
   }
-  if (every_ == 0 && !leaves) return;
+  run.end_after = [this](int64_t steps_done) { return end_now_ && steps_done < to_step_; };
+  // Evaluations, and where a member ends, its hand-over (each writes the
+  // pack's checkpoint): only where a member is due or ends (the members'
+  // eval.every may share a small divisor: 99 and 100, 1).
   run.eval_every = std::max<int64_t>(every_, 1);
-  // Only where a member is due or ends: the members' eval.every may share a
-  // small divisor (99 and 100: 1), and each writes the pack's checkpoint.
   run.eval_when = [this](int64_t steps_done) {
     for (size_t k = 0; k < pack_.pack.size(); ++k) {
-      const engine::TaskSpec& task = pack_.pack[k];
-      if ((task.eval.every > 0 && Due(task, steps_done)) || EndsAt(k, steps_done)) return true;
+      if (Due(k, steps_done) || EndsAt(k, steps_done)) return true;
     }
     return false;
   };
@@ -130,26 +133,58 @@ void PackJob::Attach(engine::ExecuteOptions& run, int64_t min_rows) {
   };
 }
 
+std::string PackJob::LeaveRequest(size_t k) const {
+  return paths_.checkpoint_dir + "/" + pack_.pack[k].name + "/leave";
+}
+
 void PackJob::RecordStep(int64_t steps_done) {
   engine::PackRows* rows = engine::ActivePackRows();
   if (!rows) return;
-  // Summed over the ranks in one collective, not one a member.
-  std::vector<double> sums = ctx_.comm.SumsOf(rows->TakeMemberLosses());
+  const size_t k = pack_.pack.size();
+  // Each member's loss sum, then whether the executor asks it to leave
+  // (rank 0 looks), summed over the ranks in one collective.
+  std::vector<double> sums = rows->TakeMemberLosses();
+  sums.resize(2 * k, 0.0);
+  for (size_t m = 0; m < k && ctx_.comm.Rank() == 0; ++m) {
+    std::error_code ec;
+    if (!rows->HasLeft(static_cast<int>(m)) && fs::exists(LeaveRequest(m), ec)) sums[k + m] = 1.0;
+  }
+  sums = ctx_.comm.SumsOf(sums);
   double items = static_cast<double>(ctx_.model.LossItemsPerSample());
-  for (size_t m = 0; m < losses_.size(); ++m) {
+  int64_t rows_left = 0;
+  std::vector<size_t> leaving;
+  for (size_t m = 0; m < k; ++m) {
     if (rows->HasLeft(static_cast<int>(m))) continue;
     losses_[m].push_back(sums[m] / (items * static_cast<double>(pack_.pack[m].batch_size)));
-    if (EndsAt(m, steps_done)) rows->Leave(static_cast<int>(m));
+    if (sums[k + m] > 0.5 && steps_done < to_step_) leaves_at_[m] = steps_done;
+    if (EndsAt(m, steps_done)) {
+      leaving.push_back(m);
+    } else {
+      rows_left += pack_.pack[m].batch_size;
+    }
+  }
+  if (leaving.empty()) return;
+  if (rows_left < min_rows_) {
+    // Those still in cannot go on alone here: the run ends after this step
+    // with everyone in it, and the executor starts the rest again.
+    for (size_t m : leaving)
+      leaves_at_[m] = -1;
+    end_now_ = true;
+    return;
+  }
+  for (size_t m : leaving) {
+    rows->Leave(static_cast<int>(m));
+    left_at_[m] = steps_done;
   }
 }
 
 bool PackJob::EndsAt(size_t k, int64_t steps_done) const {
-  return pack_.pack[k].steps == steps_done && steps_done < to_step_;
+  return leaves_at_[k] == steps_done && steps_done < to_step_;
 }
 
 nlohmann::json PackJob::ResultEntry(size_t k) const {
   nlohmann::json entry = {{"name", pack_.pack[k].name}, {"losses", losses_[k]}};
-  if (pack_.pack[k].steps < to_step_) entry["completed_steps"] = pack_.pack[k].steps;
+  if (left_at_[k] > 0) entry["completed_steps"] = left_at_[k];
   return entry;
 }
 
@@ -162,10 +197,12 @@ double PackJob::EvalShare() const {
   return share;
 }
 
-bool PackJob::Due(const engine::TaskSpec& member, int64_t steps_done) const {
-  // As alone: every eval.every steps, and after its last step.
-  return steps_done <= member.steps &&
-         (steps_done % member.eval.every == 0 || steps_done == member.steps);
+bool PackJob::Due(size_t k, int64_t steps_done) const {
+  // As alone: every eval.every steps, and after its last step; not after it
+  // left the pack.
+  const engine::TaskSpec& member = pack_.pack[k];
+  if (member.eval.every <= 0 || (left_at_[k] > 0 && steps_done > left_at_[k])) return false;
+  return steps_done % member.eval.every == 0 || steps_done == member.steps;
 }
 
 std::string PackJob::MemberCheckpoint(size_t k, const std::string& checkpoint,
@@ -223,7 +260,7 @@ void PackJob::Evaluate(int64_t steps_done, const std::string& checkpoint) {
   const std::string scratch = paths_.checkpoint_dir + ".members";
   for (size_t k = 0; k < pack_.pack.size(); ++k) {
     const engine::TaskSpec& task = pack_.pack[k];
-    if (task.eval.every <= 0 || !Due(task, steps_done)) continue;
+    if (!Due(k, steps_done)) continue;
     Member& m = *members_[k];
     const double began = MonotonicSeconds();
     // Its own checkpoint at this step, where the pack's periodic one wrote it.

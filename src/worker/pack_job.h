@@ -7,7 +7,9 @@
 //     it goes on from there, alone or in another pack, as from its own; at
 //     the last one also its model.pt and adapters.pt
 //     (<folder of --save-model>/<member>/);
-//   - each member's end at its own step count, the pack going on with the
+//   - each member's end at its own step count, or where the executor asks
+//     it to leave (its early_stop: rule or saturn cancel stops it: the file
+//     <checkpoint-dir>/<member>/leave), the pack going on with the
 //     others in this worker (engine::PackRows::Leave: the rest step faster,
 //     nothing starts again): at its last step rank 0 writes its own
 //     checkpoint, model and adapters as at the pack's last one, then
@@ -69,7 +71,10 @@ class PackJob {
   void Attach(engine::ExecuteOptions& run, int64_t min_rows);
   // After step `steps_done` - 1, on every rank: each member's mean loss
   // (summed over the ranks: collective); members whose last step it was
-  // (before the run's last) leave the pack's rows.
+  // (before the run's last), or that the executor asked to leave
+  // (<checkpoint-dir>/<member>/leave exists), leave the pack's rows. Where
+  // those still in would then have fewer than `min_rows`, the run ends
+  // after this step instead (ExecuteOptions::end_after), every member in.
   void RecordStep(int64_t steps_done);
   // Member k's entry of the result: its name and losses, and where it
   // ended before the run's last step, its completed_steps.
@@ -83,13 +88,17 @@ class PackJob {
 
  private:
   struct Member;
-  bool Due(const engine::TaskSpec& member, int64_t steps_done) const;
+  // Whether member k evaluates after `steps_done` steps.
+  bool Due(size_t k, int64_t steps_done) const;
   // Rank 0: member k's own checkpoint at the pack's `checkpoint`, written
   // into `dir`.
   std::string MemberCheckpoint(size_t k, const std::string& checkpoint, const std::string& dir);
   void WriteMembersOwn(const std::string& checkpoint, bool export_models);
   void ExportMember(size_t k, const std::string& checkpoint);
   void Evaluate(int64_t steps_done, const std::string& checkpoint);
+  // Where the executor asks member k to leave (it stops: its early_stop:
+  // rule, saturn cancel): a file, which rank 0 looks for after each step.
+  std::string LeaveRequest(size_t k) const;
   // Whether member k ends at `steps_done`, before the run's last step.
   bool EndsAt(size_t k, int64_t steps_done) const;
   // Rank 0: member k, whose last step this was, handed to the executor.
@@ -99,9 +108,13 @@ class PackJob {
   engine::TrainContext& ctx_;
   Paths paths_;
   int64_t every_ = 0;  // gcd of the members' eval.every; 0: none evaluates
-  int64_t to_step_ = 0;  // the run's last step
+  int64_t to_step_ = 0;   // the run's last step
+  int64_t min_rows_ = 1;  // rows the technique splits a step into
+  bool end_now_ = false;  // members asked to leave, the rest cannot go on alone
   std::vector<std::vector<double>> losses_;
-  std::vector<bool> handed_over_;  // rank 0: ended and settled apart
+  std::vector<int64_t> leaves_at_;  // per member: the step it leaves after; -1: the run's end
+  std::vector<int64_t> left_at_;    // per member: where it left; 0: in
+  std::vector<bool> handed_over_;   // rank 0: ended and settled apart
   std::vector<std::unique_ptr<Member>> members_;  // rank 0: one per member
 };
 

@@ -67,7 +67,7 @@ TEST(Packing, MembersUnderEarlyStoppingLeaveAtTheirStrataOfWhereTheRuleStops) {
   const int at[] = {50, 50, 100, 300};
   for (int i = 0; i < 4; ++i)
     stopped[i].steps = at[i];
-  std::vector<double> want = StepByStepEnds(stopped, 0.3 * 0.55, curve, 7.0, /*restart=*/true);
+  std::vector<double> want = StepByStepEnds(stopped, 0.3 * 0.55, curve, 7.0);
   ASSERT_EQ(ends.size(), 4u);
   for (size_t i = 0; i < 4; ++i)
     EXPECT_NEAR(ends[i], want[i], 1e-6 * want[i]) << i;
@@ -111,14 +111,14 @@ TEST(Packing, APackOfMembersUnderEarlyStoppingLastsAsPacksDrawnFromTheGroupDo) {
     std::vector<Spec> pack = specs;
     for (int i = 0; i < 3; ++i)
       pack[i].steps = group[i];
-    std::vector<double> e = StepByStepEnds(pack, 0.3, curve, 7.0, /*restart=*/true);
+    std::vector<double> e = StepByStepEnds(pack, 0.3, curve, 7.0);
     sum += *std::max_element(e.begin(), e.end());
   }
   const double simulated = sum / draws;
   EXPECT_NEAR(planned, simulated, 0.01 * simulated);
   // On each member's mean, every member would leave at 125 steps.
   std::vector<Spec> mean = specs;
-  std::vector<double> e = StepByStepEnds(mean, 0.3, curve, 7.0, /*restart=*/true);
+  std::vector<double> e = StepByStepEnds(mean, 0.3, curve, 7.0);
   EXPECT_LT(*std::max_element(e.begin(), e.end()), 0.85 * simulated);  // 0.80x
 }
 

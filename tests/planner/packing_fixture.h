@@ -81,13 +81,11 @@ inline Instance MakeInstance(const std::vector<Spec>& specs, int nodes, double o
 // The reference: steps one at a time, every member still training sends its
 // rows; the step time is interpolated in the measured curve (written here
 // again, not taken from packing.cc); the launch's `overhead` once: when
-// members end, the others go on in the same worker (worker/pack_job.h).
-// `restart`: members leave because their early_stop: rule stops them,
-// which stops the worker: when some leave and others go on, those start
-// again, paying `overhead` again.
+// members end, or their early_stop: rule stops them, the others go on in
+// the same worker (worker/pack_job.h).
 inline std::vector<double> StepByStepEnds(const std::vector<Spec>& members, double step_alone,
                                           const std::vector<std::pair<double, double>>& curve,
-                                          double overhead, bool restart = false) {
+                                          double overhead) {
   auto at = [&](double rows) {
     for (size_t i = 1; i < curve.size(); ++i) {
       if (rows <= curve[i].first) {
@@ -108,12 +106,8 @@ inline std::vector<double> StepByStepEnds(const std::vector<Spec>& members, doub
     for (const Spec& m : members)
       rows += step < m.steps ? m.rows : 0;
     t += at(rows);
-    bool left = false, going_on = false;
-    for (size_t i = 0; i < members.size(); ++i) {
-      if (members[i].steps == step + 1) ends[i] = t, left = true;
-      going_on = going_on || members[i].steps > step + 1;
-    }
-    if (restart && left && going_on) t += overhead;
+    for (size_t i = 0; i < members.size(); ++i)
+      if (members[i].steps == step + 1) ends[i] = t;
   }
   return ends;
 }

@@ -98,10 +98,9 @@ TEST(Packing, AMembersOwnRankAddsToEveryStepItIsIn) {
   EXPECT_NEAR(PackStepOfAll(problem, terms, {0, 1, 2}, key), 1.3 + 0.3, 1e-12);
 }
 
-// A pack whose shorter member ends goes on with the longer one in the same
-// worker (worker/pack_job.h; an array's likewise): its fixed costs once.
-// Only a member its early_stop: rule stops starts the rest again (the
-// executor stops the worker; packing_early_stop_test.cc).
+// A pack whose shorter member ends, or is stopped by its early_stop: rule,
+// goes on with the longer one in the same worker (worker/pack_job.h; an
+// array's likewise): its fixed costs once.
 TEST(Packing, MembersGoingOnPayTheFixedCostsOnce) {
   Problem problem =
       testing::MakeProblem({1}, {{"a", {{"single", 1, 110}}}, {"b", {{"single", 1, 210}}}});
@@ -114,17 +113,14 @@ TEST(Packing, MembersGoingOnPayTheFixedCostsOnce) {
   EXPECT_THAT(PackMemberEnds(problem, terms, {0, 1}, key),
               ElementsAre(DoubleNear(10 + 150, 1e-9), DoubleNear(10 + 150 + 100, 1e-9)));
   const std::string array = R"({"array":{"type":"mlp"},"batch_size":4,"optimizer":"adam"})";
-  EXPECT_TRUE(IsArrayClass(array));
-  EXPECT_FALSE(IsArrayClass("lora"));
   terms.tasks[0].cls = terms.tasks[1].cls = array;
   EXPECT_THAT(PackMemberEnds(problem, terms, {0, 1}, key),
               ElementsAre(DoubleNear(10 + 150, 1e-9), DoubleNear(10 + 150 + 100, 1e-9)));
-  // a stopped by its rule at 100 steps (for sure) stops the worker: b
-  // starts again from its checkpoint, its fixed costs once more.
+  // a stopped by its rule at 100 steps (for sure): the same.
   terms.tasks[0].cls = terms.tasks[1].cls = "lora";
   terms.tasks[0].stops = {{100.0, 1.0}};
   EXPECT_THAT(PackMemberEnds(problem, terms, {0, 1}, key),
-              ElementsAre(DoubleNear(10 + 150, 1e-9), DoubleNear(10 + 150 + 10 + 100, 1e-9)));
+              ElementsAre(DoubleNear(10 + 150, 1e-9), DoubleNear(10 + 150 + 100, 1e-9)));
 }
 
 TEST(Packing, TasksOfDifferentClassesNeverShareAPack) {
