@@ -6,12 +6,14 @@
 #include <signal.h>
 
 #include <chrono>
+#include <map>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <thread>
 
 #include "common/fs.h"
 #include "common/process.h"
+#include "contracts/events.h"
 #include "service/client.h"
 #include "tests/e2e/saturn_test_base.h"
 
@@ -100,6 +102,80 @@ TEST_F(ServeEndToEnd, AKilledServiceEndsWithTheLossesOfAnUninterruptedRun) {
     }
     EXPECT_TRUE(found) << s["task"];
   }
+}
+
+// `saturn cancel` of one member of a running pack: it leaves the pack at
+// its next step with its own checkpoint and ends cancelled; the others
+// train on in the same worker (nothing starts again: one attempt each) and
+// finish.
+TEST_F(ServeEndToEnd, CancellingAPackMemberLeavesTheOthersTraining) {
+  WriteFileAtomic(dir_ + "/cluster.yaml", "nodes: [{name: n0, gpus: 1, gpu_memory_gib: 0.5}]\n");
+  std::string tasks = "tasks:\n";
+  const char* lrs[] = {"0.01", "0.003", "0.03"};
+  for (int i = 0; i < 3; ++i) {
+    tasks += "  - name: m" + std::to_string(i) +
+             "\n    model: {type: gpt, layers: 1, d_model: 16, heads: 2, seq_len: 8}"
+             "\n    data: {type: text, path: " SATURN_SOURCE_DIR
+             "/examples/data/corpus.txt}\n    batch_size: 4\n    seed: 7"
+             "\n    optimizer: {type: adamw, lr: " +
+             std::string(lrs[i]) +
+             "}\n    finetune: {lora: {rank: 2}}\n    steps: 4000\n    techniques: [single]\n";
+  }
+  std::optional<Process> server;
+  std::string url = Start(server);
+  ServiceClient client(url, "");
+  ServiceClient::Reply r =
+      client.Post("/v1/workloads", {{"workload", tasks}, {"source", "w.yaml"}, {"base_dir", dir_}});
+  ASSERT_EQ(r.status, 201) << r.body.dump();
+  auto by_name = [&] {
+    std::map<std::string, json> out;
+    const json tasks_now = client.Get("/v1/tasks").body["tasks"];
+    for (const json& t : tasks_now)
+      out[t["id"].get<std::string>()] = t;
+    return out;
+  };
+  // Once the pack trains (its members run at once on the one device).
+  bool running = false;
+  for (int i = 0; i < 2400 && !running; ++i) {
+    std::map<std::string, json> now = by_name();
+    running = now.size() == 3;
+    for (const auto& [name, t] : now)
+      running = running && t["status"] == "running" && t["steps_done"].get<long>() >= 100;
+    if (!running) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_TRUE(running) << client.Get("/v1/tasks").body.dump(1) << Log();
+  EXPECT_EQ(client.Delete("/v1/tasks/m1").status, 200);
+  std::map<std::string, json> ended;
+  for (int i = 0; i < 2400; ++i) {
+    ended = by_name();
+    bool done = true;
+    for (const auto& [name, t] : ended)
+      done = done && (t["status"] == "finished" || t["status"] == "cancelled");
+    if (done) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  server->SignalGroup(SIGTERM);
+  server->Wait();
+  ASSERT_EQ(ended.size(), 3u);
+  EXPECT_EQ(ended["m1"]["status"], "cancelled") << ended["m1"].dump();
+  const long left = ended["m1"]["steps_done"].get<long>();
+  EXPECT_GE(left, 100);
+  EXPECT_LT(left, 4000);
+  EXPECT_TRUE(
+      fs::exists(dir_ + "/state/tasks/m1/checkpoints/checkpoint-" + std::to_string(left)))
+      << left;
+  for (const char* name : {"m0", "m2"}) {
+    EXPECT_EQ(ended[name]["status"], "finished") << ended[name].dump();
+    EXPECT_EQ(ended[name]["steps_done"], 4000) << name;
+    EXPECT_EQ(ended[name]["attempts"], 1) << name;
+  }
+  // m1 ended while the others still trained.
+  std::map<std::string, double> end_t;
+  for (const Event& e : ParseEventLines(ReadFile(dir_ + "/state/events.jsonl"), "events"))
+    if (e.kind == EventKind::kTaskCancelled || e.kind == EventKind::kTaskFinished) end_t[e.task] = e.t;
+  ASSERT_EQ(end_t.size(), 3u);
+  EXPECT_LT(end_t["m1"], end_t["m0"]);
+  EXPECT_LT(end_t["m1"], end_t["m2"]);
 }
 
 }  // namespace
