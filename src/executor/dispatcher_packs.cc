@@ -129,9 +129,6 @@ std::vector<int> Dispatcher::PackMembers(const std::string& pack) const {
 long Dispatcher::PackStartStep(const std::string& pack, const std::vector<int>& members) {
   std::string dir = PackDir(pack);
   json names = NamesOf(run_, members);
-  long ahead = 0;
-  for (int m : members)
-    ahead = std::max(ahead, run_.tasks[m].record.checkpoint_step);
   long newest = 0;
   std::error_code ec;
   if (fs::exists(dir + "/members.json", ec) &&
@@ -139,10 +136,20 @@ long Dispatcher::PackStartStep(const std::string& pack, const std::vector<int>& 
     RemoveCheckpointLeftovers(dir + "/checkpoints");
     newest = FindNewestCheckpoint(dir + "/checkpoints").step;
   } else {
-    // Another set of members trained here: its checkpoints serve none of
+    // Another set of members trained here (some of them, with others that
+    // left it: a run killed after one ended): each member's own newest
+    // checkpoint there goes to its folder; the pack's own serve none of
     // these (its logs stay, appended to).
+    for (int m : members) {
+      AdoptPackedCheckpoint(m, dir);
+      long& own = run_.tasks[m].record.checkpoint_step;
+      own = std::max(own, LatestCheckpointOf(m));
+    }
     fs::remove_all(dir + "/checkpoints", ec);
   }
+  long ahead = 0;
+  for (int m : members)
+    ahead = std::max(ahead, run_.tasks[m].record.checkpoint_step);
   if (ahead > newest) {
     if (!MembersStandTogether(run_, members)) return -1;
     const std::string at = "/checkpoint-" + std::to_string(ahead);

@@ -450,5 +450,39 @@ TEST_F(PackRun, AKilledRunResumesEveryMemberWithNothingLost) {
   }
 }
 
+// Killed after one member left the pack (its worker went on with two):
+// on --resume the two go on as a pack of two from their own last
+// checkpoints, nothing lost, and each ends as in an uninterrupted run.
+TEST_F(PackRun, AKilledRunResumesTheMembersStillInAfterOneLeft) {
+  Write(/*bad_data=*/false, /*steps=*/20, /*last_steps=*/400, /*longer=*/2);
+  int code = 0;
+  json straight = RunReport("straight", "", &code);
+  ASSERT_EQ(code, 0) << Log();
+  std::vector<std::string> args = RunArgs("killed", "");
+  args.insert(args.end(), {"--checkpoint-every", "20"});
+  Process p = Process::Spawn(Saturn(args));
+  for (int i = 0; i < 1200; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    std::error_code ec;
+    if (fs::exists(dir_ + "/killed/packs/pack-1/checkpoints/checkpoint-80", ec)) break;
+  }
+  ::kill(p.pid(), SIGKILL);
+  p.Wait();
+  std::this_thread::sleep_for(std::chrono::seconds(3));  // the worker gets SIGTERM
+  args = RunArgs("killed", "--resume");
+  args.insert(args.end(), {"--checkpoint-every", "20"});
+  ASSERT_EQ(Run(args), 0) << Log();
+  std::string resumed = Log().substr(Log().find("resuming at"));
+  EXPECT_THAT(resumed, HasSubstr("pack-1: 2 tasks train together from step "));
+  EXPECT_THAT(resumed, Not(HasSubstr("train together from step 0\n")));
+  std::map<std::string, json> k = TasksByName(json::parse(ReadFile(dir_ + "/killed/report.json")));
+  std::map<std::string, json> s = TasksByName(straight);
+  for (const auto& [name, t] : k) {
+    EXPECT_EQ(t["status"], "finished") << name;
+    EXPECT_EQ(t["steps_done"], name == "m0" ? 20 : 400) << name;
+    EXPECT_NEAR(t["final_loss"].get<double>(), s[name]["final_loss"].get<double>(), 1e-6) << name;
+  }
+}
+
 }  // namespace
 }  // namespace saturn
