@@ -33,9 +33,10 @@ int OptionOf(const Problem& problem, const Task& task, const PlanTask& t) {
 
 // Checks one pack's members (plan entries in `members`, task indices in
 // `index`) against the pack model.
-void CheckPack(const Problem& problem, const PackTerms& terms, const std::string& pack,
-               const std::vector<const PlanTask*>& members, const std::vector<int>& index,
-               std::vector<std::string>* errors) {
+// Returns where the pack model ends the pack (its last member), or -1.
+double CheckPack(const Problem& problem, const PackTerms& terms, const std::string& pack,
+                 const std::vector<const PlanTask*>& members, const std::vector<int>& index,
+                 std::vector<std::string>* errors) {
   const std::string who = "pack '" + pack + "'";
   const PlanTask& first = *members[0];
   for (size_t i = 1; i < members.size(); ++i) {
@@ -51,12 +52,12 @@ void CheckPack(const Problem& problem, const PackTerms& terms, const std::string
                         "' and '" + terms.tasks[index[i]].cls + "')");
     }
   }
-  if (!errors->empty()) return;
+  if (!errors->empty()) return -1.0;
   int o = OptionOf(problem, problem.tasks[index[0]], first);
   if (o < 0) {
     errors->push_back(who + ": task '" + first.task + "' has no option " + first.technique +
                       " on " + std::to_string(first.gpus) + " GPU(s)");
-    return;
+    return -1.0;
   }
   std::vector<double> ends =
       PackMemberEnds(problem, terms, index, problem.tasks[index[0]].options[o]);
@@ -69,16 +70,22 @@ void CheckPack(const Problem& problem, const PackTerms& terms, const std::string
                       FormatNumber(rows) +
                       " rows per step, more than the profile measured a pack of (or a member "
                       "has no such option)");
-    return;
+    return -1.0;
   }
+  // A member may end later than the model says (a plan that leaves it
+  // time to spare, or one saved under an older pack model that charged
+  // restarts), not sooner.
+  double last = first.start_s;
   for (size_t i = 0; i < members.size(); ++i) {
     double want = first.start_s + ends[i];
-    if (std::abs(members[i]->end_s - want) > 1e-6 + 1e-9 * std::abs(want)) {
+    last = std::max(last, want);
+    if (members[i]->end_s < want - (1e-6 + 1e-9 * std::abs(want))) {
       errors->push_back(who + ": task '" + members[i]->task + "' ends at " +
-                        FormatMilliseconds(members[i]->end_s) + " but the pack model says " +
-                        FormatMilliseconds(want));
+                        FormatMilliseconds(members[i]->end_s) +
+                        ", sooner than the pack model allows: " + FormatMilliseconds(want));
     }
   }
+  return last;
 }
 
 }  // namespace
@@ -94,6 +101,7 @@ std::vector<std::string> ValidatePlan(const Problem& problem, const PackTerms& t
   for (int j = 0; j < problem.NumTasks(); ++j)
     index[problem.tasks[j].name] = j;
   std::vector<std::string> errors;
+  std::map<std::string, double> model_end;  // per pack: where the model ends it
   for (const auto& [pack, members] : packs) {
     std::vector<int> idx;
     for (const PlanTask* m : members) {
@@ -104,7 +112,19 @@ std::vector<std::string> ValidatePlan(const Problem& problem, const PackTerms& t
         idx.push_back(it->second);
       }
     }
-    if (idx.size() == members.size()) CheckPack(problem, terms, pack, members, idx, &errors);
+    if (idx.size() == members.size())
+      model_end[pack] = CheckPack(problem, terms, pack, members, idx, &errors);
+  }
+  double last_end = 0.0;
+  for (const PlanTask& t : plan.tasks)
+    last_end = std::max(last_end, t.end_s);
+  if (std::abs(plan.makespan_s - last_end) > 1e-6 + 1e-9 * std::abs(last_end)) {
+    errors.push_back("makespan_s " + FormatMilliseconds(plan.makespan_s) +
+                     " is not the largest end_s " + FormatMilliseconds(last_end));
+  }
+  if (plan.lower_bound_s > plan.makespan_s + 1e-6 + 1e-9 * std::abs(plan.makespan_s)) {
+    errors.push_back("lower_bound_s " + FormatMilliseconds(plan.lower_bound_s) +
+                     " exceeds makespan_s " + FormatMilliseconds(plan.makespan_s));
   }
   if (!errors.empty()) return errors;
   // The rest of the rules, with each pack as one task.
@@ -127,9 +147,14 @@ std::vector<std::string> ValidatePlan(const Problem& problem, const PackTerms& t
       as_packs.tasks.back().task = packed_name[t.task];
       as_packs.tasks.back().pack.clear();
     }
-    PlanTask& entry = as_packs.tasks[it->second];
-    entry.end_s = std::max(entry.end_s, t.end_s);
+    // The pack holds its devices until the model ends it (its members may
+    // say later: time to spare).
+    as_packs.tasks[it->second].end_s = model_end[t.pack];
   }
+  as_packs.makespan_s = 0.0;
+  for (const PlanTask& t : as_packs.tasks)
+    as_packs.makespan_s = std::max(as_packs.makespan_s, t.end_s);
+  as_packs.lower_bound_s = std::min(as_packs.lower_bound_s, as_packs.makespan_s);
   return ValidatePlan(packed.problem, as_packs);
 }
 
