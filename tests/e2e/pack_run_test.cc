@@ -112,6 +112,31 @@ class PackRun : public SaturnTestBase {
     WriteFileAtomic(dir_ + "/w.yaml", text);
     WriteFileAtomic(dir_ + "/profile.csv", profile);
   }
+
+  // The workload run as "killed" (a checkpoint every 20 steps), its
+  // orchestrator SIGKILLed once the pack checkpointed at `step`, then
+  // resumed (--resume) to the end: the resumed part of its log.
+  std::string KillAndResume(int step) {
+    std::vector<std::string> args = RunArgs("killed", "");
+    args.insert(args.end(), {"--checkpoint-every", "20"});
+    Process p = Process::Spawn(Saturn(args));
+    const std::string checkpoint =
+        dir_ + "/killed/packs/pack-1/checkpoints/checkpoint-" + std::to_string(step);
+    for (int i = 0; i < 1200; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      std::error_code ec;
+      if (fs::exists(checkpoint, ec)) break;
+    }
+    ::kill(p.pid(), SIGKILL);
+    p.Wait();
+    std::this_thread::sleep_for(std::chrono::seconds(3));  // the worker gets SIGTERM
+    args = RunArgs("killed", "--resume");
+    args.insert(args.end(), {"--checkpoint-every", "20"});
+    EXPECT_EQ(Run(args), 0) << Log();
+    const std::string log = Log();
+    const size_t at = log.find("resuming at");
+    return at == std::string::npos ? "" : log.substr(at);
+  }
 };
 
 TEST_F(PackRun, MembersEndAsTheSameTasksTrainedAlone) {
@@ -422,23 +447,9 @@ TEST_F(PackRun, AKilledRunResumesEveryMemberWithNothingLost) {
   int code = 0;
   json straight = RunReport("straight", "", &code);
   ASSERT_EQ(code, 0) << Log();
-  std::vector<std::string> args = RunArgs("killed", "");
-  args.insert(args.end(), {"--checkpoint-every", "20"});
-  Process p = Process::Spawn(Saturn(args));
-  // Kill the orchestrator once the pack has checkpointed beyond the start.
-  for (int i = 0; i < 1200; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    std::error_code ec;
-    if (fs::exists(dir_ + "/killed/packs/pack-1/checkpoints/checkpoint-40", ec)) break;
-  }
-  ::kill(p.pid(), SIGKILL);
-  p.Wait();
-  std::this_thread::sleep_for(std::chrono::seconds(3));  // the worker gets SIGTERM
-  args = RunArgs("killed", "--resume");
-  args.insert(args.end(), {"--checkpoint-every", "20"});
-  ASSERT_EQ(Run(args), 0) << Log();
+  // Killed once the pack has checkpointed beyond the start.
+  std::string resumed = KillAndResume(40);
   // The resumed pack went on from its checkpoint, not from the start.
-  std::string resumed = Log().substr(Log().find("resuming at"));
   EXPECT_THAT(resumed, HasSubstr("pack-1: 3 tasks train together from step "));
   EXPECT_THAT(resumed, Not(HasSubstr("train together from step 0\n")));
   json killed = json::parse(ReadFile(dir_ + "/killed/report.json"));
@@ -458,21 +469,7 @@ TEST_F(PackRun, AKilledRunResumesTheMembersStillInAfterOneLeft) {
   int code = 0;
   json straight = RunReport("straight", "", &code);
   ASSERT_EQ(code, 0) << Log();
-  std::vector<std::string> args = RunArgs("killed", "");
-  args.insert(args.end(), {"--checkpoint-every", "20"});
-  Process p = Process::Spawn(Saturn(args));
-  for (int i = 0; i < 1200; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    std::error_code ec;
-    if (fs::exists(dir_ + "/killed/packs/pack-1/checkpoints/checkpoint-80", ec)) break;
-  }
-  ::kill(p.pid(), SIGKILL);
-  p.Wait();
-  std::this_thread::sleep_for(std::chrono::seconds(3));  // the worker gets SIGTERM
-  args = RunArgs("killed", "--resume");
-  args.insert(args.end(), {"--checkpoint-every", "20"});
-  ASSERT_EQ(Run(args), 0) << Log();
-  std::string resumed = Log().substr(Log().find("resuming at"));
+  std::string resumed = KillAndResume(80);
   EXPECT_THAT(resumed, HasSubstr("pack-1: 2 tasks train together from step "));
   EXPECT_THAT(resumed, Not(HasSubstr("train together from step 0\n")));
   std::map<std::string, json> k = TasksByName(json::parse(ReadFile(dir_ + "/killed/report.json")));

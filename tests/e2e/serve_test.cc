@@ -45,6 +45,12 @@ class ServeEndToEnd : public SaturnTestBase {
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     return json::parse(ReadFile(dir_ + "/state/server.json"))["url"];
   }
+
+  // Submits a workload's `tasks` (paths relative to the test's folder).
+  ServiceClient::Reply Submit(const ServiceClient& client, const std::string& tasks) const {
+    return client.Post("/v1/workloads",
+                       {{"workload", tasks}, {"source", "w.yaml"}, {"base_dir", dir_}});
+  }
 };
 
 TEST_F(ServeEndToEnd, AKilledServiceEndsWithTheLossesOfAnUninterruptedRun) {
@@ -61,8 +67,7 @@ TEST_F(ServeEndToEnd, AKilledServiceEndsWithTheLossesOfAnUninterruptedRun) {
   std::optional<Process> server;
   std::string url = Start(server);
   ServiceClient client(url, "");
-  ServiceClient::Reply r =
-      client.Post("/v1/workloads", {{"workload", tasks}, {"source", "w.yaml"}, {"base_dir", dir_}});
+  ServiceClient::Reply r = Submit(client, tasks);
   ASSERT_EQ(r.status, 201) << r.body.dump();
   // Kill it once a checkpoint beyond the start exists.
   for (int i = 0; i < 2400; ++i) {
@@ -124,8 +129,7 @@ TEST_F(ServeEndToEnd, CancellingAPackMemberLeavesTheOthersTraining) {
   std::optional<Process> server;
   std::string url = Start(server);
   ServiceClient client(url, "");
-  ServiceClient::Reply r =
-      client.Post("/v1/workloads", {{"workload", tasks}, {"source", "w.yaml"}, {"base_dir", dir_}});
+  ServiceClient::Reply r = Submit(client, tasks);
   ASSERT_EQ(r.status, 201) << r.body.dump();
   auto by_name = [&] {
     std::map<std::string, json> out;
