@@ -194,7 +194,7 @@ int RunSimulate(const SimulateOptions& o) {
   bool early_stopping = std::any_of(options.early_stop.begin(), options.early_stop.end(),
                                     [](const SimEarlyStop& e) { return e.spec.enabled(); });
   PackTerms terms = PackTermsFromProfile(profile, believed, o.profile);
-  // Packs train members to the shortest's end; early stopping ends them one by one.
+  // The simulator stops tasks, not members of a pack: under a rule, no packs.
   if (!o.no_pack && !early_stopping && terms.Any())
     PackForSimulation(terms, o, &believed, &truth, &arrival);
   if (!o.no_pack && early_stopping && terms.Any()) {
