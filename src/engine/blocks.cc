@@ -242,9 +242,10 @@ at::Tensor RunRecomputed(Block& block, const at::Tensor& x, const TrainContext& 
 double WholeBatchStep(const TrainContext& ctx, BlockSet& blocks, int64_t step,
                       int64_t accumulation) {
   double loss_sum = 0.0;
-  for (int64_t k = 0; k < accumulation; ++k) {
-    auto [begin, end] =
-        SliceOf(ctx.BatchSize(), static_cast<int>(k), static_cast<int>(accumulation));
+  // A pack whose members left may have fewer rows than chunks.
+  const int64_t chunks = std::min(accumulation, ctx.BatchSize());
+  for (int64_t k = 0; k < chunks; ++k) {
+    auto [begin, end] = SliceOf(ctx.BatchSize(), static_cast<int>(k), static_cast<int>(chunks));
     Batch batch = ctx.StepSamples(step, begin, end - begin);
     at::Tensor loss = ctx.model.LossSum(blocks.Forward(batch.inputs), batch.targets) /
                       static_cast<double>(ctx.LossItems());

@@ -131,7 +131,7 @@ std::string WriteMemberCheckpoint(const std::string& pack_checkpoint, const Task
 // `member_checkpoints[m]` (as WriteMemberCheckpoint, or member m's task
 // alone, wrote it at that step), written into `dir` (checkpoint-<step>/);
 // returns its path. What lets members that trained apart at the same step
-// (a pack split, a pack whose shortest member ended) go on as one pack
+// (a pack split, stopped or killed after members left) go on as one pack
 // with nothing lost. `pack_model` is BuildModel(pack). InputError naming a
 // member's checkpoint that is of another step, task or base.
 std::string WritePackCheckpoint(const std::vector<std::string>& member_checkpoints,

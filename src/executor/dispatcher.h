@@ -6,15 +6,17 @@
 //
 // Packs (planner/packing.h): the plan's members of a pack start together in
 // one worker (engine/pack.h) on the pack's devices, held by the first member
-// dispatched (the pack's host), from the pack's folder packs/<pack>/. When
-// the worker exits each member settles as a task of its own: its checkpoint
-// and trained model move into its folder, its loss curve is its own, and it
-// ends finished, cancelled or queued to continue. A pack trains to its
-// shortest member's steps; the members left then go on as a pack again
-// where the plan packs them, from their own checkpoints at one step (the
-// same way a pack split by a re-plan starts its new packs); the members of
-// a pack whose worker failed continue alone (so that a failing member fails
-// alone, with its reason), as do those that cannot start as one.
+// dispatched (the pack's host), from the pack's folder packs/<pack>/. A
+// member that ends, or that its rule or saturn cancel stops (asked of the
+// worker: RequestLeave), leaves the pack and the worker trains on without
+// it (dispatcher_leave.cc); each member settles as a task of its own when
+// it leaves or when the worker exits: its checkpoint and trained model move
+// into its folder, its loss curve is its own, and it ends finished,
+// stopped, cancelled or queued to continue. Members left standing at one
+// step (a pack split by a re-plan, stopped, or killed) go on as a pack
+// again where the plan packs them, from their own checkpoints; the members
+// of a pack whose worker failed continue alone (so that a failing member
+// fails alone, with its reason), as do those that cannot start as one.
 //
 //   Dispatcher dispatcher(run);
 //   dispatcher.Poll();       // progress and exits of running workers
@@ -74,8 +76,9 @@ class Dispatcher {
   // pack with others still in (then its worker is stopped: Preempt).
   bool RequestLeave(int j);
   // The pack's worker and devices pass from its host `from` (which ends
-  // while the others train on) to member `to`.
-  void MovePackHost(int from, int to);
+  // while the others train on) to member `to`; false (nothing changes)
+  // where `to` has no option of the pack's technique, GPU count and type.
+  bool MovePackHost(int from, int to);
   void SettleMember(int m, const std::string& dir, const nlohmann::json& member,
                     const WorkerExecuteResult& result);
   long FiguresFromCheckpoint(int m);

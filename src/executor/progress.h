@@ -21,7 +21,7 @@ namespace saturn {
 std::vector<TaskProgress> Snapshot(const RunContext& run);
 // Whether a pack's members (task indices) all stand at one step beyond 0
 // with their own checkpoint there: members that trained apart (a pack
-// split, one whose shortest member ended) then start as one pack from
+// split, or stopped after members left) then start as one pack from
 // those (Dispatcher::StartPack; the worker makes the pack's checkpoint).
 bool MembersStandTogether(const RunContext& run, const std::vector<int>& members);
 void PrintProgress(const RunContext& run);

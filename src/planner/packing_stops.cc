@@ -1,9 +1,6 @@
 // Members of a pack under early stopping (planner/packing.h): where the rule
 // is expected to stop each of a draw from its group (MemberSteps).
 #include <algorithm>
-#include <cmath>
-#include <limits>
-#include <map>
 #include <utility>
 #include <vector>
 

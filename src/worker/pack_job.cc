@@ -114,8 +114,14 @@ void PackJob::Attach(engine::ExecuteOptions& run, int64_t min_rows) {
   for (size_t k = 0; k < pack_.pack.size(); ++k) {
     const int64_t steps = pack_.pack[k].steps;
     if (steps < to_step_) leaves_at_[k] = steps;
-    // Ended before the run's first step (not as the executor starts packs): out from the start.
-    if (steps <= run.from_step && rows_now) rows_now->Leave(static_cast<int>(k));
+    // Ended before the run's first step (handed over, then the run was
+    // killed before the executor settled it): out from the start, its
+    // own files as the hand-over left them, settled from the result.
+    if (steps <= run.from_step && rows_now) {
+      rows_now->Leave(static_cast<int>(k));
+      left_at_[k] = steps;
+      handed_over_[k] = true;
+    }
   }
   run.end_after = [this](int64_t steps_done) { return end_now_ && steps_done < to_step_; };
   // Evaluations, and where a member ends, its hand-over (each writes the

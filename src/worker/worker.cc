@@ -316,8 +316,8 @@ int RunRank(const WorkerRequest& o, const Job& job, int rank, int world_size) {
 
 // A pack that starts at a step its folder has no checkpoint of, its members
 // bringing theirs from that step (<checkpoint dir>/<member>/checkpoint-<step>,
-// as the executor lays out members that trained apart: a pack split, one
-// whose shortest member ended): the pack's checkpoint is made from them
+// as the executor lays out members that trained apart: a pack split, or
+// one stopped after members left): the pack's checkpoint is made from them
 // first, before any rank starts. InputError when a member's is missing.
 void JoinPackAtStart(const WorkerRequest& o, const Job& job) {
   if (o.mode != WorkerMode::kExecute || job.task.pack.empty() || o.from_step <= 0 ||

@@ -104,8 +104,9 @@ TEST(PackedProduct, MembersOfEqualBatchesTrainAsTheirTwinsAloneWhateverTheirRank
 // each leaves at its own last step (worker/pack_job.h), handing over its
 // checkpoint, model and result entry, and those still in train on with
 // fewer rows, each as its twin alone, under every technique that takes
-// packs. Where the rest would have fewer rows than a technique splits a
-// step into, the run ends there instead (the executor starts them again).
+// packs, with gradient accumulation too. Where the rest would have fewer
+// rows than a technique splits a step into, the run ends there instead
+// (the executor starts them again).
 TEST(PackedProduct, MembersLeaveAtTheirOwnEndsAndTheRestTrainOnAsTheirTwins) {
   TestDir dir("pack_leave_" + std::to_string(::getpid()));
   nlohmann::json base = TinyTask("gpt");
@@ -134,11 +135,23 @@ TEST(PackedProduct, MembersLeaveAtTheirOwnEndsAndTheRestTrainOnAsTheirTwins) {
     alone.push_back(ReadJson(dir.Path(name + ".json"))["losses"].get<std::vector<double>>());
   }
   std::string pack = dir.Write("pack.json", nlohmann::json{{"pack", members}}.dump());
-  for (auto [technique, gpus] : std::vector<std::pair<std::string, int>>{
-           {"single", 1}, {"ddp", 2}, {"fsdp", 2}, {"pipeline", 2}}) {
-    const std::string name = "pack-" + technique;
-    std::vector<std::string> args = ExecuteArgs(dir, pack, technique, gpus, name, 5);
+  // With gradient accumulation in as many chunks as the rows at the start
+  // (single: 8; ddp: 4 of a rank's 4), the chunks shrink with the rows.
+  struct Config {
+    std::string technique;
+    int gpus;
+    std::string knobs;
+  };
+  for (const Config& c : std::vector<Config>{{"single", 1, ""},
+                                             {"ddp", 2, ""},
+                                             {"fsdp", 2, ""},
+                                             {"pipeline", 2, ""},
+                                             {"single", 1, R"({"accumulation":8})"},
+                                             {"ddp", 2, R"({"accumulation":4})"}}) {
+    const std::string name = "pack-" + c.technique + (c.knobs.empty() ? "" : "-accumulating");
+    std::vector<std::string> args = ExecuteArgs(dir, pack, c.technique, c.gpus, name, 5);
     args.insert(args.end(), {"--save-model", dir.Path(name + "/model.pt")});
+    if (!c.knobs.empty()) args.insert(args.end(), {"--knobs", c.knobs});
     WorkerRun r = RunWorker(args, dir.Path(name));
     ASSERT_EQ(r.status, 0) << name << ": " << r.err;
     nlohmann::json result = ReadJson(dir.Path(name + ".json"));

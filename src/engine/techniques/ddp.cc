@@ -41,11 +41,12 @@ class DdpTrainer final : public Trainer {
   double Step(int64_t step) override {
     auto [first, last] = SliceOf(ctx_.BatchSize(), ctx_.comm.Rank(), ctx_.comm.Size());
     double loss_sum = 0.0;
-    for (int64_t k = 0; k < savers_.accumulation; ++k) {
-      auto [begin, end] =
-          SliceOf(last - first, static_cast<int>(k), static_cast<int>(savers_.accumulation));
+    // A pack whose members left may leave a rank fewer rows than chunks.
+    const int64_t chunks = std::max<int64_t>(1, std::min(savers_.accumulation, last - first));
+    for (int64_t k = 0; k < chunks; ++k) {
+      auto [begin, end] = SliceOf(last - first, static_cast<int>(k), static_cast<int>(chunks));
       Batch batch = ctx_.StepSamples(step, first + begin, end - begin);
-      reducing_ = k == savers_.accumulation - 1;
+      reducing_ = k == chunks - 1;
       for (Bucket& bucket : buckets_)
         bucket.pending = bucket.hooks;
       next_launch_ = 0;
