@@ -24,6 +24,7 @@
 #      bf16, GPT-2 small, MFU against the measured bf16 matmul rate;
 #  3b. bench/engine/pack_bench.py: packs of k = 1, 2, 4, 8 LoRA tasks over
 #      GPT-2 small, bf16, against the k alone (step time, peak memory);
+#  3c. a pack of three whose members leave at their own ends, fp32;
 #   4. the engine tests (CPU devices, against this LibTorch), last.
 # Without CUDA (a rehearsal here) steps 2-3 run a small GPT-2 on CPU devices;
 # SATURN_GPU_CHECK_SECONDS=1500 gives a 2-core machine time to build.
@@ -227,6 +228,39 @@ elif [[ "$cuda" == ON ]]; then
   log "3b. pack_bench: skipped (deadline)"
 else
   log "3b. pack_bench: skipped without CUDA (bench/engine/pack_bench.py measures CPU packs)"
+fi
+
+# 3c. A pack whose members leave at their own ends (issue 43), fp32 on
+# device 0: two of three leave at steps 2 and 4 of 6 and the last trains on
+# in the same worker (worker/pack_job.h); each member's losses are its own
+# steps' (the CPU tests check them against twins alone).
+if (($(left) > 60)); then
+  pack_task="$logs/pack-leave.json"
+  python3 - "$pack_task" "$model" <<'PY'
+import json, sys
+model = json.loads(sys.argv[2])
+members = [{"name": "m%d" % i, "model": model, "data": {"type": "synthetic"}, "batch_size": 2,
+            "seed": 7, "steps": steps, "optimizer": {"type": "adamw", "lr": lr},
+            "finetune": {"lora": {"rank": 8}}}
+           for i, (steps, lr) in enumerate([(2, 1e-3), (4, 3e-4), (6, 1e-4)])]
+json.dump({"pack": members}, open(sys.argv[1], "w"))
+PY
+  timeout "$(limit 90 30)" "$worker" execute --task "$pack_task" --technique single --gpus 1 \
+    --device-kind "$kind" --device-ids 0 --threads "$threads" --from-step 0 --to-step 6 \
+    --checkpoint-dir "$logs/pack-leave" --out "$logs/pack-leave-result.json" \
+    >"$logs/pack-leave.log" 2>&1
+  status=$?
+  summary=$(python3 - "$logs/pack-leave-result.json" <<'PY' 2>/dev/null
+import json, sys
+r = json.load(open(sys.argv[1]))
+print("%d steps, members' losses %s (want [2, 4, 6])" % (
+    r["completed_steps"], [len(m["losses"]) for m in r["members"]]))
+PY
+)
+  log "3c. a pack whose members leave on $kind: exit $status," \
+      "$(grep -c left_member "$logs/pack-leave.log") left_member lines (want 2), ${summary:-no result}"
+else
+  log "3c. pack members leaving: skipped (deadline)"
 fi
 
 # 4. The engine tests, last.
