@@ -71,9 +71,7 @@ class PackOptimizer final : public Optimizer {
   // A member that left its pack (PackRows::Leave) steps no more: an
   // optimizer that leaves its adapters and state as they are (a gradient of
   // zeros would still move them through Adam's moments or weight decay).
-  const Optimizer& ForParam(const std::string& name) const override {
-    return Model(ModelOf(name));
-  }
+  const Optimizer& ForParam(const std::string& name) const override { return Model(ModelOf(name)); }
   bool PerParam() const override { return true; }
   int Models() const override { return static_cast<int>(members_.size()); }
   int ModelOf(const std::string& name) const override {

@@ -273,8 +273,8 @@ std::vector<double> PackMemberEnds(const Problem& problem, const PackTerms& term
   // worker (worker/pack_job.h).
   double t = *std::max_element(fixed.begin(), fixed.end());
   if (!curve.start.empty()) {
-    double start = rows > curve.start.back().first ? curve.start.back().second
-                                                   : CurveAt(curve.start, rows);
+    double start =
+        rows > curve.start.back().first ? curve.start.back().second : CurveAt(curve.start, rows);
     t += std::max(0.0, start - curve.start.front().second);
   }
   std::vector<double> ends(k);
@@ -293,7 +293,6 @@ std::vector<double> PackMemberEnds(const Problem& problem, const PackTerms& term
   }
   return ends;
 }
-
 
 Packing Unpacked(int tasks) {
   Packing p(tasks);

@@ -111,7 +111,6 @@ std::vector<double> MemberSteps(const PackTerms& terms, const std::vector<int>& 
 std::string PackKnobsAt(const std::string& text, double rows, std::string_view source = "",
                         int line = 0);
 
-
 // Step time of `curve` at `rows` rows per step; < 0 beyond its last point.
 double PackStepAt(const PackTerms::Curve& curve, double rows);
 // A curve's value at `rows`: linear between its points, its first below

@@ -252,8 +252,8 @@ void PackJob::HandOver(size_t k, int64_t steps_done, const std::string& checkpoi
   ExportMember(k, own);
   WriteFileAtomic(dir + "/left.json", ResultEntry(k).dump() + "\n");
   handed_over_[k] = true;
-  std::printf("%s\n", FormatMemberLeftLine({static_cast<long>(k), static_cast<long>(steps_done)})
-                          .c_str());
+  std::printf("%s\n",
+              FormatMemberLeftLine({static_cast<long>(k), static_cast<long>(steps_done)}).c_str());
   std::fflush(stdout);
 }
 

@@ -107,7 +107,7 @@ class PackJob {
   const engine::TaskSpec& pack_;
   engine::TrainContext& ctx_;
   Paths paths_;
-  int64_t every_ = 0;  // gcd of the members' eval.every; 0: none evaluates
+  int64_t every_ = 0;     // gcd of the members' eval.every; 0: none evaluates
   int64_t to_step_ = 0;   // the run's last step
   int64_t min_rows_ = 1;  // rows the technique splits a step into
   bool end_now_ = false;  // members asked to leave, the rest cannot go on alone

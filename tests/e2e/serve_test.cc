@@ -6,8 +6,8 @@
 #include <signal.h>
 
 #include <chrono>
-#include <map>
 #include <filesystem>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -165,8 +165,7 @@ TEST_F(ServeEndToEnd, CancellingAPackMemberLeavesTheOthersTraining) {
   const long left = ended["m1"]["steps_done"].get<long>();
   EXPECT_GE(left, 100);
   EXPECT_LT(left, 4000);
-  EXPECT_TRUE(
-      fs::exists(dir_ + "/state/tasks/m1/checkpoints/checkpoint-" + std::to_string(left)))
+  EXPECT_TRUE(fs::exists(dir_ + "/state/tasks/m1/checkpoints/checkpoint-" + std::to_string(left)))
       << left;
   for (const char* name : {"m0", "m2"}) {
     EXPECT_EQ(ended[name]["status"], "finished") << ended[name].dump();
@@ -176,7 +175,8 @@ TEST_F(ServeEndToEnd, CancellingAPackMemberLeavesTheOthersTraining) {
   // m1 ended while the others still trained.
   std::map<std::string, double> end_t;
   for (const Event& e : ParseEventLines(ReadFile(dir_ + "/state/events.jsonl"), "events"))
-    if (e.kind == EventKind::kTaskCancelled || e.kind == EventKind::kTaskFinished) end_t[e.task] = e.t;
+    if (e.kind == EventKind::kTaskCancelled || e.kind == EventKind::kTaskFinished)
+      end_t[e.task] = e.t;
   ASSERT_EQ(end_t.size(), 3u);
   EXPECT_LT(end_t["m1"], end_t["m0"]);
   EXPECT_LT(end_t["m1"], end_t["m2"]);

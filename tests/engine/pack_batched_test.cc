@@ -128,8 +128,8 @@ TEST(PackedProduct, MembersLeaveAtTheirOwnEndsAndTheRestTrainOnAsTheirTwins) {
     task["finetune"] = {{"lora", {{"rank", 2 + 2 * static_cast<int>(i % 2)}}}};
     members.push_back(task);
     std::string name = "alone-" + task["name"].get<std::string>();
-    std::vector<std::string> args = ExecuteArgs(dir, dir.Write(name + ".task", task.dump()),
-                                                "single", 1, name, steps[i]);
+    std::vector<std::string> args =
+        ExecuteArgs(dir, dir.Write(name + ".task", task.dump()), "single", 1, name, steps[i]);
     WorkerRun r = RunWorker(args, dir.Path(name));
     ASSERT_EQ(r.status, 0) << name << ": " << r.err;
     alone.push_back(ReadJson(dir.Path(name + ".json"))["losses"].get<std::vector<double>>());
@@ -177,15 +177,15 @@ TEST(PackedProduct, MembersLeaveAtTheirOwnEndsAndTheRestTrainOnAsTheirTwins) {
       // Its own files at its own end; the two that left before the run's
       // end said so on a line of their own and in left.json.
       const std::string own = dir.Path(name + "/" + who);
-      EXPECT_TRUE(std::filesystem::exists(own + "/checkpoint-" + std::to_string(steps[m]) +
-                                          "/meta.json"))
+      EXPECT_TRUE(
+          std::filesystem::exists(own + "/checkpoint-" + std::to_string(steps[m]) + "/meta.json"))
           << name << ", " << who;
       EXPECT_TRUE(std::filesystem::exists(dir.Path(name + "/" + who + "/adapters.pt")))
           << name << ", " << who;
       const bool left = steps[m] < 5;
       EXPECT_EQ(std::filesystem::exists(own + "/left.json"), left) << name << ", " << who;
-      EXPECT_EQ(r.out.find("saturn: left_member=" + std::to_string(m) + " left_step=" +
-                           std::to_string(steps[m])) != std::string::npos,
+      EXPECT_EQ(r.out.find("saturn: left_member=" + std::to_string(m) +
+                           " left_step=" + std::to_string(steps[m])) != std::string::npos,
                 left)
           << name << ": " << r.out;
       if (left) {
@@ -196,7 +196,8 @@ TEST(PackedProduct, MembersLeaveAtTheirOwnEndsAndTheRestTrainOnAsTheirTwins) {
   // ddp on 2 splits each step's rows over its ranks: a (2 rows, 2 steps)
   // with b (1 row) would leave b one row for two ranks, so the run ends
   // at step 2 with both there.
-  std::string two = dir.Write("two.json", nlohmann::json{{"pack", {members[0], members[1]}}}.dump());
+  std::string two =
+      dir.Write("two.json", nlohmann::json{{"pack", {members[0], members[1]}}}.dump());
   WorkerRun r = RunWorker(ExecuteArgs(dir, two, "ddp", 2, "two-ddp", 4), dir.Path("two-ddp"));
   ASSERT_EQ(r.status, 0) << r.err;
   nlohmann::json result = ReadJson(dir.Path("two-ddp.json"));

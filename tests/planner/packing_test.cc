@@ -274,8 +274,9 @@ TEST(Packing, ValidatorRejectsBrokenPacks) {
   };
   EXPECT_NE(errors_after([&](Plan& p) { find(p, "b").start_s += 1; }).find("share one worker"),
             std::string::npos);
-  EXPECT_NE(errors_after([&](Plan& p) { find(p, "b").end_s -= 3; })
-                .find("sooner than the pack model allows"),
+  EXPECT_NE(errors_after([&](Plan& p) {
+              find(p, "b").end_s -= 3;
+            }).find("sooner than the pack model allows"),
             std::string::npos);
   // Later than the model is time to spare (or a plan saved under an older
   // model that charged restarts): valid, the makespan its largest end.
