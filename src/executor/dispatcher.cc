@@ -152,9 +152,10 @@ void Dispatcher::ReadProgress(int j, bool settle_left) {
     run_.tasks[m].reported.recent_step_s = l.reported.recent_step_s;
   }
   // Last: settling the host passes the pack's worker to another member.
+  if (!settle_left) return;
   int host = j;
   for (const MemberLeftReport& r : left)
-    if (settle_left) host = SettleLeftMember(host, r.member, r.steps_done);
+    host = SettleLeftMember(host, r.member, r.steps_done);
 }
 
 // Diverged (a learning rate too high, most often): retrying from its last

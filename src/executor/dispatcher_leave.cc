@@ -14,6 +14,7 @@
 #include "common/format.h"
 #include "common/fs.h"
 #include "executor/dispatcher.h"
+#include "planner/packing.h"
 
 namespace saturn {
 
@@ -73,15 +74,7 @@ bool Dispatcher::MovePackHost(int from, int to) {
   const Problem& problem = run_.tasks.problem();
   std::optional<Assignment> a = run_.tasks.placements().On(from);
   if (!a) return false;
-  // The same technique, GPU count and type among `to`'s options.
-  const Option& key = problem.tasks[from].options[a->option];
-  int option = -1;
-  const std::vector<Option>& options = problem.tasks[to].options;
-  for (size_t o = 0; o < options.size() && option < 0; ++o) {
-    if (options[o].technique == key.technique && options[o].gpus == key.gpus &&
-        options[o].type == key.type)
-      option = static_cast<int>(o);
-  }
+  const int option = MatchingOption(problem.tasks[to], problem.tasks[from].options[a->option]);
   if (option < 0) return false;  // not as planned
   LiveTask &old = run_.tasks[from], &next = run_.tasks[to];
   run_.tasks.placements().Move(from, to, option);

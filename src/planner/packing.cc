@@ -15,9 +15,7 @@
 #include "common/format.h"
 
 namespace saturn {
-namespace {
 
-// The option of `task` run with key's technique, GPU count and type, or -1.
 int MatchingOption(const Task& task, const Option& key) {
   for (int o = 0; o < static_cast<int>(task.options.size()); ++o) {
     const Option& x = task.options[o];
@@ -27,6 +25,8 @@ int MatchingOption(const Task& task, const Option& key) {
   }
   return -1;
 }
+
+namespace {
 
 // The option of `task` a profile row describes, or -1.
 int OptionOfRow(const Problem& problem, const Task& task, const ProfileRow& row) {

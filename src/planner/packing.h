@@ -111,6 +111,10 @@ std::vector<double> MemberSteps(const PackTerms& terms, const std::vector<int>& 
 std::string PackKnobsAt(const std::string& text, double rows, std::string_view source = "",
                         int line = 0);
 
+// The option of `task` a pack run with option `key` runs it under: the same
+// technique, GPU count and type (not pinned to a node or start), or -1.
+int MatchingOption(const Task& task, const Option& key);
+
 // Step time of `curve` at `rows` rows per step; < 0 beyond its last point.
 double PackStepAt(const PackTerms::Curve& curve, double rows);
 // A curve's value at `rows`: linear between its points, its first below

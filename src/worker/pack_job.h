@@ -114,7 +114,7 @@ class PackJob {
   std::vector<std::vector<double>> losses_;
   std::vector<int64_t> leaves_at_;  // per member: the step it leaves after; -1: the run's end
   std::vector<int64_t> left_at_;    // per member: where it left; 0: in
-  std::vector<bool> handed_over_;   // rank 0: ended and settled apart
+  std::vector<bool> handed_over_;   // its own files written when it left (rank 0's)
   std::vector<std::unique_ptr<Member>> members_;  // rank 0: one per member
 };
 
