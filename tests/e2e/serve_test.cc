@@ -5,11 +5,13 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <thread>
+#include <vector>
 
 #include "common/fs.h"
 #include "common/process.h"
@@ -138,17 +140,22 @@ TEST_F(ServeEndToEnd, CancellingAPackMemberLeavesTheOthersTraining) {
       out[t["id"].get<std::string>()] = t;
     return out;
   };
-  // Once the pack trains (its members run at once on the one device).
-  bool running = false;
-  for (int i = 0; i < 2400 && !running; ++i) {
-    std::map<std::string, json> now = by_name();
-    running = now.size() == 3;
-    for (const auto& [name, t] : now)
-      running = running && t["status"] == "running" && t["steps_done"].get<long>() >= 100;
-    if (!running) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  // Once a pack trains (its members run at once on the one device). Which
+  // tasks it holds is the plan's (profiled here, on a loaded machine it may
+  // leave one alone): a pack of two or more.
+  std::vector<std::string> pack;
+  for (int i = 0; i < 2400 && pack.size() < 2; ++i) {
+    std::map<std::string, std::vector<std::string>> packs;
+    for (const auto& [name, t] : by_name())
+      if (t.contains("pack") && t["status"] == "running" && t["steps_done"].get<long>() >= 100)
+        packs[t["pack"]].push_back(name);
+    for (const auto& [name, members] : packs)
+      if (members.size() > pack.size()) pack = members;
+    if (pack.size() < 2) std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
-  ASSERT_TRUE(running) << client.Get("/v1/tasks").body.dump(1) << Log();
-  EXPECT_EQ(client.Delete("/v1/tasks/m1").status, 200);
+  ASSERT_GE(pack.size(), 2u) << client.Get("/v1/tasks").body.dump(1) << Log();
+  const std::string cancelled = pack[1];
+  EXPECT_EQ(client.Delete("/v1/tasks/" + cancelled).status, 200);
   std::map<std::string, json> ended;
   for (int i = 0; i < 2400; ++i) {
     ended = by_name();
@@ -161,25 +168,28 @@ TEST_F(ServeEndToEnd, CancellingAPackMemberLeavesTheOthersTraining) {
   server->SignalGroup(SIGTERM);
   server->Wait();
   ASSERT_EQ(ended.size(), 3u);
-  EXPECT_EQ(ended["m1"]["status"], "cancelled") << ended["m1"].dump();
-  const long left = ended["m1"]["steps_done"].get<long>();
+  EXPECT_EQ(ended[cancelled]["status"], "cancelled") << ended[cancelled].dump();
+  const long left = ended[cancelled]["steps_done"].get<long>();
   EXPECT_GE(left, 100);
   EXPECT_LT(left, 4000);
-  EXPECT_TRUE(fs::exists(dir_ + "/state/tasks/m1/checkpoints/checkpoint-" + std::to_string(left)))
+  EXPECT_TRUE(fs::exists(dir_ + "/state/tasks/" + cancelled + "/checkpoints/checkpoint-" +
+                         std::to_string(left)))
       << left;
-  for (const char* name : {"m0", "m2"}) {
-    EXPECT_EQ(ended[name]["status"], "finished") << ended[name].dump();
-    EXPECT_EQ(ended[name]["steps_done"], 4000) << name;
-    EXPECT_EQ(ended[name]["attempts"], 1) << name;
-  }
-  // m1 ended while the others still trained.
   std::map<std::string, double> end_t;
   for (const Event& e : ParseEventLines(ReadFile(dir_ + "/state/events.jsonl"), "events"))
     if (e.kind == EventKind::kTaskCancelled || e.kind == EventKind::kTaskFinished)
       end_t[e.task] = e.t;
   ASSERT_EQ(end_t.size(), 3u);
-  EXPECT_LT(end_t["m1"], end_t["m0"]);
-  EXPECT_LT(end_t["m1"], end_t["m2"]);
+  for (const auto& [name, t] : ended) {
+    if (name == cancelled) continue;
+    EXPECT_EQ(t["status"], "finished") << t.dump();
+    EXPECT_EQ(t["steps_done"], 4000) << name;
+    EXPECT_EQ(t["attempts"], 1) << name;
+    // The cancelled member ended while the others of its pack still trained.
+    if (std::find(pack.begin(), pack.end(), name) != pack.end()) {
+      EXPECT_LT(end_t[cancelled], end_t[name]) << name;
+    }
+  }
 }
 
 }  // namespace
