@@ -129,6 +129,15 @@ TEST_F(ServeEndToEnd, CancellingAPackMemberLeavesTheOthersTraining) {
              "}\n    finetune: {lora: {rank: 2}}\n    steps: 4000\n    techniques: [single]\n";
   }
   std::optional<Process> server;
+  // A failed assertion returns early: the service goes with it.
+  struct KillAtExit {
+    std::optional<Process>& server;
+    ~KillAtExit() {
+      if (!server) return;
+      server->SignalGroup(SIGKILL);
+      server->Wait();
+    }
+  } kill_at_exit{server};
   std::string url = Start(server);
   ServiceClient client(url, "");
   ServiceClient::Reply r = Submit(client, tasks);
@@ -167,6 +176,7 @@ TEST_F(ServeEndToEnd, CancellingAPackMemberLeavesTheOthersTraining) {
   }
   server->SignalGroup(SIGTERM);
   server->Wait();
+  server.reset();
   ASSERT_EQ(ended.size(), 3u);
   EXPECT_EQ(ended[cancelled]["status"], "cancelled") << ended[cancelled].dump();
   const long left = ended[cancelled]["steps_done"].get<long>();
