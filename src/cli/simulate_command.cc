@@ -67,10 +67,8 @@ nlohmann::json ResultJson(const SimResult& r) {
                      {"attempts", t.attempts},
                      {"technique", t.technique},
                      {"gpus", t.gpus}});
+    if (!t.pack.empty()) tasks.back()["pack"] = t.pack;
   }
-  double gpu_s = 0.0;  // devices held: every task's busy seconds x its GPUs
-  for (const SimTaskResult& t : r.tasks)
-    gpu_s += t.busy_s * t.gpus;
   nlohmann::json events = nlohmann::json::array();
   for (const Event& e : r.events)
     events.push_back(nlohmann::json::parse(EventToJsonLine(e)));
@@ -86,7 +84,7 @@ nlohmann::json ResultJson(const SimResult& r) {
           {"plan_switches", r.plan_switches},
           {"preemptions", r.preemptions},
           {"planning_wall_s", r.planning_wall_s},
-          {"gpu_s", gpu_s},
+          {"gpu_s", r.gpu_s},
           {"tasks", tasks},
           {"utilization", utilization},
           {"events", events}};
@@ -113,47 +111,6 @@ SimResult SimulateShowingProgress(const Problem& believed,
   SimResult r = Simulate(believed, truth, arrival, options);
   shown.Finish(where(r.makespan_s, r.replans, r.plan_switches));
   return r;
-}
-
-// Packs (planner/packing.h) are chosen once, by the planner on what it
-// believes, and then simulated as units: each pack one task whose runtime
-// is its last member's end, true runtime the pack's belief times its
-// members' mean truth / belief, arriving when its last member arrives.
-// Re-planning keeps the packs (it does not split or regroup them).
-void PackForSimulation(const PackTerms& terms, const SimulateOptions& o, Problem* believed,
-                       std::vector<std::vector<double>>* truth, std::vector<double>* arrival) {
-  PlanRequest request;
-  request.solver = o.solver;
-  request.time_limit_s = o.time_limit_s;
-  request.seed = o.seed;
-  PackedPlanResult chosen = PlanWithPacks(*believed, terms, request, true);
-  std::fputs(DescribePacks(*believed, terms, chosen, false).c_str(), stderr);
-  PackedProblem packed = BuildPackedProblem(*believed, terms, chosen.packing);
-  std::vector<std::vector<double>> packed_truth;
-  std::vector<double> packed_arrival;
-  for (size_t g = 0; g < packed.groups.size(); ++g) {
-    const std::vector<int>& group = packed.groups[g];
-    double ratio = 0.0, arrives = 0.0;
-    for (int j : group) {
-      // A task's truth / belief: the same for each of its options unless
-      // --config-noise or --truth says otherwise; the mean over options.
-      double sum = 0.0;
-      const Task& t = believed->tasks[j];
-      for (size_t k = 0; k < t.options.size(); ++k)
-        sum += (*truth)[j][k] / t.options[k].runtime_s;
-      ratio += sum / static_cast<double>(t.options.size()) / static_cast<double>(group.size());
-      arrives = std::max(arrives, (*arrival)[j]);
-    }
-    const Task& pack = packed.problem.tasks[g];
-    packed_truth.emplace_back();
-    for (size_t k = 0; k < pack.options.size(); ++k)
-      packed_truth.back().push_back(group.size() == 1 ? (*truth)[group[0]][k]
-                                                      : pack.options[k].runtime_s * ratio);
-    packed_arrival.push_back(arrives);
-  }
-  *believed = std::move(packed.problem);
-  *truth = std::move(packed_truth);
-  *arrival = std::move(packed_arrival);
 }
 
 int RunSimulate(const SimulateOptions& o) {
@@ -191,17 +148,16 @@ int RunSimulate(const SimulateOptions& o) {
     options.early_stop = EarlyStopsFromWorkload(
         believed, profile, w, evaluations ? &*evaluations : nullptr, o.evaluations, o.seed);
   }
-  bool early_stopping = std::any_of(options.early_stop.begin(), options.early_stop.end(),
-                                    [](const SimEarlyStop& e) { return e.spec.enabled(); });
   PackTerms terms = PackTermsFromProfile(profile, believed, o.profile);
-  // The simulator stops tasks, not members of a pack: under a rule, no packs.
-  if (!o.no_pack && !early_stopping && terms.Any())
-    PackForSimulation(terms, o, &believed, &truth, &arrival);
-  if (!o.no_pack && early_stopping && terms.Any()) {
-    std::fputs(
-        "packs: none: the simulator trains every task alone under an early_stop: rule "
-        "(saturn run packs them; docs/contracts.md, Contract 4)\n",
-        stderr);
+  if (!o.no_pack && terms.Any()) {
+    PlanRequest request;
+    request.solver = o.solver;
+    request.time_limit_s = o.time_limit_s;
+    request.seed = o.seed;
+    std::string described;
+    options.packs =
+        ChooseSimPacks(believed, std::move(terms), options.early_stop, request, &described);
+    std::fputs(described.c_str(), stderr);
   }
   options.policy.solver = o.solver;
   options.policy.time_limit_s = o.time_limit_s;
@@ -226,12 +182,11 @@ int RunSimulate(const SimulateOptions& o) {
                      FormatDuration(r.initial_plan.makespan_s) + "), " +
                      Plural(r.plan_switches, "plan switch") + "; dashed: first plan";
     chart.nodes = cluster.nodes;
-    for (const BusyInterval& b : BusyIntervals(r.events, r.makespan_s)) {
-      chart.bars.push_back({b.node, b.gpu_ids, b.start, b.end, b.task + " · " + b.technique,
-                            b.task + " (" + b.technique + ") " + FormatDuration(b.start) + " → " +
-                                FormatDuration(b.end) + ", " + b.how_it_ended,
-                            b.task, false});
+    std::map<std::string, std::string> pack_of;  // a pack's members on one bar
+    for (const SimTaskResult& t : r.tasks) {
+      if (!t.pack.empty()) pack_of[t.name] = t.pack;
     }
+    chart.bars = GanttFromRun(BusyIntervals(r.events, r.makespan_s), pack_of);
     for (GanttBar bar : GanttFromPlan(r.initial_plan, cluster, "").bars) {
       bar.outline_only = true;
       chart.bars.push_back(std::move(bar));

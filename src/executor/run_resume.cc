@@ -19,6 +19,7 @@
 #include "executor/replanner.h"
 #include "executor/run_setup.h"
 #include "profiler/profiler.h"
+#include "protocol/checkpoint_files.h"
 
 namespace saturn {
 
@@ -70,13 +71,20 @@ void RestoreTasks(RunContext& run) {
   for (int j = 0; j < run.NumTasks(); ++j) {
     const TaskRecord& r = run.tasks[j].record;
     ended += run.Done(j);
-    line += "\n  " + r.name + ": " +
-            (run.Done(j) ? std::string(ToString(r.status))
-                         : "from step " + std::to_string(r.checkpoint_step) + " of " +
-                               std::to_string(run.Steps(j)));
-    // A pack goes on from its own newest checkpoint, which may be later.
-    if (!run.Done(j) && !run.tasks[j].pack.empty())
-      line += " (in " + run.tasks[j].pack + ": the pack resumes from its own checkpoint)";
+    // A member of a pack goes on from the pack's checkpoint of it, which
+    // may be newer than its own.
+    const std::string& pack = run.tasks[j].pack;
+    long from = r.checkpoint_step;
+    if (!run.Done(j) && !pack.empty()) {
+      from = std::max(
+          from, FindNewestCheckpoint(run.site.run_dir + "/packs/" + pack + "/checkpoints/" + r.name)
+                    .step);
+    }
+    line +=
+        "\n  " + r.name + ": " +
+        (run.Done(j) ? std::string(ToString(r.status))
+                     : "from step " + std::to_string(from) + " of " + std::to_string(run.Steps(j)));
+    if (!run.Done(j) && !pack.empty()) line += " (in " + pack + ")";
   }
   std::fprintf(stderr, "resuming at %s of training: %s to continue, %d ended:%s\n",
                FormatDuration(run.Now()).c_str(), Plural(run.NumTasks() - ended, "task").c_str(),

@@ -233,6 +233,12 @@ double PackStepOfAll(const Problem& problem, const PackTerms& terms,
 
 std::vector<double> PackMemberEnds(const Problem& problem, const PackTerms& terms,
                                    const std::vector<int>& members, const Option& key) {
+  return PackMemberEndsAt(problem, terms, members, key, {}, nullptr);
+}
+
+std::vector<double> PackMemberEndsAt(const Problem& problem, const PackTerms& terms,
+                                     const std::vector<int>& members, const Option& key,
+                                     const std::vector<double>& given, double* launch_s) {
   const int k = static_cast<int>(members.size());
   std::vector<int> option(k);
   std::vector<double> fixed(k);
@@ -254,7 +260,7 @@ std::vector<double> PackMemberEnds(const Problem& problem, const PackTerms& term
     extra[i] = OwnAdapters(terms, members[i], option[i]);
     extra_in += extra[i];
   }
-  const std::vector<double> steps = MemberSteps(terms, members);
+  const std::vector<double> steps = given.empty() ? MemberSteps(terms, members) : given;
   std::vector<int> by_steps(k);
   std::iota(by_steps.begin(), by_steps.end(), 0);
   std::stable_sort(by_steps.begin(), by_steps.end(),
@@ -277,6 +283,7 @@ std::vector<double> PackMemberEnds(const Problem& problem, const PackTerms& term
         rows > curve.start.back().first ? curve.start.back().second : CurveAt(curve.start, rows);
     t += std::max(0.0, start - curve.start.front().second);
   }
+  if (launch_s) *launch_s = t;
   std::vector<double> ends(k);
   double done = 0.0;
   for (int n = 0; n < k; ++n) {

@@ -127,6 +127,13 @@ double CurveAt(const std::vector<std::pair<double, double>>& points, double rows
 // fit (more rows than measured).
 std::vector<double> PackMemberEnds(const Problem& problem, const PackTerms& terms,
                                    const std::vector<int>& members, const Option& key);
+// PackMemberEnds with each member's steps given (`steps`, in `members`
+// order: where each really leaves, e.g. where its rule stopped it) in place
+// of MemberSteps; `*launch_s` (if not null): the time before the first
+// step. Packs of two or more members.
+std::vector<double> PackMemberEndsAt(const Problem& problem, const PackTerms& terms,
+                                     const std::vector<int>& members, const Option& key,
+                                     const std::vector<double>& steps, double* launch_s);
 // One step of all `members` together with option `key`, as PackMemberEnds
 // steps them before any leaves (the curve at their rows, each member's own
 // adapters added, no faster than the slowest alone); < 0 where

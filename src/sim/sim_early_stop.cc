@@ -106,8 +106,17 @@ long SimStoppers::StepAt(int j, double at) const {
 }
 
 bool SimStoppers::Decide(int j, double at, const std::string& name, double* value) {
+  return DecideAtStep(j, StepAt(j, at), name, value);
+}
+
+long SimStoppers::NextDecisionStep(int j) const {
+  const std::vector<long>& d = decisions_[static_cast<size_t>(j)];
+  size_t k = static_cast<size_t>(passed_[static_cast<size_t>(j)]);
+  return k < d.size() ? d[k] : -1;
+}
+
+bool SimStoppers::DecideAtStep(int j, long step, const std::string& name, double* value) {
   const SimEarlyStop& t = tasks_[static_cast<size_t>(j)];
-  long step = StepAt(j, at);
   *value = t.spec.maximize() ? -INFINITY : INFINITY;
   for (const auto& [s, v] : t.curve) {
     if (s > step) break;
@@ -118,12 +127,45 @@ bool SimStoppers::Decide(int j, double at, const std::string& name, double* valu
 }
 
 double SimStoppers::ExpectedFraction(int j) const {
-  const std::vector<double>& e = expected_[static_cast<size_t>(j)];
-  if (e.empty()) return 1.0;
-  size_t k = std::min(static_cast<size_t>(passed_[static_cast<size_t>(j)]), e.size() - 1);
   const SimEarlyStop& t = tasks_[static_cast<size_t>(j)];
-  double steps = std::clamp(e[k] / static_cast<double>(t.steps), 0.0, 1.0);
+  if (expected_[static_cast<size_t>(j)].empty()) return 1.0;
+  double steps = std::clamp(ExpectedSteps(j) / static_cast<double>(t.steps), 0.0, 1.0);
   return t.fixed_fraction + (1.0 - t.fixed_fraction) * steps;
+}
+
+double SimStoppers::ExpectedSteps(int j) const {
+  const std::vector<double>& e = expected_[static_cast<size_t>(j)];
+  const SimEarlyStop& t = tasks_[static_cast<size_t>(j)];
+  if (e.empty()) return static_cast<double>(t.steps);
+  return e[std::min(static_cast<size_t>(passed_[static_cast<size_t>(j)]), e.size() - 1)];
+}
+
+int StopConcurrency(const Problem& problem) {
+  int fewest = 1 << 20;
+  for (const Task& t : problem.tasks) {
+    for (const Option& o : t.options)
+      fewest = std::min(fewest, o.gpus);
+  }
+  return problem.TotalGpus() / std::max(1, fewest);
+}
+
+void ExpectPackStops(const std::vector<SimEarlyStop>& stops, int concurrency, PackTerms& terms) {
+  std::map<std::string, int> group_size;
+  for (const SimEarlyStop& t : stops) {
+    if (t.spec.enabled()) ++group_size[t.group];
+  }
+  for (size_t j = 0; j < stops.size() && j < terms.tasks.size(); ++j) {
+    const SimEarlyStop& t = stops[j];
+    PackTerms::Member& m = terms.tasks[j];
+    if (!t.spec.enabled() || t.steps <= 0 || m.steps <= 0) continue;
+    const double scale = m.steps / static_cast<double>(t.steps);
+    m.stops.clear();
+    for (const auto& [steps, p] :
+         StopStepDistribution(t.spec, group_size[t.group], t.steps, t.eval_every, concurrency))
+      m.stops.emplace_back(static_cast<double>(steps) * scale, p);
+    m.group = group_size[t.group];
+    m.stop_group = t.group;
+  }
 }
 
 }  // namespace saturn

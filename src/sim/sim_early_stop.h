@@ -21,6 +21,7 @@
 #include "contracts/events.h"
 #include "contracts/profile.h"
 #include "contracts/workload.h"
+#include "planner/packing.h"
 #include "planner/problem.h"
 #include "tune/early_stop.h"
 
@@ -55,6 +56,16 @@ std::vector<SimEarlyStop> EarlyStopsFromWorkload(
     const Problem& problem, const ProfileTable& profile, const Workload& workload,
     const std::vector<Event>* evaluations, const std::string& evaluations_source, uint64_t seed);
 
+// How many tasks train at once at most, as SimStoppers counts them for the
+// rule's outlook: the cluster's GPUs over the fewest any task's option takes.
+int StopConcurrency(const Problem& problem);
+
+// Under early stopping, `terms` (the tasks' pack terms) as the planner
+// prices a pack's members (planner/packing.h's MemberSteps): where each
+// task's rule may end it (StopStepDistribution of its group, in the
+// profile's steps) and its group; `concurrency` as SimStoppers has it.
+void ExpectPackStops(const std::vector<SimEarlyStop>& stops, int concurrency, PackTerms& terms);
+
 class SimStoppers {
  public:
   // One entry per task (may be empty: no early stopping).
@@ -73,6 +84,15 @@ class SimStoppers {
   long StepAt(int j, double at) const;
   // The fraction of its work task j is expected to do in all (1 without a rule).
   double ExpectedFraction(int j) const;
+
+  // The same in steps, for a member of a pack (whose steps are not a fixed
+  // fraction of a runtime: sim/sim_packs.h): its next decision step (-1:
+  // none), the decision there, how many it passed and the steps it is
+  // expected to train in all (its steps without a rule).
+  long NextDecisionStep(int j) const;
+  bool DecideAtStep(int j, long step, const std::string& name, double* value);
+  int Passed(int j) const { return passed_[static_cast<size_t>(j)]; }
+  double ExpectedSteps(int j) const;
 
  private:
   std::vector<SimEarlyStop> tasks_;

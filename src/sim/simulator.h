@@ -15,10 +15,12 @@
 //   r.makespan_s; r.events;  // same event format as the executor
 //
 // With early stopping (SimOptions::early_stop) a task's rule decides at its
-// decision steps, fed the metric the task reports there.
+// decision steps, fed the metric the task reports there. With packs
+// (SimOptions::packs) each pack is scheduled as one task (sim/sim_packs.h).
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -30,6 +32,7 @@
 #include "planner/problem.h"
 #include "replan/replan.h"
 #include "sim/sim_early_stop.h"
+#include "sim/sim_packs.h"
 
 namespace saturn {
 
@@ -58,15 +61,21 @@ struct SimOptions {
   // task its rule stops ends `stopped`, its devices free; the planner plans
   // with each task's expected work and re-plans at every stop.
   std::vector<SimEarlyStop> early_stop;
+  // Packs (sim/sim_packs.h): its groups of two or more tasks train as one
+  // unit each, named pack-N, their members leaving one by one (under
+  // early_stop, where their rule stops them). Events and results stay the
+  // tasks': a member's carry its pack's placement, and its row `pack`.
+  std::shared_ptr<const SimPacking> packs;
 };
 
 // A task's end state (contracts/task_view.h: status, start_s, end_s,
 // attempts, its last configuration) and what the simulation measured of it.
 struct SimTaskResult : TaskState {
   double arrival_s = 0.0;
-  double busy_s = 0.0;     // time holding GPUs
+  double busy_s = 0.0;     // time holding GPUs (a pack member: while in the pack)
   double dead_s = 0.0;     // of which restarting from a checkpoint
   double work_done = 0.0;  // fraction of the task completed (1 when finished)
+  std::string pack;        // the pack it trained in ("" alone)
 };
 
 struct SimResult {
@@ -77,7 +86,8 @@ struct SimResult {
   int plan_switches = 0;
   int preemptions = 0;
   double planning_wall_s = 0.0;  // solver time spent, wall clock
-  Plan initial_plan;
+  double gpu_s = 0.0;            // GPU-seconds held (a pack's devices once)
+  Plan initial_plan;             // of the units: a pack's one entry, named pack-N
   std::vector<SimTaskResult> tasks;
   std::vector<Event> events;
   std::vector<std::pair<double, double>> utilization;  // (time, busy GPU fraction) samples

@@ -465,6 +465,28 @@ TEST_F(Cli, PlanPacksTasksThatShareABaseUnlessToldNot) {
   ASSERT_EQ(sim.status, 0) << sim.output;
   EXPECT_NEAR(nlohmann::json::parse(ReadFile(Path("sim.json")))["makespan_s"].get<double>(), 165,
               1e-6);
+  // Under an early_stop: rule the members the rule stops leave the pack
+  // (sim/sim_packs.h): each its own row, carrying the pack's name.
+  std::string workload = "cluster: one.yaml\ntasks:\n";
+  for (std::string t : {"a", "b", "c", "d"}) {
+    workload += "  - {name: " + t +
+                ", model: {type: mlp, layers: 2, width: 8}, data: {type: synthetic}, "
+                "batch_size: 4, steps: 100, eval: {every: 10}, optimizer: {type: sgd, lr: 0.1}}\n";
+  }
+  WriteFileAtomic(Path("asha.yaml"),
+                  workload + "early_stop: {asha: {grace_steps: 10, reduction_factor: 2}}\n");
+  sim = Saturn("simulate " + args + " --workload " + Path("asha.yaml") + " --output " +
+               Path("asha.json"));
+  ASSERT_EQ(sim.status, 0) << sim.output;
+  EXPECT_THAT(sim.output, HasSubstr("pack-1: 4 tasks (a, b, c, d)"));
+  nlohmann::json asha = nlohmann::json::parse(ReadFile(Path("asha.json")));
+  int stopped = 0;
+  for (const auto& t : asha["tasks"]) {
+    EXPECT_EQ(t.value("pack", ""), "pack-1") << t.dump();
+    stopped += t["status"] == "stopped" ? 1 : 0;
+  }
+  EXPECT_GT(stopped, 0);
+  EXPECT_LT(asha["makespan_s"].get<double>(), 165 - 1);
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <set>
 #include <string>
 #include <thread>
@@ -452,6 +453,15 @@ TEST_F(PackRun, AKilledRunResumesEveryMemberWithNothingLost) {
   // The resumed pack went on from its checkpoint, not from the start.
   EXPECT_THAT(resumed, HasSubstr("pack-1: 3 tasks train together from step "));
   EXPECT_THAT(resumed, Not(HasSubstr("train together from step 0\n")));
+  // What --resume says of each member: where the pack's checkpoint of it
+  // stands, not its own folder's (none: it never trained alone).
+  for (const std::string name : {"m0", "m1", "m2"}) {
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(resumed, m,
+                                  std::regex(name + R"(: from step (\d+) of 400 \(in pack-1\))")))
+        << resumed;
+    EXPECT_GE(std::stol(m[1]), 40) << resumed;
+  }
   json killed = json::parse(ReadFile(dir_ + "/killed/report.json"));
   std::map<std::string, json> k = TasksByName(killed), s = TasksByName(straight);
   for (const auto& [name, t] : k) {
