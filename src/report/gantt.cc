@@ -222,6 +222,28 @@ void DrawJoins(SvgWriter& svg, const GanttChart& chart, const Layout& at, const 
   }
 }
 
+// Each member's end (name, time) in a pack's bar's tooltip, and a mark
+// where members end before the pack (those ending together share one).
+void MarkMemberEnds(GanttBar& bar, const std::string& pack,
+                    std::vector<std::pair<std::string, double>> ends) {
+  const long n = static_cast<long>(ends.size());
+  std::stable_sort(ends.begin(), ends.end(),
+                   [](const auto& a, const auto& b) { return a.second < b.second; });
+  for (size_t i = 0, j = 0; i < ends.size(); i = j) {
+    const double end = ends[i].second;
+    std::string who;
+    for (j = i; j < ends.size() && ends[j].second == end; ++j) {
+      who += (who.empty() ? "" : ", ") + ends[j].first;
+      bar.detail += "\n  " + ends[j].first + ": " + GanttSpan(bar.start, end);
+    }
+    if (end >= bar.end) continue;
+    bar.marks.push_back({end, static_cast<double>(j) / static_cast<double>(n),
+                         pack + ": " + who + (j - i > 1 ? " end" : " ends") + " at " +
+                             FormatDuration(end) + ", " +
+                             Plural(n - static_cast<long>(j), "member") + " left"});
+  }
+}
+
 // A task that trains alone: its bar, label and tooltip.
 GanttBar AloneBar(const PlanTask& t) {
   GanttBar bar;
@@ -256,22 +278,10 @@ GanttBar PackBar(const std::vector<const PlanTask*>& members) {
   bar.detail = first.pack + ": " + Plural(n, "task") + " training together, " + first.technique +
                " on " + gpus + " GPU(s) of " + first.node + ", " + GanttSpan(bar.start, bar.end);
   bar.color_key = "pack " + first.pack;
-  std::vector<const PlanTask*> by_end = members;
-  std::stable_sort(by_end.begin(), by_end.end(),
-                   [](const PlanTask* a, const PlanTask* b) { return a->end_s < b->end_s; });
-  for (size_t i = 0, j = 0; i < by_end.size(); i = j) {
-    const double end = by_end[i]->end_s;
-    std::string who;
-    for (j = i; j < by_end.size() && by_end[j]->end_s == end; ++j) {
-      who += (who.empty() ? "" : ", ") + by_end[j]->task;
-      bar.detail += "\n  " + by_end[j]->task + ": " + GanttSpan(bar.start, end);
-    }
-    if (end >= bar.end) continue;
-    bar.marks.push_back({end, static_cast<double>(j) / static_cast<double>(n),
-                         first.pack + ": " + who + (j - i > 1 ? " end" : " ends") + " at " +
-                             FormatDuration(end) + ", " +
-                             Plural(n - static_cast<long>(j), "member") + " left"});
-  }
+  std::vector<std::pair<std::string, double>> ends;
+  for (const PlanTask* m : members)
+    ends.push_back({m->task, m->end_s});
+  MarkMemberEnds(bar, first.pack, std::move(ends));
   return bar;
 }
 
@@ -380,6 +390,15 @@ std::vector<GanttBar> GanttFromRun(std::vector<BusyInterval> busy,
                  "pack " + launch.pack,
                  false};
     bar.members = static_cast<int>(n);
+    std::vector<std::pair<std::string, double>> ends;
+    for (const BusyInterval& m : launch.members) {
+      // "a", "b (early stopped)", "c (cancelled)"
+      std::string how =
+          m.how_it_ended.rfind("task_", 0) == 0 ? m.how_it_ended.substr(5) : m.how_it_ended;
+      std::replace(how.begin(), how.end(), '_', ' ');
+      ends.push_back({m.task + (how == "finished" ? "" : " (" + how + ")"), m.end});
+    }
+    MarkMemberEnds(bar, launch.pack, std::move(ends));
     bars.push_back(std::move(bar));
   }
   return bars;

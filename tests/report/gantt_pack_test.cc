@@ -260,5 +260,33 @@ TEST(GanttPack, AnOutlinedPackHasDottedTicksAndNoPaling) {
   EXPECT_THAT(svg, Not(HasSubstr("fill-opacity")));
 }
 
+// A run's chart (GanttFromRun: what a run or a simulation did, from its
+// events): a pack's members, started together on its devices, are one bar
+// to the last one's end, with a tick where each that left sooner left and
+// how (a rule's stop); a member's time alone after it is its own bar.
+TEST(GanttPacks, ARunsPackIsOneBarWithATickWhereAMemberLeft) {
+  auto busy = [](std::string task, double start, double end, std::string how) {
+    return BusyInterval{task, "ddp", "n0", {0, 1}, start, end, how};
+  };
+  std::vector<GanttBar> bars =
+      GanttFromRun({busy("a", 0, 100, "task_finished"), busy("b", 0, 40, "task_early_stopped"),
+                    busy("c", 0, 100, "task_finished"), busy("b", 120, 150, "task_finished")},
+                   {{"a", "pack-1"}, {"b", "pack-1"}, {"c", "pack-1"}});
+  ASSERT_EQ(bars.size(), 2u);
+  const GanttBar& pack = bars[0].members > 0 ? bars[0] : bars[1];
+  const GanttBar& alone = bars[0].members > 0 ? bars[1] : bars[0];
+  EXPECT_EQ(pack.members, 3);
+  EXPECT_DOUBLE_EQ(pack.start, 0);
+  EXPECT_DOUBLE_EQ(pack.end, 100);
+  ASSERT_EQ(pack.marks.size(), 1u);
+  EXPECT_DOUBLE_EQ(pack.marks[0].t, 40);
+  EXPECT_NEAR(pack.marks[0].fade, 1.0 / 3, 1e-12);
+  EXPECT_THAT(pack.marks[0].detail, HasSubstr("b (early stopped) ends at 40.0s, 2 members left"));
+  EXPECT_THAT(pack.detail, HasSubstr("\n  a: 0.0s → 1m40s"));
+  EXPECT_EQ(alone.members, 0);
+  EXPECT_DOUBLE_EQ(alone.start, 120);
+  EXPECT_THAT(alone.label, StartsWith("b · ddp"));
+}
+
 }  // namespace
 }  // namespace saturn
