@@ -405,6 +405,7 @@ ExecuteResult Technique::Execute(TrainContext& ctx, const Knobs& knobs,
     return options.eval_when ? options.eval_when(steps_done) : steps_done % options.eval_every == 0;
   };
   ctx.device.ResetPeak();
+  bool ended_after = false;  // end_after ended it (not a stop request)
   for (int64_t step = options.from_step; step < options.to_step; ++step) {
     double loss = 0.0;
     double seconds = TimedStep(ctx, *trainer, step, &loss);
@@ -420,6 +421,7 @@ ExecuteResult Technique::Execute(TrainContext& ctx, const Knobs& knobs,
     if (options.on_step) options.on_step(step, loss, seconds);
     if (verdict.stop || (options.end_after && options.end_after(step + 1))) {
       result.preempted = true;
+      ended_after = !verdict.stop;
       break;
     }
     std::string saved;
@@ -443,6 +445,12 @@ ExecuteResult Technique::Execute(TrainContext& ctx, const Knobs& knobs,
   // task that evaluates ends with its final evaluation loss.
   if (options.eval_every > 0 && !result.preempted && result.completed_steps == options.to_step &&
       result.completed_steps > options.from_step) {
+    evaluate(result.completed_steps, result.checkpoint);
+  }
+  // Ended by end_after (a pack whose members still in cannot go on: the
+  // rest start again from this checkpoint, and would not evaluate this
+  // step): what is due here is evaluated, e.g. a member's final one.
+  if (ended_after && eval_due(result.completed_steps)) {
     evaluate(result.completed_steps, result.checkpoint);
   }
   result.peak_memory_bytes = ctx.comm.Gather(ctx.device.PeakBytes());

@@ -204,6 +204,29 @@ TEST(PackedProduct, MembersLeaveAtTheirOwnEndsAndTheRestTrainOnAsTheirTwins) {
   EXPECT_EQ(result["completed_steps"], 2);
   EXPECT_EQ(result["members"][1]["losses"].size(), 2u);
   EXPECT_EQ(r.out.find("left_member="), std::string::npos) << r.out;
+
+  // The executor asks b to leave (its rule stopped it) at the step a ends
+  // anyway: under ddp 2 that would leave c one row for two ranks, so the
+  // run ends there with all three, and a's final evaluation (due at its
+  // last step) is still made.
+  nlohmann::json a = members[1], b = members[1], c = members[1];
+  a["name"] = "a";
+  a["steps"] = 1;
+  b["name"] = "b";
+  c["name"] = "c";
+  for (nlohmann::json* m : {&a, &b, &c}) {
+    (*m)["batch_size"] = 1;
+    (*m)["eval"] = {{"every", 3}, {"batches", 1}};
+  }
+  std::string three = dir.Write("three.json", nlohmann::json{{"pack", {a, b, c}}}.dump());
+  std::filesystem::create_directories(dir.Path("three-ddp/b"));
+  dir.Write("three-ddp/b/leave", "");
+  r = RunWorker(ExecuteArgs(dir, three, "ddp", 2, "three-ddp", 4), dir.Path("three-ddp"));
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(ReadJson(dir.Path("three-ddp.json"))["completed_steps"], 1);
+  EXPECT_NE(r.out.find("saturn: eval_step=1 "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("eval_member=0"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("eval_member=1"), std::string::npos) << r.out;
 }
 
 }  // namespace
