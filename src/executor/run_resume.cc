@@ -7,6 +7,7 @@
 #include <yaml-cpp/yaml.h>
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -19,9 +20,28 @@
 #include "executor/replanner.h"
 #include "executor/run_setup.h"
 #include "profiler/profiler.h"
-#include "protocol/checkpoint_files.h"
 
 namespace saturn {
+namespace {
+
+// The newest step of `dir`'s checkpoint-N folders that have a meta.json,
+// read only (what --resume says; the dispatcher verifies the checkpoint
+// when the pack starts).
+long NewestListedCheckpoint(const std::string& dir) {
+  long newest = 0;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.rfind("checkpoint-", 0) != 0) continue;
+    char* end = nullptr;
+    const long step = std::strtol(name.c_str() + 11, &end, 10);
+    if (*end != '\0' || !std::filesystem::exists(e.path() / "meta.json", ec)) continue;
+    newest = std::max(newest, step);
+  }
+  return newest;
+}
+
+}  // namespace
 
 void RestoreTasks(RunContext& run) {
   std::map<std::string, TaskRecord> saved;
@@ -76,9 +96,8 @@ void RestoreTasks(RunContext& run) {
     const std::string& pack = run.tasks[j].pack;
     long from = r.checkpoint_step;
     if (!run.Done(j) && !pack.empty()) {
-      from = std::max(
-          from, FindNewestCheckpoint(run.site.run_dir + "/packs/" + pack + "/checkpoints/" + r.name)
-                    .step);
+      from = std::max(from, NewestListedCheckpoint(run.site.run_dir + "/packs/" + pack +
+                                                   "/checkpoints/" + r.name));
     }
     line +=
         "\n  " + r.name + ": " +

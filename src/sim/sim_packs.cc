@@ -78,7 +78,7 @@ std::vector<double> SimPackRun::EndAt(size_t i, double step) {
 
 double SimPackRun::ExpectedFraction(int o, std::vector<double> expected, double now_step) const {
   for (size_t i = 0; i < members_.size(); ++i)
-    expected[i] = in_[i] ? std::clamp(expected[i], now_step, steps_[i]) : steps_[i];
+    expected[i] = in_[i] ? std::max(now_step, std::min(expected[i], steps_[i])) : steps_[i];
   const double all = Runtime(o);
   return all > 0 ? Time(keys_[static_cast<size_t>(o)], expected).runtime / all : 1.0;
 }

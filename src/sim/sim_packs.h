@@ -8,9 +8,10 @@
 // the steps each member really trains. A unit's work is a fraction of its
 // runtime, as a task's is; when a member is stopped sooner than its steps,
 // the pack's runtime shrinks and what it has done becomes a larger
-// fraction of it (Rescale). Re-planning keeps the packs as units.
+// fraction of it (SimPackRun::EndAt). A pack restarted under another
+// option goes on from the same step. Re-planning keeps the packs as units.
 //
-//   SimUnits units = MakeSimUnits(base, truth, arrival, &packing);
+//   SimUnits units = MakeSimUnits(base, truth, arrival, terms, packing);
 //   SimPackRun& pack = *units.packs[u];
 //   double f = pack.FractionAt(option, 120);   // where the pack reaches step 120
 //   std::vector<double> r = pack.EndAt(i, 120);  // member i leaves at step 120

@@ -91,11 +91,13 @@ class Simulation {
   // simulation_packs.cc: the members of pack units.
   SimPackRun* PackOf(int j) const { return units_.packs[static_cast<size_t>(j)].get(); }
   void PushMemberEvents(int j);
-  void MemberEvent(const Completion& c);
+  // A member's end or decision; whether the pack ended (its last member stopped).
+  bool MemberEvent(const Completion& c);
   void MemberLeaves(int j, size_t i, TaskStatus how);
   double PackExpected(int j) const;
-  // Each member in: started, pre-empted or finished with its pack.
-  void EmitForMembers(int j, const std::function<Event(const events::TaskPlace&)>& make);
+  // An event for each member in, given its place and how far it is (a
+  // fraction of its own steps).
+  void EmitForMembers(int j, const std::function<Event(const events::TaskPlace&, double)>& make);
   void FinishMembers(int j);
   std::vector<SimTaskResult> BaseResults() const;
 

@@ -28,15 +28,15 @@ void Simulation::PushMemberEvents(int j) {
   }
 }
 
-void Simulation::MemberEvent(const Completion& c) {
+bool Simulation::MemberEvent(const Completion& c) {
   const int j = c.task;
   SimPackRun& pack = *PackOf(j);
   const size_t i = static_cast<size_t>(c.member);
-  if (!pack.In(i)) return;
+  if (!pack.In(i)) return false;
   if (!c.decision) {
     MemberLeaves(j, i, TaskStatus::kFinished);
     Emit(events::TaskFinished(now_, Where(j, &base_.tasks[pack.Member(i)].name)));
-    return;
+    return false;
   }
   const int m = pack.Member(i);
   const std::string& name = base_.tasks[static_cast<size_t>(m)].name;
@@ -52,28 +52,45 @@ void Simulation::MemberEvent(const Completion& c) {
     const long next = stoppers_.NextDecisionStep(m);
     const double at = static_cast<double>(next) * pack.Scale(i);
     if (next >= 0 && at < pack.Steps(i))
-      completions_.push(
-          {TimeAt(j, pack.FractionAt(s.option, at)), j, s.version, true, at, ties_(), c.member});
-    return;
+      completions_.push({TimeAt(j, std::max(pack.FractionAt(s.option, at), DoneAt(j, now_))), j,
+                         s.version, true, at, ties_(), c.member});
+    return false;
   }
-  // It leaves here: the pack's runtime shrinks to its members' new ends,
-  // and what it has done becomes a larger fraction of it.
-  const double done = DoneAt(j, now_);
-  const std::vector<double> ratio = pack.EndAt(i, c.at);
+  // It leaves where the pack stands: the pack's runtime shrinks to its
+  // members' new ends, and where it stands is a larger fraction of it.
+  const double here = pack.StepAt(s.option, DoneAt(j, now_));
+  const std::vector<double> ratio = pack.EndAt(i, std::max(c.at, here));
   for (size_t o = 0; o < ratio.size(); ++o) {
     truth_[j][o] *= ratio[o];
     p_.tasks[j].options[o].runtime_s *= ratio[o];
   }
-  s.done = std::min(1.0, done / ratio[static_cast<size_t>(s.option)]);
+  s.done = pack.FractionAt(s.option, here);
   s.from = now_;
   ++s.version;
   MemberLeaves(j, i, TaskStatus::kStopped);
   Emit(events::TaskEarlyStopped(now_, Where(j, &name), e.spec.rule, e.spec.metric, value, step,
                                 step));
-  completions_.push({TimeAt(j, 1.0), j, s.version});
-  PushMemberEvents(j);
+  bool in = false;
+  for (size_t k = 0; k < pack.Size(); ++k)
+    in = in || pack.In(k);
+  if (!in) {
+    // Its last member: the pack ends here, its devices free before the
+    // re-plan (as a task alone's, Decide).
+    const int node = s.node;
+    const std::vector<int> freed = EndSegment(j);
+    s.done = 1.0;
+    s.finished = true;
+    ++finished_count_;
+    result_.tasks[j].end_s = now_;
+    result_.tasks[j].status = TaskStatus::kStopped;
+    StartNextOn(node, freed);
+  } else {
+    completions_.push({TimeAt(j, 1.0), j, s.version});
+    PushMemberEvents(j);
+  }
   // The work it left is planned at once.
   if (opt_.introspection) Check(/*tick=*/true);
+  return !in;
 }
 
 void Simulation::MemberLeaves(int j, size_t i, TaskStatus how) {
@@ -108,10 +125,16 @@ double Simulation::PackExpected(int j) const {
   return pack.ExpectedFraction(o, expected, pack.StepAt(o, DoneAt(j, now_)));
 }
 
-void Simulation::EmitForMembers(int j, const std::function<Event(const events::TaskPlace&)>& make) {
+void Simulation::EmitForMembers(
+    int j, const std::function<Event(const events::TaskPlace&, double)>& make) {
   const SimPackRun& pack = *PackOf(j);
+  const SimTask& s = s_[j];
+  // Each member's own progress: the pack's step over its steps.
+  const double step = s.option >= 0 ? pack.StepAt(s.option, DoneAt(j, now_)) : 0.0;
   for (size_t i = 0; i < pack.Size(); ++i) {
-    if (pack.In(i)) Emit(make(Where(j, &base_.tasks[static_cast<size_t>(pack.Member(i))].name)));
+    if (!pack.In(i)) continue;
+    Emit(make(Where(j, &base_.tasks[static_cast<size_t>(pack.Member(i))].name),
+              std::min(1.0, step / pack.Natural(i))));
   }
 }
 

@@ -92,10 +92,8 @@ SimResult Simulation::Run() {
       Completion c = completions_.top();
       completions_.pop();
       if (c.member >= 0) {
-        MemberEvent(c);  // the unit goes on (its end is its own completion)
-        continue;
-      }
-      if (c.decision) {
+        if (!MemberEvent(c)) continue;  // the pack goes on
+      } else if (c.decision) {
         if (!Decide(c)) continue;
       } else {
         Finish(c.task);
@@ -111,8 +109,11 @@ SimResult Simulation::Run() {
         result_.tasks[j].status = TaskStatus::kQueued;
         ++arrived_;
         arrived_since_check_.push_back(p_.tasks[j].name);
-        Emit(events::TaskArrived(now_, p_.tasks[j].name,
-                                 static_cast<int>(p_.tasks[j].options.size())));
+        for (int m : units_.members[static_cast<size_t>(j)]) {  // a pack's: its members'
+          Emit(events::TaskArrived(
+              now_, base_.tasks[static_cast<size_t>(m)].name,
+              static_cast<int>(base_.tasks[static_cast<size_t>(m)].options.size())));
+        }
       }
       if (!have_plan) {
         ReportProgress();  // the first plan may take a while at scale
@@ -168,6 +169,10 @@ void Simulation::RecordBusy(int delta) {
 void Simulation::Start(int j, const Assignment& a) {
   SimTask& s = s_[j];
   s.running = true;
+  // A pack's done is a fraction of its option's timeline: under another
+  // option the same step is another fraction.
+  if (PackOf(j) && s.option >= 0 && s.option != a.option && s.done > 0)
+    s.done = PackOf(j)->FractionAt(a.option, PackOf(j)->StepAt(s.option, s.done));
   s.option = a.option;
   s.node = a.node;
   s.gpu_ids = a.gpu_ids;
@@ -188,8 +193,9 @@ void Simulation::Start(int j, const Assignment& a) {
   completions_.push({TimeAt(j, 1.0), j, s.version});
   if (PackOf(j)) {
     PushMemberEvents(j);
-    EmitForMembers(
-        j, [&](const events::TaskPlace& at) { return events::TaskStarted(now_, at, {s.done}); });
+    EmitForMembers(j, [&](const events::TaskPlace& at, double done) {
+      return events::TaskStarted(now_, at, {done});
+    });
     return;
   }
   PushDecision(j, s.dead_until, s.done);
@@ -280,8 +286,8 @@ void Simulation::Preempt(int j) {
     Emit(events::TaskPreempted(now_, Where(j), {s_[j].done}));
     return;
   }
-  EmitForMembers(j, [&](const events::TaskPlace& at) {
-    return events::TaskPreempted(now_, at, {s_[j].done});
+  EmitForMembers(j, [&](const events::TaskPlace& at, double done) {
+    return events::TaskPreempted(now_, at, {done});
   });
 }
 
@@ -372,7 +378,8 @@ void Simulation::Finalise() {
     result_.makespan_s = std::max(result_.makespan_s, r.end_s);
     jct.push_back(r.end_s - r.arrival_s);
   }
-  Emit(events::RunFinished(result_.makespan_s, finished_count_, 0, result_.makespan_s));
+  Emit(events::RunFinished(result_.makespan_s, static_cast<int>(result_.tasks.size()), 0,
+                           result_.makespan_s));
   if (!jct.empty()) {
     result_.mean_jct_s = std::accumulate(jct.begin(), jct.end(), 0.0) / jct.size();
     std::sort(jct.begin(), jct.end());

@@ -168,6 +168,52 @@ TEST(SimulatedPacks, AMemberItsRuleStopsLeavesThereAndTheRestGoOnFaster) {
   EXPECT_LT(r.makespan_s, ReferenceEnds(std::vector<double>(n, 400))[0] - 1.0);
 }
 
+// A pack's last member stopped ends the pack there, its device free. The
+// profile counts 800 steps where the workload counts 400 (its steps are
+// another size): the rule decides at workload step 50, which the pack
+// reaches at profile step 100. Two tasks alone, better than both members
+// (and equal: neither stops the other) and faster to step 50, are recorded
+// at rung 50 first, so the rule stops both members there whatever their
+// order.
+TEST(SimulatedPacks, APackWhoseLastMemberIsStoppedEndsThere) {
+  Lora l = LoraTasks(std::vector<double>(4, 800), 3);
+  l.packs->packing = {{0, 1}, {2}, {3}};
+  SimOptions options;
+  options.introspection = false;
+  options.packs = l.packs;
+  const std::vector<double> loss = {1.0, 2.0, 0.0, 0.0};  // m0, m1 (pack), m2, m3 (alone)
+  for (double q : loss) {
+    SimEarlyStop e;
+    e.spec.rule = "asha";
+    e.spec.grace_steps = 50;
+    e.spec.reduction_factor = 2;
+    e.group = "w";
+    e.steps = 400;
+    e.eval_every = 50;
+    e.curve = {{50, q}};
+    e.fixed_fraction = kLaunch / (kLaunch + 800);  // alone: step 50 at 105 s
+    options.early_stop.push_back(e);
+  }
+  SimResult r = Simulate(l.problem, TruthEqualsBelief(l.problem), {}, options);
+  const double stop = kLaunch + 100 * StepAt(2);  // 125 s
+  for (int j : {0, 1}) {
+    const SimTaskResult& t = r.tasks[static_cast<size_t>(j)];
+    EXPECT_EQ(t.status, TaskStatus::kStopped) << t.name;
+    EXPECT_NEAR(t.end_s, stop, 1e-6) << t.name;
+    EXPECT_NEAR(t.work_done, 100.0 / 800, 1e-9) << t.name;
+    EXPECT_EQ(t.pack, "pack-1");
+  }
+  for (int j : {2, 3})
+    EXPECT_NEAR(r.tasks[static_cast<size_t>(j)].end_s, kLaunch + 800, 1e-6);
+  EXPECT_NEAR(r.gpu_s, stop + 2 * (kLaunch + 800), 1e-6);  // the pack's device held to 125 s
+  for (const Event& e : r.events) {
+    if (e.kind == EventKind::kTaskEvaluated && e.task[1] < '2') {
+      EXPECT_EQ(e.extra["step"].get<long>(), 50) << e.task;  // in the workload's steps
+      EXPECT_NEAR(e.t, stop, 1e-6) << e.task;
+    }
+  }
+}
+
 // Planned with each member's expected work, and re-planned as they leave:
 // a pack and a task alone on two GPUs under ASHA, introspection on.
 TEST(SimulatedPacks, PlansCountOnWhereTheRuleIsExpectedToStopMembers) {
