@@ -375,6 +375,7 @@ GridResult PlanGrid(const Grid& grid, const LoraGpu& gpu) {
 struct AshaResult {
   double packed_s = 0, unpacked_s = 0, current_s = 0;
   int packs = 0, stopped = 0;
+  std::string described;  // the packs, as DescribePacks has them
 };
 
 AshaResult SimulateAsha(const Grid& grid, const LoraGpu& gpu, uint64_t seed) {
@@ -420,7 +421,7 @@ AshaResult SimulateAsha(const Grid& grid, const LoraGpu& gpu, uint64_t seed) {
   PlanRequest request(o.policy);
   request.time_limit_s = 10;
   request.anytime = false;
-  o.packs = ChooseSimPacks(problem, terms, stops, request, nullptr);
+  o.packs = ChooseSimPacks(problem, terms, stops, request, &r.described);
   SimResult packed = Simulate(problem, truth, {}, o);
   r.packed_s = packed.makespan_s;
   std::set<std::string> packs;
@@ -444,10 +445,12 @@ constexpr int kAshaSeeds = 5;
 void AshaTable(Report& report, const LoraGpu& gpu) {
   Table t({"grid", "tasks", "stopped", "packed h", "unpacked h", "current-practice h",
            "unpacked / packed", "current practice / packed", "packs"});
+  std::string described;
   for (const Grid& grid : Grids()) {
     AshaResult sum;
     for (int seed = 1; seed <= kAshaSeeds; ++seed) {
       AshaResult r = SimulateAsha(grid, gpu, static_cast<uint64_t>(seed));
+      if (seed == 1) described += grid.label + ", seed 1:\n" + r.described + "\n";
       sum.packed_s += r.packed_s / kAshaSeeds;
       sum.unpacked_s += r.unpacked_s / kAshaSeeds;
       sum.current_s += r.current_s / kAshaSeeds;
@@ -468,8 +471,8 @@ void AshaTable(Report& report, const LoraGpu& gpu) {
             "from the seed; packs chosen on expected work, members leaving where the rule stops "
             "them; re-planned every minute, a switch worth 30 s, a restart costing a start; "
             "`stopped` and `packs`: in the packed runs):\n\n");
-  std::printf("%s\n", t.Text().c_str());
-  report.markdown += t.Markdown() + "\n";
+  std::printf("%s\n%s", t.Text().c_str(), described.c_str());
+  report.markdown += t.Markdown() + "\nThe packs of the first seed:\n\n```\n" + described + "```\n";
 }
 
 }  // namespace
