@@ -210,6 +210,21 @@ int RunSimulate(const SimulateOptions& o) {
       FormatDuration(r.makespan_s).c_str(), FormatDuration(r.initial_plan.makespan_s).c_str(),
       FormatDuration(r.mean_jct_s).c_str(), FormatDuration(r.p99_jct_s).c_str(),
       Plural(r.plan_switches, "switch").c_str(), Plural(r.preemptions, "pre-emption").c_str());
+  // Under a rule: what it stopped, and (packs) how many of those left a pack.
+  int stopped = 0, left_packs = 0;
+  for (const SimTaskResult& t : r.tasks) {
+    if (t.status != TaskStatus::kStopped) continue;
+    ++stopped;
+    left_packs += t.pack.empty() ? 0 : 1;
+  }
+  if (stopped > 0) {
+    std::fprintf(stderr, "the early_stop rule stopped %s of %s%s\n",
+                 Plural(stopped, "task").c_str(), std::to_string(r.tasks.size()).c_str(),
+                 left_packs > 0 ? (", " + std::to_string(left_packs) +
+                                   " of them members that left their pack, the rest training on")
+                                      .c_str()
+                                : "");
+  }
   return 0;
 }
 

@@ -486,6 +486,10 @@ TEST_F(Cli, PlanPacksTasksThatShareABaseUnlessToldNot) {
     stopped += t["status"] == "stopped" ? 1 : 0;
   }
   EXPECT_GT(stopped, 0);
+  EXPECT_THAT(sim.output,
+              HasSubstr("the early_stop rule stopped " + std::to_string(stopped) +
+                        (stopped == 1 ? " task" : " tasks") + " of 4, " + std::to_string(stopped) +
+                        " of them members that left their pack"));
   EXPECT_LT(asha["makespan_s"].get<double>(), 165 - 1);
 }
 
