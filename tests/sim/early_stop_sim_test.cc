@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "sim/simulator.h"
+#include "tests/sim/asha_stop.h"
 #include "tests/testing/reference_asha.h"
 
 namespace saturn {
@@ -36,17 +37,12 @@ Problem Tasks(int n, int gpus) {
 // task j reports loss (j * 7 % n) + 100 / step: ranks fixed, in a
 // scrambled order.
 std::vector<SimEarlyStop> Asha(int n) {
-  std::vector<SimEarlyStop> out(static_cast<size_t>(n));
+  std::vector<SimEarlyStop> out;
   for (int j = 0; j < n; ++j) {
-    SimEarlyStop& e = out[static_cast<size_t>(j)];
-    e.spec.rule = "asha";
-    e.spec.grace_steps = 50;
-    e.spec.reduction_factor = 2;
-    e.group = "w";
-    e.steps = 400;
-    e.eval_every = 50;
+    std::vector<std::pair<long, double>> curve;
     for (long s = 50; s <= 400; s += 50)
-      e.curve.push_back({s, (j * 7 % n) + 100.0 / static_cast<double>(s)});
+      curve.push_back({s, (j * 7 % n) + 100.0 / static_cast<double>(s)});
+    out.push_back(test::AshaStop(curve));
   }
   return out;
 }

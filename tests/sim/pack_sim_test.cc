@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "sim/simulator.h"
+#include "tests/sim/asha_stop.h"
 #include "tests/testing/reference_asha.h"
 
 namespace saturn {
@@ -117,10 +118,9 @@ TEST(SimulatedPacks, MembersLeaveAtTheirOwnStepsAndTheRestStepFaster) {
   }
 }
 
-// ASHA over the pack's 4 members (400 steps, an evaluation every 50, grace
-// 50, R 2); member j reports loss j + 100 / step. What an independent ASHA
-// stops, fed the simulated evaluations in the order they were logged, is
-// what leaves, at the step it was stopped; the rest train on faster.
+// ASHA over the pack's 4 members (test::AshaStop); member j reports loss j + 100 / step. What an
+// independent ASHA stops, fed the simulated evaluations in the order they were logged, is what
+// leaves, at the step it was stopped; the rest train on faster.
 TEST(SimulatedPacks, AMemberItsRuleStopsLeavesThereAndTheRestGoOnFaster) {
   const int n = 4;
   Lora l = LoraTasks(std::vector<double>(n, 400), 1);
@@ -129,16 +129,10 @@ TEST(SimulatedPacks, AMemberItsRuleStopsLeavesThereAndTheRestGoOnFaster) {
   options.introspection = false;
   options.packs = l.packs;
   for (int j = 0; j < n; ++j) {
-    SimEarlyStop e;
-    e.spec.rule = "asha";
-    e.spec.grace_steps = 50;
-    e.spec.reduction_factor = 2;
-    e.group = "w";
-    e.steps = 400;
-    e.eval_every = 50;
+    std::vector<std::pair<long, double>> curve;
     for (long s = 50; s <= 400; s += 50)
-      e.curve.push_back({s, j + 100.0 / static_cast<double>(s)});
-    options.early_stop.push_back(e);
+      curve.push_back({s, j + 100.0 / static_cast<double>(s)});
+    options.early_stop.push_back(test::AshaStop(curve));
   }
   SimResult r = Simulate(l.problem, TruthEqualsBelief(l.problem), {}, options);
   test::ReferenceAsha asha(50, 2, 400);
@@ -183,14 +177,7 @@ TEST(SimulatedPacks, APackWhoseLastMemberIsStoppedEndsThere) {
   options.packs = l.packs;
   const std::vector<double> loss = {1.0, 2.0, 0.0, 0.0};  // m0, m1 (pack), m2, m3 (alone)
   for (double q : loss) {
-    SimEarlyStop e;
-    e.spec.rule = "asha";
-    e.spec.grace_steps = 50;
-    e.spec.reduction_factor = 2;
-    e.group = "w";
-    e.steps = 400;
-    e.eval_every = 50;
-    e.curve = {{50, q}};
+    SimEarlyStop e = test::AshaStop({{50, q}});
     e.fixed_fraction = kLaunch / (kLaunch + 800);  // alone: step 50 at 105 s
     options.early_stop.push_back(e);
   }
@@ -224,15 +211,7 @@ TEST(SimulatedPacks, PlansCountOnWhereTheRuleIsExpectedToStopMembers) {
   options.interval_s = 20;
   options.packs = l.packs;
   for (int j = 0; j < n; ++j) {
-    SimEarlyStop e;
-    e.spec.rule = "asha";
-    e.spec.grace_steps = 50;
-    e.spec.reduction_factor = 2;
-    e.group = "w";
-    e.steps = 400;
-    e.eval_every = 50;
-    e.curve = {{50, static_cast<double>((j * 3) % n)}};
-    options.early_stop.push_back(e);
+    options.early_stop.push_back(test::AshaStop({{50, static_cast<double>((j * 3) % n)}}));
   }
   SimOptions plain = options;
   plain.early_stop.clear();
