@@ -201,6 +201,67 @@ TEST(SimulatedPacks, APackWhoseLastMemberIsStoppedEndsThere) {
   }
 }
 
+// A re-plan that moves a running pack to another technique restarts it
+// from the step it stood at: here a task alone ends far sooner than
+// believed, and the pack (single on one GPU) is moved to ddp on both. A
+// member's end is then that step's time under ddp's curve, after the
+// restart's cost.
+TEST(SimulatedPacks, APackMovedToAnotherTechniqueGoesOnFromItsStep) {
+  Problem p;
+  p.nodes = {{"n0", 2, 0}};
+  p.types = {""};
+  auto option = [](std::string technique, int gpus, double step_s, double steps) {
+    Option o;
+    o.technique = std::move(technique);
+    o.gpus = gpus;
+    o.runtime_s = kLaunch + steps * step_s;
+    return o;
+  };
+  auto packs = std::make_shared<SimPacking>();
+  const std::vector<double> steps = {500, 1000, 1000};
+  for (size_t j = 0; j < steps.size(); ++j) {
+    Task t{"m" + std::to_string(j), {option("single", 1, 1.0, steps[j])}};
+    PackTerms::Member m;
+    m.cls = j < 2 ? "lora" : "";  // m2 trains alone
+    m.steps = steps[j];
+    packs->terms.tasks.push_back(m);
+    packs->terms.curves.push_back({{1.0, {{1, 1.0}, {2, 1.2}}, {}}});
+    if (j < 2) {
+      t.options.push_back(option("ddp", 2, 0.55, steps[j]));
+      packs->terms.curves.back().push_back({0.55, {{1, 0.55}, {2, 0.66}}, {}});
+    }
+    p.tasks.push_back(t);
+  }
+  packs->packing = {{0, 1}, {2}};
+  std::vector<std::vector<double>> truth = TruthEqualsBelief(p);
+  truth[2][0] = 10;  // m2 ends at 10 s, its GPU idle
+  SimOptions options;
+  options.packs = packs;
+  options.interval_s = 20;
+  options.policy.threshold_s = 5;
+  options.policy.switch_cost_s = 10;
+  SimResult r = Simulate(p, truth, {}, options);
+  double stopped_at = -1, restarted_at = -1, restarted_done = -1;
+  for (const Event& e : r.events) {
+    if (e.task != "m0") continue;
+    if (e.kind == EventKind::kTaskStopped) stopped_at = e.t;
+    if (e.kind == EventKind::kTaskStarted && stopped_at >= 0) {
+      restarted_at = e.t;
+      restarted_done = e.extra["done"].get<double>();
+      EXPECT_EQ(e.technique, "ddp");
+    }
+  }
+  ASSERT_GT(stopped_at, 0) << "the pack was not moved";
+  ASSERT_GE(restarted_at, stopped_at);
+  const double step = (stopped_at - kLaunch) / 1.2;  // both in, single
+  EXPECT_NEAR(restarted_done, step / 500, 1e-9);     // m0's own progress
+  const double m0 = restarted_at + 10 + (500 - step) * 0.66;
+  EXPECT_NEAR(r.tasks[0].end_s, m0, 1e-6);
+  EXPECT_NEAR(r.tasks[1].end_s, m0 + 500 * 0.55, 1e-6);
+  EXPECT_EQ(r.tasks[0].attempts, 2);
+  EXPECT_EQ(r.tasks[0].technique, "ddp");
+}
+
 // Planned with each member's expected work, and re-planned as they leave:
 // a pack and a task alone on two GPUs under ASHA, introspection on.
 TEST(SimulatedPacks, PlansCountOnWhereTheRuleIsExpectedToStopMembers) {
