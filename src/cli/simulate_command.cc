@@ -8,6 +8,9 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
+#include <string>
+#include <vector>
 
 #include "cli/commands.h"
 #include "common/defaults.h"
@@ -142,6 +145,25 @@ int RunSimulate(const SimulateOptions& o) {
   }
   if (!o.workload.empty()) {
     Workload w = LoadWorkloadFile(o.workload);
+    // Its tasks are the profile's by name: one that is not is left out.
+    std::set<std::string> profiled;
+    for (const Task& t : believed.tasks)
+      profiled.insert(t.name);
+    std::vector<std::string> missing;
+    for (const WorkloadTask& t : w.tasks)
+      if (!profiled.count(t.name)) missing.push_back(t.name);
+    if (missing.size() == w.tasks.size()) {
+      throw InputError(o.workload, 0, "tasks",
+                       "none of its tasks is in --profile " + o.profile + " (e.g. " +
+                           Quote(missing.front()) +
+                           "): tasks are matched by name; give the workload the profile was made "
+                           "from");
+    }
+    if (!missing.empty()) {
+      std::fprintf(stderr, "--workload %s: %s not in the profile, left out: %s%s\n",
+                   o.workload.c_str(), Plural(static_cast<long>(missing.size()), "task").c_str(),
+                   Quote(missing.front()).c_str(), missing.size() > 1 ? ", ..." : "");
+    }
     std::optional<std::vector<Event>> evaluations;
     if (!o.evaluations.empty())
       evaluations = ParseEventLines(ReadFile(o.evaluations), o.evaluations);

@@ -7,7 +7,8 @@
 //   e.curve = {{50, 3.1}, {100, 2.7}};     // (step, metric); the last holds after
 //   SimStoppers stoppers(per_task);
 //   double at = stoppers.NextDecision(j, done);   // a fraction of its work, or > 1: none
-//   if (stoppers.Decide(j, at)) /* stopped */;
+//   double value;
+//   if (stoppers.Decide(j, at, "t0", &value)) /* stopped */;
 #pragma once
 
 #include <cstdint>

@@ -14,7 +14,8 @@
 //   SimUnits units = MakeSimUnits(base, truth, arrival, terms, packing);
 //   SimPackRun& pack = *units.packs[u];
 //   double f = pack.FractionAt(option, 120);   // where the pack reaches step 120
-//   std::vector<double> r = pack.EndAt(i, 120);  // member i leaves at step 120
+//   std::vector<double> r = pack.EndAt(i, 120);  // member i's steps end at 120
+//   pack.Leave(i);                               // and it is out
 #pragma once
 
 #include <memory>
@@ -43,7 +44,7 @@ struct SimPacking {
 class SimPackRun {
  public:
   // `unit`: the pack's task of the units' problem (its options: keys of
-  // technique, GPU count and type); `terms` must outlive it.
+  // technique, GPU count and type); `base` and `terms` must outlive it.
   SimPackRun(const Problem& base, const PackTerms& terms, std::vector<int> members,
              const Task& unit);
 

@@ -11,7 +11,7 @@
 // arrival re-plans. Deterministic for a seed.
 //
 //   SimOptions opt; opt.interval_s = 3600;
-//   SimResult r = Simulate(believed, TruthWithNoise(believed, 0.3, seed), arrivals, opt);
+//   SimResult r = Simulate(believed, TruthWithNoise(believed, 0.3, 0.0, seed), arrivals, opt);
 //   r.makespan_s; r.events;  // same event format as the executor
 //
 // With early stopping (SimOptions::early_stop) a task's rule decides at its
@@ -63,8 +63,9 @@ struct SimOptions {
   std::vector<SimEarlyStop> early_stop;
   // Packs (sim/sim_packs.h): its groups of two or more tasks train as one
   // unit each, named pack-N, their members leaving one by one (under
-  // early_stop, where their rule stops them). Events and results stay the
-  // tasks': a member's carry its pack's placement, and its row `pack`.
+  // early_stop, where their rule stops them). Results and task events are
+  // the tasks' (a member's carry its pack's placement, its row `pack`); plan
+  // events name the pack, and a pack arrives with its last member.
   std::shared_ptr<const SimPacking> packs;
 };
 

@@ -491,6 +491,18 @@ TEST_F(Cli, PlanPacksTasksThatShareABaseUnlessToldNot) {
                         (stopped == 1 ? " task" : " tasks") + " of 4, " + std::to_string(stopped) +
                         " of them members that left their pack"));
   EXPECT_LT(asha["makespan_s"].get<double>(), 165 - 1);
+  // A workload none of whose tasks the profile has: one clear error, exit 2.
+  WriteFileAtomic(Path("other.yaml"),
+                  "cluster: one.yaml\ntasks:\n  - {name: z, model: {type: mlp, "
+                  "layers: 2, width: 8}, data: {type: synthetic}, batch_size: 4, "
+                  "steps: 100, eval: {every: 10}, optimizer: {type: sgd, lr: "
+                  "0.1}}\nearly_stop: {asha: {grace_steps: 10}}\n");
+  sim = Saturn("simulate " + args + " --workload " + Path("other.yaml"));
+  EXPECT_EQ(sim.status, 2) << sim.output;
+  EXPECT_THAT(sim.output, HasSubstr(Path("other.yaml") +
+                                    ": tasks: none of its tasks is in "
+                                    "--profile " +
+                                    Path("lora.csv") + " (e.g. 'z')"));
 }
 
 }  // namespace
