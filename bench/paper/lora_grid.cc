@@ -421,7 +421,7 @@ AshaResult SimulateAsha(const Grid& grid, const LoraGpu& gpu, uint64_t seed) {
   PlanRequest request(o.policy);
   request.time_limit_s = 10;
   request.anytime = false;
-  o.packs = ChooseSimPacks(problem, terms, stops, request, &r.described);
+  o.packs = ChooseSimPacks(problem, terms, stops, {}, request, &r.described);
   SimResult packed = Simulate(problem, truth, {}, o);
   r.packed_s = packed.makespan_s;
   std::set<std::string> packs;

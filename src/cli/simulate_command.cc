@@ -177,8 +177,8 @@ int RunSimulate(const SimulateOptions& o) {
     request.time_limit_s = o.time_limit_s;
     request.seed = o.seed;
     std::string described;
-    options.packs =
-        ChooseSimPacks(believed, std::move(terms), options.early_stop, request, &described);
+    options.packs = ChooseSimPacks(believed, std::move(terms), options.early_stop, arrival, request,
+                                   &described);
     std::fputs(described.c_str(), stderr);
   }
   options.policy.solver = o.solver;

@@ -85,9 +85,15 @@ double SimPackRun::ExpectedFraction(int o, std::vector<double> expected, double 
 
 std::shared_ptr<const SimPacking> ChooseSimPacks(const Problem& believed, PackTerms terms,
                                                  const std::vector<SimEarlyStop>& early_stop,
+                                                 const std::vector<double>& arrival,
                                                  const PlanRequest& request,
                                                  std::string* described) {
   const int concurrency = StopConcurrency(believed);
+  // Tasks arriving at different times are of different classes here.
+  for (size_t j = 0; j < arrival.size() && j < terms.tasks.size(); ++j) {
+    if (!terms.tasks[j].cls.empty() && arrival[j] > 0)
+      terms.tasks[j].cls += "@" + std::to_string(arrival[j]);
+  }
   PackTerms priced = terms;
   ExpectPackStops(early_stop, concurrency, priced);
   Problem planned = believed;

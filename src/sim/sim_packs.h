@@ -95,10 +95,14 @@ class SimPackRun {
 // The packs a simulation runs, chosen once by the planner (PlanWithPacks)
 // on what it believes: under early stopping (`early_stop` not empty) each
 // task's expected work, a pack's members priced where their rule may stop
-// them, as `saturn run` plans. Null when no pack forms. `described`: the
-// packs as `saturn plan` describes them (DescribePacks).
+// them, as `saturn run` plans. Only tasks that arrive together (`arrival`,
+// per task; empty: all at 0) share a pack: a pack starts when its last
+// member arrives, and the simulator does not pack arrivals as they come.
+// Null when no pack forms. `described`: the packs as `saturn plan`
+// describes them (DescribePacks).
 std::shared_ptr<const SimPacking> ChooseSimPacks(const Problem& believed, PackTerms terms,
                                                  const std::vector<SimEarlyStop>& early_stop,
+                                                 const std::vector<double>& arrival,
                                                  const PlanRequest& request,
                                                  std::string* described);
 

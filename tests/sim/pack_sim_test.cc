@@ -262,6 +262,26 @@ TEST(SimulatedPacks, APackMovedToAnotherTechniqueGoesOnFromItsStep) {
   EXPECT_EQ(r.tasks[0].technique, "ddp");
 }
 
+// Packs are chosen among tasks that arrive together: a pack starts when
+// its last member arrives, and the simulator does not pack arrivals as
+// they come.
+TEST(SimulatedPacks, OnlyTasksArrivingTogetherShareAPack) {
+  Lora l = LoraTasks(std::vector<double>(4, 100), 1);
+  PlanRequest request;
+  std::shared_ptr<const SimPacking> together =
+      ChooseSimPacks(l.problem, l.packs->terms, {}, {}, request, nullptr);
+  ASSERT_TRUE(together);
+  EXPECT_EQ(together->packing, (Packing{{0, 1, 2, 3}}));
+  std::shared_ptr<const SimPacking> apart =
+      ChooseSimPacks(l.problem, l.packs->terms, {}, {0, 0, 50, 50}, request, nullptr);
+  ASSERT_TRUE(apart);
+  Packing groups = apart->packing;
+  for (std::vector<int>& g : groups)
+    std::sort(g.begin(), g.end());
+  std::sort(groups.begin(), groups.end());
+  EXPECT_EQ(groups, (Packing{{0, 1}, {2, 3}}));
+}
+
 // Planned with each member's expected work, and re-planned as they leave:
 // a pack and a task alone on two GPUs under ASHA, introspection on.
 TEST(SimulatedPacks, PlansCountOnWhereTheRuleIsExpectedToStopMembers) {
