@@ -76,6 +76,11 @@ std::vector<double> SimPackRun::EndAt(size_t i, double step) {
   return ratio;
 }
 
+std::vector<double> SimPackRun::MemberEnds(int o, const std::vector<double>& steps) const {
+  double launch = 0.0;
+  return PackMemberEndsAt(base_, terms_, members_, keys_[static_cast<size_t>(o)], steps, &launch);
+}
+
 double SimPackRun::ExpectedFraction(int o, std::vector<double> expected, double now_step) const {
   for (size_t i = 0; i < members_.size(); ++i)
     expected[i] = in_[i] ? std::max(now_step, std::min(expected[i], steps_[i])) : steps_[i];

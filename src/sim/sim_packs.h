@@ -66,6 +66,9 @@ class SimPackRun {
   // Member i leaves at `step`, before its own end (its rule stopped it):
   // the new runtime over the old, per option.
   std::vector<double> EndAt(size_t i, double step);
+  // Each member's end after the start with option o when each trains
+  // `steps[i]` (belief; PackMemberEndsAt).
+  std::vector<double> MemberEnds(int o, const std::vector<double>& steps) const;
   // Member i has left (its end, or its stop).
   void Leave(size_t i) { in_[i] = false; }
   // The fraction of option o's runtime the pack is expected to take in all

@@ -94,7 +94,13 @@ class Simulation {
   // A member's end or decision; whether the pack ended (its last member stopped).
   bool MemberEvent(const Completion& c);
   void MemberLeaves(int j, size_t i, TaskStatus how);
+  // Where each member is expected to leave (its rule's outlook), in the
+  // profile's steps; the fraction of the pack's runtime that makes.
+  std::vector<double> ExpectedMemberSteps(int j) const;
   double PackExpected(int j) const;
+  // A plan of the units as `saturn plan` lists packs: each member with the
+  // pack's placement, its own end and `pack`.
+  Plan MembersPlan(Plan plan) const;
   // An event for each member in, given its place and how far it is (a
   // fraction of its own steps).
   void EmitForMembers(int j, const std::function<Event(const events::TaskPlace&, double)>& make);

@@ -110,19 +110,58 @@ void Simulation::MemberLeaves(int j, size_t i, TaskStatus how) {
   r.pack = p_.tasks[j].name;
 }
 
-double Simulation::PackExpected(int j) const {
+std::vector<double> Simulation::ExpectedMemberSteps(int j) const {
   const SimPackRun& pack = *PackOf(j);
-  const SimTask& s = s_[j];
-  const int o = s.option >= 0 ? s.option : 0;
   std::vector<double> expected(pack.Size());
   for (size_t i = 0; i < pack.Size(); ++i) {
     const int m = pack.Member(i);
     // Priced as the planner priced the pack, then as the rule's outlook
-    // given the decisions it passed.
-    expected[i] =
-        stoppers_.Passed(m) == 0 ? pack.Planned()[i] : stoppers_.ExpectedSteps(m) * pack.Scale(i);
+    // given the decisions it passed; its steps without a rule.
+    if (!stoppers_.Any()) {
+      expected[i] = pack.Steps(i);
+    } else {
+      expected[i] =
+          stoppers_.Passed(m) == 0 ? pack.Planned()[i] : stoppers_.ExpectedSteps(m) * pack.Scale(i);
+    }
   }
-  return pack.ExpectedFraction(o, expected, pack.StepAt(o, DoneAt(j, now_)));
+  return expected;
+}
+
+double Simulation::PackExpected(int j) const {
+  const SimPackRun& pack = *PackOf(j);
+  const SimTask& s = s_[j];
+  const int o = s.option >= 0 ? s.option : 0;
+  return pack.ExpectedFraction(o, ExpectedMemberSteps(j), pack.StepAt(o, DoneAt(j, now_)));
+}
+
+Plan Simulation::MembersPlan(Plan plan) const {
+  std::vector<PlanTask> tasks;
+  for (const PlanTask& t : plan.tasks) {
+    auto unit = task_index_.find(t.task);
+    const SimPackRun* pack = unit == task_index_.end() ? nullptr : PackOf(unit->second);
+    int o = 0;
+    const Task& planned = pack ? p_.tasks[static_cast<size_t>(unit->second)] : Task{};
+    while (pack && o < static_cast<int>(planned.options.size()) &&
+           !(planned.options[o].technique == t.technique && planned.options[o].gpus == t.gpus &&
+             (t.gpu_type.empty() || p_.TypeName(planned.options[o].type) == t.gpu_type)))
+      ++o;
+    if (!pack || o == static_cast<int>(planned.options.size())) {
+      tasks.push_back(t);
+      continue;
+    }
+    // Each member's end where the pack model puts it, on the plan's time.
+    const std::vector<double> ends = pack->MemberEnds(o, ExpectedMemberSteps(unit->second));
+    const double last = *std::max_element(ends.begin(), ends.end());
+    for (size_t i = 0; i < pack->Size(); ++i) {
+      PlanTask member = t;
+      member.task = base_.tasks[static_cast<size_t>(pack->Member(i))].name;
+      member.pack = t.task;
+      member.end_s = t.start_s + (t.end_s - t.start_s) * (last > 0 ? ends[i] / last : 1.0);
+      tasks.push_back(std::move(member));
+    }
+  }
+  plan.tasks = std::move(tasks);
+  return plan;
 }
 
 void Simulation::EmitForMembers(

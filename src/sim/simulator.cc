@@ -342,8 +342,8 @@ void Simulation::InitialPlan() {
     t.end_s += now_;
   }
   r.plan.makespan_s += now_;
-  result_.initial_plan = r.plan;
-  Emit(events::FirstPlan(now_, r.plan));
+  result_.initial_plan = MembersPlan(r.plan);
+  Emit(events::FirstPlan(now_, result_.initial_plan));
   arrived_since_check_.clear();
   Adopt(r.plan);
 }

@@ -64,8 +64,9 @@ struct SimOptions {
   // Packs (sim/sim_packs.h): its groups of two or more tasks train as one
   // unit each, named pack-N, their members leaving one by one (under
   // early_stop, where their rule stops them). Results and task events are
-  // the tasks' (a member's carry its pack's placement, its row `pack`); plan
-  // events name the pack, and a pack arrives with its last member.
+  // the tasks' (a member's carry its pack's placement, its row `pack`), as is
+  // the first plan; plan switches name the pack, and a pack arrives with
+  // its last member.
   std::shared_ptr<const SimPacking> packs;
 };
 
@@ -88,7 +89,7 @@ struct SimResult {
   int preemptions = 0;
   double planning_wall_s = 0.0;  // solver time spent, wall clock
   double gpu_s = 0.0;            // GPU-seconds held (a pack's devices once)
-  Plan initial_plan;             // of the units: a pack's one entry, named pack-N
+  Plan initial_plan;  // a pack's members each with its own end and `pack`, as `saturn plan`
   std::vector<SimTaskResult> tasks;
   std::vector<Event> events;
   std::vector<std::pair<double, double>> utilization;  // (time, busy GPU fraction) samples

@@ -106,6 +106,13 @@ TEST(SimulatedPacks, MembersLeaveAtTheirOwnStepsAndTheRestStepFaster) {
     }
     EXPECT_NEAR(r.makespan_s, speed * 365, 1e-6);
     EXPECT_NEAR(r.gpu_s, speed * 365, 1e-6);  // the pack's one device, counted once
+    // The first plan lists the members as `saturn plan` does, each ending
+    // where the model puts it (the plan is the belief's).
+    ASSERT_EQ(r.initial_plan.tasks.size(), 3u);
+    for (const PlanTask& t : r.initial_plan.tasks) {
+      EXPECT_EQ(t.pack, "pack-1") << t.task;
+      EXPECT_NEAR(t.end_s, ends[static_cast<size_t>(t.task[1] - '0')], 1e-6) << t.task;
+    }
     // Events are the members': each started once and finished once, at its end.
     std::map<std::string, int> started;
     for (const Event& e : r.events) {
