@@ -7,7 +7,6 @@
 #include <yaml-cpp/yaml.h>
 #include <algorithm>
 #include <cstdio>
-#include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -20,6 +19,7 @@
 #include "executor/replanner.h"
 #include "executor/run_setup.h"
 #include "profiler/profiler.h"
+#include "protocol/checkpoint_files.h"
 
 namespace saturn {
 namespace {
@@ -31,12 +31,8 @@ long NewestListedCheckpoint(const std::string& dir) {
   long newest = 0;
   std::error_code ec;
   for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
-    const std::string name = e.path().filename().string();
-    if (name.rfind("checkpoint-", 0) != 0) continue;
-    char* end = nullptr;
-    const long step = std::strtol(name.c_str() + 11, &end, 10);
-    if (*end != '\0' || !std::filesystem::exists(e.path() / "meta.json", ec)) continue;
-    newest = std::max(newest, step);
+    const long step = CheckpointStepOf(e.path().filename().string());
+    if (step > newest && std::filesystem::exists(e.path() / "meta.json", ec)) newest = step;
   }
   return newest;
 }

@@ -217,12 +217,7 @@ Problem ExpectedWorkProblem(const RunContext& run, bool* any) {
 // expected steps, as the problem's runtimes count them.
 void ExpectStopsAndSteps(const RunContext& run, PackTerms& terms) {
   ExpectStops(run, terms);
-  for (PackTerms::Member& m : terms.tasks) {
-    if (m.stops.empty()) continue;
-    m.steps = 0.0;
-    for (const auto& [steps, p] : m.stops)
-      m.steps += steps * p;
-  }
+  StepsAtStopsMean(terms);
 }
 
 void ProfileAndPlan(RunContext& run) {

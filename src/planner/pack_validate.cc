@@ -20,17 +20,6 @@ std::string Placement(const PlanTask& t) {
          "] from " + FormatMilliseconds(t.start_s);
 }
 
-// The option of `task` a plan entry names (technique, GPUs, type), or -1.
-int OptionOf(const Problem& problem, const Task& task, const PlanTask& t) {
-  for (int o = 0; o < static_cast<int>(task.options.size()); ++o) {
-    const Option& x = task.options[o];
-    if (x.technique == t.technique && x.gpus == t.gpus && x.node < 0 && !x.starts_now &&
-        (t.gpu_type.empty() || problem.TypeName(x.type) == t.gpu_type))
-      return o;
-  }
-  return -1;
-}
-
 // Checks one pack's members (plan entries in `members`, task indices in
 // `index`) against the pack model.
 // Returns where the pack model ends the pack (its last member), or -1.

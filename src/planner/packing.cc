@@ -26,6 +26,16 @@ int MatchingOption(const Task& task, const Option& key) {
   return -1;
 }
 
+int OptionOf(const Problem& problem, const Task& task, const PlanTask& t) {
+  for (int o = 0; o < static_cast<int>(task.options.size()); ++o) {
+    const Option& x = task.options[o];
+    if (x.technique == t.technique && x.gpus == t.gpus && x.node < 0 && !x.starts_now &&
+        (t.gpu_type.empty() || problem.TypeName(x.type) == t.gpu_type))
+      return o;
+  }
+  return -1;
+}
+
 namespace {
 
 // The option of `task` a profile row describes, or -1.
@@ -163,6 +173,15 @@ PackTerms PackTermsFromProfile(const ProfileTable& profile, const Problem& probl
     if (!known) terms.tasks[j].cls.clear();
   }
   return terms;
+}
+
+void StepsAtStopsMean(PackTerms& terms) {
+  for (PackTerms::Member& m : terms.tasks) {
+    if (m.stops.empty()) continue;
+    m.steps = 0.0;
+    for (const auto& [steps, p] : m.stops)
+      m.steps += steps * p;
+  }
 }
 
 std::string PackKnobsAt(const std::string& text, double rows, std::string_view source, int line) {
@@ -354,13 +373,8 @@ Plan ExpandPackedPlan(const Problem& problem, const PackedProblem& packed, Plan 
       continue;
     }
     const int g = it->second;
-    const Task& pack = packed.problem.tasks[g];
-    int o = 0;
-    while (o < static_cast<int>(pack.options.size()) &&
-           !(pack.options[o].technique == t.technique && pack.options[o].gpus == t.gpus &&
-             (t.gpu_type.empty() || packed.problem.TypeName(pack.options[o].type) == t.gpu_type)))
-      ++o;
-    if (o == static_cast<int>(pack.options.size()))
+    const int o = OptionOf(packed.problem, packed.problem.tasks[g], t);
+    if (o < 0)
       throw std::logic_error("pack plan names an option its pack does not have: " + t.task);
     for (size_t i = 0; i < packed.groups[g].size(); ++i) {
       PlanTask member = t;

@@ -101,6 +101,10 @@ PackTerms PackTermsFromProfile(const ProfileTable& profile, const Problem& probl
 // gets the mean; a pack of the whole group the strata's means.
 std::vector<double> MemberSteps(const PackTerms& terms, const std::vector<int>& members);
 
+// Each task whose `stops` are known: its `steps` their mean (its expected
+// steps, as a first plan's runtimes count them).
+void StepsAtStopsMean(PackTerms& terms);
+
 // The technique's settings (its `knobs`, a JSON object's text) a pack of
 // `rows` rows runs with, from a row's `pack_knobs` ("ROWS:KNOBS ...",
 // ascending, KNOBS a JSON object without spaces: what each measured pack
@@ -114,6 +118,9 @@ std::string PackKnobsAt(const std::string& text, double rows, std::string_view s
 // The option of `task` a pack run with option `key` runs it under: the same
 // technique, GPU count and type (not pinned to a node or start), or -1.
 int MatchingOption(const Task& task, const Option& key);
+// The option of `task` (of `problem`) a plan entry names: its technique,
+// GPU count and type (any type when the entry names none), not pinned; or -1.
+int OptionOf(const Problem& problem, const Task& task, const PlanTask& t);
 
 // Step time of `curve` at `rows` rows per step; < 0 beyond its last point.
 double PackStepAt(const PackTerms::Curve& curve, double rows);

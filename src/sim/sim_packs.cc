@@ -1,7 +1,6 @@
 #include "sim/sim_packs.h"
 
 #include <algorithm>
-#include <numeric>
 #include <stdexcept>
 
 #include "planner/pack_search.h"
@@ -77,8 +76,7 @@ std::vector<double> SimPackRun::EndAt(size_t i, double step) {
 }
 
 std::vector<double> SimPackRun::MemberEnds(int o, const std::vector<double>& steps) const {
-  double launch = 0.0;
-  return PackMemberEndsAt(base_, terms_, members_, keys_[static_cast<size_t>(o)], steps, &launch);
+  return PackMemberEndsAt(base_, terms_, members_, keys_[static_cast<size_t>(o)], steps, nullptr);
 }
 
 double SimPackRun::ExpectedFraction(int o, std::vector<double> expected, double now_step) const {
@@ -106,12 +104,8 @@ std::shared_ptr<const SimPacking> ChooseSimPacks(const Problem& believed, PackTe
   for (int j = 0; j < planned.NumTasks() && outlook.Any(); ++j) {
     for (Option& option : planned.tasks[static_cast<size_t>(j)].options)
       option.runtime_s *= outlook.ExpectedFraction(j);
-    PackTerms::Member& m = priced.tasks[static_cast<size_t>(j)];
-    if (m.stops.empty()) continue;
-    m.steps = 0.0;
-    for (const auto& [steps, p] : m.stops)
-      m.steps += steps * p;
   }
+  StepsAtStopsMean(priced);
   PackedPlanResult chosen = PlanWithPacks(planned, priced, request, true);
   if (described) *described = DescribePacks(planned, priced, chosen, false);
   if (std::none_of(chosen.packing.begin(), chosen.packing.end(),

@@ -18,6 +18,7 @@
 //   pack.Leave(i);                               // and it is out
 #pragma once
 
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
@@ -51,6 +52,7 @@ class SimPackRun {
   size_t Size() const { return members_.size(); }
   int Member(size_t i) const { return members_[i]; }
   bool In(size_t i) const { return in_[i]; }
+  bool AnyIn() const { return std::find(in_.begin(), in_.end(), true) != in_.end(); }
   // Where member i leaves (its steps, or where it was stopped), in the
   // profile's steps; a workload step is Scale(i) of them.
   double Steps(size_t i) const { return steps_[i]; }

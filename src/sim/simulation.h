@@ -76,6 +76,10 @@ class Simulation {
   void PushDecision(int j, double t, double from);
   bool Decide(const Completion& c);
   std::vector<int> EndSegment(int j);
+  // Unit j ends (`how`: finished or stopped): its segment, its result row;
+  // returns the GPUs it held (the caller starts what is next on them,
+  // after the unit's own events).
+  std::vector<int> EndUnit(int j, TaskStatus how);
   void StartNextOn(int node, const std::vector<int>& freed);
   void Finish(int j);
   void Preempt(int j);

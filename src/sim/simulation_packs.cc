@@ -70,20 +70,12 @@ bool Simulation::MemberEvent(const Completion& c) {
   MemberLeaves(j, i, TaskStatus::kStopped);
   Emit(events::TaskEarlyStopped(now_, Where(j, &name), e.spec.rule, e.spec.metric, value, step,
                                 step));
-  bool in = false;
-  for (size_t k = 0; k < pack.Size(); ++k)
-    in = in || pack.In(k);
+  const bool in = pack.AnyIn();
   if (!in) {
     // Its last member: the pack ends here, its devices free before the
     // re-plan (as a task alone's, Decide).
     const int node = s.node;
-    const std::vector<int> freed = EndSegment(j);
-    s.done = 1.0;
-    s.finished = true;
-    ++finished_count_;
-    result_.tasks[j].end_s = now_;
-    result_.tasks[j].status = TaskStatus::kStopped;
-    StartNextOn(node, freed);
+    StartNextOn(node, EndUnit(j, TaskStatus::kStopped));
   } else {
     completions_.push({TimeAt(j, 1.0), j, s.version});
     PushMemberEvents(j);
@@ -139,13 +131,8 @@ Plan Simulation::MembersPlan(Plan plan) const {
   for (const PlanTask& t : plan.tasks) {
     auto unit = task_index_.find(t.task);
     const SimPackRun* pack = unit == task_index_.end() ? nullptr : PackOf(unit->second);
-    int o = 0;
-    const Task& planned = pack ? p_.tasks[static_cast<size_t>(unit->second)] : Task{};
-    while (pack && o < static_cast<int>(planned.options.size()) &&
-           !(planned.options[o].technique == t.technique && planned.options[o].gpus == t.gpus &&
-             (t.gpu_type.empty() || p_.TypeName(planned.options[o].type) == t.gpu_type)))
-      ++o;
-    if (!pack || o == static_cast<int>(planned.options.size())) {
+    const int o = pack ? OptionOf(p_, p_.tasks[static_cast<size_t>(unit->second)], t) : -1;
+    if (o < 0) {
       tasks.push_back(t);
       continue;
     }

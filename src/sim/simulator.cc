@@ -228,13 +228,7 @@ bool Simulation::Decide(const Completion& c) {
     return false;
   }
   int node = s_[j].node;
-  std::vector<int> freed = EndSegment(j);
-  s_[j].finished = true;
-  ++finished_count_;
-  SimTaskResult& r = result_.tasks[j];
-  r.end_s = now_;
-  r.work_done = s_[j].done;
-  r.status = TaskStatus::kStopped;
+  std::vector<int> freed = EndUnit(j, TaskStatus::kStopped);
   Emit(events::TaskEarlyStopped(now_, Where(j), e.spec.rule, e.spec.metric, value, step, step));
   StartNextOn(node, freed);
   // Its devices and the work it left are planned at once.
@@ -265,16 +259,23 @@ void Simulation::StartNextOn(int node, const std::vector<int>& freed) {
   }
 }
 
+std::vector<int> Simulation::EndUnit(int j, TaskStatus how) {
+  std::vector<int> freed = EndSegment(j);
+  SimTask& s = s_[j];
+  if (how == TaskStatus::kFinished) s.done = 1.0;
+  s.finished = true;
+  ++finished_count_;
+  SimTaskResult& r = result_.tasks[j];
+  r.end_s = now_;
+  r.work_done = s.done;
+  r.status = how;
+  return freed;
+}
+
 void Simulation::Finish(int j) {
   if (PackOf(j)) FinishMembers(j);
   int node = s_[j].node;
-  std::vector<int> freed = EndSegment(j);
-  s_[j].done = 1.0;
-  s_[j].finished = true;
-  ++finished_count_;
-  result_.tasks[j].end_s = now_;
-  result_.tasks[j].work_done = 1.0;
-  result_.tasks[j].status = TaskStatus::kFinished;
+  std::vector<int> freed = EndUnit(j, TaskStatus::kFinished);
   if (!PackOf(j)) Emit(events::TaskFinished(now_, Where(j)));
   StartNextOn(node, freed);
 }
